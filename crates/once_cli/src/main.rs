@@ -1,0 +1,2 @@
+//! The `once` binary.
+fn main() {}

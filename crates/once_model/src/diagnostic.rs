@@ -1,0 +1,226 @@
+//! Diagnostics are data: a stable code, a severity, a message, where, and repairs.
+//!
+//! Every code is declared once in the table below, with its default severity and the
+//! explanation that `docs/diagnostics.md` is generated from.
+
+use std::fmt;
+
+use crate::text::TextRange;
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! diagnostic_codes {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $severity:ident; )*) => {
+        /// Every diagnostic code `once` emits.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum DiagnosticCode {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl DiagnosticCode {
+            /// All codes, in documentation order.
+            pub const ALL: &'static [DiagnosticCode] = &[$(DiagnosticCode::$variant,)*];
+
+            /// The stable snake_case code.
+            pub fn as_str(self) -> &'static str {
+                match self { $(DiagnosticCode::$variant => $code,)* }
+            }
+
+            pub fn default_severity(self) -> Severity {
+                match self { $(DiagnosticCode::$variant => Severity::$severity,)* }
+            }
+
+            /// The user-facing explanation, in Markdown.
+            pub fn explanation(self) -> &'static str {
+                match self { $(DiagnosticCode::$variant => concat!($($doc, "\n"),*),)* }
+            }
+
+            pub fn from_str(code: &str) -> Option<DiagnosticCode> {
+                match code { $($code => Some(DiagnosticCode::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+diagnostic_codes! {
+    /// The file is not valid TOML. The range points at the offending text; the rest of the
+    /// file is still read as far as the parser could recover, and other files are unaffected.
+    SyntaxError = "syntax_error", Error;
+    /// The file could not be read (permissions, not UTF-8, vanished while loading).
+    FileUnreadable = "file_unreadable", Error;
+    /// A key that `once.toml` does not define at this place, such as `label` in a
+    /// `[[target]]` table or `inlcude` in `[workspace]`. The repair names the closest key.
+    UnknownKey = "unknown_key", Error;
+    /// A manifest field has the wrong TOML type, for example `srcs = "src/main.rs"`
+    /// instead of a list, or `[[target]]` written as `[target]`.
+    InvalidFieldType = "invalid_field_type", Error;
+    /// A table that only the root `once.toml` may hold (`[workspace]`, `[modules]`)
+    /// appears in a package manifest, where it would be ignored.
+    MisplacedTable = "misplaced_table", Error;
+    /// `[workspace.configuration]` holds an empty `os`, `arch` or token.
+    InvalidConfiguration = "invalid_configuration", Error;
+    /// A glob pattern (in `srcs`, `[workspace] include/exclude` or `[modules] paths`)
+    /// does not parse, or is absolute or escapes its directory.
+    InvalidGlob = "invalid_glob", Error;
+    /// A `[[target]]` table has no `name`.
+    TargetNameRequired = "target_name_required", Error;
+    /// A target name must be one path segment: not empty, `.` or `..`, and without `/`,
+    /// `\`, `:` or whitespace.
+    InvalidTargetName = "invalid_target_name", Error;
+    /// Two targets of one package share a name, so their id is ambiguous. Reported on
+    /// the second and later declarations.
+    DuplicateTarget = "duplicate_target", Error;
+    /// A `[[target]]` table has no `kind`.
+    TargetKindRequired = "target_kind_required", Error;
+    /// The kind is neither built in nor declared by a project module. Repairs list the
+    /// closest known kinds; `once query target-kinds` lists them all.
+    UnknownTargetKind = "unknown_target_kind", Error;
+    /// The kind requires an attribute the target does not set in `attrs`.
+    MissingRequiredAttr = "missing_required_attr", Error;
+    /// The kind does not declare this attribute. The repair names the closest one.
+    UnknownAttr = "unknown_attr", Error;
+    /// The value does not have the attribute's declared type; the message says where
+    /// inside the value (`element [2]`, `entry \`k\``, `select branch \`linux\``).
+    AttrTypeMismatch = "attr_type_mismatch", Error;
+    /// The attribute only allows certain values and this is not one of them.
+    AttrValueNotAllowed = "attr_value_not_allowed", Error;
+    /// A `{ select = { … } }` value on an attribute the kind does not mark configurable.
+    SelectOnNonConfigurableAttr = "select_on_non_configurable_attr", Error;
+    /// A `select` table has no branch for any token of the configuration and no
+    /// `default` branch.
+    SelectNoMatchingBranch = "select_no_matching_branch", Error;
+    /// A malformed `select` value: not a table of token → value, or with extra keys.
+    InvalidSelect = "invalid_select", Error;
+    /// A target reference cannot be parsed: Bazel syntax (`//a:b`, `:b`, with the
+    /// rewrite), a leading `/`, empty segments, or a path escaping the workspace root.
+    InvalidLabel = "invalid_label", Error;
+    /// A dependency names a target that does not exist.
+    MissingDependency = "missing_dependency", Error;
+    /// The `dependencies` table names a role the kind does not declare, or `deps`
+    /// (which belongs in the top-level `deps` field).
+    UnknownDependencyRole = "unknown_dependency_role", Error;
+    /// The kind accepts no dependencies in this role.
+    UnexpectedDependency = "unexpected_dependency", Error;
+    /// The dependency emits none of the providers this role accepts.
+    IncompatibleDependencyProvider = "incompatible_dependency_provider", Error;
+    /// The role needs at least or at most a number of dependencies.
+    DependencyCountMismatch = "dependency_count_mismatch", Error;
+    /// A `visibility` entry is none of `public`, `private`, `package:<pkg>`,
+    /// `subtree:<pkg>` or a target reference.
+    InvalidVisibility = "invalid_visibility", Error;
+    /// The dependency's `visibility` does not include the depending target.
+    DependencyNotVisible = "dependency_not_visible", Error;
+    /// Targets depend on each other in a loop. Each cycle is reported once, with its path.
+    DependencyCycle = "dependency_cycle", Error;
+    /// A `srcs` pattern matches no file of the package. Files of nested packages do not
+    /// count: they belong to those packages.
+    MissingSource = "missing_source", Warning;
+    /// `[modules] paths` lists a pattern; project modules are evaluated by a later release
+    /// of `once`, so the kinds they declare are not available yet.
+    ModulesNotEvaluated = "modules_not_evaluated", Info;
+}
+
+impl fmt::Display for DiagnosticCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem found in the workspace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    pub code: DiagnosticCode,
+    pub severity: Severity,
+    pub message: String,
+    /// Workspace-relative path with `/` separators.
+    pub file: Option<String>,
+    /// Byte range into `file` covering the offending key or value itself.
+    pub range: Option<TextRange>,
+    /// Canonical id of the target the problem belongs to.
+    pub target: Option<String>,
+    /// The attribute path (`deps`, `attrs.edition`, `dependencies.proc_macros`).
+    pub attribute: Option<String>,
+    /// Concrete edits that would fix the problem, as sentences.
+    pub repairs: Vec<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's default severity and nothing else set.
+    pub fn new(code: DiagnosticCode, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.default_severity(),
+            message: message.into(),
+            file: None,
+            range: None,
+            target: None,
+            attribute: None,
+            repairs: Vec::new(),
+        }
+    }
+
+    pub fn at(mut self, file: impl Into<String>, range: TextRange) -> Diagnostic {
+        self.file = Some(file.into());
+        self.range = Some(range);
+        self
+    }
+
+    pub fn in_file(mut self, file: impl Into<String>) -> Diagnostic {
+        self.file = Some(file.into());
+        self
+    }
+
+    pub fn with_target(mut self, target: impl Into<String>) -> Diagnostic {
+        self.target = Some(target.into());
+        self
+    }
+
+    pub fn with_attribute(mut self, attribute: impl Into<String>) -> Diagnostic {
+        self.attribute = Some(attribute.into());
+        self
+    }
+
+    pub fn with_repair(mut self, repair: impl Into<String>) -> Diagnostic {
+        self.repairs.push(repair.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_documented() {
+        for &code in DiagnosticCode::ALL {
+            assert_eq!(DiagnosticCode::from_str(code.as_str()), Some(code));
+            assert!(!code.explanation().trim().is_empty(), "{code} has no explanation");
+        }
+    }
+}

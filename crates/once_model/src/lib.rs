@@ -1,0 +1,25 @@
+//! The plain-data vocabulary every `once` crate speaks.
+//!
+//! Nothing here knows about salsa, Starlark, files on disk or any protocol: these are
+//! `Clone + Eq + Hash` values that queries return and front ends convert.
+//!
+//! - [`label`]: canonical target labels and the reference syntax used inside manifests.
+//! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
+//! - [`value`]: attribute values as written in `attrs` tables ([`AttrValue`]).
+//! - [`diagnostic`]: diagnostics as data ([`Diagnostic`], [`DiagnosticCode`]).
+//! - [`text`]: byte ranges and 1-based line/column positions.
+
+pub mod diagnostic;
+pub mod label;
+pub mod schema;
+pub mod text;
+pub mod value;
+
+pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
+pub use label::{LabelError, TargetLabel, is_valid_target_name, resolve_reference};
+pub use schema::{
+    AttrSpec, AttrType, Capability, DependencyRole, Example, ExampleFile, ExampleSummary,
+    KindOrigin, KindSchema, SourceReference, ToolSpec,
+};
+pub use text::{LineCol, LineColRange, TextRange};
+pub use value::{AttrValue, Float};

@@ -1,0 +1,2 @@
+//! Project automation entry point.
+fn main() {}
