@@ -1,0 +1,71 @@
+//! The built-in prelude: `prelude/*.star` and the starter trees under `prelude/examples/`,
+//! embedded at build time (see `build.rs`) and evaluated once per process.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use once_model::{KindOrigin, KindSchema};
+
+use crate::EvalLimits;
+use crate::values::DeclarationContext;
+
+include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
+
+/// The built-in kinds, evaluated from the embedded prelude. Deterministic; sorted by kind
+/// name. `Err` only on a bug in the prelude (a test guarantees `Ok`).
+pub fn prelude_kinds() -> Result<Vec<KindSchema>, String> {
+    static KINDS: OnceLock<Result<Vec<KindSchema>, String>> = OnceLock::new();
+    KINDS.get_or_init(evaluate_prelude).clone()
+}
+
+/// The contents of one embedded prelude file, by path relative to `prelude/`
+/// (`rust.star`, `examples/rust_binary/minimal/once.toml`, …).
+pub fn prelude_file(path: &str) -> Option<&'static [u8]> {
+    PRELUDE_FILES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, contents)| *contents)
+}
+
+/// The top-level `.star` files of the prelude, sorted by path.
+pub(crate) fn prelude_modules() -> impl Iterator<Item = (&'static str, &'static [u8])> {
+    PRELUDE_FILES
+        .iter()
+        .filter(|(path, _)| !path.contains('/') && path.ends_with(".star"))
+        .copied()
+}
+
+fn evaluate_prelude() -> Result<Vec<KindSchema>, String> {
+    let mut kinds = Vec::new();
+    let mut errors = Vec::new();
+    for (path, contents) in prelude_modules() {
+        let Ok(source) = std::str::from_utf8(contents) else {
+            errors.push(format!("prelude/{path}: not UTF-8"));
+            continue;
+        };
+        let mut ctx = DeclarationContext::new(KindOrigin::Prelude(path.to_owned()));
+        ctx.strict = true;
+        ctx.embedded = Some(PRELUDE_FILES);
+        let display_path = format!("prelude/{path}");
+        let (declared, error) =
+            crate::eval::run(&display_path, source, &EvalLimits::default(), ctx);
+        if let Some(d) = error {
+            errors.push(format!("{}:{}:{}: {}", d.path, d.line, d.column, d.message));
+        }
+        kinds.extend(declared);
+    }
+    let mut seen = HashSet::new();
+    for kind in &kinds {
+        if !seen.insert(kind.name.as_str()) {
+            errors.push(format!(
+                "prelude: kind `{}` is declared in more than one file",
+                kind.name
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    kinds.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(kinds)
+}

@@ -1,0 +1,1 @@
+//! The built-in prelude: it evaluates, every kind is documented and has runnable examples.
