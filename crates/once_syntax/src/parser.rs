@@ -63,7 +63,7 @@ impl Parser<'_> {
                     self.line_end();
                 }
                 _ => {
-                    let message = format!("expected a key or a table header, found {}", next.kind.describe());
+                    let message = format!("expected a key or a table header, found {}", self.found(self.pos, next));
                     self.skip_rest_of_line(&message);
                 }
             }
@@ -100,11 +100,17 @@ impl Parser<'_> {
             }
             return;
         }
+        if is_array && self.rest().starts_with(']') {
+            let range = self.range(self.pos, 1);
+            self.bump_kind(R_BRACK);
+            self.error("expected `]]` to close the array of tables header", range);
+            return;
+        }
         let expected = if is_array { "`]]`" } else { "`]`" };
         let found = self.peek(Mode::Key);
         let message = match found {
             Some(lexeme) if lexeme.kind != NEWLINE => {
-                format!("expected {expected} to close the table header, found {}", lexeme.kind.describe())
+                format!("expected {expected} to close the table header, found {}", self.found(self.pos, lexeme))
             }
             _ => format!("unclosed table header: expected {expected}"),
         };
@@ -131,7 +137,7 @@ impl Parser<'_> {
                 let key_end = self.text.get(..self.pos).unwrap_or_default().trim_end_matches([' ', '\t']).len();
                 let (message, range) = match found {
                     Some(lexeme) if !matches!(lexeme.kind, NEWLINE | COMMENT) => (
-                        format!("expected `=` after the key, found {}", lexeme.kind.describe()),
+                        format!("expected `=` after the key, found {}", self.found(self.pos, lexeme)),
                         self.range(self.pos, lexeme.len),
                     ),
                     _ => ("expected `=` and a value after the key".to_string(), self.range(key_start, key_end - key_start)),
@@ -159,7 +165,7 @@ impl Parser<'_> {
                 found => {
                     let (message, range) = match found {
                         Some(lexeme) if !matches!(lexeme.kind, NEWLINE | COMMENT) => {
-                            (format!("expected a key, found {}", lexeme.kind.describe()), self.range(self.pos, lexeme.len))
+                            (format!("expected a key, found {}", self.found(self.pos, lexeme)), self.range(self.pos, lexeme.len))
                         }
                         _ => ("expected a key".to_string(), self.range(self.pos, 0)),
                     };
@@ -193,8 +199,9 @@ impl Parser<'_> {
             kind if kind.is_value() => self.bump(lexeme),
             ERROR_TOKEN => self.bump(lexeme),
             NEWLINE | COMMENT => self.error("expected a value", self.range(self.pos, 0)),
-            kind => {
-                self.error(format!("expected a value, found {}", kind.describe()), self.range(self.pos, lexeme.len));
+            _ => {
+                let message = format!("expected a value, found {}", self.found(self.pos, lexeme));
+                self.error(message, self.range(self.pos, lexeme.len));
             }
         }
     }
@@ -229,13 +236,13 @@ impl Parser<'_> {
                 }
                 kind if kind.is_value() || matches!(kind, L_BRACK | L_BRACE | ERROR_TOKEN) => {
                     if !expect_value {
-                        self.error("expected `,` between array values", self.range(self.pos, 0));
+                        self.error("expected `,` between array values", self.range(self.pos, next.len));
                     }
                     self.value();
                     expect_value = false;
                 }
-                kind => {
-                    let message = format!("expected a value or `]`, found {}", kind.describe());
+                _ => {
+                    let message = format!("expected a value or `]`, found {}", self.found(self.pos, next));
                     self.error(message, self.range(self.pos, next.len));
                     self.builder.start_node(ERROR.into());
                     self.bump_silently(next);
@@ -278,14 +285,14 @@ impl Parser<'_> {
                 }
                 _ if is_entry => {
                     if missing_comma {
-                        self.error("expected `,` between inline table entries", self.range(self.pos, 0));
+                        self.error("expected `,` between inline table entries", self.range(self.pos, next.len));
                     }
                     self.key_value(Context::InlineTable);
                     expect_entry = false;
                 }
-                kind => {
+                _ => {
                     if next.error.is_none() {
-                        let message = format!("expected a key-value or `}}`, found {}", kind.describe());
+                        let message = format!("expected a key-value or `}}`, found {}", self.found(self.pos, next));
                         self.error(message, self.range(self.pos, next.len));
                     }
                     self.builder.start_node(ERROR.into());
@@ -310,7 +317,7 @@ impl Parser<'_> {
             None => {}
             Some(lexeme) if lexeme.kind == NEWLINE => self.bump(lexeme),
             Some(lexeme) => {
-                let message = format!("expected a line end, found {}", lexeme.kind.describe());
+                let message = format!("expected a line end, found {}", self.found(self.pos, lexeme));
                 self.skip_rest_of_line(&message);
             }
         }
@@ -323,7 +330,10 @@ impl Parser<'_> {
     /// and consumes the line end.
     fn skip_rest_of_line(&mut self, message: &str) {
         let start = self.pos;
-        let first_has_error = self.peek(Mode::Value).is_some_and(|lexeme| lexeme.error.is_some());
+        let first_has_error = self.peek(Mode::Value).is_some_and(|lexeme| {
+            lexeme.error.is_some()
+                && (lexeme.kind != ERROR_TOKEN || self.rest().starts_with(|c: char| c.is_control() || c == '\u{feff}'))
+        });
         if first_has_error {
             if let Some(lexeme) = self.peek(Mode::Value) {
                 self.builder.start_node(ERROR.into());
@@ -358,6 +368,13 @@ impl Parser<'_> {
         while let Some(lexeme) = self.peek(Mode::Value) {
             if lexeme.kind == NEWLINE {
                 break;
+            }
+            let line_len = self.rest().find('\n').unwrap_or(self.rest().len());
+            if lexeme.len > line_len && line_len > 0 {
+                // A multi-line string opening in skipped text: keep to this line.
+                let line_only = self.rest().get(..line_len).map_or(line_len, |line| line.trim_end_matches('\r').len());
+                self.bump_silently(Lexeme { kind: ERROR_TOKEN, len: line_only.max(1), error: None });
+                continue;
             }
             self.bump_silently(lexeme);
         }
@@ -506,6 +523,16 @@ impl Parser<'_> {
                 self.error(message, self.range(start + offset, c.len_utf8()));
             }
         }
+    }
+
+    /// How to name `lexeme` (at `pos`) in an error message: its text when
+    /// that is short and telling, its kind otherwise.
+    fn found(&self, pos: usize, lexeme: Lexeme) -> String {
+        let text = self.text.get(pos..pos + lexeme.len).unwrap_or_default();
+        let quotable = matches!(lexeme.kind, ERROR_TOKEN | BARE_KEY | INTEGER | FLOAT | BOOLEAN | DATETIME)
+            && text.chars().count() <= 24
+            && !text.chars().any(char::is_control);
+        if quotable { format!("`{text}`") } else { lexeme.kind.describe().to_string() }
     }
 
     fn range(&self, start: usize, len: usize) -> TextRange {
