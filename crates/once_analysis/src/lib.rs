@@ -1,1 +1,195 @@
-//! Placeholder while the crate is being written.
+//! The API boundary front ends call: [`AnalysisHost`] owns the database and applies
+//! changes; [`Analysis`] is a cheap snapshot that answers questions in plain data.
+//!
+//! **API Boundary:** every answer is plain data from `once_model` or this crate, never a
+//! salsa or Starlark type; every method returns [`Cancellable`], so a pending write (an
+//! edit arriving in a long-running server) interrupts a stale computation instead of
+//! blocking behind it.
+
+mod answers;
+mod kind_search;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use once_db::{ChangeEvent, RootDatabase, System, Workspace, apply_changes, line_index};
+use once_graph::{
+    ChangedPaths, affected_tests, dependency_graph, kind_catalog, manifest, resolved_targets,
+    test_targets, workspace_diagnostics, workspace_packages, workspace_settings,
+};
+use once_model::{Diagnostic, KindSchema, LineColRange};
+
+pub use answers::*;
+pub use kind_search::search_kinds;
+pub use once_db::{ExecutionLog, HostPlatform, MemorySystem, OsSystem, find_workspace_root};
+pub use once_graph::{AffectedTest, TestTarget};
+
+/// The names closest to `word` (for "did you mean" messages), best first.
+pub fn closest_names<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    once_graph::text::closest(word, names, 3)
+}
+
+/// The answer of a query, or `Cancelled` when an edit arrived meanwhile.
+pub type Cancellable<T> = Result<T, salsa::Cancelled>;
+
+/// Owns the database. Changes go in here; snapshots come out.
+pub struct AnalysisHost {
+    db: RootDatabase,
+    workspace: Workspace,
+}
+
+impl AnalysisHost {
+    /// Loads the workspace at `root` (absolute) through `system`.
+    pub fn load(system: Arc<dyn System>, root: PathBuf) -> AnalysisHost {
+        let mut db = RootDatabase::new(system);
+        let workspace = db.load(root);
+        AnalysisHost { db, workspace }
+    }
+
+    /// Like [`AnalysisHost::load`], logging every query execution (for tests).
+    pub fn load_with_execution_log(system: Arc<dyn System>, root: PathBuf) -> (AnalysisHost, ExecutionLog) {
+        let (mut db, log) = RootDatabase::with_execution_log(system);
+        let workspace = db.load(root);
+        (AnalysisHost { db, workspace }, log)
+    }
+
+    pub fn apply_changes(&mut self, changes: &[ChangeEvent]) {
+        apply_changes(&mut self.db, changes);
+    }
+
+    /// A snapshot for answering questions, possibly on another thread.
+    pub fn analysis(&self) -> Analysis {
+        Analysis { db: self.db.clone(), workspace: self.workspace }
+    }
+}
+
+/// A read-only snapshot of the database.
+#[derive(Clone)]
+pub struct Analysis {
+    db: RootDatabase,
+    workspace: Workspace,
+}
+
+impl Analysis {
+    fn with_db<T>(&self, f: impl FnOnce(&RootDatabase, Workspace) -> T + std::panic::UnwindSafe) -> Cancellable<T> {
+        let db = &self.db;
+        let workspace = self.workspace;
+        salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db, workspace)))
+    }
+
+    /// The absolute workspace root.
+    pub fn root(&self) -> PathBuf {
+        self.workspace.root(&self.db).clone()
+    }
+
+    /// Root, configuration, packages and counts.
+    pub fn workspace_info(&self) -> Cancellable<WorkspaceInfo> {
+        self.with_db(answers::workspace_info)
+    }
+
+    /// Every target, optionally only those of one kind, sorted by id.
+    pub fn targets(&self, kind: Option<&str>) -> Cancellable<Vec<TargetSummaryInfo>> {
+        let kind = kind.map(str::to_owned);
+        self.with_db(move |db, ws| answers::targets(db, ws, kind.as_deref()))
+    }
+
+    /// The resolved view of one target by canonical id.
+    pub fn target(&self, id: &str) -> Cancellable<Option<TargetDetails>> {
+        let id = id.to_owned();
+        self.with_db(move |db, ws| answers::target(db, ws, &id))
+    }
+
+    /// Every kind of the catalog, sorted by name.
+    pub fn kinds(&self) -> Cancellable<Vec<KindSchema>> {
+        self.with_db(|db, ws| kind_catalog(db, ws).kinds.clone())
+    }
+
+    pub fn kind(&self, name: &str) -> Cancellable<Option<KindSchema>> {
+        let name = name.to_owned();
+        self.with_db(move |db, ws| kind_catalog(db, ws).get(&name).cloned())
+    }
+
+    /// Kinds matching a discovery query, best first.
+    pub fn search_kinds(&self, query: &str) -> Cancellable<Vec<KindSchema>> {
+        let query = query.to_owned();
+        self.with_db(move |db, ws| search_kinds(&kind_catalog(db, ws).kinds, &query).into_iter().cloned().collect())
+    }
+
+    /// Every diagnostic of the workspace.
+    pub fn validate_workspace(&self) -> Cancellable<Validation> {
+        self.with_db(|db, ws| {
+            let diagnostics = workspace_diagnostics(db, ws).iter().map(|d| locate(db, d)).collect::<Vec<_>>();
+            Validation {
+                valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
+                target_count: dependency_graph(db, ws).nodes.len(),
+                diagnostics,
+            }
+        })
+    }
+
+    /// Checks one proposed target table locally: name, kind, attributes, label syntax.
+    /// No other manifest is read and dependencies are not resolved.
+    pub fn validate_target(&self, target: &ProposedTarget) -> Cancellable<Validation> {
+        let target = target.clone();
+        self.with_db(move |db, ws| answers::validate_target(db, ws, &target))
+    }
+
+    /// Every test target.
+    pub fn tests(&self) -> Cancellable<Vec<TestTarget>> {
+        self.with_db(|db, ws| test_targets(db, ws).clone())
+    }
+
+    /// Tests affected by changed workspace-relative paths; none selects every test.
+    pub fn affected_tests(&self, changed_paths: &[String]) -> Cancellable<Vec<AffectedTest>> {
+        let paths = changed_paths.to_vec();
+        self.with_db(move |db, ws| {
+            let changed = ChangedPaths::new(db, paths);
+            affected_tests(db, ws, changed).clone()
+        })
+    }
+
+    /// Number of packages after include/exclude, and their paths.
+    pub fn packages(&self) -> Cancellable<Vec<String>> {
+        self.with_db(|db, ws| workspace_packages(db, ws).iter().map(|p| p.path(db).clone()).collect())
+    }
+
+    /// The manifest diagnostics and targets of one package, by path (for tests and tools).
+    pub fn package_target_names(&self, package: &str) -> Cancellable<Vec<String>> {
+        let package = package.to_owned();
+        self.with_db(move |db, ws| {
+            workspace_packages(db, ws)
+                .iter()
+                .find(|p| *p.path(db) == package)
+                .map(|&p| resolved_targets(db, p).targets.iter().map(|t| t.label.name.clone()).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The configuration tokens `select` resolves against.
+    pub fn configuration_tokens(&self) -> Cancellable<Vec<String>> {
+        self.with_db(|db, ws| workspace_settings(db, ws).configuration.tokens.clone())
+    }
+
+    /// Whether the package's manifest declares `[workspace]` (used by root discovery).
+    pub fn has_workspace_table(&self) -> Cancellable<bool> {
+        self.with_db(|db, ws| {
+            once_graph::settings::root_package(db, ws).is_some_and(|p| manifest(db, p).workspace.is_some())
+        })
+    }
+}
+
+/// Attaches the 1-based line/column range to a diagnostic.
+fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
+    let range = match (&diagnostic.file, diagnostic.range) {
+        (Some(file), Some(range)) => db.file(file).map(|f| line_index(db, f).range(range)),
+        _ => None,
+    };
+    LocatedDiagnostic { diagnostic: diagnostic.clone(), range }
+}
+
+/// A diagnostic with its 1-based line/column range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedDiagnostic {
+    pub diagnostic: Diagnostic,
+    pub range: Option<LineColRange>,
+}

@@ -1,2 +1,69 @@
-//! The `once` binary.
-fn main() {}
+//! The `once` binary: parses the command line, runs the command, maps outcomes to exit codes.
+//!
+//! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
+//! `validate-*` command found the workspace or target invalid, 2 for usage and I/O errors.
+
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "the CLI's job is printing")]
+
+mod args;
+mod human;
+mod query;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Args, Command, Format};
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    let format = args.format;
+    let outcome = match &args.command {
+        Command::Query(query) => query::run(&args, query),
+        Command::Completions { shell } => {
+            let mut command = <Args as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut command, "once", &mut std::io::stdout());
+            Ok(Outcome::Success)
+        }
+    };
+    match outcome {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Err(err) => {
+            report_error(format, &err);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// How a command that ran ended.
+pub enum Outcome {
+    Success,
+    /// A validation found errors.
+    Invalid,
+}
+
+/// Prints an error with its whole cause chain to stderr.
+fn report_error(format: Format, err: &anyhow::Error) {
+    let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+    let mut stderr = std::io::stderr().lock();
+    match format {
+        Format::Json => {
+            let value = serde_json::json!({ "error": { "message": chain.join(": "), "causes": chain } });
+            let _ = writeln!(stderr, "{value}");
+        }
+        Format::Human => {
+            let _ = writeln!(stderr, "once: error: {}", chain.join(": "));
+        }
+    }
+}

@@ -1,1 +1,43 @@
-//! Placeholder while the crate is being written.
+//! The semantic layer: every workspace fact, as a salsa query.
+//!
+//! The queries build on each other in this order:
+//!
+//! - [`manifests`]: `parse_manifest` (CST + syntax errors) → `manifest` (typed declarations
+//!   with ranges, structural diagnostics).
+//! - [`settings`]: the root manifest's `[workspace]`/`[modules]` tables, the configuration
+//!   tokens `select` uses, and `workspace_packages` after include/exclude.
+//! - [`kinds`]: `kind_catalog`, the kinds targets may use.
+//! - [`resolve`]: `target_summaries` (the per-package name table dependents read) and
+//!   `resolved_targets` (labels, selects, attribute values resolved).
+//! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
+//! - [`graph`]: `dependency_graph`, `reverse_deps` and cycles.
+//! - [`tests`]: `test_targets`, `owners`, `affected_tests`.
+//!
+//! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
+//! to one manifest re-runs that package's queries and, through backdating, nothing else
+//! unless names, kinds or visibility changed. Diagnostics are return values.
+
+pub mod graph;
+pub mod kinds;
+pub mod manifests;
+pub mod resolve;
+pub mod settings;
+pub mod tests;
+pub mod validate;
+
+pub mod text;
+
+pub use graph::{DependencyGraph, GraphNode, dependency_cycles, dependency_graph, reverse_deps};
+pub use kinds::{KindCatalog, kind_catalog};
+pub use manifests::{
+    Configurable, DepList, Manifest, ModulesDecl, Spanned, TargetDecl, WorkspaceDecl, manifest,
+    parse_manifest, read_manifest_text,
+};
+pub use resolve::{
+    ResolvedPackage, SourcePattern, resolve_manifest, ResolvedDep, ResolvedTarget, TargetSummary, Visibility, resolved_targets, target_summaries,
+};
+pub use settings::{
+    Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
+};
+pub use tests::{AffectedTest, ChangedPaths, TestTarget, affected_tests, owners, test_targets};
+pub use validate::{file_diagnostics, workspace_diagnostics};

@@ -1,1 +1,484 @@
-//! Placeholder while the crate is being written.
+//! The JSON records `once query … --format json` prints and MCP tools return.
+//!
+//! One DTO per record, converted from `once_analysis` answers. The CLI and the MCP server
+//! both use these, so a record has the same keys on every surface. Core types do not
+//! derive `Serialize`; this crate is the only place their JSON shape is decided.
+
+use base64::Engine;
+use once_analysis::{
+    AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation,
+    WorkspaceInfo,
+};
+use once_model::{AttrValue, Capability, Example, KindSchema, SourceReference};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Serialises a DTO to a JSON value (DTOs cannot fail to serialise).
+pub fn to_value(dto: &impl Serialize) -> Value {
+    serde_json::to_value(dto).unwrap_or(Value::Null)
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Position {
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Range {
+    pub start: Position,
+    pub end: Position,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DiagnosticDto {
+    pub code: String,
+    pub severity: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<String>,
+    pub repairs: Vec<String>,
+}
+
+pub fn diagnostic(located: &LocatedDiagnostic) -> DiagnosticDto {
+    let d = &located.diagnostic;
+    DiagnosticDto {
+        code: d.code.as_str().to_owned(),
+        severity: d.severity.as_str().to_owned(),
+        message: d.message.clone(),
+        file: d.file.clone(),
+        range: located.range.map(|r| Range {
+            start: Position { line: r.start.line, column: r.start.column },
+            end: Position { line: r.end.line, column: r.end.column },
+        }),
+        target: d.target.clone(),
+        attribute: d.attribute.clone(),
+        repairs: d.repairs.clone(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ValidationDto {
+    pub valid: bool,
+    pub target_count: usize,
+    pub diagnostics: Vec<DiagnosticDto>,
+}
+
+pub fn validation(validation: &Validation) -> ValidationDto {
+    ValidationDto {
+        valid: validation.valid,
+        target_count: validation.target_count,
+        diagnostics: validation.diagnostics.iter().map(diagnostic).collect(),
+    }
+}
+
+/// `validate-target`: `{valid, diagnostics}`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TargetValidationDto {
+    pub valid: bool,
+    pub diagnostics: Vec<DiagnosticDto>,
+}
+
+pub fn target_validation(validation: &Validation) -> TargetValidationDto {
+    TargetValidationDto { valid: validation.valid, diagnostics: validation.diagnostics.iter().map(diagnostic).collect() }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ConfigurationDto {
+    pub os: String,
+    pub arch: String,
+    pub tokens: Vec<String>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct RootManifestDto {
+    pub path: String,
+    pub exists: bool,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DiagnosticCountsDto {
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct WorkspaceDto {
+    pub root: String,
+    pub configuration: ConfigurationDto,
+    pub root_manifest: RootManifestDto,
+    pub target_count: usize,
+    pub packages: Vec<String>,
+    pub empty: bool,
+    pub module_paths: Vec<String>,
+    pub diagnostics: DiagnosticCountsDto,
+}
+
+pub fn workspace(info: &WorkspaceInfo) -> WorkspaceDto {
+    WorkspaceDto {
+        root: info.root.display().to_string(),
+        configuration: ConfigurationDto { os: info.os.clone(), arch: info.arch.clone(), tokens: info.tokens.clone() },
+        root_manifest: RootManifestDto { path: "once.toml".into(), exists: info.root_manifest },
+        target_count: info.target_count,
+        packages: info.packages.clone(),
+        empty: info.target_count == 0,
+        module_paths: info.module_paths.clone(),
+        diagnostics: DiagnosticCountsDto { errors: info.error_count, warnings: info.warning_count },
+    }
+}
+
+fn is_empty_edges(edges: &serde_json::Map<String, Value>) -> bool {
+    edges.is_empty()
+}
+
+fn edges(edges: &[(String, Vec<String>)]) -> serde_json::Map<String, Value> {
+    edges.iter().map(|(role, ids)| (role.clone(), Value::from(ids.clone()))).collect()
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TargetDto {
+    pub id: String,
+    pub package: String,
+    pub name: String,
+    pub kind: String,
+    pub deps: Vec<String>,
+    #[serde(skip_serializing_if = "is_empty_edges")]
+    pub dependency_edges: serde_json::Map<String, Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub visibility: Vec<String>,
+    pub capabilities: Vec<String>,
+}
+
+pub fn target_summary(target: &TargetSummaryInfo) -> TargetDto {
+    TargetDto {
+        id: target.id.clone(),
+        package: target.package.clone(),
+        name: target.name.clone(),
+        kind: target.kind.clone(),
+        deps: target.deps.clone(),
+        dependency_edges: edges(&target.dependency_edges),
+        visibility: target.visibility.clone(),
+        capabilities: target.capabilities.clone(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct LabelDto {
+    pub package: String,
+    pub name: String,
+    pub id: String,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct CapabilityDto {
+    pub name: String,
+    pub output_groups: Vec<String>,
+    pub requires_outputs: Vec<String>,
+}
+
+pub fn capability(capability: &Capability) -> CapabilityDto {
+    CapabilityDto {
+        name: capability.name.clone(),
+        output_groups: capability.output_groups.clone(),
+        requires_outputs: capability.requires_outputs.clone(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ToolDto {
+    pub name: String,
+    pub docs: String,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct GraphTargetDto {
+    pub label: LabelDto,
+    pub kind: String,
+    pub srcs: Vec<String>,
+    pub deps: Vec<String>,
+    #[serde(skip_serializing_if = "is_empty_edges")]
+    pub dependency_edges: serde_json::Map<String, Value>,
+    pub visibility: Vec<String>,
+    pub labels: Vec<String>,
+    pub attrs: serde_json::Map<String, Value>,
+    pub capabilities: Vec<CapabilityDto>,
+    pub providers: Vec<String>,
+    pub tools: Vec<ToolDto>,
+    pub diagnostics: Vec<DiagnosticDto>,
+}
+
+pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
+    GraphTargetDto {
+        label: LabelDto { package: target.label.package.clone(), name: target.label.name.clone(), id: target.label.id() },
+        kind: target.kind.clone(),
+        srcs: target.srcs.clone(),
+        deps: target.deps.clone(),
+        dependency_edges: edges(&target.dependency_edges),
+        visibility: target.visibility.clone(),
+        labels: target.labels.clone(),
+        attrs: target.attrs.iter().map(|(k, v)| (k.clone(), attr_value(v))).collect(),
+        capabilities: target.capabilities.iter().map(capability).collect(),
+        providers: target.providers.clone(),
+        tools: target.tools.iter().map(|t| ToolDto { name: t.name.clone(), docs: t.docs.clone() }).collect(),
+        diagnostics: target.diagnostics.iter().map(diagnostic).collect(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct CapabilitiesDto {
+    pub id: String,
+    pub kind: String,
+    pub capabilities: Vec<CapabilityDto>,
+}
+
+pub fn capabilities(target: &TargetDetails) -> CapabilitiesDto {
+    CapabilitiesDto {
+        id: target.label.id(),
+        kind: target.kind.clone(),
+        capabilities: target.capabilities.iter().map(capability).collect(),
+    }
+}
+
+/// An attribute value as JSON: TOML types map to JSON types; datetimes and non-finite
+/// floats become strings.
+pub fn attr_value(value: &AttrValue) -> Value {
+    match value {
+        AttrValue::String(s) => Value::from(s.clone()),
+        AttrValue::Int(i) => Value::from(*i),
+        AttrValue::Float(f) => serde_json::Number::from_f64(f.0).map_or_else(|| Value::from(value.to_string()), Value::Number),
+        AttrValue::Bool(b) => Value::from(*b),
+        AttrValue::Datetime(d) => Value::from(d.clone()),
+        AttrValue::List(items) => Value::Array(items.iter().map(attr_value).collect()),
+        AttrValue::Dict(entries) => Value::Object(entries.iter().map(|(k, v)| (k.clone(), attr_value(v))).collect()),
+    }
+}
+
+/// Reads a JSON value as an attribute value; `null` has no TOML form.
+pub fn json_to_attr_value(value: &Value) -> Result<AttrValue, String> {
+    Ok(match value {
+        Value::Null => return Err("`null` has no TOML form; leave the key out instead".into()),
+        Value::Bool(b) => AttrValue::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => AttrValue::Int(i),
+            None => AttrValue::Float(once_model::Float(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Value::String(s) => AttrValue::String(s.clone()),
+        Value::Array(items) => AttrValue::List(items.iter().map(json_to_attr_value).collect::<Result<_, _>>()?),
+        Value::Object(map) => AttrValue::Dict(
+            map.iter()
+                .map(|(k, v)| json_to_attr_value(v).map(|v| (k.clone(), v)).map_err(|e| format!("`{k}`: {e}")))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct AttrSchemaDto {
+    pub name: String,
+    pub ty: String,
+    pub required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    pub docs: String,
+    pub configurable: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_values: Vec<String>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DepSchemaDto {
+    pub name: String,
+    pub expected_providers: Vec<String>,
+    pub docs: String,
+    pub min_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_count: Option<u32>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct SchemaCapabilityDto {
+    pub name: String,
+    pub docs: String,
+    pub output_groups: Vec<String>,
+    pub requires_outputs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct SourceReferenceDto {
+    pub system: String,
+    pub symbol: String,
+    pub url: String,
+    pub use_when: String,
+    pub content_digest: String,
+}
+
+pub fn source_reference(r: &SourceReference) -> SourceReferenceDto {
+    SourceReferenceDto {
+        system: r.system.clone(),
+        symbol: r.symbol.clone(),
+        url: r.url.clone(),
+        use_when: r.use_when.clone(),
+        content_digest: r.content_digest.clone(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ExampleSummaryDto {
+    pub slug: String,
+    pub name: String,
+    pub use_when: String,
+}
+
+pub fn example_summary(e: &Example) -> ExampleSummaryDto {
+    ExampleSummaryDto { slug: e.slug.clone(), name: e.name.clone(), use_when: e.use_when.clone() }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct KindSchemaDto {
+    pub kind: String,
+    pub docs: String,
+    pub attrs: Vec<AttrSchemaDto>,
+    pub deps: Vec<DepSchemaDto>,
+    pub providers: Vec<String>,
+    pub capabilities: Vec<SchemaCapabilityDto>,
+    pub tools: Vec<ToolDto>,
+    pub source_references: Vec<SourceReferenceDto>,
+    pub examples: Vec<ExampleSummaryDto>,
+}
+
+pub fn kind_schema(kind: &KindSchema) -> KindSchemaDto {
+    KindSchemaDto {
+        kind: kind.name.clone(),
+        docs: kind.docs.clone(),
+        attrs: kind
+            .attrs
+            .iter()
+            .map(|a| AttrSchemaDto {
+                name: a.name.clone(),
+                ty: a.ty.to_string(),
+                required: a.required,
+                default: a.default.as_ref().map(attr_value),
+                docs: a.docs.clone(),
+                configurable: a.configurable,
+                allowed_values: a.allowed_values.clone(),
+            })
+            .collect(),
+        deps: kind
+            .dependencies
+            .iter()
+            .map(|d| DepSchemaDto {
+                name: d.name.clone(),
+                expected_providers: d.providers.clone(),
+                docs: d.docs.clone(),
+                min_count: d.min,
+                max_count: d.max,
+            })
+            .collect(),
+        providers: kind.providers.clone(),
+        capabilities: kind
+            .capabilities
+            .iter()
+            .map(|c| SchemaCapabilityDto {
+                name: c.name.clone(),
+                docs: c.docs.clone(),
+                output_groups: c.output_groups.clone(),
+                requires_outputs: c.requires_outputs.clone(),
+                runner: c.runner.clone(),
+            })
+            .collect(),
+        tools: kind.tools.iter().map(|t| ToolDto { name: t.name.clone(), docs: t.docs.clone() }).collect(),
+        source_references: kind.source_references.iter().map(source_reference).collect(),
+        examples: kind.examples.iter().map(example_summary).collect(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct KindListEntryDto {
+    pub kind: String,
+    pub docs: String,
+    pub source_references: Vec<SourceReferenceDto>,
+    pub examples: Vec<ExampleSummaryDto>,
+}
+
+pub fn kind_list_entry(kind: &KindSchema) -> KindListEntryDto {
+    KindListEntryDto {
+        kind: kind.name.clone(),
+        docs: kind.docs.clone(),
+        source_references: kind.source_references.iter().map(source_reference).collect(),
+        examples: kind.examples.iter().map(example_summary).collect(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ExampleFileDto {
+    pub path: String,
+    pub contents: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contents_base64: Option<String>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ExampleDto {
+    pub slug: String,
+    pub name: String,
+    pub use_when: String,
+    pub files: Vec<ExampleFileDto>,
+}
+
+/// An example with its files sorted by path; non-UTF-8 files travel as base64.
+pub fn example(example: &Example) -> ExampleDto {
+    let mut files: Vec<ExampleFileDto> = example
+        .files
+        .iter()
+        .map(|f| match std::str::from_utf8(&f.contents) {
+            Ok(text) => ExampleFileDto { path: f.path.clone(), contents: text.to_owned(), contents_base64: None },
+            Err(_) => ExampleFileDto {
+                path: f.path.clone(),
+                contents: String::new(),
+                contents_base64: Some(base64::engine::general_purpose::STANDARD.encode(&f.contents)),
+            },
+        })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    ExampleDto { slug: example.slug.clone(), name: example.name.clone(), use_when: example.use_when.clone(), files }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TestDto {
+    pub id: String,
+    pub kind: String,
+    pub deps: Vec<String>,
+    pub runner: Option<String>,
+    pub labels: Vec<String>,
+    pub results_path: String,
+}
+
+pub fn test_target(t: &TestTarget) -> TestDto {
+    TestDto {
+        id: t.id.clone(),
+        kind: t.kind.clone(),
+        deps: t.deps.clone(),
+        runner: t.runner.clone(),
+        labels: t.labels.clone(),
+        results_path: t.results_path.clone(),
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct AffectedTestDto {
+    pub id: String,
+    pub kind: String,
+    pub reasons: Vec<String>,
+}
+
+pub fn affected_test(t: &AffectedTest) -> AffectedTestDto {
+    AffectedTestDto { id: t.id.clone(), kind: t.kind.clone(), reasons: t.reasons.clone() }
+}

@@ -1,0 +1,206 @@
+//! The plain-data answers [`crate::Analysis`] returns, and how they are computed from queries.
+
+use std::path::PathBuf;
+
+use once_db::{RootDatabase, Workspace};
+use once_graph::{
+    dependency_graph, file_diagnostics, kind_catalog, read_manifest_text, resolve_manifest,
+    resolved_targets, workspace_diagnostics, workspace_packages, workspace_settings,
+};
+use once_model::{AttrValue, Capability, TargetLabel, ToolSpec};
+
+use crate::{LocatedDiagnostic, locate};
+
+/// The state of the workspace at a glance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceInfo {
+    pub root: PathBuf,
+    pub os: String,
+    pub arch: String,
+    pub tokens: Vec<String>,
+    /// Whether `<root>/once.toml` exists.
+    pub root_manifest: bool,
+    /// Package paths after include/exclude, sorted (`""` is the root package).
+    pub packages: Vec<String>,
+    pub target_count: usize,
+    pub module_paths: Vec<String>,
+    pub error_count: usize,
+    pub warning_count: usize,
+}
+
+pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> WorkspaceInfo {
+    let settings = workspace_settings(db, workspace);
+    let diagnostics = workspace_diagnostics(db, workspace);
+    WorkspaceInfo {
+        root: workspace.root(db).clone(),
+        os: settings.configuration.os.clone(),
+        arch: settings.configuration.arch.clone(),
+        tokens: settings.configuration.tokens.clone(),
+        root_manifest: workspace.packages(db).iter().any(|p| p.path(db).is_empty()),
+        packages: workspace_packages(db, workspace).iter().map(|p| p.path(db).clone()).collect(),
+        target_count: dependency_graph(db, workspace).nodes.len(),
+        module_paths: settings.module_paths.clone(),
+        error_count: diagnostics.iter().filter(|d| d.severity == once_model::Severity::Error).count(),
+        warning_count: diagnostics.iter().filter(|d| d.severity == once_model::Severity::Warning).count(),
+    }
+}
+
+/// One target in a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetSummaryInfo {
+    pub id: String,
+    pub package: String,
+    pub name: String,
+    pub kind: String,
+    /// The default role's dependency ids.
+    pub deps: Vec<String>,
+    /// Named roles → dependency ids, in declaration order.
+    pub dependency_edges: Vec<(String, Vec<String>)>,
+    pub visibility: Vec<String>,
+    /// Capability names (`build`, `run`, `test`).
+    pub capabilities: Vec<String>,
+}
+
+pub(crate) fn targets(db: &RootDatabase, workspace: Workspace, kind: Option<&str>) -> Vec<TargetSummaryInfo> {
+    let catalog = kind_catalog(db, workspace);
+    let mut out = Vec::new();
+    for &package in workspace_packages(db, workspace) {
+        for target in &resolved_targets(db, package).targets {
+            if kind.is_some_and(|k| k != target.kind) {
+                continue;
+            }
+            let (deps, dependency_edges) = split_roles(&target.deps);
+            out.push(TargetSummaryInfo {
+                id: target.label.id(),
+                package: target.label.package.clone(),
+                name: target.label.name.clone(),
+                kind: target.kind.clone(),
+                deps,
+                dependency_edges,
+                visibility: target.visibility_text.clone(),
+                capabilities: catalog
+                    .get(&target.kind)
+                    .map(|k| k.capabilities.iter().map(|c| c.name.clone()).collect())
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+fn split_roles(deps: &[once_graph::ResolvedDep]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+    let mut default = Vec::new();
+    let mut named: Vec<(String, Vec<String>)> = Vec::new();
+    for dep in deps {
+        if dep.role == "deps" {
+            default.push(dep.label.id());
+        } else if let Some((_, ids)) = named.iter_mut().find(|(role, _)| *role == dep.role) {
+            ids.push(dep.label.id());
+        } else {
+            named.push((dep.role.clone(), vec![dep.label.id()]));
+        }
+    }
+    (default, named)
+}
+
+/// The resolved view of one target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetDetails {
+    pub label: TargetLabel,
+    pub kind: String,
+    pub srcs: Vec<String>,
+    pub deps: Vec<String>,
+    pub dependency_edges: Vec<(String, Vec<String>)>,
+    pub visibility: Vec<String>,
+    pub labels: Vec<String>,
+    /// Attribute values as set, `select`s resolved for the configuration.
+    pub attrs: Vec<(String, AttrValue)>,
+    pub capabilities: Vec<Capability>,
+    pub providers: Vec<String>,
+    pub tools: Vec<ToolSpec>,
+    /// Diagnostics of this target.
+    pub diagnostics: Vec<LocatedDiagnostic>,
+}
+
+pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
+    let label = TargetLabel::from_id(id);
+    let package = workspace_packages(db, workspace).iter().copied().find(|p| *p.path(db) == label.package)?;
+    let target = resolved_targets(db, package).targets.iter().find(|t| t.label.name == label.name)?;
+    let kind = kind_catalog(db, workspace).get(&target.kind);
+    let (deps, dependency_edges) = split_roles(&target.deps);
+    let canonical = target.label.id();
+    let mut diagnostics: Vec<LocatedDiagnostic> = file_diagnostics(db, package)
+        .iter()
+        .filter(|d| d.target.as_deref() == Some(canonical.as_str()))
+        .map(|d| locate(db, d))
+        .collect();
+    diagnostics.extend(
+        once_graph::dependency_cycles(db, workspace)
+            .iter()
+            .filter(|d| d.target.as_deref() == Some(canonical.as_str()))
+            .map(|d| locate(db, d)),
+    );
+    Some(TargetDetails {
+        label: target.label.clone(),
+        kind: target.kind.clone(),
+        srcs: target.srcs.clone(),
+        deps,
+        dependency_edges,
+        visibility: target.visibility_text.clone(),
+        labels: target.labels.clone(),
+        attrs: target.attrs.clone(),
+        capabilities: kind.map(|k| k.capabilities.clone()).unwrap_or_default(),
+        providers: target.providers.clone(),
+        tools: kind.map(|k| k.tools.clone()).unwrap_or_default(),
+        diagnostics,
+    })
+}
+
+/// The outcome of a validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// `false` when any diagnostic is an error (warnings keep it valid).
+    pub valid: bool,
+    pub target_count: usize,
+    pub diagnostics: Vec<LocatedDiagnostic>,
+}
+
+/// A proposed `[[target]]` table, as a TOML value (the keys of a `[[target]]`).
+pub type ProposedTarget = AttrValue;
+
+pub(crate) fn validate_target(db: &RootDatabase, workspace: Workspace, target: &ProposedTarget) -> Validation {
+    let AttrValue::Dict(entries) = target else {
+        let diagnostic = once_model::Diagnostic::new(
+            once_model::DiagnosticCode::InvalidFieldType,
+            format!("a target must be a table of `name`, `kind`, `srcs`, `deps`, `attrs`, …; got {}", target.type_name()),
+        );
+        return Validation { valid: false, target_count: 0, diagnostics: vec![LocatedDiagnostic { diagnostic, range: None }] };
+    };
+    let mut text = String::from("[[target]]\n");
+    for (key, value) in entries {
+        let mut line = String::new();
+        let _ = once_model::value::write_toml_key(&mut line, key);
+        text.push_str(&format!("{line} = {value}\n"));
+    }
+    let manifest = read_manifest_text("<proposed target>", "", &text);
+    let catalog = kind_catalog(db, workspace);
+    let configuration = &workspace_settings(db, workspace).configuration;
+    let resolved = resolve_manifest(&manifest, catalog, configuration, None);
+    let diagnostics: Vec<LocatedDiagnostic> = manifest
+        .diagnostics
+        .iter()
+        .chain(&resolved.diagnostics)
+        .map(|d| {
+            let mut diagnostic = d.clone();
+            diagnostic.file = None;
+            diagnostic.range = None;
+            LocatedDiagnostic { diagnostic, range: None }
+        })
+        .collect();
+    Validation {
+        valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
+        target_count: manifest.targets.len(),
+        diagnostics,
+    }
+}

@@ -1,0 +1,263 @@
+//! Human-readable rendering. Colour goes through `anstream`, which strips it when stdout
+//! is not a terminal (or `NO_COLOR` is set).
+
+use anstream::println;
+use anstyle::{AnsiColor, Style};
+use once_analysis::{AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation, WorkspaceInfo};
+use once_model::{Example, KindSchema, Severity};
+
+const BOLD: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+const ID: Style = AnsiColor::Cyan.on_default().bold();
+const ERROR: Style = AnsiColor::Red.on_default().bold();
+const WARNING: Style = AnsiColor::Yellow.on_default().bold();
+const INFO: Style = AnsiColor::Blue.on_default().bold();
+const OK: Style = AnsiColor::Green.on_default().bold();
+
+fn paint(style: Style, text: impl std::fmt::Display) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() { "none".into() } else { items.join(", ") }
+}
+
+pub fn workspace(info: &WorkspaceInfo) {
+    println!("{} {}", paint(BOLD, "workspace:"), info.root.display());
+    println!("{} {}-{} [{}]", paint(BOLD, "configuration:"), info.os, info.arch, info.tokens.join(", "));
+    println!("{} once.toml ({})", paint(BOLD, "root manifest:"), if info.root_manifest { "present" } else { "absent" });
+    let packages: Vec<String> = info.packages.iter().map(|p| if p.is_empty() { ".".into() } else { p.clone() }).collect();
+    println!("{} {} ({})", paint(BOLD, "packages:"), packages.len(), list(&packages));
+    println!("{} {}", paint(BOLD, "targets:"), info.target_count);
+    if !info.module_paths.is_empty() {
+        println!("{} {}", paint(BOLD, "modules:"), info.module_paths.join(", "));
+    }
+    println!("{} {} errors, {} warnings", paint(BOLD, "diagnostics:"), info.error_count, info.warning_count);
+}
+
+pub fn targets(targets: &[TargetSummaryInfo]) {
+    if targets.is_empty() {
+        println!("targets: none");
+        return;
+    }
+    println!("{}", paint(BOLD, format!("targets ({}):", targets.len())));
+    for target in targets {
+        println!("  {} {} [{}]", paint(ID, &target.id), paint(DIM, format!("({})", target.kind)), target.capabilities.join(", "));
+    }
+}
+
+pub fn target(target: &TargetDetails) {
+    println!("{} {}", paint(ID, target.label.id()), paint(DIM, format!("({})", target.kind)));
+    println!("  srcs: {}", list(&target.srcs));
+    println!("  deps: {}", list(&target.deps));
+    for (role, ids) in &target.dependency_edges {
+        println!("  dependencies.{role}: {}", list(ids));
+    }
+    if !target.visibility.is_empty() {
+        println!("  visibility: {}", target.visibility.join(", "));
+    }
+    if !target.labels.is_empty() {
+        println!("  labels: {}", target.labels.join(", "));
+    }
+    if target.attrs.is_empty() {
+        println!("  attrs: none");
+    } else {
+        println!("  attrs:");
+        for (name, value) in &target.attrs {
+            println!("    {name} = {value}");
+        }
+    }
+    let capabilities: Vec<String> = target.capabilities.iter().map(|c| c.name.clone()).collect();
+    println!("  capabilities: {}", list(&capabilities));
+    println!("  providers: {}", list(&target.providers));
+    let tools: Vec<String> = target.tools.iter().map(|t| t.name.clone()).collect();
+    if !tools.is_empty() {
+        println!("  tools: {}", tools.join(", "));
+    }
+    if !target.diagnostics.is_empty() {
+        println!();
+        diagnostics(&target.diagnostics);
+    }
+}
+
+pub fn capabilities(target: &TargetDetails) {
+    println!("{} {}", paint(ID, target.label.id()), paint(DIM, format!("({})", target.kind)));
+    if target.capabilities.is_empty() {
+        println!("capabilities: none");
+        return;
+    }
+    println!("capabilities:");
+    for capability in &target.capabilities {
+        println!("  {}", paint(BOLD, &capability.name));
+        println!("    outputs: {}", list(&capability.output_groups));
+        if !capability.requires_outputs.is_empty() {
+            println!("    requires: {}", capability.requires_outputs.join(", "));
+        }
+    }
+}
+
+pub fn schema(kind: &KindSchema) {
+    println!("{}: {}", paint(ID, &kind.name), kind.docs);
+    println!("{}", paint(BOLD, "attrs:"));
+    if kind.attrs.is_empty() {
+        println!("  none");
+    }
+    for attr in &kind.attrs {
+        let mut flags = vec![if attr.required { "required" } else { "optional" }];
+        if attr.configurable {
+            flags.push("configurable");
+        }
+        let default = attr.default.as_ref().map_or(String::new(), |d| format!(" = {d}"));
+        let allowed = if attr.allowed_values.is_empty() { String::new() } else { format!(" one of: {}", attr.allowed_values.join(", ")) };
+        println!("  {}: {}{default} ({}){allowed}", paint(BOLD, &attr.name), attr.ty, flags.join(", "));
+        println!("    {}", paint(DIM, &attr.docs));
+    }
+    println!("{}", paint(BOLD, "deps:"));
+    if kind.dependencies.is_empty() {
+        println!("  none");
+    }
+    for role in &kind.dependencies {
+        let count = match role.max {
+            Some(max) => format!("{}..={max}", role.min),
+            None => format!("{}..", role.min),
+        };
+        println!("  {}: accepts [{}] ({count})", paint(BOLD, &role.name), role.providers.join(", "));
+        println!("    {}", paint(DIM, &role.docs));
+    }
+    println!("{} {}", paint(BOLD, "providers:"), list(&kind.providers));
+    println!("{}", paint(BOLD, "capabilities:"));
+    for capability in &kind.capabilities {
+        let requires = if capability.requires_outputs.is_empty() {
+            String::new()
+        } else {
+            format!(" (requires: {})", capability.requires_outputs.join(", "))
+        };
+        println!("  {}: {}{requires}", paint(BOLD, &capability.name), capability.output_groups.join(", "));
+    }
+    if !kind.tools.is_empty() {
+        let tools: Vec<String> = kind.tools.iter().map(|t| t.name.clone()).collect();
+        println!("{} {}", paint(BOLD, "tools:"), tools.join(", "));
+    }
+    if !kind.source_references.is_empty() {
+        println!("{}", paint(BOLD, "source references:"));
+        for reference in &kind.source_references {
+            println!("  {} {}: {}", reference.system, reference.symbol, reference.url);
+        }
+    }
+    println!("{}", paint(BOLD, "examples:"));
+    for example in &kind.examples {
+        println!("  {} - {}", paint(BOLD, &example.slug), example.use_when);
+    }
+}
+
+pub fn example(example: &Example) {
+    println!("example {}: {}", paint(ID, &example.slug), example.name);
+    println!("use when: {}", example.use_when);
+    println!("files:");
+    for file in &example.files {
+        println!("  {}", file.path);
+    }
+}
+
+pub fn kinds(kinds: &[KindSchema]) {
+    if kinds.is_empty() {
+        println!("target kinds: none");
+        return;
+    }
+    println!("{}", paint(BOLD, "target kinds:"));
+    for kind in kinds {
+        let first_sentence = kind.docs.split(". ").next().unwrap_or(&kind.docs).trim_end_matches('.');
+        println!("  {}: {first_sentence}.", paint(ID, &kind.name));
+        for example in &kind.examples {
+            println!("    {} - {}", example.slug, paint(DIM, &example.use_when));
+        }
+    }
+}
+
+pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
+    for located in diagnostics {
+        let d = &located.diagnostic;
+        let (style, word) = match d.severity {
+            Severity::Error => (ERROR, "error"),
+            Severity::Warning => (WARNING, "warning"),
+            Severity::Info => (INFO, "info"),
+        };
+        println!("{}: {}", paint(style, format!("{word}[{}]", d.code)), paint(BOLD, &d.message));
+        match (&d.file, located.range) {
+            (Some(file), Some(range)) => println!("  {} {file}:{}:{}", paint(DIM, "-->"), range.start.line, range.start.column),
+            (Some(file), None) => println!("  {} {file}", paint(DIM, "-->")),
+            _ => {}
+        }
+        let scope: Vec<String> = [d.target.as_ref().map(|t| format!("target `{t}`")), d.attribute.as_ref().map(|a| format!("attribute `{a}`"))]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !scope.is_empty() {
+            println!("  {} {}", paint(DIM, "in"), scope.join(", "));
+        }
+        for repair in &d.repairs {
+            println!("  {} {repair}", paint(DIM, "= help:"));
+        }
+    }
+}
+
+fn counts(validation: &Validation) -> (usize, usize) {
+    let errors = validation.diagnostics.iter().filter(|d| d.diagnostic.severity == Severity::Error).count();
+    let warnings = validation.diagnostics.iter().filter(|d| d.diagnostic.severity == Severity::Warning).count();
+    (errors, warnings)
+}
+
+pub fn validation(validation: &Validation) {
+    diagnostics(&validation.diagnostics);
+    if !validation.diagnostics.is_empty() {
+        println!();
+    }
+    let (errors, warnings) = counts(validation);
+    if validation.valid {
+        let suffix = if warnings > 0 { format!(" ({warnings} warnings)") } else { String::new() };
+        println!("{} {} targets{suffix}", paint(OK, "workspace valid:"), validation.target_count);
+    } else {
+        println!(
+            "{} {errors} errors, {warnings} warnings across {} targets",
+            paint(ERROR, "workspace invalid:"),
+            validation.target_count
+        );
+    }
+}
+
+pub fn target_validation(validation: &Validation) {
+    diagnostics(&validation.diagnostics);
+    if validation.valid {
+        println!("{}", paint(OK, "target valid"));
+    } else {
+        let (errors, _) = counts(validation);
+        println!("{} {errors} errors", paint(ERROR, "target invalid:"));
+    }
+}
+
+pub fn tests(tests: &[TestTarget]) {
+    if tests.is_empty() {
+        println!("tests: none");
+        return;
+    }
+    println!("{}", paint(BOLD, format!("tests ({}):", tests.len())));
+    for test in tests {
+        let runner = test.runner.as_deref().map_or(String::new(), |r| format!(" runner={r}"));
+        let labels = if test.labels.is_empty() { String::new() } else { format!(" [{}]", test.labels.join(", ")) };
+        println!("  {} {}{runner}{labels}", paint(ID, &test.id), paint(DIM, format!("({})", test.kind)));
+    }
+}
+
+pub fn affected_tests(tests: &[AffectedTest]) {
+    if tests.is_empty() {
+        println!("affected tests: none");
+        return;
+    }
+    println!("{}", paint(BOLD, format!("affected tests ({}):", tests.len())));
+    for test in tests {
+        println!("  {} {}", paint(ID, &test.id), paint(DIM, format!("({})", test.kind)));
+        for reason in &test.reasons {
+            println!("    - {reason}");
+        }
+    }
+}

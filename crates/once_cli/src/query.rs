@@ -1,0 +1,176 @@
+//! `once query …`: load the workspace, ask the analysis, print the answer.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow, bail};
+use once_analysis::{Analysis, AnalysisHost, Cancellable, OsSystem, find_workspace_root};
+use serde::Serialize;
+
+use crate::Outcome;
+use crate::args::{Args, Format, Query};
+use crate::human;
+
+/// The workspace root: `-C DIR`, else `ONCE_WORKSPACE`, else the nearest ancestor of the
+/// current directory whose `once.toml` has `[workspace]`, else the current directory.
+pub fn workspace_root(args: &Args) -> anyhow::Result<PathBuf> {
+    let explicit = match &args.directory {
+        Some(dir) => Some((dir.clone(), "-C")),
+        None => std::env::var_os("ONCE_WORKSPACE").filter(|v| !v.is_empty()).map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),
+    };
+    match explicit {
+        Some((dir, source)) => {
+            let root = dir
+                .canonicalize()
+                .with_context(|| format!("workspace directory `{}` (from {source}) cannot be opened", dir.display()))?;
+            if !root.is_dir() {
+                bail!("workspace directory `{}` (from {source}) is not a directory", dir.display());
+            }
+            Ok(root)
+        }
+        None => {
+            let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+            Ok(find_workspace_root(&OsSystem, &cwd))
+        }
+    }
+}
+
+fn load(args: &Args) -> anyhow::Result<Analysis> {
+    let root = workspace_root(args)?;
+    let host = AnalysisHost::load(Arc::new(OsSystem), root);
+    Ok(host.analysis())
+}
+
+fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
+    value.map_err(|_| anyhow!("the query was cancelled"))
+}
+
+/// Prints one compact JSON line.
+fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer(&mut stdout, value).context("cannot write the JSON answer")?;
+    writeln!(stdout).context("cannot write to stdout")?;
+    Ok(())
+}
+
+pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
+    let analysis = load(args)?;
+    let json = args.format == Format::Json;
+    match query {
+        Query::Workspace => {
+            let info = answer(analysis.workspace_info())?;
+            if json { print_json(&once_json::workspace(&info))? } else { human::workspace(&info) }
+        }
+        Query::Targets { kind } => {
+            let targets = answer(analysis.targets(kind.as_deref()))?;
+            if json {
+                print_json(&targets.iter().map(once_json::target_summary).collect::<Vec<_>>())?
+            } else {
+                human::targets(&targets)
+            }
+        }
+        Query::Target { id } => {
+            let target = find_target(&analysis, id)?;
+            if json { print_json(&once_json::graph_target(&target))? } else { human::target(&target) }
+        }
+        Query::Capabilities { id } => {
+            let target = find_target(&analysis, id)?;
+            if json { print_json(&once_json::capabilities(&target))? } else { human::capabilities(&target) }
+        }
+        Query::Schema { kind } => {
+            let schema = find_kind(&analysis, kind)?;
+            if json { print_json(&once_json::kind_schema(&schema))? } else { human::schema(&schema) }
+        }
+        Query::Example { kind, slug } => {
+            let schema = find_kind(&analysis, kind)?;
+            let Some(example) = schema.example(slug) else {
+                let slugs: Vec<&str> = schema.examples.iter().map(|e| e.slug.as_str()).collect();
+                bail!("kind `{kind}` has no example `{slug}`; its examples are: {}", slugs.join(", "));
+            };
+            if json { print_json(&once_json::example(example))? } else { human::example(example) }
+        }
+        Query::TargetKinds { query } => {
+            let kinds = match query {
+                Some(query) => answer(analysis.search_kinds(query))?,
+                None => answer(analysis.kinds())?,
+            };
+            if json {
+                print_json(&kinds.iter().map(once_json::kind_list_entry).collect::<Vec<_>>())?
+            } else {
+                human::kinds(&kinds)
+            }
+        }
+        Query::ValidateWorkspace => {
+            let validation = answer(analysis.validate_workspace())?;
+            if json { print_json(&once_json::validation(&validation))? } else { human::validation(&validation) }
+            if !validation.valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
+        Query::ValidateTarget { file } => {
+            let text = match file {
+                Some(path) => std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?,
+                None => {
+                    let mut text = String::new();
+                    std::io::stdin().read_to_string(&mut text).context("cannot read the target from stdin")?;
+                    text
+                }
+            };
+            let value: serde_json::Value = serde_json::from_str(&text).context("the target is not valid JSON")?;
+            let target = match value.get("target") {
+                Some(inner) if inner.is_object() && value.get("name").is_none() => inner,
+                _ => &value,
+            };
+            let proposed = once_json::json_to_attr_value(target).map_err(|e| anyhow!("the target cannot be read: {e}"))?;
+            let validation = answer(analysis.validate_target(&proposed))?;
+            if json { print_json(&once_json::target_validation(&validation))? } else { human::target_validation(&validation) }
+            if !validation.valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
+        Query::Tests => {
+            let tests = answer(analysis.tests())?;
+            if json { print_json(&tests.iter().map(once_json::test_target).collect::<Vec<_>>())? } else { human::tests(&tests) }
+        }
+        Query::AffectedTests { paths, changed_paths } => {
+            let mut all = paths.clone();
+            all.extend(changed_paths.iter().cloned());
+            let affected = answer(analysis.affected_tests(&all))?;
+            if json {
+                print_json(&affected.iter().map(once_json::affected_test).collect::<Vec<_>>())?
+            } else {
+                human::affected_tests(&affected)
+            }
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+fn find_target(analysis: &Analysis, id: &str) -> anyhow::Result<once_analysis::TargetDetails> {
+    if let Some(target) = answer(analysis.target(id))? {
+        return Ok(target);
+    }
+    let ids: Vec<String> = answer(analysis.targets(None))?.into_iter().map(|t| t.id).collect();
+    let suggestions = once_analysis::closest_names(id, ids.iter().map(String::as_str));
+    match suggestions.as_slice() {
+        [] => bail!("no target `{id}` in the workspace; `once query targets` lists them"),
+        _ => bail!("no target `{id}` in the workspace; did you mean {}?", quoted(&suggestions)),
+    }
+}
+
+fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::KindSchema> {
+    if let Some(schema) = answer(analysis.kind(kind))? {
+        return Ok(schema);
+    }
+    let names: Vec<String> = answer(analysis.kinds())?.into_iter().map(|k| k.name).collect();
+    let suggestions = once_analysis::closest_names(kind, names.iter().map(String::as_str));
+    match suggestions.as_slice() {
+        [] => bail!("no target kind `{kind}`; `once query target-kinds` lists them"),
+        _ => bail!("no target kind `{kind}`; did you mean {}?", quoted(&suggestions)),
+    }
+}
+
+fn quoted(items: &[String]) -> String {
+    items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(" or ")
+}

@@ -1,0 +1,174 @@
+//! The one door through which inputs change: [`ChangeEvent`] and [`apply_changes`].
+//!
+//! A content change bumps the file's revision; creating or deleting a plain file updates
+//! the owning package's file list; anything touching a `once.toml`, a `.gitignore` or a
+//! directory triggers a rescan, which diffs the new walk against the inputs and sets only
+//! what differs.
+
+use std::path::{Path, PathBuf};
+
+use salsa::{Durability, Setter};
+
+use crate::discovery::{MANIFEST_NAME, discover_packages};
+use crate::files::File;
+use crate::system::SKIPPED_DIRECTORIES;
+use crate::workspace::{Package, Workspace};
+use crate::{Db, RootDatabase};
+
+/// Something that happened to the workspace on disk (or in an editor buffer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeEvent {
+    /// A file's content changed. Paths are absolute or workspace-relative.
+    Changed(PathBuf),
+    Created(PathBuf),
+    Deleted(PathBuf),
+    /// Anything may have changed: walk again and compare.
+    Rescan,
+}
+
+pub(crate) fn load_workspace(db: &mut RootDatabase, root: PathBuf) -> Workspace {
+    let host = db.system().host_platform();
+    let discovered = discover_packages(db.system(), &root).unwrap_or_default();
+    let packages = discovered
+        .into_iter()
+        .map(|found| {
+            let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
+            Package::builder(found.path, manifest, found.files)
+                .path_durability(Durability::HIGH)
+                .files_durability(Durability::MEDIUM)
+                .new(db)
+        })
+        .collect();
+    Workspace::builder(root, packages, host)
+        .root_durability(Durability::HIGH)
+        .packages_durability(Durability::MEDIUM)
+        .host_durability(Durability::HIGH)
+        .new(db)
+}
+
+/// The input for a workspace-relative path, created on first use.
+fn file_input(db: &RootDatabase, path: &str) -> File {
+    let mut table = match db.file_table.lock() {
+        Ok(table) => table,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(file) = table.get(path) {
+        return file;
+    }
+    let file = File::builder(path.to_owned(), 0).path_durability(Durability::HIGH).new(db);
+    table.insert(path.to_owned(), file);
+    file
+}
+
+/// Applies changes, setting only the inputs that really changed.
+pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
+    let Some(workspace) = Workspace::try_get(db) else { return };
+    let root = workspace.root(db).clone();
+    let mut rescan = false;
+    for change in changes {
+        match change {
+            ChangeEvent::Rescan => rescan = true,
+            ChangeEvent::Changed(path) => {
+                let Some(relative) = relative_path(&root, path) else { continue };
+                match db.file(&relative) {
+                    Some(file) => bump(db, file),
+                    None => rescan |= file_set_changed(db, workspace, &relative, true),
+                }
+            }
+            ChangeEvent::Created(path) | ChangeEvent::Deleted(path) => {
+                let Some(relative) = relative_path(&root, path) else { continue };
+                if let Some(file) = db.file(&relative) {
+                    bump(db, file);
+                }
+                let exists = db.system().is_file(&root.join(&relative));
+                rescan |= file_set_changed(db, workspace, &relative, exists);
+            }
+        }
+    }
+    if rescan {
+        rescan_workspace(db, workspace);
+    }
+}
+
+fn bump(db: &mut RootDatabase, file: File) {
+    let next = file.revision(db) + 1;
+    file.set_revision(db).with_durability(Durability::LOW).to(next);
+}
+
+/// Updates the owning package's file list; returns `true` when only a rescan can tell.
+fn file_set_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str, exists: bool) -> bool {
+    let name = relative.rsplit('/').next().unwrap_or(relative);
+    if name == MANIFEST_NAME || name == ".gitignore" {
+        return true;
+    }
+    let segments: Vec<&str> = relative.split('/').collect();
+    let hidden = segments.iter().enumerate().any(|(i, segment)| {
+        segment.starts_with('.') || (i + 1 < segments.len() && SKIPPED_DIRECTORIES.contains(segment))
+    });
+    if hidden {
+        return false;
+    }
+    if !exists && db.system().walk(&workspace.root(db).join(relative)).is_ok_and(|f| !f.is_empty()) {
+        // A directory appeared or vanished: its contents need a walk.
+        return true;
+    }
+    let owner = workspace
+        .packages(db)
+        .iter()
+        .copied()
+        .filter(|package| {
+            let path = package.path(db);
+            path.is_empty() || relative.starts_with(&format!("{path}/"))
+        })
+        .max_by_key(|package| package.path(db).len());
+    let Some(package) = owner else { return false };
+    let prefix_len = if package.path(db).is_empty() { 0 } else { package.path(db).len() + 1 };
+    let package_relative = &relative[prefix_len..];
+    let mut files = package.files(db).clone();
+    let position = files.binary_search_by(|f| f.as_str().cmp(package_relative));
+    match (position, exists) {
+        (Err(index), true) => files.insert(index, package_relative.to_owned()),
+        (Ok(index), false) => {
+            files.remove(index);
+        }
+        _ => return false,
+    }
+    package.set_files(db).with_durability(Durability::MEDIUM).to(files);
+    false
+}
+
+/// Walks again and sets the inputs that differ from the walk.
+fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
+    let root = workspace.root(db).clone();
+    let discovered = discover_packages(db.system(), &root).unwrap_or_default();
+    let existing: Vec<Package> = workspace.packages(db).clone();
+    let mut packages = Vec::with_capacity(discovered.len());
+    for found in discovered {
+        let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
+        bump(db, manifest);
+        match existing.iter().find(|p| *p.path(db) == found.path) {
+            Some(&package) => {
+                if *package.files(db) != found.files {
+                    package.set_files(db).with_durability(Durability::MEDIUM).to(found.files);
+                }
+                packages.push(package);
+            }
+            None => packages.push(
+                Package::builder(found.path, manifest, found.files)
+                    .path_durability(Durability::HIGH)
+                    .files_durability(Durability::MEDIUM)
+                    .new(db),
+            ),
+        }
+    }
+    if packages != existing {
+        workspace.set_packages(db).with_durability(Durability::MEDIUM).to(packages);
+    }
+}
+
+/// A path as workspace-relative `/`-separated text, or `None` if it lies outside.
+fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let relative = if path.is_absolute() { path.strip_prefix(root).ok()? } else { path };
+    let text = crate::system::relative_to_slash(relative)?;
+    if text.is_empty() || text.split('/').any(|s| s == "..") { None } else { Some(text) }
+}

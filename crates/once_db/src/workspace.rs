@@ -1,0 +1,51 @@
+//! The workspace and package inputs.
+
+use std::path::PathBuf;
+
+use crate::Db;
+use crate::files::File;
+use crate::system::HostPlatform;
+
+/// The loaded workspace: its root, every directory holding a `once.toml` (before
+/// `[workspace] include/exclude` filtering), and the host platform.
+#[salsa::input(debug, singleton)]
+pub struct Workspace {
+    /// Absolute root directory.
+    #[returns(ref)]
+    pub root: PathBuf,
+    /// Every package directory found by the walk, sorted by path.
+    #[returns(ref)]
+    pub packages: Vec<Package>,
+    #[returns(ref)]
+    pub host: HostPlatform,
+}
+
+/// A directory holding a `once.toml`.
+#[salsa::input(debug)]
+pub struct Package {
+    /// Workspace-relative directory, `""` for the root package.
+    #[returns(ref)]
+    pub path: String,
+    /// The package's `once.toml`.
+    #[returns(copy)]
+    pub manifest: File,
+    /// Package-relative paths of the files the package owns: every file below its
+    /// directory that no nested package owns. Sorted.
+    #[returns(ref)]
+    pub files: Vec<String>,
+}
+
+impl Package {
+    /// The workspace-relative path of a package-relative file.
+    pub fn join(path: &str, file: &str) -> String {
+        if path.is_empty() { file.to_owned() } else { format!("{path}/{file}") }
+    }
+}
+
+/// The absolute root, or an empty path before a workspace is loaded.
+pub fn workspace_root(db: &dyn Db) -> PathBuf {
+    match Workspace::try_get(db) {
+        Some(workspace) => workspace.root(db).clone(),
+        None => PathBuf::new(),
+    }
+}

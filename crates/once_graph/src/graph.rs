@@ -1,0 +1,153 @@
+//! The dependency graph over every target of the workspace, its reverse, and cycles.
+
+use once_db::{Db, Workspace};
+use once_model::{Diagnostic, DiagnosticCode, TextRange};
+use rustc_hash::FxHashMap;
+
+use crate::resolve::resolved_targets;
+use crate::settings::workspace_packages;
+
+/// One target in the graph.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GraphNode {
+    pub id: String,
+    pub kind: String,
+    /// Workspace-relative manifest path.
+    pub file: String,
+    /// Edges to existing targets: (node index, role attribute, reference range).
+    pub edges: Vec<(usize, String, TextRange)>,
+}
+
+/// Every target, sorted by id, with edges by index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DependencyGraph {
+    pub nodes: Vec<GraphNode>,
+}
+
+impl DependencyGraph {
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.nodes.binary_search_by(|n| n.id.as_str().cmp(id)).ok()
+    }
+}
+
+/// The whole dependency graph.
+#[salsa::tracked(returns(ref))]
+pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
+    let mut nodes = Vec::new();
+    let mut pending_edges = Vec::new();
+    for &package in workspace_packages(db, workspace) {
+        let file = package.manifest(db).path(db).clone();
+        for target in &resolved_targets(db, package).targets {
+            nodes.push(GraphNode { id: target.label.id(), kind: target.kind.clone(), file: file.clone(), edges: Vec::new() });
+            let edges: Vec<(String, String, TextRange)> = target
+                .deps
+                .iter()
+                .map(|dep| {
+                    let attribute = if dep.role == "deps" { "deps".to_owned() } else { format!("dependencies.{}", dep.role) };
+                    (dep.label.id(), attribute, dep.range)
+                })
+                .collect();
+            pending_edges.push((target.label.id(), edges));
+        }
+    }
+    nodes.sort_by(|a, b| a.id.cmp(&b.id));
+    nodes.dedup_by(|a, b| a.id == b.id);
+    let index: FxHashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
+    for (id, edges) in pending_edges {
+        let Some(&from) = index.get(&id) else { continue };
+        if !nodes[from].edges.is_empty() {
+            continue;
+        }
+        nodes[from].edges = edges
+            .into_iter()
+            .filter_map(|(to, attribute, range)| index.get(&to).map(|&to| (to, attribute, range)))
+            .collect();
+    }
+    DependencyGraph { nodes }
+}
+
+/// For each node index, the indices of the nodes that depend on it (sorted, unique).
+#[salsa::tracked(returns(ref))]
+pub fn reverse_deps(db: &dyn Db, workspace: Workspace) -> Vec<Vec<usize>> {
+    let graph = dependency_graph(db, workspace);
+    let mut reverse = vec![Vec::new(); graph.nodes.len()];
+    for (from, node) in graph.nodes.iter().enumerate() {
+        for &(to, ..) in &node.edges {
+            reverse[to].push(from);
+        }
+    }
+    for list in &mut reverse {
+        list.sort_unstable();
+        list.dedup();
+    }
+    reverse
+}
+
+/// Every dependency cycle, each reported once, at the edge leaving the cycle's
+/// smallest id, with the whole path in the message.
+#[salsa::tracked(returns(ref))]
+pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
+    let graph = dependency_graph(db, workspace);
+    let mut cycles: Vec<Vec<usize>> = Vec::new();
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        OnStack,
+        Done,
+    }
+    let mut state = vec![State::New; graph.nodes.len()];
+    for start in 0..graph.nodes.len() {
+        if state[start] != State::New {
+            continue;
+        }
+        // Iterative depth-first search: (node, next edge to visit).
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        state[start] = State::OnStack;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&(to, ..)) = graph.nodes[node].edges.get(*next) {
+                *next += 1;
+                match state[to] {
+                    State::New => {
+                        state[to] = State::OnStack;
+                        stack.push((to, 0));
+                    }
+                    State::OnStack => {
+                        let position = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                        let mut cycle: Vec<usize> = stack[position..].iter().map(|&(n, _)| n).collect();
+                        let smallest = cycle.iter().enumerate().min_by_key(|(_, n)| **n).map_or(0, |(i, _)| i);
+                        cycle.rotate_left(smallest);
+                        if !cycles.contains(&cycle) {
+                            cycles.push(cycle);
+                        }
+                    }
+                    State::Done => {}
+                }
+            } else {
+                state[node] = State::Done;
+                stack.pop();
+            }
+        }
+    }
+    cycles
+        .into_iter()
+        .map(|cycle| {
+            let first = &graph.nodes[cycle[0]];
+            let second = cycle.get(1).copied().unwrap_or(cycle[0]);
+            let mut path: Vec<&str> = cycle.iter().map(|&n| graph.nodes[n].id.as_str()).collect();
+            path.push(first.id.as_str());
+            let (attribute, range) = first
+                .edges
+                .iter()
+                .find(|(to, ..)| *to == second)
+                .map_or(("deps".to_owned(), TextRange::default()), |(_, a, r)| (a.clone(), *r));
+            Diagnostic::new(DiagnosticCode::DependencyCycle, format!("dependency cycle: {}", path.join(" -> ")))
+                .at(first.file.clone(), range)
+                .with_target(first.id.clone())
+                .with_attribute(attribute)
+                .with_repair(format!(
+                    "Remove one edge of the cycle, e.g. `{}` from the dependencies of `{}`",
+                    graph.nodes[second].id, first.id
+                ))
+        })
+        .collect()
+}

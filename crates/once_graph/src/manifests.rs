@@ -1,0 +1,484 @@
+//! Reading one `once.toml` into typed declarations with ranges.
+//!
+//! `parse_manifest` is the lossless CST; `manifest` reads it into [`Manifest`]: every
+//! `[[target]]`, the root-only `[workspace]` and `[modules]` tables, and the structural
+//! diagnostics (syntax errors, unknown keys, wrong field types). Semantic checks against
+//! kinds and other packages live in [`crate::validate`].
+
+use once_db::{Db, File, Package, source_text};
+use once_model::{AttrValue, Diagnostic, DiagnosticCode, Float, TargetLabel, TextRange};
+use once_syntax::value::{Entry, Table, Value, ValueKind};
+
+use crate::text::{closest, range};
+
+/// The CST of a manifest file, with its syntax errors.
+#[salsa::tracked(returns(ref))]
+pub fn parse_manifest(db: &dyn Db, file: File) -> once_syntax::Parse {
+    once_syntax::parse(&source_text(db, file).text)
+}
+
+/// A value and the range of its text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub range: TextRange,
+}
+
+/// A value that may instead be a `{ select = { token = value, … } }` table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Configurable<T> {
+    Value(T),
+    Select(Vec<SelectBranch<T>>),
+}
+
+/// One `token = value` branch of a select.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SelectBranch<T> {
+    pub token: Spanned<String>,
+    pub value: T,
+}
+
+/// A list of dependency references, possibly selected by configuration.
+pub type DepList = Configurable<Vec<Spanned<String>>>;
+
+/// One `[[target]]` table as written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetDecl {
+    /// The `[[target]]` header (or the inline table).
+    pub header_range: TextRange,
+    pub name: Option<Spanned<String>>,
+    pub kind: Option<Spanned<String>>,
+    pub srcs: Vec<Spanned<String>>,
+    pub deps: Option<Spanned<DepList>>,
+    /// Named roles: role name → references.
+    pub dependencies: Vec<(Spanned<String>, Spanned<DepList>)>,
+    pub visibility: Vec<Spanned<String>>,
+    pub labels: Vec<Spanned<String>>,
+    pub attrs: Vec<(Spanned<String>, Spanned<Configurable<Spanned<AttrValue>>>)>,
+}
+
+impl TargetDecl {
+    /// The range diagnostics about the whole target point at: its name, else its header.
+    pub fn anchor(&self) -> TextRange {
+        self.name.as_ref().map_or(self.header_range, |name| name.range)
+    }
+}
+
+/// The root-only `[workspace]` table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct WorkspaceDecl {
+    pub include: Vec<Spanned<String>>,
+    pub exclude: Vec<Spanned<String>>,
+    pub os: Option<Spanned<String>>,
+    pub arch: Option<Spanned<String>>,
+    pub tokens: Vec<Spanned<String>>,
+}
+
+/// The root-only `[modules]` table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ModulesDecl {
+    pub range: TextRange,
+    pub paths: Vec<Spanned<String>>,
+}
+
+/// Everything one manifest declares, plus its structural diagnostics.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Manifest {
+    /// Workspace-relative path of the file.
+    pub file: String,
+    pub package: String,
+    pub targets: Vec<TargetDecl>,
+    pub workspace: Option<WorkspaceDecl>,
+    pub modules: Option<ModulesDecl>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The typed declarations of a package's manifest.
+#[salsa::tracked(returns(ref))]
+pub fn manifest(db: &dyn Db, package: Package) -> Manifest {
+    let file = package.manifest(db);
+    let source = source_text(db, file);
+    let mut reader = Reader {
+        file: file.path(db).clone(),
+        package: package.path(db).clone(),
+        diagnostics: Vec::new(),
+    };
+    if let Some(error) = &source.read_error {
+        reader.diagnostics.push(
+            Diagnostic::new(DiagnosticCode::FileUnreadable, format!("cannot read `{}`: {error}", reader.file))
+                .at(reader.file.clone(), TextRange::empty(0)),
+        );
+        return reader.finish(Vec::new(), None, None);
+    }
+    read_parsed(reader, parse_manifest(db, file))
+}
+
+/// Reads manifest text that is not a workspace file (a proposed target, an edit preview).
+pub fn read_manifest_text(file: &str, package: &str, text: &str) -> Manifest {
+    let reader = Reader { file: file.to_owned(), package: package.to_owned(), diagnostics: Vec::new() };
+    read_parsed(reader, &once_syntax::parse(text))
+}
+
+fn read_parsed(mut reader: Reader, parse: &once_syntax::Parse) -> Manifest {
+    let document = once_syntax::value::document(parse);
+    for error in &document.errors {
+        reader.diagnostics.push(
+            Diagnostic::new(DiagnosticCode::SyntaxError, error.message.clone())
+                .at(reader.file.clone(), range(error.range)),
+        );
+    }
+    reader.read_document(&document.root)
+}
+
+struct Reader {
+    file: String,
+    package: String,
+    diagnostics: Vec<Diagnostic>,
+}
+
+const TOP_LEVEL_KEYS: &[&str] = &["target", "workspace", "modules"];
+const TARGET_KEYS: &[&str] =
+    &["name", "kind", "srcs", "deps", "dependencies", "visibility", "labels", "attrs"];
+const WORKSPACE_KEYS: &[&str] = &["include", "exclude", "configuration"];
+const CONFIGURATION_KEYS: &[&str] = &["os", "arch", "tokens"];
+const MODULES_KEYS: &[&str] = &["paths"];
+
+impl Reader {
+    fn finish(
+        self,
+        targets: Vec<TargetDecl>,
+        workspace: Option<WorkspaceDecl>,
+        modules: Option<ModulesDecl>,
+    ) -> Manifest {
+        Manifest {
+            file: self.file,
+            package: self.package,
+            targets,
+            workspace,
+            modules,
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    fn read_document(mut self, root: &Table) -> Manifest {
+        let mut targets = Vec::new();
+        let mut workspace = None;
+        let mut modules = None;
+        for entry in &root.entries {
+            match entry.key.as_str() {
+                "target" => self.read_targets(entry, &mut targets),
+                "workspace" => {
+                    if self.expect_root_only(entry) {
+                        workspace = self.read_workspace(entry);
+                    }
+                }
+                "modules" => {
+                    if self.expect_root_only(entry) {
+                        modules = self.read_modules(entry);
+                    }
+                }
+                _ => self.unknown_key(entry, "the top level of `once.toml`", TOP_LEVEL_KEYS, None),
+            }
+        }
+        self.finish(targets, workspace, modules)
+    }
+
+    fn diagnostic(&mut self, code: DiagnosticCode, message: String, at: TextRange) -> &mut Diagnostic {
+        self.diagnostics.push(Diagnostic::new(code, message).at(self.file.clone(), at));
+        let last = self.diagnostics.len() - 1;
+        &mut self.diagnostics[last]
+    }
+
+    fn unknown_key(&mut self, entry: &Entry, place: &str, known: &[&str], target: Option<&str>) {
+        let suggestions = closest(&entry.key, known.iter().copied(), 1);
+        let diagnostic = self.diagnostic(
+            DiagnosticCode::UnknownKey,
+            format!("unknown key `{}` in {place}", entry.key),
+            range(entry.key_range),
+        );
+        if let Some(target) = target {
+            diagnostic.target = Some(target.to_owned());
+        }
+        diagnostic.attribute = Some(entry.key.clone());
+        diagnostic.repairs.push(match suggestions.first() {
+            Some(best) => format!("Rename `{}` to `{best}`", entry.key),
+            None => format!("Remove `{}`; known keys are {}", entry.key, backticked(known)),
+        });
+    }
+
+    fn type_error(&mut self, what: &str, expected: &str, value: &Value, target: Option<&str>) {
+        let actual = kind_name(&value.kind);
+        let diagnostic = self.diagnostic(
+            DiagnosticCode::InvalidFieldType,
+            format!("`{what}` must be {expected}, not {actual}"),
+            range(value.range),
+        );
+        diagnostic.attribute = Some(what.to_owned());
+        if let Some(target) = target {
+            diagnostic.target = Some(target.to_owned());
+        }
+    }
+
+    fn expect_root_only(&mut self, entry: &Entry) -> bool {
+        if self.package.is_empty() {
+            return true;
+        }
+        let diagnostic = self.diagnostic(
+            DiagnosticCode::MisplacedTable,
+            format!("`[{}]` is only read from the root `once.toml`; here it has no effect", entry.key),
+            range(entry.key_range),
+        );
+        diagnostic.repairs.push(format!("Move `[{}]` to the workspace root's `once.toml`", entry.key));
+        false
+    }
+
+    fn read_targets(&mut self, entry: &Entry, targets: &mut Vec<TargetDecl>) {
+        match &entry.value.kind {
+            ValueKind::Array(items) => {
+                for item in items {
+                    match &item.kind {
+                        ValueKind::Table(table) => targets.push(self.read_target(table, item.range)),
+                        _ => self.type_error("target", "a table", item, None),
+                    }
+                }
+            }
+            ValueKind::Table(_) => {
+                let diagnostic = self.diagnostic(
+                    DiagnosticCode::InvalidFieldType,
+                    "`target` must be an array of tables: write `[[target]]`, not `[target]`".into(),
+                    range(entry.value.range),
+                );
+                diagnostic.repairs.push("Replace `[target]` with `[[target]]`".into());
+            }
+            _ => self.type_error("target", "an array of tables (`[[target]]`)", &entry.value, None),
+        }
+    }
+
+    fn read_target(&mut self, table: &Table, value_range: once_syntax::TextRange) -> TargetDecl {
+        let header_range = range(table.header_range.unwrap_or(value_range));
+        let name = table.get("name").and_then(|e| self.string(e, None));
+        let id = name.as_ref().map(|n| TargetLabel::new(self.package.clone(), n.value.clone()).id());
+        let id = id.as_deref();
+        let mut target = TargetDecl {
+            header_range,
+            name,
+            kind: None,
+            srcs: Vec::new(),
+            deps: None,
+            dependencies: Vec::new(),
+            visibility: Vec::new(),
+            labels: Vec::new(),
+            attrs: Vec::new(),
+        };
+        for entry in &table.entries {
+            match entry.key.as_str() {
+                "name" => {}
+                "kind" => target.kind = self.string(entry, id),
+                "srcs" => target.srcs = self.string_list(entry, id),
+                "visibility" => target.visibility = self.string_list(entry, id),
+                "labels" => target.labels = self.string_list(entry, id),
+                "deps" => target.deps = self.dep_list("deps", &entry.value, id),
+                "dependencies" => match &entry.value.kind {
+                    ValueKind::Table(roles) => {
+                        for role in &roles.entries {
+                            let attribute = format!("dependencies.{}", role.key);
+                            if let Some(list) = self.dep_list(&attribute, &role.value, id) {
+                                let role_name =
+                                    Spanned { value: role.key.clone(), range: range(role.key_range) };
+                                target.dependencies.push((role_name, list));
+                            }
+                        }
+                    }
+                    _ => self.type_error("dependencies", "a table of role = [labels]", &entry.value, id),
+                },
+                "attrs" => match &entry.value.kind {
+                    ValueKind::Table(attrs) => {
+                        for attr in &attrs.entries {
+                            let name = Spanned { value: attr.key.clone(), range: range(attr.key_range) };
+                            let value = self.configurable_attr(&format!("attrs.{}", attr.key), &attr.value, id);
+                            target.attrs.push((name, value));
+                        }
+                    }
+                    _ => self.type_error("attrs", "a table", &entry.value, id),
+                },
+                _ => self.unknown_key(entry, "a `[[target]]` table", TARGET_KEYS, id),
+            }
+        }
+        target
+    }
+
+    fn read_workspace(&mut self, entry: &Entry) -> Option<WorkspaceDecl> {
+        let ValueKind::Table(table) = &entry.value.kind else {
+            self.type_error("workspace", "a table", &entry.value, None);
+            return None;
+        };
+        let mut workspace = WorkspaceDecl::default();
+        for entry in &table.entries {
+            match entry.key.as_str() {
+                "include" => workspace.include = self.string_list(entry, None),
+                "exclude" => workspace.exclude = self.string_list(entry, None),
+                "configuration" => {
+                    let ValueKind::Table(configuration) = &entry.value.kind else {
+                        self.type_error("configuration", "a table", &entry.value, None);
+                        continue;
+                    };
+                    for entry in &configuration.entries {
+                        match entry.key.as_str() {
+                            "os" => workspace.os = self.string(entry, None),
+                            "arch" => workspace.arch = self.string(entry, None),
+                            "tokens" => workspace.tokens = self.string_list(entry, None),
+                            _ => self.unknown_key(entry, "`[workspace.configuration]`", CONFIGURATION_KEYS, None),
+                        }
+                    }
+                }
+                _ => self.unknown_key(entry, "`[workspace]`", WORKSPACE_KEYS, None),
+            }
+        }
+        Some(workspace)
+    }
+
+    fn read_modules(&mut self, entry: &Entry) -> Option<ModulesDecl> {
+        let ValueKind::Table(table) = &entry.value.kind else {
+            self.type_error("modules", "a table", &entry.value, None);
+            return None;
+        };
+        let mut modules = ModulesDecl { range: range(entry.key_range), paths: Vec::new() };
+        for entry in &table.entries {
+            match entry.key.as_str() {
+                "paths" => modules.paths = self.string_list(entry, None),
+                _ => self.unknown_key(entry, "`[modules]`", MODULES_KEYS, None),
+            }
+        }
+        Some(modules)
+    }
+
+    fn string(&mut self, entry: &Entry, target: Option<&str>) -> Option<Spanned<String>> {
+        match &entry.value.kind {
+            ValueKind::String(s) => Some(Spanned { value: s.clone(), range: range(entry.value.range) }),
+            _ => {
+                self.type_error(&entry.key, "a string", &entry.value, target);
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, entry: &Entry, target: Option<&str>) -> Vec<Spanned<String>> {
+        self.strings_of(&entry.key, &entry.value, target).unwrap_or_default()
+    }
+
+    fn strings_of(&mut self, what: &str, value: &Value, target: Option<&str>) -> Option<Vec<Spanned<String>>> {
+        let ValueKind::Array(items) = &value.kind else {
+            self.type_error(what, "a list of strings", value, target);
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            match &item.kind {
+                ValueKind::String(s) => out.push(Spanned { value: s.clone(), range: range(item.range) }),
+                _ => self.type_error(&format!("{what} element"), "a string", item, target),
+            }
+        }
+        Some(out)
+    }
+
+    fn dep_list(&mut self, what: &str, value: &Value, target: Option<&str>) -> Option<Spanned<DepList>> {
+        let list = match select_branches(value) {
+            Some(Ok(branches)) => {
+                let mut out = Vec::new();
+                for branch in branches {
+                    let strings = self.strings_of(&format!("{what} select branch `{}`", branch.0.key), &branch.0.value, target)?;
+                    out.push(SelectBranch {
+                        token: Spanned { value: branch.0.key.clone(), range: range(branch.0.key_range) },
+                        value: strings,
+                    });
+                }
+                Configurable::Select(out)
+            }
+            Some(Err(message)) => {
+                let diagnostic = self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
+                diagnostic.attribute = Some(what.to_owned());
+                diagnostic.target = target.map(str::to_owned);
+                return None;
+            }
+            None => Configurable::Value(self.strings_of(what, value, target)?),
+        };
+        Some(Spanned { value: list, range: range(value.range) })
+    }
+
+    fn configurable_attr(
+        &mut self,
+        what: &str,
+        value: &Value,
+        target: Option<&str>,
+    ) -> Spanned<Configurable<Spanned<AttrValue>>> {
+        let configurable = match select_branches(value) {
+            Some(Ok(branches)) => Configurable::Select(
+                branches
+                    .into_iter()
+                    .map(|branch| SelectBranch {
+                        token: Spanned { value: branch.0.key.clone(), range: range(branch.0.key_range) },
+                        value: Spanned { value: attr_value(&branch.0.value), range: range(branch.0.value.range) },
+                    })
+                    .collect(),
+            ),
+            Some(Err(message)) => {
+                let diagnostic = self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
+                diagnostic.attribute = Some(what.to_owned());
+                diagnostic.target = target.map(str::to_owned);
+                Configurable::Select(Vec::new())
+            }
+            None => Configurable::Value(Spanned { value: attr_value(value), range: range(value.range) }),
+        };
+        Spanned { value: configurable, range: range(value.range) }
+    }
+}
+
+struct Branch<'a>(&'a Entry);
+
+/// `Some` when `value` is a table whose only key is `select`: its branches, or why the
+/// select is malformed.
+fn select_branches(value: &Value) -> Option<Result<Vec<Branch<'_>>, String>> {
+    let ValueKind::Table(table) = &value.kind else { return None };
+    let select = table.get("select")?;
+    if table.entries.len() != 1 {
+        return Some(Err("a `select` table must have `select` as its only key".into()));
+    }
+    let ValueKind::Table(branches) = &select.value.kind else {
+        return Some(Err("`select` must be a table of configuration token = value".into()));
+    };
+    if branches.entries.is_empty() {
+        return Some(Err("`select` has no branches".into()));
+    }
+    Some(Ok(branches.entries.iter().map(Branch).collect()))
+}
+
+/// Converts a TOML value to an attribute value.
+pub(crate) fn attr_value(value: &Value) -> AttrValue {
+    match &value.kind {
+        ValueKind::String(s) => AttrValue::String(s.clone()),
+        ValueKind::Integer(i) => AttrValue::Int(*i),
+        ValueKind::Float(f) => AttrValue::Float(Float(f.0)),
+        ValueKind::Boolean(b) => AttrValue::Bool(*b),
+        ValueKind::Datetime(d) => AttrValue::Datetime(d.text.clone()),
+        ValueKind::Array(items) => AttrValue::List(items.iter().map(attr_value).collect()),
+        ValueKind::Table(table) => AttrValue::Dict(
+            table.entries.iter().map(|e| (e.key.clone(), attr_value(&e.value))).collect(),
+        ),
+    }
+}
+
+fn kind_name(kind: &ValueKind) -> &'static str {
+    match kind {
+        ValueKind::String(_) => "a string",
+        ValueKind::Integer(_) => "an integer",
+        ValueKind::Float(_) => "a float",
+        ValueKind::Boolean(_) => "a boolean",
+        ValueKind::Datetime(_) => "a datetime",
+        ValueKind::Array(_) => "an array",
+        ValueKind::Table(_) => "a table",
+    }
+}
+
+pub(crate) fn backticked(items: &[&str]) -> String {
+    items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,650 @@
+//! Resolving declarations against kinds and the configuration, one package at a time.
+//!
+//! [`resolved_targets`] turns a package's `[[target]]` tables into [`ResolvedTarget`]s and
+//! reports every problem that needs no other package: names, kinds, attributes, selects,
+//! label syntax, dependency roles and counts, visibility syntax and source patterns.
+//! [`target_summaries`] is the small name table other packages read when they check
+//! their dependencies, so that an edit which keeps names, kinds and visibility
+//! re-validates no dependent.
+
+use globset::{GlobBuilder, GlobMatcher};
+use once_db::{Db, Package, Workspace};
+use once_model::{
+    AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, KindSchema, TargetLabel, TextRange,
+    is_valid_target_name, resolve_reference,
+};
+
+use crate::kinds::{KindCatalog, kind_catalog};
+use crate::manifests::{Configurable, DepList, Manifest, Spanned, TargetDecl, manifest};
+use crate::settings::{Configuration, workspace_settings};
+use crate::text::closest;
+
+/// One visibility rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VisibilityRule {
+    Public,
+    Private,
+    Package(String),
+    Subtree(String),
+    Target(String),
+}
+
+/// Who may depend on a target. No rules means public.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Visibility {
+    pub rules: Vec<VisibilityRule>,
+}
+
+impl Visibility {
+    /// Whether a target `consumer` in package `consumer_package` may depend on a target of
+    /// `owner_package` with this visibility. The same package always may.
+    pub fn allows(&self, owner_package: &str, consumer_package: &str, consumer: &str) -> bool {
+        if owner_package == consumer_package || self.rules.is_empty() {
+            return true;
+        }
+        self.rules.iter().any(|rule| match rule {
+            VisibilityRule::Public => true,
+            VisibilityRule::Private => false,
+            VisibilityRule::Package(p) => p == consumer_package,
+            VisibilityRule::Subtree(p) => {
+                consumer_package == p || consumer_package.starts_with(&format!("{p}/"))
+            }
+            VisibilityRule::Target(id) => id == consumer,
+        })
+    }
+}
+
+/// What other packages need to know about a target.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetSummary {
+    pub name: String,
+    /// `None` when the kind is missing or unknown.
+    pub kind: Option<String>,
+    pub providers: Vec<String>,
+    pub visibility: Visibility,
+}
+
+/// The targets of a package by name (first declaration wins), sorted by name.
+#[salsa::tracked(returns(ref))]
+pub fn target_summaries(db: &dyn Db, package: Package) -> Vec<TargetSummary> {
+    let mut summaries: Vec<TargetSummary> = resolved_targets(db, package)
+        .targets
+        .iter()
+        .map(|t| TargetSummary {
+            name: t.label.name.clone(),
+            kind: t.kind_known.then(|| t.kind.clone()),
+            providers: t.providers.clone(),
+            visibility: t.visibility.clone(),
+        })
+        .collect();
+    summaries.sort_by(|a, b| a.name.cmp(&b.name));
+    summaries
+}
+
+/// A dependency edge as written, resolved to a label.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResolvedDep {
+    /// `deps` or a `dependencies` role.
+    pub role: String,
+    pub label: TargetLabel,
+    /// The reference's text in the manifest.
+    pub range: TextRange,
+}
+
+/// A target with references, selects and kind data resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResolvedTarget {
+    pub label: TargetLabel,
+    pub kind: String,
+    /// Whether `kind` names a kind of the catalog.
+    pub kind_known: bool,
+    /// Index of the declaration in the manifest's `targets`.
+    pub declaration: usize,
+    pub srcs: Vec<String>,
+    pub deps: Vec<ResolvedDep>,
+    pub visibility: Visibility,
+    pub visibility_text: Vec<String>,
+    pub labels: Vec<String>,
+    /// Attribute values as set (selects resolved), in declaration order.
+    pub attrs: Vec<(String, AttrValue)>,
+    /// Providers the kind emits.
+    pub providers: Vec<String>,
+}
+
+/// A package's resolved targets plus the diagnostics found without other packages.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ResolvedPackage {
+    pub targets: Vec<ResolvedTarget>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Resolves every target of a package.
+#[salsa::tracked(returns(ref))]
+pub fn resolved_targets(db: &dyn Db, package: Package) -> ResolvedPackage {
+    let Some(workspace) = Workspace::try_get(db) else { return ResolvedPackage::default() };
+    let manifest = manifest(db, package);
+    let catalog = kind_catalog(db, workspace);
+    let configuration = &workspace_settings(db, workspace).configuration;
+    let files = package.files(db);
+    resolve_manifest(manifest, catalog, configuration, Some(files))
+}
+
+/// Resolves every target of a manifest. `files` are the package's files for source checks;
+/// `None` skips those checks.
+pub fn resolve_manifest(
+    manifest: &Manifest,
+    catalog: &KindCatalog,
+    configuration: &Configuration,
+    files: Option<&[String]>,
+) -> ResolvedPackage {
+    let mut out = ResolvedPackage::default();
+    let mut seen: Vec<String> = Vec::new();
+    for (index, decl) in manifest.targets.iter().enumerate() {
+        let mut checker = TargetChecker {
+            manifest,
+            decl,
+            catalog,
+            configuration,
+            diagnostics: &mut out.diagnostics,
+            id: None,
+        };
+        let resolved = checker.check(index, files);
+        if let Some(resolved) = resolved {
+            if seen.contains(&resolved.label.name) {
+                let name = decl.name.as_ref().map_or(decl.header_range, |n| n.range);
+                out.diagnostics.push(
+                    Diagnostic::new(
+                        DiagnosticCode::DuplicateTarget,
+                        format!("target `{}` is declared more than once", resolved.label.id()),
+                    )
+                    .at(manifest.file.clone(), name)
+                    .with_target(resolved.label.id())
+                    .with_attribute("name")
+                    .with_repair("Rename this target or remove one of the declarations"),
+                );
+                continue;
+            }
+            seen.push(resolved.label.name.clone());
+            out.targets.push(resolved);
+        }
+    }
+    out
+}
+
+struct TargetChecker<'a> {
+    manifest: &'a Manifest,
+    decl: &'a TargetDecl,
+    catalog: &'a KindCatalog,
+    configuration: &'a Configuration,
+    diagnostics: &'a mut Vec<Diagnostic>,
+    id: Option<String>,
+}
+
+impl TargetChecker<'_> {
+    fn report(&mut self, code: DiagnosticCode, message: String, range: TextRange, attribute: Option<&str>) -> &mut Diagnostic {
+        let mut diagnostic = Diagnostic::new(code, message).at(self.manifest.file.clone(), range);
+        diagnostic.target = self.id.clone();
+        diagnostic.attribute = attribute.map(str::to_owned);
+        self.diagnostics.push(diagnostic);
+        let last = self.diagnostics.len() - 1;
+        &mut self.diagnostics[last]
+    }
+
+    fn check(&mut self, index: usize, files: Option<&[String]>) -> Option<ResolvedTarget> {
+        let package = self.manifest.package.as_str();
+        // Name.
+        let name = match &self.decl.name {
+            None => {
+                self.report(
+                    DiagnosticCode::TargetNameRequired,
+                    "this `[[target]]` has no `name`".into(),
+                    self.decl.header_range,
+                    Some("name"),
+                )
+                .repairs
+                .push("Add `name = \"…\"`, one path segment such as `Core`".into());
+                None
+            }
+            Some(name) if !is_valid_target_name(&name.value) => {
+                let message = format!("target name `{}` must be a single path segment", name.value);
+                let repair = format!(
+                    "Use a name without `/`, `\\`, `:` or spaces, such as `{}`",
+                    suggest_name(&name.value)
+                );
+                self.report(DiagnosticCode::InvalidTargetName, message, name.range, Some("name")).repairs.push(repair);
+                None
+            }
+            Some(name) => Some(name.value.clone()),
+        };
+        let label = name.map(|n| TargetLabel::new(package, n));
+        self.id = label.as_ref().map(TargetLabel::id);
+
+        // Kind.
+        let kind: Option<&KindSchema> = match &self.decl.kind {
+            None => {
+                let anchor = self.decl.anchor();
+                self.report(
+                    DiagnosticCode::TargetKindRequired,
+                    "this target has no `kind`".into(),
+                    anchor,
+                    Some("kind"),
+                )
+                .repairs
+                .push("Add `kind = \"…\"`; `once query target-kinds` lists the kinds".into());
+                None
+            }
+            Some(kind) => match self.catalog.get(&kind.value) {
+                Some(schema) => Some(schema),
+                None => {
+                    let suggestions = closest(&kind.value, self.catalog.names(), 3);
+                    let message = format!("target kind `{}` is not known", kind.value);
+                    let range = kind.range;
+                    let diagnostic = self.report(DiagnosticCode::UnknownTargetKind, message, range, Some("kind"));
+                    for suggestion in &suggestions {
+                        diagnostic.repairs.push(format!("Use kind `{suggestion}`"));
+                    }
+                    diagnostic.repairs.push("Run `once query target-kinds` to list every kind".into());
+                    None
+                }
+            },
+        };
+
+        let visibility = self.check_visibility();
+        let srcs = self.check_srcs(files);
+        let deps = self.check_dependencies(kind);
+        let attrs = match kind {
+            Some(kind) => self.check_attrs(kind),
+            None => self
+                .decl
+                .attrs
+                .iter()
+                .filter_map(|(name, value)| match &value.value {
+                    Configurable::Value(v) => Some((name.value.clone(), v.value.clone())),
+                    Configurable::Select(_) => None,
+                })
+                .collect(),
+        };
+        let label = label?;
+        Some(ResolvedTarget {
+            label,
+            kind: self.decl.kind.as_ref().map_or(String::new(), |k| k.value.clone()),
+            kind_known: kind.is_some(),
+            declaration: index,
+            srcs,
+            deps,
+            visibility,
+            visibility_text: self.decl.visibility.iter().map(|v| v.value.clone()).collect(),
+            labels: self.decl.labels.iter().map(|l| l.value.clone()).collect(),
+            attrs,
+            providers: kind.map(|k| k.providers.clone()).unwrap_or_default(),
+        })
+    }
+
+    fn check_visibility(&mut self) -> Visibility {
+        let package = self.manifest.package.clone();
+        let mut rules = Vec::new();
+        for entry in &self.decl.visibility {
+            let text = entry.value.as_str();
+            let rule = if text == "public" {
+                Ok(VisibilityRule::Public)
+            } else if text == "private" {
+                Ok(VisibilityRule::Private)
+            } else if let Some(p) = text.strip_prefix("package:") {
+                valid_package_path(p).map(|()| VisibilityRule::Package(p.to_owned()))
+            } else if let Some(p) = text.strip_prefix("subtree:") {
+                valid_package_path(p).map(|()| VisibilityRule::Subtree(p.to_owned()))
+            } else {
+                resolve_reference(&package, text)
+                    .map(|label| VisibilityRule::Target(label.id()))
+                    .map_err(|e| format!("is not `public`, `private`, `package:<pkg>`, `subtree:<pkg>` or a target ({e})"))
+            };
+            match rule {
+                Ok(rule) => rules.push(rule),
+                Err(why) => {
+                    let message = format!("visibility entry `{text}` {why}");
+                    self.report(DiagnosticCode::InvalidVisibility, message, entry.range, Some("visibility"))
+                        .repairs
+                        .push("Use `public`, `private`, `package:apps/cli`, `subtree:apps` or a target id".into());
+                }
+            }
+        }
+        Visibility { rules }
+    }
+
+    fn check_srcs(&mut self, files: Option<&[String]>) -> Vec<String> {
+        let package = self.manifest.package.clone();
+        let mut srcs = Vec::new();
+        for pattern in &self.decl.srcs {
+            srcs.push(pattern.value.clone());
+            let matcher = match SourcePattern::new(&pattern.value) {
+                Ok(matcher) => matcher,
+                Err(why) => {
+                    let message = format!("source pattern `{}` is invalid: {why}", pattern.value);
+                    self.report(DiagnosticCode::InvalidGlob, message, pattern.range, Some("srcs"));
+                    continue;
+                }
+            };
+            if let Some(files) = files
+                && !files.iter().any(|f| matcher.matches(f))
+            {
+                let place = if package.is_empty() { "the root package".to_owned() } else { format!("package `{package}`") };
+                let message = format!("source pattern `{}` matches no file in {place}", pattern.value);
+                self.report(DiagnosticCode::MissingSource, message, pattern.range, Some("srcs"))
+                    .repairs
+                    .push("Create the file, fix the pattern, or remove it from `srcs`".into());
+            }
+        }
+        srcs
+    }
+
+    fn check_dependencies(&mut self, kind: Option<&KindSchema>) -> Vec<ResolvedDep> {
+        let mut deps = Vec::new();
+        let mut roles: Vec<(String, String, TextRange, &Spanned<DepList>)> = Vec::new();
+        if let Some(list) = &self.decl.deps {
+            roles.push(("deps".to_owned(), "deps".to_owned(), list.range, list));
+        }
+        for (role, list) in &self.decl.dependencies {
+            roles.push((role.value.clone(), format!("dependencies.{}", role.value), role.range, list));
+        }
+        for (role_name, attribute, role_range, list) in roles {
+            let role = kind.and_then(|k| k.dependency_role(&role_name));
+            if let Some(kind) = kind
+                && role.is_none()
+            {
+                let (code, message) = if attribute == "deps" {
+                    (DiagnosticCode::UnexpectedDependency, format!("target kind `{}` accepts no `deps`", kind.name))
+                } else if role_name == "deps" {
+                    (
+                        DiagnosticCode::UnknownDependencyRole,
+                        "`deps` is not a named role: use the top-level `deps` field".to_owned(),
+                    )
+                } else {
+                    (
+                        DiagnosticCode::UnknownDependencyRole,
+                        format!("target kind `{}` has no dependency role `{role_name}`", kind.name),
+                    )
+                };
+                let named: Vec<&str> = kind.dependencies.iter().map(|d| d.name.as_str()).filter(|n| *n != "deps").collect();
+                let repair = if attribute == "deps" {
+                    match named.is_empty() {
+                        true => "Remove `deps`; this kind takes no dependencies".to_owned(),
+                        false => format!("Move the entries to a named role: {}", crate::manifests::backticked(&named)),
+                    }
+                } else if named.is_empty() {
+                    "Remove this role; the kind declares no named dependency roles".to_owned()
+                } else {
+                    format!("Use one of: {}", crate::manifests::backticked(&named))
+                };
+                self.report(code, message, role_range, Some(&attribute)).repairs.push(repair);
+                continue;
+            }
+            let entries: Vec<Spanned<String>> = match &list.value {
+                Configurable::Value(entries) => entries.clone(),
+                Configurable::Select(branches) => {
+                    let tokens = branches.iter().map(|b| b.token.value.as_str());
+                    match self.configuration.choose(tokens) {
+                        Some(token) => branches
+                            .iter()
+                            .find(|b| b.token.value == token)
+                            .map(|b| b.value.clone())
+                            .unwrap_or_default(),
+                        None => {
+                            let message = format!(
+                                "`{attribute}` select has no branch for configuration {} and no `default`",
+                                self.configuration.describe()
+                            );
+                            self.report(DiagnosticCode::SelectNoMatchingBranch, message, list.range, Some(&attribute))
+                                .repairs
+                                .push("Add a `default = [...]` branch".into());
+                            Vec::new()
+                        }
+                    }
+                }
+            };
+            let mut count = 0u32;
+            for entry in &entries {
+                match resolve_reference(&self.manifest.package, &entry.value) {
+                    Ok(label) => {
+                        count += 1;
+                        deps.push(ResolvedDep { role: role_name.clone(), label, range: entry.range });
+                    }
+                    Err(err) => {
+                        let message = format!("dependency `{}` {err}", entry.value);
+                        let suggestion = err.suggestion().map(str::to_owned);
+                        let diagnostic = self.report(DiagnosticCode::InvalidLabel, message, entry.range, Some(&attribute));
+                        if let Some(suggestion) = suggestion {
+                            diagnostic.repairs.push(format!("Replace `{}` with `{suggestion}`", entry.value));
+                        }
+                    }
+                }
+            }
+            if let Some(role) = role
+                && (count < role.min || role.max.is_some_and(|max| count > max))
+            {
+                let bound = match (role.min, role.max) {
+                    (min, Some(max)) if min == max => format!("exactly {min}"),
+                    (0, Some(max)) => format!("at most {max}"),
+                    (min, Some(max)) => format!("between {min} and {max}"),
+                    (min, None) => format!("at least {min}"),
+                };
+                let message = format!("dependency role `{role_name}` must contain {bound} dependencies; got {count}");
+                self.report(DiagnosticCode::DependencyCountMismatch, message, list.range, Some(&attribute))
+                    .repairs
+                    .push(format!("Set `{attribute}` to contain {bound} dependencies"));
+            }
+        }
+        // Required roles that are absent altogether.
+        if let Some(kind) = kind {
+            for role in &kind.dependencies {
+                let present = if role.name == "deps" {
+                    self.decl.deps.is_some()
+                } else {
+                    self.decl.dependencies.iter().any(|(r, _)| r.value == role.name)
+                };
+                if !present && role.min > 0 {
+                    let attribute = if role.name == "deps" { "deps".to_owned() } else { format!("dependencies.{}", role.name) };
+                    let message = format!(
+                        "dependency role `{}` must contain at least {} dependencies; got 0",
+                        role.name, role.min
+                    );
+                    let anchor = self.decl.anchor();
+                    self.report(DiagnosticCode::DependencyCountMismatch, message, anchor, Some(&attribute))
+                        .repairs
+                        .push(format!("Set `{attribute}` to at least {} dependencies", role.min));
+                }
+            }
+        }
+        deps
+    }
+
+    fn check_attrs(&mut self, kind: &KindSchema) -> Vec<(String, AttrValue)> {
+        let mut values = Vec::new();
+        for (name, value) in &self.decl.attrs {
+            let attribute = format!("attrs.{}", name.value);
+            let Some(spec) = kind.attr(&name.value) else {
+                let suggestions = closest(&name.value, kind.attrs.iter().map(|a| a.name.as_str()), 1);
+                let message = format!("target kind `{}` has no attribute `{}`", kind.name, name.value);
+                let known: Vec<&str> = kind.attrs.iter().map(|a| a.name.as_str()).collect();
+                let repair = match suggestions.first() {
+                    Some(best) => format!("Rename `{}` to `{best}`", name.value),
+                    None if known.is_empty() => format!("Remove `{}`; this kind has no attributes", name.value),
+                    None => format!("Remove `{}`; known attributes: {}", name.value, crate::manifests::backticked(&known)),
+                };
+                self.report(DiagnosticCode::UnknownAttr, message, name.range, Some(&attribute)).repairs.push(repair);
+                continue;
+            };
+            match &value.value {
+                Configurable::Value(v) => {
+                    if self.check_attr_value(spec, &attribute, v, None) {
+                        values.push((name.value.clone(), v.value.clone()));
+                    }
+                }
+                Configurable::Select(branches) => {
+                    if !spec.configurable {
+                        let message = format!("attribute `{}` is not configurable; `select` is not allowed", spec.name);
+                        let repair = format!("Replace the select value with one `{}` value", spec.ty);
+                        self.report(DiagnosticCode::SelectOnNonConfigurableAttr, message, value.range, Some(&attribute))
+                            .repairs
+                            .push(repair);
+                        continue;
+                    }
+                    let mut all_valid = true;
+                    for branch in branches {
+                        all_valid &= self.check_attr_value(spec, &attribute, &branch.value, Some(&branch.token.value));
+                    }
+                    let tokens = branches.iter().map(|b| b.token.value.as_str());
+                    match self.configuration.choose(tokens) {
+                        Some(token) => {
+                            if all_valid && let Some(branch) = branches.iter().find(|b| b.token.value == token) {
+                                values.push((name.value.clone(), branch.value.value.clone()));
+                            }
+                        }
+                        None if branches.is_empty() => {}
+                        None => {
+                            let message = format!(
+                                "`{attribute}` select has no branch for configuration {} and no `default`",
+                                self.configuration.describe()
+                            );
+                            self.report(DiagnosticCode::SelectNoMatchingBranch, message, value.range, Some(&attribute))
+                                .repairs
+                                .push("Add a `default = …` branch".into());
+                        }
+                    }
+                }
+            }
+        }
+        for spec in kind.attrs.iter().filter(|a| a.required) {
+            if !self.decl.attrs.iter().any(|(name, _)| name.value == spec.name) {
+                let message = format!("target kind `{}` requires attribute `{}`", kind.name, spec.name);
+                let repair = format!("Set `attrs.{}` to a value of type `{}`", spec.name, spec.ty);
+                let anchor = self.decl.anchor();
+                self.report(DiagnosticCode::MissingRequiredAttr, message, anchor, Some(&format!("attrs.{}", spec.name)))
+                    .repairs
+                    .push(repair);
+            }
+        }
+        values
+    }
+
+    /// Checks one value (or select branch) against its spec; `true` when it is valid.
+    fn check_attr_value(&mut self, spec: &AttrSpec, attribute: &str, value: &Spanned<AttrValue>, branch: Option<&str>) -> bool {
+        let prefix = branch.map_or(String::new(), |b| format!("select branch `{b}`: "));
+        if let Err(detail) = spec.ty.accepts(&value.value) {
+            let message = format!("attribute `{}` expects type `{}`: {prefix}{detail}", spec.name, spec.ty);
+            let repair = format!("Set `{attribute}` to a value of type `{}`", spec.ty);
+            self.report(DiagnosticCode::AttrTypeMismatch, message, value.range, Some(attribute)).repairs.push(repair);
+            return false;
+        }
+        if !spec.allowed_values.is_empty() {
+            let strings: Vec<&str> = match &value.value {
+                AttrValue::String(s) => vec![s.as_str()],
+                AttrValue::List(items) => items.iter().filter_map(AttrValue::as_str).collect(),
+                _ => Vec::new(),
+            };
+            if let Some(bad) = strings.iter().find(|s| !spec.allowed_values.iter().any(|a| a == *s)) {
+                let allowed = spec.allowed_values.join(", ");
+                let place = branch.map_or(String::new(), |b| format!(" in select branch `{b}`"));
+                let message = format!("attribute `{}`{place} must be one of: {allowed}; got `{bad}`", spec.name);
+                let suggestion = closest(bad, spec.allowed_values.iter().map(String::as_str), 1);
+                let diagnostic = self.report(DiagnosticCode::AttrValueNotAllowed, message, value.range, Some(attribute));
+                if let Some(best) = suggestion.first() {
+                    diagnostic.repairs.push(format!("Replace `{bad}` with `{best}`"));
+                } else {
+                    diagnostic.repairs.push(format!("Use one of: {allowed}"));
+                }
+                return false;
+            }
+        }
+        if is_label_type(&spec.ty) {
+            let strings: Vec<&str> = match &value.value {
+                AttrValue::String(s) => vec![s.as_str()],
+                AttrValue::List(items) => items.iter().filter_map(AttrValue::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let mut valid = true;
+            for reference in strings {
+                if let Err(err) = resolve_reference(&self.manifest.package, reference) {
+                    let message = format!("attribute `{}` reference `{reference}` {err}", spec.name);
+                    let suggestion = err.suggestion().map(str::to_owned);
+                    let diagnostic = self.report(DiagnosticCode::InvalidLabel, message, value.range, Some(attribute));
+                    if let Some(suggestion) = suggestion {
+                        diagnostic.repairs.push(format!("Replace `{reference}` with `{suggestion}`"));
+                    }
+                    valid = false;
+                }
+            }
+            return valid;
+        }
+        true
+    }
+}
+
+fn is_label_type(ty: &AttrType) -> bool {
+    match ty {
+        AttrType::Label => true,
+        AttrType::List(inner) => **inner == AttrType::Label,
+        _ => false,
+    }
+}
+
+fn valid_package_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("names an empty package".into());
+    }
+    if path.starts_with('/') || path.ends_with('/') {
+        return Err("must not start or end with `/`".into());
+    }
+    if path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        return Err("has an empty, `.` or `..` segment".into());
+    }
+    Ok(())
+}
+
+fn suggest_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| if matches!(c, '/' | '\\' | ':') || c.is_whitespace() { '_' } else { c })
+        .collect();
+    let cleaned = cleaned.trim_matches('.').to_owned();
+    if cleaned.is_empty() { "Core".into() } else { cleaned }
+}
+
+/// A compiled `srcs` pattern: a literal path or a glob where `*` stays in one segment.
+pub enum SourcePattern {
+    Literal(String),
+    Glob(GlobMatcher),
+}
+
+impl SourcePattern {
+    pub fn new(pattern: &str) -> Result<SourcePattern, String> {
+        if pattern.is_empty() {
+            return Err("the pattern is empty".into());
+        }
+        if pattern.starts_with('/') {
+            return Err("must be relative to the package".into());
+        }
+        if pattern.split('/').any(|s| s == "..") {
+            return Err("must not leave the package with `..`".into());
+        }
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        if !pattern.contains(['*', '?', '[', '{', '\\']) {
+            return Ok(SourcePattern::Literal(pattern.trim_end_matches('/').to_owned()));
+        }
+        GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map(|glob| SourcePattern::Glob(glob.compile_matcher()))
+            .map_err(|err| err.kind().to_string())
+    }
+
+    /// Whether a package-relative file matches (a literal directory matches its files).
+    pub fn matches(&self, file: &str) -> bool {
+        match self {
+            SourcePattern::Literal(literal) => {
+                file == literal || (file.len() > literal.len() && file.starts_with(literal.as_str()) && file.as_bytes()[literal.len()] == b'/')
+            }
+            SourcePattern::Glob(glob) => glob.is_match(file),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Test targets, which targets own a path, and which tests a change affects.
+
+use std::collections::BTreeMap;
+
+use once_db::{Db, Package, Workspace};
+use rustc_hash::FxHashSet;
+
+use crate::graph::{dependency_graph, reverse_deps};
+use crate::kinds::kind_catalog;
+use crate::resolve::{SourcePattern, resolved_targets};
+use crate::settings::{workspace_packages, workspace_settings};
+
+/// A target with a `test` capability.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TestTarget {
+    pub id: String,
+    pub kind: String,
+    /// Ids of every dependency, all roles, in declaration order.
+    pub deps: Vec<String>,
+    pub runner: Option<String>,
+    pub labels: Vec<String>,
+    /// Where the normalised results land, workspace-relative.
+    pub results_path: String,
+}
+
+/// Every test target, sorted by id.
+#[salsa::tracked(returns(ref))]
+pub fn test_targets(db: &dyn Db, workspace: Workspace) -> Vec<TestTarget> {
+    let catalog = kind_catalog(db, workspace);
+    let mut tests = Vec::new();
+    for &package in workspace_packages(db, workspace) {
+        for target in &resolved_targets(db, package).targets {
+            let Some(test) = catalog.get(&target.kind).and_then(|k| k.capability("test")) else { continue };
+            let id = target.label.id();
+            tests.push(TestTarget {
+                results_path: format!(".once/out/{id}/test/test_results.json"),
+                id,
+                kind: target.kind.clone(),
+                deps: target.deps.iter().map(|d| d.label.id()).collect(),
+                runner: test.runner.clone(),
+                labels: target.labels.clone(),
+            });
+        }
+    }
+    tests.sort_by(|a, b| a.id.cmp(&b.id));
+    tests
+}
+
+/// A set of changed workspace-relative paths, as a query key.
+#[salsa::interned(debug)]
+pub struct ChangedPaths<'db> {
+    #[returns(ref)]
+    pub paths: Vec<String>,
+}
+
+/// Why a target owns a path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ownership {
+    /// The path matches one of the target's `srcs`.
+    Source,
+    /// The path is the target's manifest.
+    Manifest,
+    /// The path is a project module; every target depends on the kind catalog.
+    Module,
+}
+
+/// The targets (by id) that own `path`, with why.
+pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Ownership)> {
+    let path = normalize(path);
+    let settings = workspace_settings(db, workspace);
+    let is_module = settings.module_paths.iter().any(|pattern| {
+        SourcePattern::new(pattern).is_ok_and(|p| p.matches(&path))
+    });
+    if is_module {
+        return dependency_graph(db, workspace).nodes.iter().map(|n| (n.id.clone(), Ownership::Module)).collect();
+    }
+    // The deepest package directory containing the path owns it.
+    let Some(package) = owning_package(db, workspace, &path) else { return Vec::new() };
+    if !workspace_packages(db, workspace).contains(&package) {
+        return Vec::new();
+    }
+    let package_path = package.path(db);
+    let relative = if package_path.is_empty() { path.as_str() } else { &path[package_path.len() + 1..] };
+    let resolved = resolved_targets(db, package);
+    if relative == once_db::discovery::MANIFEST_NAME {
+        return resolved.targets.iter().map(|t| (t.label.id(), Ownership::Manifest)).collect();
+    }
+    resolved
+        .targets
+        .iter()
+        .filter(|t| t.srcs.iter().any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative))))
+        .map(|t| (t.label.id(), Ownership::Source))
+        .collect()
+}
+
+fn owning_package(db: &dyn Db, workspace: Workspace, path: &str) -> Option<Package> {
+    workspace
+        .packages(db)
+        .iter()
+        .copied()
+        .filter(|p| {
+            let dir = p.path(db);
+            dir.is_empty() || path.starts_with(&format!("{dir}/"))
+        })
+        .max_by_key(|p| p.path(db).len())
+}
+
+fn normalize(path: &str) -> String {
+    let path = path.replace('\\', "/");
+    let path = path.trim_start_matches("./");
+    path.trim_end_matches('/').to_owned()
+}
+
+/// A test selected by a change, with the reasons.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AffectedTest {
+    pub id: String,
+    pub kind: String,
+    pub reasons: Vec<String>,
+}
+
+/// The tests affected by changed paths: the owners of each path and everything that
+/// depends on them, transitively, narrowed to test targets. No paths selects every test.
+#[salsa::tracked(returns(ref))]
+pub fn affected_tests<'db>(db: &'db dyn Db, workspace: Workspace, changed: ChangedPaths<'db>) -> Vec<AffectedTest> {
+    let tests = test_targets(db, workspace);
+    if changed.paths(db).is_empty() {
+        return tests
+            .iter()
+            .map(|t| AffectedTest {
+                id: t.id.clone(),
+                kind: t.kind.clone(),
+                reasons: vec!["no changed paths given: every test target is selected".into()],
+            })
+            .collect();
+    }
+    let graph = dependency_graph(db, workspace);
+    let reverse = reverse_deps(db, workspace);
+    let test_ids: FxHashSet<&str> = tests.iter().map(|t| t.id.as_str()).collect();
+    let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for path in changed.paths(db) {
+        let path = normalize(path);
+        for (owner, ownership) in owners(db, workspace, &path) {
+            let Some(start) = graph.index_of(&owner) else { continue };
+            let direct = match ownership {
+                Ownership::Source => format!("changed test input `{path}`"),
+                Ownership::Manifest => format!("changed manifest `{path}`"),
+                Ownership::Module => format!("changed module `{path}`"),
+            };
+            push_reason(&mut reasons, start, direct);
+            // Walk dependents breadth first.
+            let mut seen = FxHashSet::default();
+            seen.insert(start);
+            let mut queue = vec![start];
+            while let Some(node) = queue.pop() {
+                for &dependent in &reverse[node] {
+                    if seen.insert(dependent) {
+                        let reason = match ownership {
+                            Ownership::Module => format!("changed module `{path}`"),
+                            _ => format!("depends on `{owner}`, whose input `{path}` changed"),
+                        };
+                        push_reason(&mut reasons, dependent, reason);
+                        queue.push(dependent);
+                    }
+                }
+            }
+        }
+    }
+    reasons
+        .into_iter()
+        .filter(|(node, _)| test_ids.contains(graph.nodes[*node].id.as_str()))
+        .map(|(node, reasons)| AffectedTest { id: graph.nodes[node].id.clone(), kind: graph.nodes[node].kind.clone(), reasons })
+        .collect()
+}
+
+fn push_reason(reasons: &mut BTreeMap<usize, Vec<String>>, node: usize, reason: String) {
+    let list = reasons.entry(node).or_default();
+    if !list.contains(&reason) {
+        list.push(reason);
+    }
+}
