@@ -123,8 +123,8 @@ fn duplicate_kind() {
     check(
         "target_kind(\"rust_binary\")\n",
         expect![[r#"
-        kind rust_binary (module modules/test.star)
-    "#]],
+            error modules/test.star:1:1-1:27: target kind `rust_binary` is built in; choose another name
+        "#]],
     );
 }
 

@@ -1,0 +1,6 @@
+//! Builds greetings.
+
+/// Returns the greeting for `name`.
+pub fn greet(name: &str) -> String {
+    format!("hello, {name}")
+}
