@@ -29,11 +29,19 @@ pub(crate) struct Lexeme {
 
 impl Lexeme {
     fn new(kind: SyntaxKind, len: usize) -> Lexeme {
-        Lexeme { kind, len, error: None }
+        Lexeme {
+            kind,
+            len,
+            error: None,
+        }
     }
 
     fn with_error(kind: SyntaxKind, len: usize, error: &'static str) -> Lexeme {
-        Lexeme { kind, len, error: Some(error) }
+        Lexeme {
+            kind,
+            len,
+            error: Some(error),
+        }
     }
 }
 
@@ -55,10 +63,20 @@ pub(crate) fn lex(input: &str, mode: Mode) -> Option<Lexeme> {
         '{' => Lexeme::new(L_BRACE, 1),
         '}' => Lexeme::new(R_BRACE, 1),
         '.' if mode == Mode::Key => Lexeme::new(DOT, 1),
-        '\u{feff}' => Lexeme::with_error(ERROR_TOKEN, first.len_utf8(), "byte order mark is only allowed at the start"),
-        c if mode == Mode::Key && is_bare_key_char(c) => Lexeme::new(BARE_KEY, run_len(input, is_bare_key_char)),
+        '\u{feff}' => Lexeme::with_error(
+            ERROR_TOKEN,
+            first.len_utf8(),
+            "byte order mark is only allowed at the start",
+        ),
+        c if mode == Mode::Key && is_bare_key_char(c) => {
+            Lexeme::new(BARE_KEY, run_len(input, is_bare_key_char))
+        }
         c if mode == Mode::Value && is_value_word_char(c) => value_word(input),
-        _ => Lexeme::with_error(ERROR_TOKEN, garbage_len(input, mode), "unexpected character"),
+        _ => Lexeme::with_error(
+            ERROR_TOKEN,
+            garbage_len(input, mode),
+            "unexpected character",
+        ),
     };
     Some(lexeme)
 }
@@ -94,11 +112,13 @@ fn line_content_len(input: &str) -> usize {
 /// A run of characters that start no token in `mode`.
 fn garbage_len(input: &str, mode: Mode) -> usize {
     let starts_token = |c: char| {
-        matches!(c, ' ' | '\t' | '\n' | '\r' | '#' | '"' | '\'' | '=' | ',' | '[' | ']' | '{' | '}')
-            || match mode {
-                Mode::Key => is_bare_key_char(c) || c == '.',
-                Mode::Value => is_value_word_char(c),
-            }
+        matches!(
+            c,
+            ' ' | '\t' | '\n' | '\r' | '#' | '"' | '\'' | '=' | ',' | '[' | ']' | '{' | '}'
+        ) || match mode {
+            Mode::Key => is_bare_key_char(c) || c == '.',
+            Mode::Value => is_value_word_char(c),
+        }
     };
     let mut chars = input.char_indices();
     // The first character is garbage by construction; always consume it.
@@ -124,7 +144,10 @@ fn value_word(input: &str) -> Lexeme {
             && rest.get(3) == Some(&b':');
         if time_follows {
             let time_start = len + 1;
-            len = time_start + input.get(time_start..).map_or(0, |time| run_len(time, is_value_word_char));
+            len = time_start
+                + input
+                    .get(time_start..)
+                    .map_or(0, |time| run_len(time, is_value_word_char));
         }
     }
     let word = input.get(..len).unwrap_or_default();
@@ -148,7 +171,10 @@ fn classify_word(word: &str) -> Option<SyntaxKind> {
     if word == "true" || word == "false" {
         return Some(BOOLEAN);
     }
-    let leading_digits = bytes.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    let leading_digits = bytes
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
     let looks_like_date = leading_digits > 0 && bytes.get(leading_digits) == Some(&b'-');
     let looks_like_time = leading_digits > 0 && bytes.get(leading_digits) == Some(&b':');
     if looks_like_date || looks_like_time {
@@ -160,11 +186,16 @@ fn classify_word(word: &str) -> Option<SyntaxKind> {
     }
     let number_like = unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.')
         && !word.contains(':')
-        && unsigned.chars().skip(1).all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'));
+        && unsigned
+            .chars()
+            .skip(1)
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'));
     if !number_like {
         return None;
     }
-    let radix_prefixed = ["0x", "0o", "0b"].iter().any(|prefix| unsigned.starts_with(prefix));
+    let radix_prefixed = ["0x", "0o", "0b"]
+        .iter()
+        .any(|prefix| unsigned.starts_with(prefix));
     if !radix_prefixed && unsigned.contains(['.', 'e', 'E']) {
         Some(FLOAT)
     } else {
@@ -197,11 +228,13 @@ fn single_line_string(input: &str, quote: char, kind: SyntaxKind) -> Lexeme {
             '\r' if chars.peek().is_some_and(|&(_, next)| next == '\n') => {
                 return Lexeme::with_error(kind, index, "unterminated string");
             }
-            '\\' if escapes => {
-                // Skip the escaped character unless it ends the line.
-                if chars.peek().is_some_and(|&(_, next)| next != '\n' && next != '\r') {
-                    chars.next();
-                }
+            // Skip the escaped character unless it ends the line.
+            '\\' if escapes
+                && chars
+                    .peek()
+                    .is_some_and(|&(_, next)| next != '\n' && next != '\r') =>
+            {
+                chars.next();
             }
             _ => {}
         }
@@ -218,11 +251,16 @@ fn multi_line_string(input: &str, quote: char, kind: SyntaxKind) -> Lexeme {
     while let Some(&byte) = bytes.get(index) {
         if escapes && byte == b'\\' {
             // Skip the escaped character (a quote, a backslash, ...).
-            index += 1 + input.get(index + 1..).and_then(|rest| rest.chars().next()).map_or(0, char::len_utf8);
+            index += 1 + input
+                .get(index + 1..)
+                .and_then(|rest| rest.chars().next())
+                .map_or(0, char::len_utf8);
             continue;
         }
         if byte == quote_byte {
-            let run = bytes.get(index..).map_or(0, |rest| rest.iter().take_while(|&&b| b == quote_byte).count());
+            let run = bytes.get(index..).map_or(0, |rest| {
+                rest.iter().take_while(|&&b| b == quote_byte).count()
+            });
             if run >= 3 {
                 return Lexeme::new(kind, index + run.min(5));
             }
@@ -251,27 +289,46 @@ mod tests {
 
     #[test]
     fn key_mode_splits_dotted_numbers() {
-        assert_eq!(tokens("1.5", Mode::Key), vec![(BARE_KEY, "1"), (DOT, "."), (BARE_KEY, "5")]);
+        assert_eq!(
+            tokens("1.5", Mode::Key),
+            vec![(BARE_KEY, "1"), (DOT, "."), (BARE_KEY, "5")]
+        );
     }
 
     #[test]
     fn value_mode_reads_date_times_with_space() {
-        assert_eq!(tokens("1979-05-27 07:32:00Z", Mode::Value), vec![(DATETIME, "1979-05-27 07:32:00Z")]);
+        assert_eq!(
+            tokens("1979-05-27 07:32:00Z", Mode::Value),
+            vec![(DATETIME, "1979-05-27 07:32:00Z")]
+        );
         assert_eq!(
             tokens("1979-05-27 x", Mode::Value),
-            vec![(DATETIME, "1979-05-27"), (WHITESPACE, " "), (ERROR_TOKEN, "x")]
+            vec![
+                (DATETIME, "1979-05-27"),
+                (WHITESPACE, " "),
+                (ERROR_TOKEN, "x")
+            ]
         );
     }
 
     #[test]
     fn multi_line_strings_take_extra_quotes() {
-        assert_eq!(tokens(r#""""a""""""#, Mode::Value), vec![(MULTI_LINE_BASIC_STRING, r#""""a""""""#)]);
-        assert_eq!(tokens("'''a''''", Mode::Value), vec![(MULTI_LINE_LITERAL_STRING, "'''a''''")]);
+        assert_eq!(
+            tokens(r#""""a""""""#, Mode::Value),
+            vec![(MULTI_LINE_BASIC_STRING, r#""""a""""""#)]
+        );
+        assert_eq!(
+            tokens("'''a''''", Mode::Value),
+            vec![(MULTI_LINE_LITERAL_STRING, "'''a''''")]
+        );
     }
 
     #[test]
     fn unterminated_string_stops_at_line_end() {
         let lexeme = lex("\"abc\nx", Mode::Value);
-        assert_eq!(lexeme, Some(Lexeme::with_error(BASIC_STRING, 4, "unterminated string")));
+        assert_eq!(
+            lexeme,
+            Some(Lexeme::with_error(BASIC_STRING, 4, "unterminated string"))
+        );
     }
 }

@@ -66,7 +66,9 @@ impl Parse {
                         }
                     }
                 }
-                rowan::WalkEvent::Leave(rowan::NodeOrToken::Node(_)) => depth = depth.saturating_sub(1),
+                rowan::WalkEvent::Leave(rowan::NodeOrToken::Node(_)) => {
+                    depth = depth.saturating_sub(1)
+                }
                 rowan::WalkEvent::Leave(rowan::NodeOrToken::Token(_)) => {}
             }
         }

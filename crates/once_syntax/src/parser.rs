@@ -14,7 +14,12 @@ use crate::lexer::{self, Lexeme, Mode};
 
 /// Parses `text` into a green tree and the errors found on the way.
 pub(crate) fn parse_text(text: &str) -> (GreenNode, Vec<SyntaxError>) {
-    let mut parser = Parser { text, pos: 0, builder: GreenNodeBuilder::new(), errors: Vec::new() };
+    let mut parser = Parser {
+        text,
+        pos: 0,
+        builder: GreenNodeBuilder::new(),
+        errors: Vec::new(),
+    };
     parser.document();
     (parser.builder.finish(), parser.errors)
 }
@@ -55,7 +60,9 @@ impl Parser<'_> {
     fn lines_until_header(&mut self) {
         loop {
             self.eat_blank_lines();
-            let Some(next) = self.peek(Mode::Key) else { return };
+            let Some(next) = self.peek(Mode::Key) else {
+                return;
+            };
             match next.kind {
                 L_BRACK => return,
                 kind if kind.is_key_segment() || kind.is_string() => {
@@ -63,7 +70,10 @@ impl Parser<'_> {
                     self.line_end();
                 }
                 _ => {
-                    let message = format!("expected a key or a table header, found {}", self.found(self.pos, next));
+                    let message = format!(
+                        "expected a key or a table header, found {}",
+                        self.found(self.pos, next)
+                    );
                     self.skip_rest_of_line(&message);
                 }
             }
@@ -73,7 +83,11 @@ impl Parser<'_> {
     /// `[header]` or `[[header]]` followed by its key-value lines.
     fn table_section(&mut self) {
         let is_array = self.rest().starts_with("[[");
-        let (section, header) = if is_array { (ARRAY_TABLE, ARRAY_TABLE_HEADER) } else { (TABLE, TABLE_HEADER) };
+        let (section, header) = if is_array {
+            (ARRAY_TABLE, ARRAY_TABLE_HEADER)
+        } else {
+            (TABLE, TABLE_HEADER)
+        };
         self.builder.start_node(section.into());
         self.builder.start_node(header.into());
         let open_start = self.pos;
@@ -92,7 +106,11 @@ impl Parser<'_> {
     }
 
     fn header_close(&mut self, is_array: bool, open_start: usize) {
-        let closes = if is_array { self.rest().starts_with("]]") } else { self.rest().starts_with(']') };
+        let closes = if is_array {
+            self.rest().starts_with("]]")
+        } else {
+            self.rest().starts_with(']')
+        };
         if closes {
             self.bump_kind(R_BRACK);
             if is_array {
@@ -110,13 +128,18 @@ impl Parser<'_> {
         let found = self.peek(Mode::Key);
         let message = match found {
             Some(lexeme) if lexeme.kind != NEWLINE => {
-                format!("expected {expected} to close the table header, found {}", self.found(self.pos, lexeme))
+                format!(
+                    "expected {expected} to close the table header, found {}",
+                    self.found(self.pos, lexeme)
+                )
             }
             _ => format!("unclosed table header: expected {expected}"),
         };
         let range = match found {
-            Some(lexeme) if lexeme.kind != NEWLINE && lexeme.kind != COMMENT => self.range(self.pos, lexeme.len),
-            _ => self.range(open_start, self.pos - open_start),
+            Some(lexeme) if lexeme.kind != NEWLINE && lexeme.kind != COMMENT => {
+                self.range(self.pos, lexeme.len)
+            }
+            _ => self.range(open_start, self.pos.saturating_sub(open_start)),
         };
         self.error(message, range);
     }
@@ -134,13 +157,24 @@ impl Parser<'_> {
                 self.value();
             }
             found => {
-                let key_end = self.text.get(..self.pos).unwrap_or_default().trim_end_matches([' ', '\t']).len();
+                let key_end = self
+                    .text
+                    .get(..self.pos)
+                    .unwrap_or_default()
+                    .trim_end_matches([' ', '\t'])
+                    .len();
                 let (message, range) = match found {
                     Some(lexeme) if !matches!(lexeme.kind, NEWLINE | COMMENT) => (
-                        format!("expected `=` after the key, found {}", self.found(self.pos, lexeme)),
+                        format!(
+                            "expected `=` after the key, found {}",
+                            self.found(self.pos, lexeme)
+                        ),
                         self.range(self.pos, lexeme.len),
                     ),
-                    _ => ("expected `=` and a value after the key".to_string(), self.range(key_start, key_end - key_start)),
+                    _ => (
+                        "expected `=` and a value after the key".to_string(),
+                        self.range(key_start, key_end.saturating_sub(key_start)),
+                    ),
                 };
                 self.error(message, range);
                 if context == Context::Line {
@@ -164,9 +198,10 @@ impl Parser<'_> {
                 }
                 found => {
                     let (message, range) = match found {
-                        Some(lexeme) if !matches!(lexeme.kind, NEWLINE | COMMENT) => {
-                            (format!("expected a key, found {}", self.found(self.pos, lexeme)), self.range(self.pos, lexeme.len))
-                        }
+                        Some(lexeme) if !matches!(lexeme.kind, NEWLINE | COMMENT) => (
+                            format!("expected a key, found {}", self.found(self.pos, lexeme)),
+                            self.range(self.pos, lexeme.len),
+                        ),
                         _ => ("expected a key".to_string(), self.range(self.pos, 0)),
                     };
                     if found.is_none_or(|lexeme| lexeme.error.is_none()) {
@@ -176,7 +211,10 @@ impl Parser<'_> {
                 }
             }
             let after_whitespace = self.pos + self.whitespace_len();
-            if self.peek_at(after_whitespace, Mode::Key).is_some_and(|lexeme| lexeme.kind == DOT) {
+            if self
+                .peek_at(after_whitespace, Mode::Key)
+                .is_some_and(|lexeme| lexeme.kind == DOT)
+            {
                 self.eat_whitespace();
                 self.bump_kind(DOT);
                 self.eat_whitespace();
@@ -236,13 +274,19 @@ impl Parser<'_> {
                 }
                 kind if kind.is_value() || matches!(kind, L_BRACK | L_BRACE | ERROR_TOKEN) => {
                     if !expect_value {
-                        self.error("expected `,` between array values", self.range(self.pos, next.len));
+                        self.error(
+                            "expected `,` between array values",
+                            self.range(self.pos, next.len),
+                        );
                     }
                     self.value();
                     expect_value = false;
                 }
                 _ => {
-                    let message = format!("expected a value or `]`, found {}", self.found(self.pos, next));
+                    let message = format!(
+                        "expected a value or `]`, found {}",
+                        self.found(self.pos, next)
+                    );
                     self.error(message, self.range(self.pos, next.len));
                     self.builder.start_node(ERROR.into());
                     self.bump_silently(next);
@@ -266,7 +310,9 @@ impl Parser<'_> {
             };
             let is_entry = next.kind.is_key_segment() || next.kind.is_string();
             let missing_comma = is_entry && !expect_entry;
-            if crossed_newline && (missing_comma || !is_entry && self.looks_like_statement(next_pos)) {
+            if crossed_newline
+                && (missing_comma || !is_entry && self.looks_like_statement(next_pos))
+            {
                 self.error("unclosed inline table: expected `}`", open);
                 break;
             }
@@ -285,14 +331,20 @@ impl Parser<'_> {
                 }
                 _ if is_entry => {
                     if missing_comma {
-                        self.error("expected `,` between inline table entries", self.range(self.pos, next.len));
+                        self.error(
+                            "expected `,` between inline table entries",
+                            self.range(self.pos, next.len),
+                        );
                     }
                     self.key_value(Context::InlineTable);
                     expect_entry = false;
                 }
                 _ => {
                     if next.error.is_none() {
-                        let message = format!("expected a key-value or `}}`, found {}", self.found(self.pos, next));
+                        let message = format!(
+                            "expected a key-value or `}}`, found {}",
+                            self.found(self.pos, next)
+                        );
                         self.error(message, self.range(self.pos, next.len));
                     }
                     self.builder.start_node(ERROR.into());
@@ -317,7 +369,10 @@ impl Parser<'_> {
             None => {}
             Some(lexeme) if lexeme.kind == NEWLINE => self.bump(lexeme),
             Some(lexeme) => {
-                let message = format!("expected a line end, found {}", self.found(self.pos, lexeme));
+                let message = format!(
+                    "expected a line end, found {}",
+                    self.found(self.pos, lexeme)
+                );
                 self.skip_rest_of_line(&message);
             }
         }
@@ -332,7 +387,10 @@ impl Parser<'_> {
         let start = self.pos;
         let first_has_error = self.peek(Mode::Value).is_some_and(|lexeme| {
             lexeme.error.is_some()
-                && (lexeme.kind != ERROR_TOKEN || self.rest().starts_with(|c: char| c.is_control() || c == '\u{feff}'))
+                && (lexeme.kind != ERROR_TOKEN
+                    || self
+                        .rest()
+                        .starts_with(|c: char| c.is_control() || c == '\u{feff}'))
         });
         if first_has_error {
             if let Some(lexeme) = self.peek(Mode::Value) {
@@ -345,7 +403,13 @@ impl Parser<'_> {
             self.builder.start_node(ERROR.into());
             self.skip_line_tokens();
             self.builder.finish_node();
-            let end = self.text.get(..self.pos).unwrap_or_default().trim_end_matches([' ', '\t']).len().max(start);
+            let end = self
+                .text
+                .get(..self.pos)
+                .unwrap_or_default()
+                .trim_end_matches([' ', '\t'])
+                .len()
+                .max(start);
             self.error(message.to_string(), self.range(start, end - start));
         }
         if let Some(lexeme) = self.peek(Mode::Value)
@@ -356,7 +420,10 @@ impl Parser<'_> {
     }
 
     fn skip_rest_of_line_silently(&mut self) {
-        if self.peek(Mode::Value).is_some_and(|lexeme| lexeme.kind != NEWLINE) {
+        if self
+            .peek(Mode::Value)
+            .is_some_and(|lexeme| lexeme.kind != NEWLINE)
+        {
             self.builder.start_node(ERROR.into());
             self.skip_line_tokens();
             self.builder.finish_node();
@@ -372,8 +439,15 @@ impl Parser<'_> {
             let line_len = self.rest().find('\n').unwrap_or(self.rest().len());
             if lexeme.len > line_len && line_len > 0 {
                 // A multi-line string opening in skipped text: keep to this line.
-                let line_only = self.rest().get(..line_len).map_or(line_len, |line| line.trim_end_matches('\r').len());
-                self.bump_silently(Lexeme { kind: ERROR_TOKEN, len: line_only.max(1), error: None });
+                let line_only = self
+                    .rest()
+                    .get(..line_len)
+                    .map_or(line_len, |line| line.trim_end_matches('\r').len());
+                self.bump_silently(Lexeme {
+                    kind: ERROR_TOKEN,
+                    len: line_only.max(1),
+                    error: None,
+                });
                 continue;
             }
             self.bump_silently(lexeme);
@@ -403,12 +477,24 @@ impl Parser<'_> {
 
     /// `[name` or `[[name` where `name` is a bare key that is not also a value.
     fn looks_like_header(&self, pos: usize) -> bool {
-        let Some(rest) = self.text.get(pos..) else { return false };
-        let Some(rest) = rest.strip_prefix('[') else { return false };
-        let rest = rest.strip_prefix('[').unwrap_or(rest).trim_start_matches([' ', '\t']);
-        let name_len = rest.find(|c: char| !lexer::is_bare_key_char(c)).unwrap_or(rest.len());
+        let Some(rest) = self.text.get(pos..) else {
+            return false;
+        };
+        let Some(rest) = rest.strip_prefix('[') else {
+            return false;
+        };
+        let rest = rest
+            .strip_prefix('[')
+            .unwrap_or(rest)
+            .trim_start_matches([' ', '\t']);
+        let name_len = rest
+            .find(|c: char| !lexer::is_bare_key_char(c))
+            .unwrap_or(rest.len());
         let name = rest.get(..name_len).unwrap_or_default();
-        let after = rest.get(name_len..).unwrap_or_default().trim_start_matches([' ', '\t']);
+        let after = rest
+            .get(name_len..)
+            .unwrap_or_default()
+            .trim_start_matches([' ', '\t']);
         name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && !matches!(name, "true" | "false" | "inf" | "nan")
             && (after.starts_with(']') || after.starts_with('.'))
@@ -433,7 +519,9 @@ impl Parser<'_> {
     }
 
     fn whitespace_len_at(&self, pos: usize) -> usize {
-        self.text.get(pos..).map_or(0, |rest| rest.len() - rest.trim_start_matches([' ', '\t']).len())
+        self.text.get(pos..).map_or(0, |rest| {
+            rest.len() - rest.trim_start_matches([' ', '\t']).len()
+        })
     }
 
     /// The position of the next token that is not trivia, and whether a line
@@ -504,11 +592,16 @@ impl Parser<'_> {
     /// Control characters are not allowed in comments and strings (tab is,
     /// and multi-line strings may contain line ends).
     fn report_control_characters(&mut self, lexeme: Lexeme, start: usize) {
-        let multi_line = matches!(lexeme.kind, MULTI_LINE_BASIC_STRING | MULTI_LINE_LITERAL_STRING);
+        let multi_line = matches!(
+            lexeme.kind,
+            MULTI_LINE_BASIC_STRING | MULTI_LINE_LITERAL_STRING
+        );
         if !(lexeme.kind == COMMENT || lexeme.kind.is_string()) {
             return;
         }
-        let Some(text) = self.text.get(start..start + lexeme.len) else { return };
+        let Some(text) = self.text.get(start..start + lexeme.len) else {
+            return;
+        };
         let mut chars = text.char_indices().peekable();
         while let Some((offset, c)) = chars.next() {
             let allowed = match c {
@@ -518,8 +611,15 @@ impl Parser<'_> {
                 c => !c.is_control() || !(c < ' ' || c == '\u{7f}'),
             };
             if !allowed {
-                let what = if lexeme.kind == COMMENT { "comment" } else { "string" };
-                let message = format!("control character U+{:04X} is not allowed in a {what}", u32::from(c));
+                let what = if lexeme.kind == COMMENT {
+                    "comment"
+                } else {
+                    "string"
+                };
+                let message = format!(
+                    "control character U+{:04X} is not allowed in a {what}",
+                    u32::from(c)
+                );
                 self.error(message, self.range(start + offset, c.len_utf8()));
             }
         }
@@ -529,18 +629,28 @@ impl Parser<'_> {
     /// that is short and telling, its kind otherwise.
     fn found(&self, pos: usize, lexeme: Lexeme) -> String {
         let text = self.text.get(pos..pos + lexeme.len).unwrap_or_default();
-        let quotable = matches!(lexeme.kind, ERROR_TOKEN | BARE_KEY | INTEGER | FLOAT | BOOLEAN | DATETIME)
-            && text.chars().count() <= 24
+        let quotable = matches!(
+            lexeme.kind,
+            ERROR_TOKEN | BARE_KEY | INTEGER | FLOAT | BOOLEAN | DATETIME
+        ) && text.chars().count() <= 24
             && !text.chars().any(char::is_control);
-        if quotable { format!("`{text}`") } else { lexeme.kind.describe().to_string() }
+        if quotable {
+            format!("`{text}`")
+        } else {
+            lexeme.kind.describe().to_string()
+        }
     }
 
     fn range(&self, start: usize, len: usize) -> TextRange {
-        let clamp = |offset: usize| TextSize::try_from(offset.min(self.text.len())).unwrap_or_default();
+        let clamp =
+            |offset: usize| TextSize::try_from(offset.min(self.text.len())).unwrap_or_default();
         TextRange::new(clamp(start), clamp(start + len))
     }
 
     fn error(&mut self, message: impl Into<String>, range: TextRange) {
-        self.errors.push(SyntaxError { message: message.into(), range });
+        self.errors.push(SyntaxError {
+            message: message.into(),
+            range,
+        });
     }
 }

@@ -94,7 +94,11 @@ impl SyntaxKind {
 
     /// A token or node that can stand in value position.
     pub fn is_value(self) -> bool {
-        self.is_string() || matches!(self, INTEGER | FLOAT | BOOLEAN | DATETIME | ARRAY | INLINE_TABLE)
+        self.is_string()
+            || matches!(
+                self,
+                INTEGER | FLOAT | BOOLEAN | DATETIME | ARRAY | INLINE_TABLE
+            )
     }
 
     /// A token that can be one segment of a key.

@@ -134,7 +134,9 @@ impl Datetime {
     /// present, fraction without trailing zeros (at most nine digits),
     /// offsets as `+HH:MM`.
     pub fn normalized(&self) -> String {
-        let Ok(parts) = literal::datetime_parts(&self.text) else { return self.text.clone() };
+        let Ok(parts) = literal::datetime_parts(&self.text) else {
+            return self.text.clone();
+        };
         let mut out = String::new();
         if let Some((year, month, day)) = parts.date {
             out.push_str(&format!("{year:04}-{month:02}-{day:02}"));
@@ -144,7 +146,10 @@ impl Datetime {
                 out.push('T');
             }
             out.push_str(&format!("{hour:02}:{minute:02}:{second:02}"));
-            let fraction = fraction.get(..fraction.len().min(9)).unwrap_or_default().trim_end_matches('0');
+            let fraction = fraction
+                .get(..fraction.len().min(9))
+                .unwrap_or_default()
+                .trim_end_matches('0');
             if !fraction.is_empty() {
                 out.push('.');
                 out.push_str(fraction);
@@ -162,3 +167,6 @@ impl Datetime {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

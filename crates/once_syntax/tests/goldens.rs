@@ -10,14 +10,19 @@ use std::path::{Path, PathBuf};
 use once_syntax::value;
 
 fn golden_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/syntax").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test_data/syntax")
+        .join(name)
 }
 
 fn toml_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|extension| extension == "toml"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "toml")
+        })
         .collect();
     files.sort();
     files
@@ -31,8 +36,13 @@ fn render(text: &str) -> String {
     if !document.errors.is_empty() {
         out.push_str("errors:\n");
         for error in &document.errors {
-            let covered = text.get(std::ops::Range::<usize>::from(error.range)).unwrap_or_default();
-            out.push_str(&format!("  {:?}: {} {covered:?}\n", error.range, error.message));
+            let covered = text
+                .get(std::ops::Range::<usize>::from(error.range))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {:?}: {} {covered:?}\n",
+                error.range, error.message
+            ));
         }
     }
     out
@@ -44,13 +54,23 @@ fn walk(dir_name: &str, expect_errors: bool) {
     assert!(!files.is_empty(), "no goldens in {}", dir.display());
     let mut failures = Vec::new();
     for path in &files {
-        let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let parse = once_syntax::parse(&text);
-        assert_eq!(parse.syntax().to_string(), text, "{name}: tree is not lossless");
+        assert_eq!(
+            parse.syntax().to_string(),
+            text,
+            "{name}: tree is not lossless"
+        );
         let document = value::document(&parse);
         match (expect_errors, document.errors.is_empty()) {
-            (false, false) => failures.push(format!("{name}: unexpected errors {:?}", document.errors)),
+            (false, false) => {
+                failures.push(format!("{name}: unexpected errors {:?}", document.errors))
+            }
             (true, true) => failures.push(format!("{name}: expected errors, found none")),
             _ => {}
         }
@@ -65,7 +85,10 @@ fn walk(dir_name: &str, expect_errors: bool) {
                         &mut differences,
                     );
                     if !differences.is_empty() {
-                        failures.push(format!("{name}: differs from the toml crate: {}", differences.join("; ")));
+                        failures.push(format!(
+                            "{name}: differs from the toml crate: {}",
+                            differences.join("; ")
+                        ));
                     }
                 }
                 Err(error) => failures.push(format!("{name}: the toml crate rejects it: {error}")),

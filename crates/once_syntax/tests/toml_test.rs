@@ -17,7 +17,10 @@ use once_syntax::value;
 fn corpus_dir() -> PathBuf {
     match std::env::var_os("ONCE_TOML_TEST_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/toml-test/tests")),
+        None => PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/toml-test/tests"
+        )),
     }
 }
 
@@ -26,7 +29,10 @@ fn corpus_dir() -> PathBuf {
 fn corpus_files(prefix: &str) -> Option<(PathBuf, Vec<String>)> {
     let dir = corpus_dir();
     let Ok(list) = std::fs::read_to_string(dir.join("files-toml-1.1.0")) else {
-        println!("toml-test corpus not found at {}; compliance test not run", dir.display());
+        println!(
+            "toml-test corpus not found at {}; compliance test not run",
+            dir.display()
+        );
         return None;
     };
     let files = list
@@ -39,7 +45,10 @@ fn corpus_files(prefix: &str) -> Option<(PathBuf, Vec<String>)> {
 }
 
 fn report(kind: &str, total: usize, failures: &[String]) {
-    println!("toml-test {kind}: {} of {total} passed", total - failures.len());
+    println!(
+        "toml-test {kind}: {} of {total} passed",
+        total - failures.len()
+    );
     assert!(
         failures.is_empty(),
         "{} of {total} {kind} documents failed:\n{}",
@@ -55,15 +64,17 @@ fn read_text(path: &Path) -> Result<String, String> {
 
 #[test]
 fn valid_documents_match_expected_json() {
-    let Some((dir, files)) = corpus_files("valid/") else { return };
+    let Some((dir, files)) = corpus_files("valid/") else {
+        return;
+    };
     assert!(!files.is_empty(), "no valid documents listed");
     let mut failures = Vec::new();
     for file in &files {
         let result = (|| -> Result<(), String> {
             let text = read_text(&dir.join(file))?;
             let expected_path = dir.join(file.replace(".toml", ".json"));
-            let expected: serde_json::Value =
-                serde_json::from_str(&read_text(&expected_path)?).map_err(|error| error.to_string())?;
+            let expected: serde_json::Value = serde_json::from_str(&read_text(&expected_path)?)
+                .map_err(|error| error.to_string())?;
             let parse = once_syntax::parse(&text);
             if parse.to_string_lossless() != text {
                 return Err("tree is not lossless".to_string());
@@ -74,8 +85,17 @@ fn valid_documents_match_expected_json() {
                 return Err(format!("unexpected errors: {}", errors.join("; ")));
             }
             let mut differences = Vec::new();
-            common::compare(&expected, &common::table_to_json(&document.root), "$", &mut differences);
-            if differences.is_empty() { Ok(()) } else { Err(differences.join("; ")) }
+            common::compare(
+                &expected,
+                &common::table_to_json(&document.root),
+                "$",
+                &mut differences,
+            );
+            if differences.is_empty() {
+                Ok(())
+            } else {
+                Err(differences.join("; "))
+            }
         })();
         if let Err(message) = result {
             failures.push(format!("{file}: {message}"));
@@ -86,10 +106,14 @@ fn valid_documents_match_expected_json() {
 
 #[test]
 fn valid_documents_agree_with_toml_crate() {
-    let Some((dir, files)) = corpus_files("valid/") else { return };
+    let Some((dir, files)) = corpus_files("valid/") else {
+        return;
+    };
     let mut failures = Vec::new();
     for file in &files {
-        let Ok(text) = read_text(&dir.join(file)) else { continue };
+        let Ok(text) = read_text(&dir.join(file)) else {
+            continue;
+        };
         let oracle = match toml::from_str::<toml::Table>(&text) {
             Ok(table) => table,
             Err(error) => {
@@ -114,12 +138,16 @@ fn valid_documents_agree_with_toml_crate() {
 
 #[test]
 fn invalid_documents_are_rejected() {
-    let Some((dir, files)) = corpus_files("invalid/") else { return };
+    let Some((dir, files)) = corpus_files("invalid/") else {
+        return;
+    };
     assert!(!files.is_empty(), "no invalid documents listed");
     let mut failures = Vec::new();
     for file in &files {
         // `parse` takes `&str`: text that is not UTF-8 is rejected before it.
-        let Ok(text) = read_text(&dir.join(file)) else { continue };
+        let Ok(text) = read_text(&dir.join(file)) else {
+            continue;
+        };
         let parse = once_syntax::parse(&text);
         if parse.to_string_lossless() != text {
             failures.push(format!("{file}: tree is not lossless"));

@@ -2,8 +2,9 @@
 //!
 //! While building, every table remembers how it came to be ([`Origin`]):
 //! TOML lets a `[header]` define a table that an earlier header only implied,
-//! lets dotted keys extend only the tables dotted keys created, and never
-//! lets anything extend an inline table or a static array. Inline tables and
+//! lets dotted keys extend only the tables dotted keys created (or define one
+//! a header only implied), and never lets anything extend an inline table or
+//! a static array. Inline tables and
 //! arrays are therefore stored finished ([`Node::Frozen`]) as soon as read.
 
 use std::collections::HashMap;
@@ -33,7 +34,7 @@ pub(crate) fn build(root: &SyntaxNode) -> (Table, Vec<SyntaxError>) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Origin {
     /// Named on the way to another header (`a` in `[a.b]`); a later `[a]`
-    /// may still define it.
+    /// or a dotted key may still define it.
     Implied,
     /// Defined by a `[header]`, an element of `[[header]]`, or the root.
     Header,
@@ -59,7 +60,10 @@ enum Node {
     /// A table still open to definitions.
     Table(BuildTable),
     /// An array of tables made by `[[header]]`, open to more elements.
-    TableArray { tables: Vec<BuildTable>, range: TextRange },
+    TableArray {
+        tables: Vec<BuildTable>,
+        range: TextRange,
+    },
     /// A scalar, a static array or an inline table: nothing may change it.
     Frozen(Value),
 }
@@ -87,7 +91,13 @@ impl Node {
 
 impl BuildTable {
     fn new(origin: Origin, range: TextRange, header_range: Option<TextRange>) -> BuildTable {
-        BuildTable { entries: Vec::new(), index: HashMap::new(), origin, range, header_range }
+        BuildTable {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            origin,
+            range,
+            header_range,
+        }
     }
 
     /// The index of `key`, adding it with `make()` if absent.
@@ -96,7 +106,11 @@ impl BuildTable {
             return index;
         }
         let index = self.entries.len();
-        self.entries.push(BuildEntry { key: segment.key.clone(), key_range: segment.range, node: make() });
+        self.entries.push(BuildEntry {
+            key: segment.key.clone(),
+            key_range: segment.range,
+            node: make(),
+        });
         self.index.insert(segment.key.clone(), index);
         index
     }
@@ -110,7 +124,11 @@ impl BuildTable {
             entries: self
                 .entries
                 .into_iter()
-                .map(|entry| Entry { key: entry.key, key_range: entry.key_range, value: entry.node.finish() })
+                .map(|entry| Entry {
+                    key: entry.key,
+                    key_range: entry.key_range,
+                    value: entry.node.finish(),
+                })
                 .collect(),
             header_range: self.header_range,
         }
@@ -118,7 +136,10 @@ impl BuildTable {
 
     fn into_value(self) -> Value {
         let range = self.range;
-        Value { kind: ValueKind::Table(self.finish()), range }
+        Value {
+            kind: ValueKind::Table(self.finish()),
+            range,
+        }
     }
 }
 
@@ -126,9 +147,10 @@ impl Node {
     fn finish(self) -> Value {
         match self {
             Node::Table(table) => table.into_value(),
-            Node::TableArray { tables, range } => {
-                Value { kind: ValueKind::Array(tables.into_iter().map(BuildTable::into_value).collect()), range }
-            }
+            Node::TableArray { tables, range } => Value {
+                kind: ValueKind::Array(tables.into_iter().map(BuildTable::into_value).collect()),
+                range,
+            },
             Node::Frozen(value) => value,
         }
     }
@@ -161,7 +183,10 @@ fn table_at<'a>(root: &'a mut BuildTable, path: &[Step]) -> Option<&'a mut Build
 }
 
 fn dotted_name(segments: &[Segment]) -> String {
-    let parts: Vec<&str> = segments.iter().map(|segment| segment.key.as_str()).collect();
+    let parts: Vec<&str> = segments
+        .iter()
+        .map(|segment| segment.key.as_str())
+        .collect();
     parts.join(".")
 }
 
@@ -176,7 +201,9 @@ impl Reader {
 
     /// A `[header]` or `[[header]]` section and its key-values.
     fn table_section(&mut self, root: &mut BuildTable, section: &SyntaxNode) {
-        let Some(header) = section.children().find(|node| matches!(node.kind(), TABLE_HEADER | ARRAY_TABLE_HEADER))
+        let Some(header) = section
+            .children()
+            .find(|node| matches!(node.kind(), TABLE_HEADER | ARRAY_TABLE_HEADER))
         else {
             return;
         };
@@ -214,16 +241,23 @@ impl Reader {
         let mut path = Vec::with_capacity(segments.len());
         let mut current = root;
         for (depth, segment) in parents.iter().enumerate() {
-            let index = current
-                .entry_index(segment, || Node::Table(BuildTable::new(Origin::Implied, header_range, None)));
+            let index = current.entry_index(segment, || {
+                Node::Table(BuildTable::new(Origin::Implied, header_range, None))
+            });
             current = match current.node_mut(index)? {
                 Node::Table(table) => {
-                    path.push(Step { entry: index, element: None });
+                    path.push(Step {
+                        entry: index,
+                        element: None,
+                    });
                     table
                 }
                 Node::TableArray { tables, .. } => {
                     let element = tables.len().checked_sub(1)?;
-                    path.push(Step { entry: index, element: Some(element) });
+                    path.push(Step {
+                        entry: index,
+                        element: Some(element),
+                    });
                     tables.get_mut(element)?
                 }
                 frozen @ Node::Frozen(_) => {
@@ -241,37 +275,62 @@ impl Reader {
         let index = match current.index.get(&last.key).copied() {
             None if is_array => {
                 let table = BuildTable::new(Origin::Header, header_range, Some(header_range));
-                let node = Node::TableArray { tables: vec![table], range: header_range };
+                let node = Node::TableArray {
+                    tables: vec![table],
+                    range: header_range,
+                };
                 let index = current.entry_index(last, || node);
-                path.push(Step { entry: index, element: Some(0) });
+                path.push(Step {
+                    entry: index,
+                    element: Some(0),
+                });
                 return Some(path);
             }
             None => {
                 let table = BuildTable::new(Origin::Header, header_range, Some(header_range));
                 let index = current.entry_index(last, || Node::Table(table));
-                path.push(Step { entry: index, element: None });
+                path.push(Step {
+                    entry: index,
+                    element: None,
+                });
                 return Some(path);
             }
             Some(index) => index,
         };
         let problem = match (current.node_mut(index)?, is_array) {
             (Node::TableArray { tables, .. }, true) => {
-                tables.push(BuildTable::new(Origin::Header, header_range, Some(header_range)));
-                path.push(Step { entry: index, element: Some(tables.len() - 1) });
+                tables.push(BuildTable::new(
+                    Origin::Header,
+                    header_range,
+                    Some(header_range),
+                ));
+                path.push(Step {
+                    entry: index,
+                    element: Some(tables.len() - 1),
+                });
                 return Some(path);
             }
             (Node::Table(table), false) if table.origin == Origin::Implied => {
                 table.origin = Origin::Header;
                 table.header_range = Some(header_range);
                 table.range = header_range;
-                path.push(Step { entry: index, element: None });
+                path.push(Step {
+                    entry: index,
+                    element: None,
+                });
                 return Some(path);
             }
             (Node::Table(table), false) if table.origin == Origin::Header => {
                 format!("table `{name}` is defined more than once")
             }
-            (node, true) => format!("cannot append to `{name}` with `[[{name}]]`: it is {}", node.description()),
-            (node, false) => format!("cannot define table `{name}`: it is already {}", node.description()),
+            (node, true) => format!(
+                "cannot append to `{name}` with `[[{name}]]`: it is {}",
+                node.description()
+            ),
+            (node, false) => format!(
+                "cannot define table `{name}`: it is already {}",
+                node.description()
+            ),
         };
         self.error(problem, last.range);
         None
@@ -279,29 +338,45 @@ impl Reader {
 
     /// `key = value` into `table`, creating the tables of a dotted key.
     fn insert_key_value(&mut self, table: &mut BuildTable, key_value: &SyntaxNode) {
-        let Some(segments) = key_value.children().find(|node| node.kind() == KEY).and_then(|key| self.key_segments(&key))
+        let Some(segments) = key_value
+            .children()
+            .find(|node| node.kind() == KEY)
+            .and_then(|key| self.key_segments(&key))
         else {
             return;
         };
-        let Some(value_element) = key_value.children_with_tokens().find(|element| element.kind().is_value()) else {
+        let Some(value_element) = key_value
+            .children_with_tokens()
+            .find(|element| element.kind().is_value())
+        else {
             return;
         };
-        let Some(value) = self.read_value(&value_element) else { return };
-        let Some((last, parents)) = segments.split_last() else { return };
+        let Some(value) = self.read_value(&value_element) else {
+            return;
+        };
+        let Some((last, parents)) = segments.split_last() else {
+            return;
+        };
         let key_value_range = key_value.text_range();
         let mut current = table;
         for (depth, segment) in parents.iter().enumerate() {
-            let index = current
-                .entry_index(segment, || Node::Table(BuildTable::new(Origin::Dotted, key_value_range, None)));
+            let index = current.entry_index(segment, || {
+                Node::Table(BuildTable::new(Origin::Dotted, key_value_range, None))
+            });
             let name = || dotted_name(segments.get(..=depth).unwrap_or_default());
             let problem = match current.entries.get(index).map(|entry| &entry.node) {
                 Some(Node::Table(table)) if table.origin == Origin::Dotted => None,
-                Some(Node::Table(_)) => {
-                    Some(format!("cannot add keys to table `{}` with a dotted key: it is defined by a header", name()))
-                }
-                Some(node) => {
-                    Some(format!("cannot add keys to `{}` with a dotted key: it is {}", name(), node.description()))
-                }
+                // A table only named by a header path: the dotted key defines it.
+                Some(Node::Table(table)) if table.origin == Origin::Implied => None,
+                Some(Node::Table(_)) => Some(format!(
+                    "cannot add keys to table `{}` with a dotted key: it is defined by a header",
+                    name()
+                )),
+                Some(node) => Some(format!(
+                    "cannot add keys to `{}` with a dotted key: it is {}",
+                    name(),
+                    node.description()
+                )),
                 None => return,
             };
             if let Some(message) = problem {
@@ -309,7 +384,10 @@ impl Reader {
                 return;
             }
             current = match current.node_mut(index) {
-                Some(Node::Table(table)) => table,
+                Some(Node::Table(table)) => {
+                    table.origin = Origin::Dotted;
+                    table
+                }
                 _ => return,
             };
         }
@@ -326,15 +404,24 @@ impl Reader {
     fn key_segments(&mut self, key: &SyntaxNode) -> Option<Vec<Segment>> {
         let mut segments = Vec::new();
         let mut dots = 0;
-        for token in key.children_with_tokens().filter_map(SyntaxElement::into_token) {
+        for token in key
+            .children_with_tokens()
+            .filter_map(SyntaxElement::into_token)
+        {
             let kind = token.kind();
             if kind == DOT {
                 dots += 1;
             } else if kind == BARE_KEY {
-                segments.push(Segment { key: token.text().to_string(), range: token.text_range() });
+                segments.push(Segment {
+                    key: token.text().to_string(),
+                    range: token.text_range(),
+                });
             } else if kind.is_string() {
                 let key = self.decode_string(kind, token.text(), token.text_range());
-                segments.push(Segment { key, range: token.text_range() });
+                segments.push(Segment {
+                    key,
+                    range: token.text_range(),
+                });
             }
         }
         (!segments.is_empty() && segments.len() == dots + 1).then_some(segments)
@@ -367,9 +454,13 @@ impl Reader {
             SyntaxElement::Token(token) => {
                 let text = token.text();
                 let decoded = match token.kind() {
-                    kind if kind.is_string() => Ok(ValueKind::String(self.decode_string(kind, text, range))),
+                    kind if kind.is_string() => {
+                        Ok(ValueKind::String(self.decode_string(kind, text, range)))
+                    }
                     INTEGER => literal::decode_integer(text).map(ValueKind::Integer),
-                    FLOAT => literal::decode_float(text).map(|float| ValueKind::Float(Float(float))),
+                    FLOAT => {
+                        literal::decode_float(text).map(|float| ValueKind::Float(Float(float)))
+                    }
                     BOOLEAN => Ok(ValueKind::Boolean(text == "true")),
                     DATETIME => literal::decode_datetime(text).map(ValueKind::Datetime),
                     _ => return None,

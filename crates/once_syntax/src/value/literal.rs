@@ -11,7 +11,12 @@ use crate::SyntaxKind::{self, *};
 /// Decodes a string token of any of the four kinds, reporting bad escapes.
 /// The result is still usable when there are errors: bad escapes are kept
 /// as written.
-pub(crate) fn decode_string(kind: SyntaxKind, text: &str, start: TextSize, errors: &mut Vec<SyntaxError>) -> String {
+pub(crate) fn decode_string(
+    kind: SyntaxKind,
+    text: &str,
+    start: TextSize,
+    errors: &mut Vec<SyntaxError>,
+) -> String {
     let (delimiter, multi_line) = match kind {
         BASIC_STRING => ("\"", false),
         LITERAL_STRING => ("'", false),
@@ -20,10 +25,17 @@ pub(crate) fn decode_string(kind: SyntaxKind, text: &str, start: TextSize, error
     };
     let body = text.strip_prefix(delimiter).unwrap_or(text);
     let mut content_offset = text.len() - body.len();
-    let body = if body.len() >= delimiter.len() { body.strip_suffix(delimiter).unwrap_or(body) } else { body };
+    let body = if body.len() >= delimiter.len() {
+        body.strip_suffix(delimiter).unwrap_or(body)
+    } else {
+        body
+    };
     let body = if multi_line {
         // A line end right after the opening delimiter is trimmed.
-        let trimmed = body.strip_prefix('\n').or_else(|| body.strip_prefix("\r\n")).unwrap_or(body);
+        let trimmed = body
+            .strip_prefix('\n')
+            .or_else(|| body.strip_prefix("\r\n"))
+            .unwrap_or(body);
         content_offset += body.len() - trimmed.len();
         trimmed
     } else {
@@ -41,7 +53,12 @@ fn offset_size(offset: usize) -> TextSize {
     TextSize::try_from(offset).unwrap_or_default()
 }
 
-fn unescape(body: &str, content_start: TextSize, multi_line: bool, errors: &mut Vec<SyntaxError>) -> String {
+fn unescape(
+    body: &str,
+    content_start: TextSize,
+    multi_line: bool,
+    errors: &mut Vec<SyntaxError>,
+) -> String {
     let mut out = String::with_capacity(body.len());
     let mut index = 0;
     while let Some(rest) = body.get(index..) {
@@ -72,18 +89,22 @@ fn unescape(body: &str, content_start: TextSize, multi_line: bool, errors: &mut 
                     'u' => 4,
                     _ => 8,
                 };
-                let hex = after.get(1..1 + digits).filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
+                let hex = after
+                    .get(1..1 + digits)
+                    .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()));
                 match hex.and_then(|hex| u32::from_str_radix(hex, 16).ok()) {
-                    Some(code) => match char::from_u32(code) {
-                        Some(decoded) => out.push(decoded),
-                        None => {
-                            let range = escape_range(content_start, escape_start, 2 + digits);
-                            errors.push(SyntaxError {
+                    Some(code) => {
+                        match char::from_u32(code) {
+                            Some(decoded) => out.push(decoded),
+                            None => {
+                                let range = escape_range(content_start, escape_start, 2 + digits);
+                                errors.push(SyntaxError {
                                 message: format!("escape `\\{c}{code:0digits$X}` is not a Unicode scalar value"),
                                 range,
                             });
+                            }
                         }
-                    },
+                    }
                     None => {
                         let len = 2 + after.get(1..).map_or(0, |rest| {
                             rest.char_indices()
@@ -96,7 +117,14 @@ fn unescape(body: &str, content_start: TextSize, multi_line: bool, errors: &mut 
                         });
                         out.push('\\');
                         out.push(c);
-                        return finish_after_bad_escape(out, body, escape_start + 2, content_start, multi_line, errors);
+                        return finish_after_bad_escape(
+                            out,
+                            body,
+                            escape_start + 2,
+                            content_start,
+                            multi_line,
+                            errors,
+                        );
                     }
                 }
                 2 + digits
@@ -106,7 +134,8 @@ fn unescape(body: &str, content_start: TextSize, multi_line: bool, errors: &mut 
                 let blank = after.len() - after.trim_start_matches([' ', '\t']).len();
                 let after_blank = after.get(blank..).unwrap_or_default();
                 if after_blank.starts_with('\n') || after_blank.starts_with("\r\n") {
-                    let skipped = after.len() - after.trim_start_matches([' ', '\t', '\n', '\r']).len();
+                    let skipped =
+                        after.len() - after.trim_start_matches([' ', '\t', '\n', '\r']).len();
                     1 + skipped
                 } else {
                     errors.push(SyntaxError {
@@ -123,7 +152,10 @@ fn unescape(body: &str, content_start: TextSize, multi_line: bool, errors: &mut 
                     Some(c) if !c.is_control() => format!("invalid escape sequence `\\{c}`"),
                     _ => "invalid escape sequence".to_string(),
                 };
-                errors.push(SyntaxError { message, range: escape_range(content_start, escape_start, len) });
+                errors.push(SyntaxError {
+                    message,
+                    range: escape_range(content_start, escape_start, len),
+                });
                 out.push('\\');
                 1
             }
@@ -143,7 +175,12 @@ fn finish_after_bad_escape(
     errors: &mut Vec<SyntaxError>,
 ) -> String {
     let rest = body.get(resume..).unwrap_or_default();
-    out.push_str(&unescape(rest, content_start + offset_size(resume), multi_line, errors));
+    out.push_str(&unescape(
+        rest,
+        content_start + offset_size(resume),
+        multi_line,
+        errors,
+    ));
     out
 }
 
@@ -156,7 +193,9 @@ fn escape_range(content_start: TextSize, offset: usize, len: usize) -> TextRange
 /// single underscores only between them.
 fn is_digits_with_underscores(text: &str, is_digit: impl Fn(u8) -> bool) -> bool {
     let bytes = text.as_bytes();
-    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else { return false };
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
     is_digit(first)
         && is_digit(last)
         && bytes.iter().all(|&b| b == b'_' || is_digit(b))
@@ -172,9 +211,17 @@ pub(crate) fn decode_integer(text: &str) -> Result<i64, String> {
         _ => (false, text),
     };
     let signed = unsigned.len() != text.len();
-    let radix_digits = [("0x", 16, "hexadecimal"), ("0o", 8, "octal"), ("0b", 2, "binary")]
-        .into_iter()
-        .find_map(|(prefix, radix, name)| unsigned.strip_prefix(prefix).map(|digits| (digits, radix, name)));
+    let radix_digits = [
+        ("0x", 16, "hexadecimal"),
+        ("0o", 8, "octal"),
+        ("0b", 2, "binary"),
+    ]
+    .into_iter()
+    .find_map(|(prefix, radix, name)| {
+        unsigned
+            .strip_prefix(prefix)
+            .map(|digits| (digits, radix, name))
+    });
     let (digits, radix) = match radix_digits {
         Some((digits, radix, name)) => {
             if signed {
@@ -196,8 +243,13 @@ pub(crate) fn decode_integer(text: &str) -> Result<i64, String> {
         }
     };
     let cleaned: String = digits.chars().filter(|&c| c != '_').collect();
-    let magnitude = u64::from_str_radix(&cleaned, radix).map_err(|_| format!("integer `{text}` does not fit in 64 bits"))?;
-    let value = if negative { 0i64.checked_sub_unsigned(magnitude) } else { i64::try_from(magnitude).ok() };
+    let magnitude = u64::from_str_radix(&cleaned, radix)
+        .map_err(|_| format!("integer `{text}` does not fit in 64 bits"))?;
+    let value = if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    };
     value.ok_or_else(|| format!("integer `{text}` does not fit in 64 bits"))
 }
 
@@ -216,7 +268,10 @@ pub(crate) fn decode_float(text: &str) -> Result<f64, String> {
     }
     let invalid = || format!("invalid float `{text}`");
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
-        Some(at) => (unsigned.get(..at).unwrap_or_default(), Some(unsigned.get(at + 1..).unwrap_or_default())),
+        Some(at) => (
+            unsigned.get(..at).unwrap_or_default(),
+            Some(unsigned.get(at + 1..).unwrap_or_default()),
+        ),
         None => (unsigned, None),
     };
     let (integer_part, fraction) = match mantissa.split_once('.') {
@@ -243,7 +298,11 @@ pub(crate) fn decode_float(text: &str) -> Result<f64, String> {
         return Err(invalid());
     }
     let cleaned: String = text.chars().filter(|&c| c != '_').collect();
-    cleaned.parse::<f64>().map_err(|_| invalid())
+    match cleaned.parse::<f64>() {
+        Ok(float) if float.is_infinite() => Err(format!("float `{text}` is out of range")),
+        Ok(float) => Ok(float),
+        Err(_) => Err(invalid()),
+    }
 }
 
 /// The parts of a date-time, as read from its text.
@@ -266,19 +325,26 @@ pub(crate) fn decode_datetime(text: &str) -> Result<Datetime, String> {
         (None, Some(_), None) => DatetimeKind::LocalTime,
         _ => return Err(format!("invalid date-time `{text}`")),
     };
-    Ok(Datetime { kind, text: text.to_string() })
+    Ok(Datetime {
+        kind,
+        text: text.to_string(),
+    })
 }
 
 pub(crate) fn datetime_parts(text: &str) -> Result<DatetimeParts<'_>, String> {
     let invalid = || format!("invalid date-time `{text}`");
     let mut cursor = Cursor { rest: text };
-    let mut parts = DatetimeParts { date: None, time: None, offset: None };
+    let mut parts = DatetimeParts {
+        date: None,
+        time: None,
+        offset: None,
+    };
     let starts_with_date = text.as_bytes().get(4) == Some(&b'-');
     if starts_with_date {
         let year = cursor.number(4).ok_or_else(invalid)?;
-        cursor.expect(b'-').ok_or_else(invalid)?;
+        cursor.eat(b'-').ok_or_else(invalid)?;
         let month = cursor.number(2).ok_or_else(invalid)?;
-        cursor.expect(b'-').ok_or_else(invalid)?;
+        cursor.eat(b'-').ok_or_else(invalid)?;
         let day = cursor.number(2).ok_or_else(invalid)?;
         if !(1..=12).contains(&month) {
             return Err(format!("month {month} is out of range in `{text}`"));
@@ -296,13 +362,13 @@ pub(crate) fn datetime_parts(text: &str) -> Result<DatetimeParts<'_>, String> {
         cursor.rest = cursor.rest.get(1..).unwrap_or_default();
     }
     let hour = cursor.number(2).ok_or_else(invalid)?;
-    cursor.expect(b':').ok_or_else(invalid)?;
+    cursor.eat(b':').ok_or_else(invalid)?;
     let minute = cursor.number(2).ok_or_else(invalid)?;
     let mut second = 0;
     let mut fraction = "";
-    if cursor.expect(b':').is_some() {
+    if cursor.eat(b':').is_some() {
         second = cursor.number(2).ok_or_else(invalid)?;
-        if cursor.expect(b'.').is_some() {
+        if cursor.eat(b'.').is_some() {
             let len = cursor.rest.bytes().take_while(u8::is_ascii_digit).count();
             if len == 0 {
                 return Err(invalid());
@@ -330,7 +396,7 @@ pub(crate) fn datetime_parts(text: &str) -> Result<DatetimeParts<'_>, String> {
             Some(&sign @ (b'+' | b'-')) => {
                 cursor.rest = cursor.rest.get(1..).unwrap_or_default();
                 let offset_hour = cursor.number(2).ok_or_else(invalid)?;
-                cursor.expect(b':').ok_or_else(invalid)?;
+                cursor.eat(b':').ok_or_else(invalid)?;
                 let offset_minute = cursor.number(2).ok_or_else(invalid)?;
                 if offset_hour > 23 || offset_minute > 59 {
                     return Err(format!("time zone offset is out of range in `{text}`"));
@@ -362,7 +428,7 @@ impl Cursor<'_> {
         part.parse().ok()
     }
 
-    fn expect(&mut self, byte: u8) -> Option<()> {
+    fn eat(&mut self, byte: u8) -> Option<()> {
         if self.rest.as_bytes().first() == Some(&byte) {
             self.rest = self.rest.get(1..)?;
             Some(())
@@ -374,7 +440,9 @@ impl Cursor<'_> {
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -413,15 +481,26 @@ mod tests {
         assert!(decode_datetime("2024-02-29").is_ok());
         assert!(decode_datetime("2023-02-29").is_err());
         assert!(decode_datetime("24:00:00").is_err());
-        assert_eq!(decode_datetime("07:32").map(|d| d.kind), Ok(DatetimeKind::LocalTime));
-        assert_eq!(decode_datetime("1979-05-27 07:32Z").map(|d| d.kind), Ok(DatetimeKind::OffsetDateTime));
+        assert_eq!(
+            decode_datetime("07:32").map(|d| d.kind),
+            Ok(DatetimeKind::LocalTime)
+        );
+        assert_eq!(
+            decode_datetime("1979-05-27 07:32Z").map(|d| d.kind),
+            Ok(DatetimeKind::OffsetDateTime)
+        );
         assert!(decode_datetime("07:32Z").is_err());
     }
 
     #[test]
     fn escapes() {
         let mut errors = Vec::new();
-        let decoded = decode_string(BASIC_STRING, r#""a\tb\x41\u00e9\e""#, TextSize::new(0), &mut errors);
+        let decoded = decode_string(
+            BASIC_STRING,
+            r#""a\tb\x41\u00e9\e""#,
+            TextSize::new(0),
+            &mut errors,
+        );
         assert_eq!(decoded, "a\tbAé\u{1b}");
         assert!(errors.is_empty());
         decode_string(BASIC_STRING, r#""\q\uD800""#, TextSize::new(0), &mut errors);

@@ -82,12 +82,22 @@ fn float_text(float: f64) -> String {
 /// Compares two tagged JSON values, pushing one line per difference.
 pub fn compare(expected: &Json, actual: &Json, path: &str, differences: &mut Vec<String>) {
     if let (Some(expected_tag), Some(actual_tag)) = (scalar_tag(expected), scalar_tag(actual)) {
-        let expected_value = expected.get("value").and_then(Json::as_str).unwrap_or_default();
-        let actual_value = actual.get("value").and_then(Json::as_str).unwrap_or_default();
+        let expected_value = expected
+            .get("value")
+            .and_then(Json::as_str)
+            .unwrap_or_default();
+        let actual_value = actual
+            .get("value")
+            .and_then(Json::as_str)
+            .unwrap_or_default();
         if expected_tag != actual_tag {
-            differences.push(format!("{path}: expected type {expected_tag}, found {actual_tag}"));
+            differences.push(format!(
+                "{path}: expected type {expected_tag}, found {actual_tag}"
+            ));
         } else if !scalars_equal(expected_tag, expected_value, actual_value) {
-            differences.push(format!("{path}: expected {expected_tag} {expected_value:?}, found {actual_value:?}"));
+            differences.push(format!(
+                "{path}: expected {expected_tag} {expected_value:?}, found {actual_value:?}"
+            ));
         }
         return;
     }
@@ -95,7 +105,12 @@ pub fn compare(expected: &Json, actual: &Json, path: &str, differences: &mut Vec
         (Json::Object(expected), Json::Object(actual)) => {
             for (key, expected_value) in expected {
                 match actual.get(key) {
-                    Some(actual_value) => compare(expected_value, actual_value, &format!("{path}.{key}"), differences),
+                    Some(actual_value) => compare(
+                        expected_value,
+                        actual_value,
+                        &format!("{path}.{key}"),
+                        differences,
+                    ),
                     None => differences.push(format!("{path}: missing key {key:?}")),
                 }
             }
@@ -105,7 +120,11 @@ pub fn compare(expected: &Json, actual: &Json, path: &str, differences: &mut Vec
         }
         (Json::Array(expected), Json::Array(actual)) => {
             if expected.len() != actual.len() {
-                differences.push(format!("{path}: expected {} array items, found {}", expected.len(), actual.len()));
+                differences.push(format!(
+                    "{path}: expected {} array items, found {}",
+                    expected.len(),
+                    actual.len()
+                ));
             }
             for (index, (expected, actual)) in expected.iter().zip(actual).enumerate() {
                 compare(expected, actual, &format!("{path}[{index}]"), differences);
@@ -126,7 +145,10 @@ fn scalar_tag(json: &Json) -> Option<&str> {
 
 fn scalars_equal(tag: &str, expected: &str, actual: &str) -> bool {
     match tag {
-        "integer" => expected.parse::<i64>().ok().is_some_and(|e| actual.parse::<i64>().ok() == Some(e)),
+        "integer" => expected
+            .parse::<i64>()
+            .ok()
+            .is_some_and(|e| actual.parse::<i64>().ok() == Some(e)),
         "float" => match (parse_float(expected), parse_float(actual)) {
             (Some(e), Some(a)) if e.is_nan() => a.is_nan(),
             (Some(e), Some(a)) => e == a,
@@ -150,5 +172,9 @@ fn parse_float(text: &str) -> Option<f64> {
 
 fn normalize_datetime(text: &str) -> String {
     // The kind does not matter for normalization: it re-reads the text.
-    Datetime { kind: DatetimeKind::LocalDate, text: text.to_string() }.normalized()
+    Datetime {
+        kind: DatetimeKind::LocalDate,
+        text: text.to_string(),
+    }
+    .normalized()
 }
