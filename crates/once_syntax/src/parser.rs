@@ -17,6 +17,7 @@ pub(crate) fn parse_text(text: &str) -> (GreenNode, Vec<SyntaxError>) {
     let mut parser = Parser {
         text,
         pos: 0,
+        depth: 0,
         builder: GreenNodeBuilder::new(),
         errors: Vec::new(),
     };
@@ -24,9 +25,15 @@ pub(crate) fn parse_text(text: &str) -> (GreenNode, Vec<SyntaxError>) {
     (parser.builder.finish(), parser.errors)
 }
 
+/// How deeply arrays and inline tables may nest before the parser stops
+/// descending (and recursion in later passes stays bounded).
+pub(crate) const MAX_NESTING: usize = 64;
+
 struct Parser<'t> {
     text: &'t str,
     pos: usize,
+    /// Open arrays and inline tables around the cursor.
+    depth: usize,
     builder: GreenNodeBuilder<'static>,
     errors: Vec<SyntaxError>,
 }
@@ -232,8 +239,17 @@ impl Parser<'_> {
             return;
         };
         match lexeme.kind {
-            L_BRACK => self.array(),
-            L_BRACE => self.inline_table(),
+            L_BRACK | L_BRACE if self.depth >= MAX_NESTING => self.skip_too_deep(),
+            L_BRACK => {
+                self.depth += 1;
+                self.array();
+                self.depth -= 1;
+            }
+            L_BRACE => {
+                self.depth += 1;
+                self.inline_table();
+                self.depth -= 1;
+            }
             kind if kind.is_value() => self.bump(lexeme),
             ERROR_TOKEN => self.bump(lexeme),
             NEWLINE | COMMENT => self.error("expected a value", self.range(self.pos, 0)),
@@ -428,6 +444,28 @@ impl Parser<'_> {
             self.skip_line_tokens();
             self.builder.finish_node();
         }
+    }
+
+    /// Skips a nested array or inline table past the nesting limit, up to
+    /// its matching close bracket, as one `ERROR` node.
+    fn skip_too_deep(&mut self) {
+        let start = self.pos;
+        self.builder.start_node(ERROR.into());
+        let mut open = 0usize;
+        while let Some(lexeme) = self.peek(Mode::Value) {
+            match lexeme.kind {
+                L_BRACK | L_BRACE => open += 1,
+                R_BRACK | R_BRACE => open = open.saturating_sub(1),
+                _ => {}
+            }
+            self.bump_silently(lexeme);
+            if open == 0 {
+                break;
+            }
+        }
+        self.builder.finish_node();
+        let message = format!("arrays and inline tables nest more than {MAX_NESTING} levels deep");
+        self.error(message, self.range(start, self.pos - start));
     }
 
     /// Consumes tokens up to, not including, the next line end.

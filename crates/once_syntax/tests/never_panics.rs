@@ -118,3 +118,27 @@ proptest! {
         check_robust(&text)?;
     }
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let deep_array = format!("a = {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_inline = format!("a = {}{}\n", "{b=".repeat(50_000), "}".repeat(50_000));
+    let long_key = format!(
+        "{} = 1\n[{}]\n",
+        vec!["k"; 100_000].join("."),
+        vec!["h"; 100_000].join(".")
+    );
+    // The worst case within the limits: maximal keys at every nesting level.
+    let key = vec!["k"; 64].join(".");
+    let worst = format!(
+        "a = {}1{}\n",
+        format!("{{ {key} = ").repeat(63),
+        " }".repeat(63)
+    );
+    for text in [deep_array, deep_inline, long_key] {
+        let document = once_syntax::value::document(&once_syntax::parse(&text));
+        assert!(!document.errors.is_empty());
+    }
+    let document = once_syntax::value::document(&once_syntax::parse(&worst));
+    assert_eq!(document.errors, Vec::new());
+}

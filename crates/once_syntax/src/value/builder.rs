@@ -16,6 +16,10 @@ use super::{Entry, Float, Table, Value, ValueKind};
 use crate::SyntaxKind::{self, *};
 use crate::{SyntaxElement, SyntaxError, SyntaxNode};
 
+/// Longer keys are rejected, which bounds (with the parser's nesting limit)
+/// how deeply tables nest, and so the recursion that builds and drops them.
+const MAX_KEY_SEGMENTS: usize = crate::parser::MAX_NESTING;
+
 /// Reads the root node of a parse into the root table.
 pub(crate) fn build(root: &SyntaxNode) -> (Table, Vec<SyntaxError>) {
     let mut reader = Reader { errors: Vec::new() };
@@ -423,6 +427,11 @@ impl Reader {
                     range: token.text_range(),
                 });
             }
+        }
+        if segments.len() > MAX_KEY_SEGMENTS {
+            let message = format!("a key may have at most {MAX_KEY_SEGMENTS} dotted segments");
+            self.error(message, key.text_range());
+            return None;
         }
         (!segments.is_empty() && segments.len() == dots + 1).then_some(segments)
     }
