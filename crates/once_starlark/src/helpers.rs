@@ -47,6 +47,8 @@ fn context<'a>(eval: &Evaluator<'_, 'a, '_>) -> anyhow::Result<&'a DeclarationCo
 pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
     /// Declares a target kind: its documentation, typed attributes, dependency roles,
     /// emitted providers, capabilities, tools, source references and starter examples.
+    // One Rust parameter per Starlark keyword.
+    #[allow(clippy::too_many_arguments)]
     fn target_kind<'v>(
         name: &str,
         #[starlark(default = "")] docs: &str,

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use once_model::{KindOrigin, KindSchema};
 
+mod declarations;
 mod module;
 mod prelude;
 

@@ -274,3 +274,85 @@ fn load_is_rejected() {
     "#]],
     );
 }
+
+#[test]
+fn keyword_forms_and_list_types() {
+    check(
+        r#"target_kind(name = "k", attrs = {"t": attr.of(type = "dict[list[int]]", default = {"a": [1]})})"#,
+        expect![[r#"
+            kind k (module modules/test.star)
+              attr t: dict[list[int]] [default={ a = [1] }]
+        "#]],
+    );
+    check(
+        r#"target_kind(name = "k", deps = [attr.string()])"#,
+        expect![[r#"
+            error modules/test.star:1:1-1:48: Type of parameter `deps` doesn't match, expected `list[dep] | tuple[dep, ...]`, actual `list (repr: [attr.string(required = False)])`
+        "#]],
+    );
+    check(
+        r#"target_kind("k", providers = ["Files"])"#,
+        expect![[r#"
+        error modules/test.star:1:1-1:40: kind `k`: invalid provider `Files`: use lower-case letters, digits and `_`, starting with a letter or `_`
+    "#]],
+    );
+}
+
+/// The prelude's stricter rules, checked through the same evaluator.
+fn check_strict(source: &str, expect: Expect) {
+    let mut ctx = crate::values::DeclarationContext::new(once_model::KindOrigin::Prelude(
+        "test.star".to_owned(),
+    ));
+    ctx.strict = true;
+    ctx.embedded = Some(&[("examples/k/ok/once.toml", b"[workspace]\n")]);
+    let (kinds, error) = crate::eval::run("prelude/test.star", source, &EvalLimits::default(), ctx);
+    let mut out: String = kinds.iter().map(crate::tests::render_kind).collect();
+    if let Some(d) = error {
+        out.push_str(&format!(
+            "error {}:{}:{}: {}\n",
+            d.path, d.line, d.column, d.message
+        ));
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn prelude_rules() {
+    check_strict(
+        "target_kind(\"k\")\n",
+        expect![[r#"
+        error prelude/test.star:1:1: target kind `k` needs non-empty `docs`
+    "#]],
+    );
+    check_strict(
+        "target_kind(\"k\", \"Docs.\", attrs = {\"a\": attr.int()})\n",
+        expect![[r#"
+            error prelude/test.star:1:1: attribute `a` of kind `k` needs non-empty `docs`
+        "#]],
+    );
+    check_strict(
+        "target_kind(\"k\", \"Docs.\", capabilities = [capability(\"build\")])\n",
+        expect![[r#"
+            error prelude/test.star:1:1: capability `build` of kind `k` needs non-empty `docs`
+        "#]],
+    );
+    check_strict(
+        "target_kind(\"k\", \"Docs.\")\n",
+        expect![[r#"
+        error prelude/test.star:1:1: target kind `k` needs at least one example
+    "#]],
+    );
+    check_strict(
+        "example(\"ok\", \"Ok\", \"Always.\", files = \"k/missing\")\n",
+        expect![[r#"
+        error prelude/test.star:1:1: example `ok`: no files under `prelude/examples/k/missing/`
+    "#]],
+    );
+    check_strict(
+        "target_kind(\"k\", \"Docs.\", examples = [example(\"ok\", \"Ok\", \"Always.\", files = \"k/ok\")])\n",
+        expect![[r#"
+            kind k (prelude test.star)
+              example ok: once.toml
+        "#]],
+    );
+}
