@@ -1,2 +1,89 @@
-//! Project automation entry point.
-fn main() {}
+//! Project automation, run as `cargo run -p xtask -- <command>`.
+//!
+//! Commands:
+//! - `codegen`: rewrite the generated files (`docs/diagnostics.md`); `--check` only reports.
+//! - `tidy`: run the tidy checks and list every problem.
+//!
+//! The checks live in tests, so `cargo test --workspace` runs them:
+//! - [`tidy`]: the crate dependency direction, external-crate placement, module docs and
+//!   banned macros.
+//! - [`codegen`]: generated files are up to date (`UPDATE_EXPECT=1` rewrites them).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool reports on the terminal"
+)]
+
+mod codegen;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo run -p xtask -- <command>
+
+commands:
+  codegen            rewrite the generated files (docs/diagnostics.md)
+  codegen --check    fail when a generated file is out of date, without writing
+  tidy               check crate layering, module docs and banned macros
+  help       print this message";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["codegen"] => match codegen::write_all(&project_root()) {
+            Ok(written) => {
+                for file in written {
+                    println!("{file}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("xtask: error: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
+        ["codegen", "--check"] => report(&codegen::check_all(&project_root())),
+        ["tidy"] => {
+            let root = project_root();
+            let mut problems = tidy::check_repository_manifests(&root);
+            problems.extend(tidy::check_repository_sources(&root));
+            report(&problems)
+        }
+        ["help" | "--help" | "-h"] => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints each problem to stderr; success when there are none.
+fn report(problems: &[String]) -> ExitCode {
+    for problem in problems {
+        eprintln!("{problem}");
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The workspace root: two levels above this crate's manifest directory.
+pub fn project_root() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    dir.ancestors()
+        .nth(2)
+        .map_or_else(|| dir.to_path_buf(), Path::to_path_buf)
+}
