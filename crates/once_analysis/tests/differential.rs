@@ -1,0 +1,289 @@
+//! Randomised differential test: after every random edit, the warm database answers
+//! exactly what a freshly loaded database answers.
+//!
+//! `ONCE_DIFF_STEPS` sets the number of steps (default 2,000) and `ONCE_DIFF_SEED` the
+//! seed; a failure prints both plus the edit history so it can be replayed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use once_analysis::{Analysis, AnalysisHost, MemorySystem};
+use once_db::ChangeEvent;
+
+const ROOT: &str = "/ws";
+const KINDS: &[&str] = &["rust_library", "rust_binary", "rust_test", "sh_test", "filegroup", "sh_binary"];
+
+/// A small deterministic PRNG (xorshift64*), so failures replay from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Target {
+    name: String,
+    kind: &'static str,
+    deps: Vec<String>,
+    srcs: Vec<String>,
+    private: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Package {
+    path: String,
+    targets: Vec<Target>,
+    files: Vec<String>,
+    broken: bool,
+}
+
+impl Package {
+    fn manifest_text(&self) -> String {
+        let mut text = String::new();
+        for t in &self.targets {
+            text.push_str(&format!("[[target]]\nname = \"{}\"\nkind = \"{}\"\n", t.name, t.kind));
+            let quote = |items: &[String]| items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ");
+            text.push_str(&format!("srcs = [{}]\n", quote(&t.srcs)));
+            if !t.deps.is_empty() {
+                text.push_str(&format!("deps = [{}]\n", quote(&t.deps)));
+            }
+            if t.private {
+                text.push_str("visibility = [\"private\"]\n");
+            }
+            text.push('\n');
+        }
+        if self.broken {
+            text.push_str("[[target]\nname = = \"oops\n");
+        }
+        text
+    }
+}
+
+struct World {
+    system: MemorySystem,
+    packages: Vec<Package>,
+    counter: usize,
+}
+
+impl World {
+    fn abs(path: &str) -> PathBuf {
+        PathBuf::from(format!("{ROOT}/{path}"))
+    }
+
+    fn write_manifest(&self, package: &Package) -> ChangeEvent {
+        let path = if package.path.is_empty() { "once.toml".to_owned() } else { format!("{}/once.toml", package.path) };
+        self.system.write(World::abs(&path), package.manifest_text());
+        ChangeEvent::Changed(World::abs(&path))
+    }
+
+    fn all_ids(&self) -> Vec<String> {
+        self.packages
+            .iter()
+            .flat_map(|p| p.targets.iter().map(move |t| if p.path.is_empty() { t.name.clone() } else { format!("{}/{}", p.path, t.name) }))
+            .collect()
+    }
+
+    /// Applies one random edit to the model and the file system; returns the events and a
+    /// description.
+    fn edit(&mut self, rng: &mut Rng) -> (Vec<ChangeEvent>, String) {
+        self.counter += 1;
+        let n = self.counter;
+        let p = rng.below(self.packages.len());
+        match rng.below(12) {
+            0 | 1 => {
+                let ids = self.all_ids();
+                let mut deps = Vec::new();
+                for _ in 0..rng.below(3) {
+                    if rng.chance(85) && !ids.is_empty() {
+                        deps.push(ids[rng.below(ids.len())].clone());
+                    } else {
+                        deps.push(format!("nowhere/Missing{n}"));
+                    }
+                }
+                let files = &self.packages[p].files;
+                let srcs = if !files.is_empty() && rng.chance(80) { vec![files[rng.below(files.len())].clone()] } else { vec!["src/**/*.rs".into()] };
+                let kind = KINDS[rng.below(KINDS.len())];
+                let name = format!("T{n}");
+                self.packages[p].targets.push(Target { name: name.clone(), kind, deps, srcs, private: rng.chance(10) });
+                (vec![self.write_manifest(&self.packages[p])], format!("add target {name} ({kind}) to `{}`", self.packages[p].path))
+            }
+            2 => {
+                if self.packages[p].targets.is_empty() {
+                    return (Vec::new(), "nothing to remove".into());
+                }
+                let i = rng.below(self.packages[p].targets.len());
+                let removed = self.packages[p].targets.remove(i);
+                (vec![self.write_manifest(&self.packages[p])], format!("remove target {} from `{}`", removed.name, self.packages[p].path))
+            }
+            3 => {
+                let ids = self.all_ids();
+                let package = &mut self.packages[p];
+                if package.targets.is_empty() || ids.is_empty() {
+                    return (Vec::new(), "no dep to add".into());
+                }
+                let i = rng.below(package.targets.len());
+                let dep = ids[rng.below(ids.len())].clone();
+                package.targets[i].deps.push(dep.clone());
+                let event = self.write_manifest(&self.packages[p]);
+                (vec![event], format!("add dep {dep} in `{}`", self.packages[p].path))
+            }
+            4 => {
+                let package = &mut self.packages[p];
+                let Some(t) = package.targets.iter_mut().find(|t| !t.deps.is_empty()) else {
+                    return (Vec::new(), "no dep to remove".into());
+                };
+                let removed = t.deps.remove(0);
+                let event = self.write_manifest(&self.packages[p]);
+                (vec![event], format!("remove dep {removed} in `{}`", self.packages[p].path))
+            }
+            5 => {
+                let package = &mut self.packages[p];
+                let file = format!("src/f{n}.rs");
+                package.files.push(file.clone());
+                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
+                self.system.write(World::abs(&path), "fn f() {}\n");
+                (vec![ChangeEvent::Created(World::abs(&path))], format!("create {path}"))
+            }
+            6 => {
+                let package = &mut self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to delete".into());
+                }
+                let file = package.files.remove(rng.below(package.files.len()));
+                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
+                self.system.remove(&World::abs(&path));
+                (vec![ChangeEvent::Deleted(World::abs(&path))], format!("delete {path}"))
+            }
+            7 => {
+                self.packages[p].broken = !self.packages[p].broken;
+                let what = if self.packages[p].broken { "break" } else { "fix" };
+                (vec![self.write_manifest(&self.packages[p])], format!("{what} syntax of `{}`", self.packages[p].path))
+            }
+            8 => {
+                let path = format!("pkg{n}");
+                let package = Package { path: path.clone(), targets: Vec::new(), files: vec!["src/lib.rs".into()], broken: false };
+                self.system.write(World::abs(&format!("{path}/src/lib.rs")), "\n");
+                let manifest = World::abs(&format!("{path}/once.toml"));
+                self.system.write(&manifest, package.manifest_text());
+                self.packages.push(package);
+                (
+                    vec![ChangeEvent::Created(World::abs(&format!("{path}/src/lib.rs"))), ChangeEvent::Created(manifest)],
+                    format!("create package `{path}`"),
+                )
+            }
+            9 => {
+                if self.packages[p].path.is_empty() || self.packages.len() < 3 {
+                    return (Vec::new(), "keep the root package".into());
+                }
+                let package = self.packages.remove(p);
+                let mut events = Vec::new();
+                for file in package.files.iter().map(|f| format!("{}/{f}", package.path)).chain([format!("{}/once.toml", package.path)]) {
+                    self.system.remove(&World::abs(&file));
+                    events.push(ChangeEvent::Deleted(World::abs(&file)));
+                }
+                (events, format!("delete package `{}`", package.path))
+            }
+            10 => {
+                let package = &mut self.packages[p];
+                if package.targets.is_empty() {
+                    return (Vec::new(), "nothing to rename".into());
+                }
+                let i = rng.below(package.targets.len());
+                let old = std::mem::replace(&mut package.targets[i].name, format!("R{n}"));
+                let event = self.write_manifest(&self.packages[p]);
+                (vec![event], format!("rename {old} to R{n} in `{}`", self.packages[p].path))
+            }
+            _ => {
+                let package = &self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to touch".into());
+                }
+                let file = &package.files[rng.below(package.files.len())];
+                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
+                self.system.write(World::abs(&path), format!("// edit {n}\n"));
+                (vec![ChangeEvent::Changed(World::abs(&path))], format!("edit {path}"))
+            }
+        }
+    }
+
+    /// Paths worth asking affected tests about: every file and manifest.
+    fn interesting_paths(&self) -> Vec<String> {
+        let mut paths = Vec::new();
+        for package in &self.packages {
+            let prefix = if package.path.is_empty() { String::new() } else { format!("{}/", package.path) };
+            paths.push(format!("{prefix}once.toml"));
+            paths.extend(package.files.iter().map(|f| format!("{prefix}{f}")));
+        }
+        paths
+    }
+}
+
+/// Everything compared between warm and cold databases, rendered as text.
+fn answers(analysis: &Analysis, paths: &[String]) -> String {
+    let targets = analysis.targets(None).expect("not cancelled");
+    let validation = analysis.validate_workspace().expect("not cancelled");
+    let tests = analysis.tests().expect("not cancelled");
+    let mut out = format!("{targets:#?}\n{validation:#?}\n{tests:#?}\n");
+    for path in paths {
+        out.push_str(&format!("{path}: {:?}\n", analysis.affected_tests(std::slice::from_ref(path)).expect("not cancelled")));
+    }
+    out.push_str(&format!("all: {:?}\n", analysis.affected_tests(&[]).expect("not cancelled")));
+    out
+}
+
+#[test]
+fn warm_database_matches_a_fresh_one_after_every_edit() {
+    let steps: usize = std::env::var("ONCE_DIFF_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
+    let seed: u64 = std::env::var("ONCE_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x0ACE_2026);
+    let system = MemorySystem::default();
+    let mut world = World {
+        system: system.clone(),
+        packages: vec![
+            Package { path: String::new(), targets: Vec::new(), files: vec!["README.md".into()], broken: false },
+            Package { path: "libs/a".into(), targets: Vec::new(), files: vec!["src/lib.rs".into()], broken: false },
+            Package { path: "apps/b".into(), targets: Vec::new(), files: vec!["src/main.rs".into()], broken: false },
+        ],
+        counter: 0,
+    };
+    for package in &world.packages {
+        let prefix = if package.path.is_empty() { String::new() } else { format!("{}/", package.path) };
+        system.write(World::abs(&format!("{prefix}once.toml")), package.manifest_text());
+        for file in &package.files {
+            system.write(World::abs(&format!("{prefix}{file}")), "\n");
+        }
+    }
+    let mut warm = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
+    let mut rng = Rng(seed);
+    let mut history = Vec::new();
+    for step in 0..steps {
+        let (events, description) = world.edit(&mut rng);
+        history.push(description);
+        warm.apply_changes(&events);
+        // Compare on a sample of steps for the expensive path list, every step otherwise.
+        let paths = world.interesting_paths();
+        let sample: Vec<String> = (0..3).filter_map(|_| paths.get(rng.below(paths.len())).cloned()).collect();
+        let cold = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
+        let warm_answers = answers(&warm.analysis(), &sample);
+        let cold_answers = answers(&cold.analysis(), &sample);
+        if warm_answers != cold_answers {
+            let recent: Vec<&String> = history.iter().rev().take(15).rev().collect();
+            panic!(
+                "step {step} (seed {seed}): warm and fresh answers differ after `{}`\nrecent edits: {recent:#?}\n--- warm ---\n{warm_answers}\n--- fresh ---\n{cold_answers}",
+                history.last().map_or("", String::as_str)
+            );
+        }
+    }
+}
