@@ -37,11 +37,20 @@ pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> Workspa
         arch: settings.configuration.arch.clone(),
         tokens: settings.configuration.tokens.clone(),
         root_manifest: workspace.packages(db).iter().any(|p| p.path(db).is_empty()),
-        packages: workspace_packages(db, workspace).iter().map(|p| p.path(db).clone()).collect(),
+        packages: workspace_packages(db, workspace)
+            .iter()
+            .map(|p| p.path(db).clone())
+            .collect(),
         target_count: dependency_graph(db, workspace).nodes.len(),
         module_paths: settings.module_paths.clone(),
-        error_count: diagnostics.iter().filter(|d| d.severity == once_model::Severity::Error).count(),
-        warning_count: diagnostics.iter().filter(|d| d.severity == once_model::Severity::Warning).count(),
+        error_count: diagnostics
+            .iter()
+            .filter(|d| d.severity == once_model::Severity::Error)
+            .count(),
+        warning_count: diagnostics
+            .iter()
+            .filter(|d| d.severity == once_model::Severity::Warning)
+            .count(),
     }
 }
 
@@ -61,7 +70,11 @@ pub struct TargetSummaryInfo {
     pub capabilities: Vec<String>,
 }
 
-pub(crate) fn targets(db: &RootDatabase, workspace: Workspace, kind: Option<&str>) -> Vec<TargetSummaryInfo> {
+pub(crate) fn targets(
+    db: &RootDatabase,
+    workspace: Workspace,
+    kind: Option<&str>,
+) -> Vec<TargetSummaryInfo> {
     let catalog = kind_catalog(db, workspace);
     let mut out = Vec::new();
     for &package in workspace_packages(db, workspace) {
@@ -125,8 +138,14 @@ pub struct TargetDetails {
 
 pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
     let label = TargetLabel::from_id(id);
-    let package = workspace_packages(db, workspace).iter().copied().find(|p| *p.path(db) == label.package)?;
-    let target = resolved_targets(db, package).targets.iter().find(|t| t.label.name == label.name)?;
+    let package = workspace_packages(db, workspace)
+        .iter()
+        .copied()
+        .find(|p| *p.path(db) == label.package)?;
+    let target = resolved_targets(db, package)
+        .targets
+        .iter()
+        .find(|t| t.label.name == label.name)?;
     let kind = kind_catalog(db, workspace).get(&target.kind);
     let (deps, dependency_edges) = split_roles(&target.deps);
     let canonical = target.label.id();
@@ -169,13 +188,27 @@ pub struct Validation {
 /// A proposed `[[target]]` table, as a TOML value (the keys of a `[[target]]`).
 pub type ProposedTarget = AttrValue;
 
-pub(crate) fn validate_target(db: &RootDatabase, workspace: Workspace, target: &ProposedTarget) -> Validation {
+pub(crate) fn validate_target(
+    db: &RootDatabase,
+    workspace: Workspace,
+    target: &ProposedTarget,
+) -> Validation {
     let AttrValue::Dict(entries) = target else {
         let diagnostic = once_model::Diagnostic::new(
             once_model::DiagnosticCode::InvalidFieldType,
-            format!("a target must be a table of `name`, `kind`, `srcs`, `deps`, `attrs`, …; got {}", target.type_name()),
+            format!(
+                "a target must be a table of `name`, `kind`, `srcs`, `deps`, `attrs`, …; got {}",
+                target.type_name()
+            ),
         );
-        return Validation { valid: false, target_count: 0, diagnostics: vec![LocatedDiagnostic { diagnostic, range: None }] };
+        return Validation {
+            valid: false,
+            target_count: 0,
+            diagnostics: vec![LocatedDiagnostic {
+                diagnostic,
+                range: None,
+            }],
+        };
     };
     let mut text = String::from("[[target]]\n");
     for (key, value) in entries {
@@ -195,7 +228,10 @@ pub(crate) fn validate_target(db: &RootDatabase, workspace: Workspace, target: &
             let mut diagnostic = d.clone();
             diagnostic.file = None;
             diagnostic.range = None;
-            LocatedDiagnostic { diagnostic, range: None }
+            LocatedDiagnostic {
+                diagnostic,
+                range: None,
+            }
         })
         .collect();
     Validation {

@@ -41,34 +41,52 @@ pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSch
 }
 
 fn score_term(kind: &KindSchema, term: &str) -> u32 {
-    let singular = term.strip_suffix('s').filter(|s| s.len() >= 3).unwrap_or(term);
+    let singular = term
+        .strip_suffix('s')
+        .filter(|s| s.len() >= 3)
+        .unwrap_or(term);
     let matches_word = |text: &str| {
-        text.split(|c: char| !c.is_alphanumeric())
-            .any(|w| {
-                let w = w.to_lowercase();
-                w == term || w == singular
-            })
+        text.split(|c: char| !c.is_alphanumeric()).any(|w| {
+            let w = w.to_lowercase();
+            w == term || w == singular
+        })
     };
     if kind.family() == term {
         return 100;
     }
-    if kind.name.split('_').any(|segment| segment == term || segment == singular) {
+    if kind
+        .name
+        .split('_')
+        .any(|segment| segment == term || segment == singular)
+    {
         return 50;
     }
     let mut score = 0;
     if matches_word(&kind.docs) {
         score += 10;
     }
-    if kind.capabilities.iter().any(|c| c.runner.as_deref() == Some(term)) {
+    if kind
+        .capabilities
+        .iter()
+        .any(|c| c.runner.as_deref() == Some(term))
+    {
         score += 30;
     }
     if kind.tools.iter().any(|t| t.name == term) {
         score += 20;
     }
-    if kind.examples.iter().any(|e| matches_word(&e.name) || matches_word(&e.use_when) || matches_word(&e.slug)) {
+    if kind
+        .examples
+        .iter()
+        .any(|e| matches_word(&e.name) || matches_word(&e.use_when) || matches_word(&e.slug))
+    {
         score += 5;
     }
-    if kind.source_references.iter().any(|r| matches_word(&r.system) || matches_word(&r.symbol) || matches_word(&r.use_when)) {
+    if kind
+        .source_references
+        .iter()
+        .any(|r| matches_word(&r.system) || matches_word(&r.symbol) || matches_word(&r.use_when))
+    {
         score += 3;
     }
     score

@@ -47,7 +47,10 @@ impl AnalysisHost {
     }
 
     /// Like [`AnalysisHost::load`], logging every query execution (for tests).
-    pub fn load_with_execution_log(system: Arc<dyn System>, root: PathBuf) -> (AnalysisHost, ExecutionLog) {
+    pub fn load_with_execution_log(
+        system: Arc<dyn System>,
+        root: PathBuf,
+    ) -> (AnalysisHost, ExecutionLog) {
         let (mut db, log) = RootDatabase::with_execution_log(system);
         let workspace = db.load(root);
         (AnalysisHost { db, workspace }, log)
@@ -59,7 +62,10 @@ impl AnalysisHost {
 
     /// A snapshot for answering questions, possibly on another thread.
     pub fn analysis(&self) -> Analysis {
-        Analysis { db: self.db.clone(), workspace: self.workspace }
+        Analysis {
+            db: self.db.clone(),
+            workspace: self.workspace,
+        }
     }
 }
 
@@ -71,7 +77,10 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    fn with_db<T>(&self, f: impl FnOnce(&RootDatabase, Workspace) -> T + std::panic::UnwindSafe) -> Cancellable<T> {
+    fn with_db<T>(
+        &self,
+        f: impl FnOnce(&RootDatabase, Workspace) -> T + std::panic::UnwindSafe,
+    ) -> Cancellable<T> {
         let db = &self.db;
         let workspace = self.workspace;
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db, workspace)))
@@ -112,13 +121,21 @@ impl Analysis {
     /// Kinds matching a discovery query, best first.
     pub fn search_kinds(&self, query: &str) -> Cancellable<Vec<KindSchema>> {
         let query = query.to_owned();
-        self.with_db(move |db, ws| search_kinds(&kind_catalog(db, ws).kinds, &query).into_iter().cloned().collect())
+        self.with_db(move |db, ws| {
+            search_kinds(&kind_catalog(db, ws).kinds, &query)
+                .into_iter()
+                .cloned()
+                .collect()
+        })
     }
 
     /// Every diagnostic of the workspace.
     pub fn validate_workspace(&self) -> Cancellable<Validation> {
         self.with_db(|db, ws| {
-            let diagnostics = workspace_diagnostics(db, ws).iter().map(|d| locate(db, d)).collect::<Vec<_>>();
+            let diagnostics = workspace_diagnostics(db, ws)
+                .iter()
+                .map(|d| locate(db, d))
+                .collect::<Vec<_>>();
             Validation {
                 valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
                 target_count: dependency_graph(db, ws).nodes.len(),
@@ -150,7 +167,12 @@ impl Analysis {
 
     /// Number of packages after include/exclude, and their paths.
     pub fn packages(&self) -> Cancellable<Vec<String>> {
-        self.with_db(|db, ws| workspace_packages(db, ws).iter().map(|p| p.path(db).clone()).collect())
+        self.with_db(|db, ws| {
+            workspace_packages(db, ws)
+                .iter()
+                .map(|p| p.path(db).clone())
+                .collect()
+        })
     }
 
     /// The manifest diagnostics and targets of one package, by path (for tests and tools).
@@ -160,7 +182,13 @@ impl Analysis {
             workspace_packages(db, ws)
                 .iter()
                 .find(|p| *p.path(db) == package)
-                .map(|&p| resolved_targets(db, p).targets.iter().map(|t| t.label.name.clone()).collect())
+                .map(|&p| {
+                    resolved_targets(db, p)
+                        .targets
+                        .iter()
+                        .map(|t| t.label.name.clone())
+                        .collect()
+                })
                 .unwrap_or_default()
         })
     }
@@ -173,7 +201,8 @@ impl Analysis {
     /// Whether the package's manifest declares `[workspace]` (used by root discovery).
     pub fn has_workspace_table(&self) -> Cancellable<bool> {
         self.with_db(|db, ws| {
-            once_graph::settings::root_package(db, ws).is_some_and(|p| manifest(db, p).workspace.is_some())
+            once_graph::settings::root_package(db, ws)
+                .is_some_and(|p| manifest(db, p).workspace.is_some())
         })
     }
 }
@@ -184,7 +213,10 @@ fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
         (Some(file), Some(range)) => db.file(file).map(|f| line_index(db, f).range(range)),
         _ => None,
     };
-    LocatedDiagnostic { diagnostic: diagnostic.clone(), range }
+    LocatedDiagnostic {
+        diagnostic: diagnostic.clone(),
+        range,
+    }
 }
 
 /// A diagnostic with its 1-based line/column range.

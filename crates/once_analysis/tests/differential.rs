@@ -11,7 +11,14 @@ use once_analysis::{Analysis, AnalysisHost, MemorySystem};
 use once_db::ChangeEvent;
 
 const ROOT: &str = "/ws";
-const KINDS: &[&str] = &["rust_library", "rust_binary", "rust_test", "sh_test", "filegroup", "sh_binary"];
+const KINDS: &[&str] = &[
+    "rust_library",
+    "rust_binary",
+    "rust_test",
+    "sh_test",
+    "filegroup",
+    "sh_binary",
+];
 
 /// A small deterministic PRNG (xorshift64*), so failures replay from the seed.
 struct Rng(u64);
@@ -54,8 +61,17 @@ impl Package {
     fn manifest_text(&self) -> String {
         let mut text = String::new();
         for t in &self.targets {
-            text.push_str(&format!("[[target]]\nname = \"{}\"\nkind = \"{}\"\n", t.name, t.kind));
-            let quote = |items: &[String]| items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>().join(", ");
+            text.push_str(&format!(
+                "[[target]]\nname = \"{}\"\nkind = \"{}\"\n",
+                t.name, t.kind
+            ));
+            let quote = |items: &[String]| {
+                items
+                    .iter()
+                    .map(|i| format!("\"{i}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             text.push_str(&format!("srcs = [{}]\n", quote(&t.srcs)));
             if !t.deps.is_empty() {
                 text.push_str(&format!("deps = [{}]\n", quote(&t.deps)));
@@ -84,15 +100,28 @@ impl World {
     }
 
     fn write_manifest(&self, package: &Package) -> ChangeEvent {
-        let path = if package.path.is_empty() { "once.toml".to_owned() } else { format!("{}/once.toml", package.path) };
-        self.system.write(World::abs(&path), package.manifest_text());
+        let path = if package.path.is_empty() {
+            "once.toml".to_owned()
+        } else {
+            format!("{}/once.toml", package.path)
+        };
+        self.system
+            .write(World::abs(&path), package.manifest_text());
         ChangeEvent::Changed(World::abs(&path))
     }
 
     fn all_ids(&self) -> Vec<String> {
         self.packages
             .iter()
-            .flat_map(|p| p.targets.iter().map(move |t| if p.path.is_empty() { t.name.clone() } else { format!("{}/{}", p.path, t.name) }))
+            .flat_map(|p| {
+                p.targets.iter().map(move |t| {
+                    if p.path.is_empty() {
+                        t.name.clone()
+                    } else {
+                        format!("{}/{}", p.path, t.name)
+                    }
+                })
+            })
             .collect()
     }
 
@@ -114,11 +143,24 @@ impl World {
                     }
                 }
                 let files = &self.packages[p].files;
-                let srcs = if !files.is_empty() && rng.chance(80) { vec![files[rng.below(files.len())].clone()] } else { vec!["src/**/*.rs".into()] };
+                let srcs = if !files.is_empty() && rng.chance(80) {
+                    vec![files[rng.below(files.len())].clone()]
+                } else {
+                    vec!["src/**/*.rs".into()]
+                };
                 let kind = KINDS[rng.below(KINDS.len())];
                 let name = format!("T{n}");
-                self.packages[p].targets.push(Target { name: name.clone(), kind, deps, srcs, private: rng.chance(10) });
-                (vec![self.write_manifest(&self.packages[p])], format!("add target {name} ({kind}) to `{}`", self.packages[p].path))
+                self.packages[p].targets.push(Target {
+                    name: name.clone(),
+                    kind,
+                    deps,
+                    srcs,
+                    private: rng.chance(10),
+                });
+                (
+                    vec![self.write_manifest(&self.packages[p])],
+                    format!("add target {name} ({kind}) to `{}`", self.packages[p].path),
+                )
             }
             2 => {
                 if self.packages[p].targets.is_empty() {
@@ -126,7 +168,13 @@ impl World {
                 }
                 let i = rng.below(self.packages[p].targets.len());
                 let removed = self.packages[p].targets.remove(i);
-                (vec![self.write_manifest(&self.packages[p])], format!("remove target {} from `{}`", removed.name, self.packages[p].path))
+                (
+                    vec![self.write_manifest(&self.packages[p])],
+                    format!(
+                        "remove target {} from `{}`",
+                        removed.name, self.packages[p].path
+                    ),
+                )
             }
             3 => {
                 let ids = self.all_ids();
@@ -138,7 +186,10 @@ impl World {
                 let dep = ids[rng.below(ids.len())].clone();
                 package.targets[i].deps.push(dep.clone());
                 let event = self.write_manifest(&self.packages[p]);
-                (vec![event], format!("add dep {dep} in `{}`", self.packages[p].path))
+                (
+                    vec![event],
+                    format!("add dep {dep} in `{}`", self.packages[p].path),
+                )
             }
             4 => {
                 let package = &mut self.packages[p];
@@ -147,15 +198,25 @@ impl World {
                 };
                 let removed = t.deps.remove(0);
                 let event = self.write_manifest(&self.packages[p]);
-                (vec![event], format!("remove dep {removed} in `{}`", self.packages[p].path))
+                (
+                    vec![event],
+                    format!("remove dep {removed} in `{}`", self.packages[p].path),
+                )
             }
             5 => {
                 let package = &mut self.packages[p];
                 let file = format!("src/f{n}.rs");
                 package.files.push(file.clone());
-                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
+                let path = if package.path.is_empty() {
+                    file.clone()
+                } else {
+                    format!("{}/{file}", package.path)
+                };
                 self.system.write(World::abs(&path), "fn f() {}\n");
-                (vec![ChangeEvent::Created(World::abs(&path))], format!("create {path}"))
+                (
+                    vec![ChangeEvent::Created(World::abs(&path))],
+                    format!("create {path}"),
+                )
             }
             6 => {
                 let package = &mut self.packages[p];
@@ -163,24 +224,47 @@ impl World {
                     return (Vec::new(), "no file to delete".into());
                 }
                 let file = package.files.remove(rng.below(package.files.len()));
-                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
+                let path = if package.path.is_empty() {
+                    file.clone()
+                } else {
+                    format!("{}/{file}", package.path)
+                };
                 self.system.remove(&World::abs(&path));
-                (vec![ChangeEvent::Deleted(World::abs(&path))], format!("delete {path}"))
+                (
+                    vec![ChangeEvent::Deleted(World::abs(&path))],
+                    format!("delete {path}"),
+                )
             }
             7 => {
                 self.packages[p].broken = !self.packages[p].broken;
-                let what = if self.packages[p].broken { "break" } else { "fix" };
-                (vec![self.write_manifest(&self.packages[p])], format!("{what} syntax of `{}`", self.packages[p].path))
+                let what = if self.packages[p].broken {
+                    "break"
+                } else {
+                    "fix"
+                };
+                (
+                    vec![self.write_manifest(&self.packages[p])],
+                    format!("{what} syntax of `{}`", self.packages[p].path),
+                )
             }
             8 => {
                 let path = format!("pkg{n}");
-                let package = Package { path: path.clone(), targets: Vec::new(), files: vec!["src/lib.rs".into()], broken: false };
-                self.system.write(World::abs(&format!("{path}/src/lib.rs")), "\n");
+                let package = Package {
+                    path: path.clone(),
+                    targets: Vec::new(),
+                    files: vec!["src/lib.rs".into()],
+                    broken: false,
+                };
+                self.system
+                    .write(World::abs(&format!("{path}/src/lib.rs")), "\n");
                 let manifest = World::abs(&format!("{path}/once.toml"));
                 self.system.write(&manifest, package.manifest_text());
                 self.packages.push(package);
                 (
-                    vec![ChangeEvent::Created(World::abs(&format!("{path}/src/lib.rs"))), ChangeEvent::Created(manifest)],
+                    vec![
+                        ChangeEvent::Created(World::abs(&format!("{path}/src/lib.rs"))),
+                        ChangeEvent::Created(manifest),
+                    ],
                     format!("create package `{path}`"),
                 )
             }
@@ -190,7 +274,12 @@ impl World {
                 }
                 let package = self.packages.remove(p);
                 let mut events = Vec::new();
-                for file in package.files.iter().map(|f| format!("{}/{f}", package.path)).chain([format!("{}/once.toml", package.path)]) {
+                for file in package
+                    .files
+                    .iter()
+                    .map(|f| format!("{}/{f}", package.path))
+                    .chain([format!("{}/once.toml", package.path)])
+                {
                     self.system.remove(&World::abs(&file));
                     events.push(ChangeEvent::Deleted(World::abs(&file)));
                 }
@@ -204,7 +293,10 @@ impl World {
                 let i = rng.below(package.targets.len());
                 let old = std::mem::replace(&mut package.targets[i].name, format!("R{n}"));
                 let event = self.write_manifest(&self.packages[p]);
-                (vec![event], format!("rename {old} to R{n} in `{}`", self.packages[p].path))
+                (
+                    vec![event],
+                    format!("rename {old} to R{n} in `{}`", self.packages[p].path),
+                )
             }
             _ => {
                 let package = &self.packages[p];
@@ -212,9 +304,17 @@ impl World {
                     return (Vec::new(), "no file to touch".into());
                 }
                 let file = &package.files[rng.below(package.files.len())];
-                let path = if package.path.is_empty() { file.clone() } else { format!("{}/{file}", package.path) };
-                self.system.write(World::abs(&path), format!("// edit {n}\n"));
-                (vec![ChangeEvent::Changed(World::abs(&path))], format!("edit {path}"))
+                let path = if package.path.is_empty() {
+                    file.clone()
+                } else {
+                    format!("{}/{file}", package.path)
+                };
+                self.system
+                    .write(World::abs(&path), format!("// edit {n}\n"));
+                (
+                    vec![ChangeEvent::Changed(World::abs(&path))],
+                    format!("edit {path}"),
+                )
             }
         }
     }
@@ -223,7 +323,11 @@ impl World {
     fn interesting_paths(&self) -> Vec<String> {
         let mut paths = Vec::new();
         for package in &self.packages {
-            let prefix = if package.path.is_empty() { String::new() } else { format!("{}/", package.path) };
+            let prefix = if package.path.is_empty() {
+                String::new()
+            } else {
+                format!("{}/", package.path)
+            };
             paths.push(format!("{prefix}once.toml"));
             paths.extend(package.files.iter().map(|f| format!("{prefix}{f}")));
         }
@@ -238,29 +342,65 @@ fn answers(analysis: &Analysis, paths: &[String]) -> String {
     let tests = analysis.tests().expect("not cancelled");
     let mut out = format!("{targets:#?}\n{validation:#?}\n{tests:#?}\n");
     for path in paths {
-        out.push_str(&format!("{path}: {:?}\n", analysis.affected_tests(std::slice::from_ref(path)).expect("not cancelled")));
+        out.push_str(&format!(
+            "{path}: {:?}\n",
+            analysis
+                .affected_tests(std::slice::from_ref(path))
+                .expect("not cancelled")
+        ));
     }
-    out.push_str(&format!("all: {:?}\n", analysis.affected_tests(&[]).expect("not cancelled")));
+    out.push_str(&format!(
+        "all: {:?}\n",
+        analysis.affected_tests(&[]).expect("not cancelled")
+    ));
     out
 }
 
 #[test]
 fn warm_database_matches_a_fresh_one_after_every_edit() {
-    let steps: usize = std::env::var("ONCE_DIFF_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
-    let seed: u64 = std::env::var("ONCE_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x0ACE_2026);
+    let steps: usize = std::env::var("ONCE_DIFF_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000);
+    let seed: u64 = std::env::var("ONCE_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x0ACE_2026);
     let system = MemorySystem::default();
     let mut world = World {
         system: system.clone(),
         packages: vec![
-            Package { path: String::new(), targets: Vec::new(), files: vec!["README.md".into()], broken: false },
-            Package { path: "libs/a".into(), targets: Vec::new(), files: vec!["src/lib.rs".into()], broken: false },
-            Package { path: "apps/b".into(), targets: Vec::new(), files: vec!["src/main.rs".into()], broken: false },
+            Package {
+                path: String::new(),
+                targets: Vec::new(),
+                files: vec!["README.md".into()],
+                broken: false,
+            },
+            Package {
+                path: "libs/a".into(),
+                targets: Vec::new(),
+                files: vec!["src/lib.rs".into()],
+                broken: false,
+            },
+            Package {
+                path: "apps/b".into(),
+                targets: Vec::new(),
+                files: vec!["src/main.rs".into()],
+                broken: false,
+            },
         ],
         counter: 0,
     };
     for package in &world.packages {
-        let prefix = if package.path.is_empty() { String::new() } else { format!("{}/", package.path) };
-        system.write(World::abs(&format!("{prefix}once.toml")), package.manifest_text());
+        let prefix = if package.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", package.path)
+        };
+        system.write(
+            World::abs(&format!("{prefix}once.toml")),
+            package.manifest_text(),
+        );
         for file in &package.files {
             system.write(World::abs(&format!("{prefix}{file}")), "\n");
         }
@@ -274,7 +414,9 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
         warm.apply_changes(&events);
         // Compare on a sample of steps for the expensive path list, every step otherwise.
         let paths = world.interesting_paths();
-        let sample: Vec<String> = (0..3).filter_map(|_| paths.get(rng.below(paths.len())).cloned()).collect();
+        let sample: Vec<String> = (0..3)
+            .filter_map(|_| paths.get(rng.below(paths.len())).cloned())
+            .collect();
         let cold = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
         let warm_answers = answers(&warm.analysis(), &sample);
         let cold_answers = answers(&cold.analysis(), &sample);

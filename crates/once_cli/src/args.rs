@@ -67,10 +67,7 @@ pub enum Query {
         kind: String,
     },
     /// The complete file tree of a kind's starter example.
-    Example {
-        kind: String,
-        slug: String,
-    },
+    Example { kind: String, slug: String },
     /// Kinds matching an ecosystem, family or intent; all kinds without a query.
     #[command(alias = "kinds")]
     TargetKinds {

@@ -3,7 +3,10 @@
 
 use anstream::println;
 use anstyle::{AnsiColor, Style};
-use once_analysis::{AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation, WorkspaceInfo};
+use once_analysis::{
+    AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation,
+    WorkspaceInfo,
+};
 use once_model::{Example, KindSchema, Severity};
 
 const BOLD: Style = Style::new().bold();
@@ -19,20 +22,56 @@ fn paint(style: Style, text: impl std::fmt::Display) -> String {
 }
 
 fn list(items: &[String]) -> String {
-    if items.is_empty() { "none".into() } else { items.join(", ") }
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
 }
 
 pub fn workspace(info: &WorkspaceInfo) {
     println!("{} {}", paint(BOLD, "workspace:"), info.root.display());
-    println!("{} {}-{} [{}]", paint(BOLD, "configuration:"), info.os, info.arch, info.tokens.join(", "));
-    println!("{} once.toml ({})", paint(BOLD, "root manifest:"), if info.root_manifest { "present" } else { "absent" });
-    let packages: Vec<String> = info.packages.iter().map(|p| if p.is_empty() { ".".into() } else { p.clone() }).collect();
-    println!("{} {} ({})", paint(BOLD, "packages:"), packages.len(), list(&packages));
+    println!(
+        "{} {}-{} [{}]",
+        paint(BOLD, "configuration:"),
+        info.os,
+        info.arch,
+        info.tokens.join(", ")
+    );
+    println!(
+        "{} once.toml ({})",
+        paint(BOLD, "root manifest:"),
+        if info.root_manifest {
+            "present"
+        } else {
+            "absent"
+        }
+    );
+    let packages: Vec<String> = info
+        .packages
+        .iter()
+        .map(|p| if p.is_empty() { ".".into() } else { p.clone() })
+        .collect();
+    println!(
+        "{} {} ({})",
+        paint(BOLD, "packages:"),
+        packages.len(),
+        list(&packages)
+    );
     println!("{} {}", paint(BOLD, "targets:"), info.target_count);
     if !info.module_paths.is_empty() {
-        println!("{} {}", paint(BOLD, "modules:"), info.module_paths.join(", "));
+        println!(
+            "{} {}",
+            paint(BOLD, "modules:"),
+            info.module_paths.join(", ")
+        );
     }
-    println!("{} {} errors, {} warnings", paint(BOLD, "diagnostics:"), info.error_count, info.warning_count);
+    println!(
+        "{} {} errors, {} warnings",
+        paint(BOLD, "diagnostics:"),
+        info.error_count,
+        info.warning_count
+    );
 }
 
 pub fn targets(targets: &[TargetSummaryInfo]) {
@@ -42,12 +81,21 @@ pub fn targets(targets: &[TargetSummaryInfo]) {
     }
     println!("{}", paint(BOLD, format!("targets ({}):", targets.len())));
     for target in targets {
-        println!("  {} {} [{}]", paint(ID, &target.id), paint(DIM, format!("({})", target.kind)), target.capabilities.join(", "));
+        println!(
+            "  {} {} [{}]",
+            paint(ID, &target.id),
+            paint(DIM, format!("({})", target.kind)),
+            target.capabilities.join(", ")
+        );
     }
 }
 
 pub fn target(target: &TargetDetails) {
-    println!("{} {}", paint(ID, target.label.id()), paint(DIM, format!("({})", target.kind)));
+    println!(
+        "{} {}",
+        paint(ID, target.label.id()),
+        paint(DIM, format!("({})", target.kind))
+    );
     println!("  srcs: {}", list(&target.srcs));
     println!("  deps: {}", list(&target.deps));
     for (role, ids) in &target.dependency_edges {
@@ -81,7 +129,11 @@ pub fn target(target: &TargetDetails) {
 }
 
 pub fn capabilities(target: &TargetDetails) {
-    println!("{} {}", paint(ID, target.label.id()), paint(DIM, format!("({})", target.kind)));
+    println!(
+        "{} {}",
+        paint(ID, target.label.id()),
+        paint(DIM, format!("({})", target.kind))
+    );
     if target.capabilities.is_empty() {
         println!("capabilities: none");
         return;
@@ -103,13 +155,29 @@ pub fn schema(kind: &KindSchema) {
         println!("  none");
     }
     for attr in &kind.attrs {
-        let mut flags = vec![if attr.required { "required" } else { "optional" }];
+        let mut flags = vec![if attr.required {
+            "required"
+        } else {
+            "optional"
+        }];
         if attr.configurable {
             flags.push("configurable");
         }
-        let default = attr.default.as_ref().map_or(String::new(), |d| format!(" = {d}"));
-        let allowed = if attr.allowed_values.is_empty() { String::new() } else { format!(" one of: {}", attr.allowed_values.join(", ")) };
-        println!("  {}: {}{default} ({}){allowed}", paint(BOLD, &attr.name), attr.ty, flags.join(", "));
+        let default = attr
+            .default
+            .as_ref()
+            .map_or(String::new(), |d| format!(" = {d}"));
+        let allowed = if attr.allowed_values.is_empty() {
+            String::new()
+        } else {
+            format!(" one of: {}", attr.allowed_values.join(", "))
+        };
+        println!(
+            "  {}: {}{default} ({}){allowed}",
+            paint(BOLD, &attr.name),
+            attr.ty,
+            flags.join(", ")
+        );
         println!("    {}", paint(DIM, &attr.docs));
     }
     println!("{}", paint(BOLD, "deps:"));
@@ -121,7 +189,11 @@ pub fn schema(kind: &KindSchema) {
             Some(max) => format!("{}..={max}", role.min),
             None => format!("{}..", role.min),
         };
-        println!("  {}: accepts [{}] ({count})", paint(BOLD, &role.name), role.providers.join(", "));
+        println!(
+            "  {}: accepts [{}] ({count})",
+            paint(BOLD, &role.name),
+            role.providers.join(", ")
+        );
         println!("    {}", paint(DIM, &role.docs));
     }
     println!("{} {}", paint(BOLD, "providers:"), list(&kind.providers));
@@ -132,7 +204,11 @@ pub fn schema(kind: &KindSchema) {
         } else {
             format!(" (requires: {})", capability.requires_outputs.join(", "))
         };
-        println!("  {}: {}{requires}", paint(BOLD, &capability.name), capability.output_groups.join(", "));
+        println!(
+            "  {}: {}{requires}",
+            paint(BOLD, &capability.name),
+            capability.output_groups.join(", ")
+        );
     }
     if !kind.tools.is_empty() {
         let tools: Vec<String> = kind.tools.iter().map(|t| t.name.clone()).collect();
@@ -141,7 +217,10 @@ pub fn schema(kind: &KindSchema) {
     if !kind.source_references.is_empty() {
         println!("{}", paint(BOLD, "source references:"));
         for reference in &kind.source_references {
-            println!("  {} {}: {}", reference.system, reference.symbol, reference.url);
+            println!(
+                "  {} {}: {}",
+                reference.system, reference.symbol, reference.url
+            );
         }
     }
     println!("{}", paint(BOLD, "examples:"));
@@ -166,7 +245,12 @@ pub fn kinds(kinds: &[KindSchema]) {
     }
     println!("{}", paint(BOLD, "target kinds:"));
     for kind in kinds {
-        let first_sentence = kind.docs.split(". ").next().unwrap_or(&kind.docs).trim_end_matches('.');
+        let first_sentence = kind
+            .docs
+            .split(". ")
+            .next()
+            .unwrap_or(&kind.docs)
+            .trim_end_matches('.');
         println!("  {}: {first_sentence}.", paint(ID, &kind.name));
         for example in &kind.examples {
             println!("    {} - {}", example.slug, paint(DIM, &example.use_when));
@@ -182,16 +266,28 @@ pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
             Severity::Warning => (WARNING, "warning"),
             Severity::Info => (INFO, "info"),
         };
-        println!("{}: {}", paint(style, format!("{word}[{}]", d.code)), paint(BOLD, &d.message));
+        println!(
+            "{}: {}",
+            paint(style, format!("{word}[{}]", d.code)),
+            paint(BOLD, &d.message)
+        );
         match (&d.file, located.range) {
-            (Some(file), Some(range)) => println!("  {} {file}:{}:{}", paint(DIM, "-->"), range.start.line, range.start.column),
+            (Some(file), Some(range)) => println!(
+                "  {} {file}:{}:{}",
+                paint(DIM, "-->"),
+                range.start.line,
+                range.start.column
+            ),
             (Some(file), None) => println!("  {} {file}", paint(DIM, "-->")),
             _ => {}
         }
-        let scope: Vec<String> = [d.target.as_ref().map(|t| format!("target `{t}`")), d.attribute.as_ref().map(|a| format!("attribute `{a}`"))]
-            .into_iter()
-            .flatten()
-            .collect();
+        let scope: Vec<String> = [
+            d.target.as_ref().map(|t| format!("target `{t}`")),
+            d.attribute.as_ref().map(|a| format!("attribute `{a}`")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if !scope.is_empty() {
             println!("  {} {}", paint(DIM, "in"), scope.join(", "));
         }
@@ -202,8 +298,16 @@ pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
 }
 
 fn counts(validation: &Validation) -> (usize, usize) {
-    let errors = validation.diagnostics.iter().filter(|d| d.diagnostic.severity == Severity::Error).count();
-    let warnings = validation.diagnostics.iter().filter(|d| d.diagnostic.severity == Severity::Warning).count();
+    let errors = validation
+        .diagnostics
+        .iter()
+        .filter(|d| d.diagnostic.severity == Severity::Error)
+        .count();
+    let warnings = validation
+        .diagnostics
+        .iter()
+        .filter(|d| d.diagnostic.severity == Severity::Warning)
+        .count();
     (errors, warnings)
 }
 
@@ -214,8 +318,16 @@ pub fn validation(validation: &Validation) {
     }
     let (errors, warnings) = counts(validation);
     if validation.valid {
-        let suffix = if warnings > 0 { format!(" ({warnings} warnings)") } else { String::new() };
-        println!("{} {} targets{suffix}", paint(OK, "workspace valid:"), validation.target_count);
+        let suffix = if warnings > 0 {
+            format!(" ({warnings} warnings)")
+        } else {
+            String::new()
+        };
+        println!(
+            "{} {} targets{suffix}",
+            paint(OK, "workspace valid:"),
+            validation.target_count
+        );
     } else {
         println!(
             "{} {errors} errors, {warnings} warnings across {} targets",
@@ -242,9 +354,20 @@ pub fn tests(tests: &[TestTarget]) {
     }
     println!("{}", paint(BOLD, format!("tests ({}):", tests.len())));
     for test in tests {
-        let runner = test.runner.as_deref().map_or(String::new(), |r| format!(" runner={r}"));
-        let labels = if test.labels.is_empty() { String::new() } else { format!(" [{}]", test.labels.join(", ")) };
-        println!("  {} {}{runner}{labels}", paint(ID, &test.id), paint(DIM, format!("({})", test.kind)));
+        let runner = test
+            .runner
+            .as_deref()
+            .map_or(String::new(), |r| format!(" runner={r}"));
+        let labels = if test.labels.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", test.labels.join(", "))
+        };
+        println!(
+            "  {} {}{runner}{labels}",
+            paint(ID, &test.id),
+            paint(DIM, format!("({})", test.kind))
+        );
     }
 }
 
@@ -253,9 +376,16 @@ pub fn affected_tests(tests: &[AffectedTest]) {
         println!("affected tests: none");
         return;
     }
-    println!("{}", paint(BOLD, format!("affected tests ({}):", tests.len())));
+    println!(
+        "{}",
+        paint(BOLD, format!("affected tests ({}):", tests.len()))
+    );
     for test in tests {
-        println!("  {} {}", paint(ID, &test.id), paint(DIM, format!("({})", test.kind)));
+        println!(
+            "  {} {}",
+            paint(ID, &test.id),
+            paint(DIM, format!("({})", test.kind))
+        );
         for reason in &test.reasons {
             println!("    - {reason}");
         }

@@ -3,7 +3,11 @@
 //! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
 //! `validate-*` command found the workspace or target invalid, 2 for usage and I/O errors.
 
-#![allow(clippy::print_stdout, clippy::print_stderr, reason = "the CLI's job is printing")]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the CLI's job is printing"
+)]
 
 mod args;
 mod human;
@@ -22,7 +26,9 @@ fn main() -> ExitCode {
         Err(err) => {
             let _ = err.print();
             return match err.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
                 _ => ExitCode::from(2),
             };
         }
@@ -59,7 +65,8 @@ fn report_error(format: Format, err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
     match format {
         Format::Json => {
-            let value = serde_json::json!({ "error": { "message": chain.join(": "), "causes": chain } });
+            let value =
+                serde_json::json!({ "error": { "message": chain.join(": "), "causes": chain } });
             let _ = writeln!(stderr, "{value}");
         }
         Format::Human => {

@@ -17,15 +17,23 @@ use crate::human;
 pub fn workspace_root(args: &Args) -> anyhow::Result<PathBuf> {
     let explicit = match &args.directory {
         Some(dir) => Some((dir.clone(), "-C")),
-        None => std::env::var_os("ONCE_WORKSPACE").filter(|v| !v.is_empty()).map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),
+        None => std::env::var_os("ONCE_WORKSPACE")
+            .filter(|v| !v.is_empty())
+            .map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),
     };
     match explicit {
         Some((dir, source)) => {
-            let root = dir
-                .canonicalize()
-                .with_context(|| format!("workspace directory `{}` (from {source}) cannot be opened", dir.display()))?;
+            let root = dir.canonicalize().with_context(|| {
+                format!(
+                    "workspace directory `{}` (from {source}) cannot be opened",
+                    dir.display()
+                )
+            })?;
             if !root.is_dir() {
-                bail!("workspace directory `{}` (from {source}) is not a directory", dir.display());
+                bail!(
+                    "workspace directory `{}` (from {source}) is not a directory",
+                    dir.display()
+                );
             }
             Ok(root)
         }
@@ -60,35 +68,63 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     match query {
         Query::Workspace => {
             let info = answer(analysis.workspace_info())?;
-            if json { print_json(&once_json::workspace(&info))? } else { human::workspace(&info) }
+            if json {
+                print_json(&once_json::workspace(&info))?
+            } else {
+                human::workspace(&info)
+            }
         }
         Query::Targets { kind } => {
             let targets = answer(analysis.targets(kind.as_deref()))?;
             if json {
-                print_json(&targets.iter().map(once_json::target_summary).collect::<Vec<_>>())?
+                print_json(
+                    &targets
+                        .iter()
+                        .map(once_json::target_summary)
+                        .collect::<Vec<_>>(),
+                )?
             } else {
                 human::targets(&targets)
             }
         }
         Query::Target { id } => {
             let target = find_target(&analysis, id)?;
-            if json { print_json(&once_json::graph_target(&target))? } else { human::target(&target) }
+            if json {
+                print_json(&once_json::graph_target(&target))?
+            } else {
+                human::target(&target)
+            }
         }
         Query::Capabilities { id } => {
             let target = find_target(&analysis, id)?;
-            if json { print_json(&once_json::capabilities(&target))? } else { human::capabilities(&target) }
+            if json {
+                print_json(&once_json::capabilities(&target))?
+            } else {
+                human::capabilities(&target)
+            }
         }
         Query::Schema { kind } => {
             let schema = find_kind(&analysis, kind)?;
-            if json { print_json(&once_json::kind_schema(&schema))? } else { human::schema(&schema) }
+            if json {
+                print_json(&once_json::kind_schema(&schema))?
+            } else {
+                human::schema(&schema)
+            }
         }
         Query::Example { kind, slug } => {
             let schema = find_kind(&analysis, kind)?;
             let Some(example) = schema.example(slug) else {
                 let slugs: Vec<&str> = schema.examples.iter().map(|e| e.slug.as_str()).collect();
-                bail!("kind `{kind}` has no example `{slug}`; its examples are: {}", slugs.join(", "));
+                bail!(
+                    "kind `{kind}` has no example `{slug}`; its examples are: {}",
+                    slugs.join(", ")
+                );
             };
-            if json { print_json(&once_json::example(example))? } else { human::example(example) }
+            if json {
+                print_json(&once_json::example(example))?
+            } else {
+                human::example(example)
+            }
         }
         Query::TargetKinds { query } => {
             let kinds = match query {
@@ -96,49 +132,79 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
                 None => answer(analysis.kinds())?,
             };
             if json {
-                print_json(&kinds.iter().map(once_json::kind_list_entry).collect::<Vec<_>>())?
+                print_json(
+                    &kinds
+                        .iter()
+                        .map(once_json::kind_list_entry)
+                        .collect::<Vec<_>>(),
+                )?
             } else {
                 human::kinds(&kinds)
             }
         }
         Query::ValidateWorkspace => {
             let validation = answer(analysis.validate_workspace())?;
-            if json { print_json(&once_json::validation(&validation))? } else { human::validation(&validation) }
+            if json {
+                print_json(&once_json::validation(&validation))?
+            } else {
+                human::validation(&validation)
+            }
             if !validation.valid {
                 return Ok(Outcome::Invalid);
             }
         }
         Query::ValidateTarget { file } => {
             let text = match file {
-                Some(path) => std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?,
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read `{}`", path.display()))?,
                 None => {
                     let mut text = String::new();
-                    std::io::stdin().read_to_string(&mut text).context("cannot read the target from stdin")?;
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .context("cannot read the target from stdin")?;
                     text
                 }
             };
-            let value: serde_json::Value = serde_json::from_str(&text).context("the target is not valid JSON")?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).context("the target is not valid JSON")?;
             let target = match value.get("target") {
                 Some(inner) if inner.is_object() && value.get("name").is_none() => inner,
                 _ => &value,
             };
-            let proposed = once_json::json_to_attr_value(target).map_err(|e| anyhow!("the target cannot be read: {e}"))?;
+            let proposed = once_json::json_to_attr_value(target)
+                .map_err(|e| anyhow!("the target cannot be read: {e}"))?;
             let validation = answer(analysis.validate_target(&proposed))?;
-            if json { print_json(&once_json::target_validation(&validation))? } else { human::target_validation(&validation) }
+            if json {
+                print_json(&once_json::target_validation(&validation))?
+            } else {
+                human::target_validation(&validation)
+            }
             if !validation.valid {
                 return Ok(Outcome::Invalid);
             }
         }
         Query::Tests => {
             let tests = answer(analysis.tests())?;
-            if json { print_json(&tests.iter().map(once_json::test_target).collect::<Vec<_>>())? } else { human::tests(&tests) }
+            if json {
+                print_json(&tests.iter().map(once_json::test_target).collect::<Vec<_>>())?
+            } else {
+                human::tests(&tests)
+            }
         }
-        Query::AffectedTests { paths, changed_paths } => {
+        Query::AffectedTests {
+            paths,
+            changed_paths,
+        } => {
             let mut all = paths.clone();
             all.extend(changed_paths.iter().cloned());
             let affected = answer(analysis.affected_tests(&all))?;
             if json {
-                print_json(&affected.iter().map(once_json::affected_test).collect::<Vec<_>>())?
+                print_json(
+                    &affected
+                        .iter()
+                        .map(once_json::affected_test)
+                        .collect::<Vec<_>>(),
+                )?
             } else {
                 human::affected_tests(&affected)
             }
@@ -151,11 +217,17 @@ fn find_target(analysis: &Analysis, id: &str) -> anyhow::Result<once_analysis::T
     if let Some(target) = answer(analysis.target(id))? {
         return Ok(target);
     }
-    let ids: Vec<String> = answer(analysis.targets(None))?.into_iter().map(|t| t.id).collect();
+    let ids: Vec<String> = answer(analysis.targets(None))?
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
     let suggestions = once_analysis::closest_names(id, ids.iter().map(String::as_str));
     match suggestions.as_slice() {
         [] => bail!("no target `{id}` in the workspace; `once query targets` lists them"),
-        _ => bail!("no target `{id}` in the workspace; did you mean {}?", quoted(&suggestions)),
+        _ => bail!(
+            "no target `{id}` in the workspace; did you mean {}?",
+            quoted(&suggestions)
+        ),
     }
 }
 
@@ -163,14 +235,24 @@ fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::Kind
     if let Some(schema) = answer(analysis.kind(kind))? {
         return Ok(schema);
     }
-    let names: Vec<String> = answer(analysis.kinds())?.into_iter().map(|k| k.name).collect();
+    let names: Vec<String> = answer(analysis.kinds())?
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
     let suggestions = once_analysis::closest_names(kind, names.iter().map(String::as_str));
     match suggestions.as_slice() {
         [] => bail!("no target kind `{kind}`; `once query target-kinds` lists them"),
-        _ => bail!("no target kind `{kind}`; did you mean {}?", quoted(&suggestions)),
+        _ => bail!(
+            "no target kind `{kind}`; did you mean {}?",
+            quoted(&suggestions)
+        ),
     }
 }
 
 fn quoted(items: &[String]) -> String {
-    items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(" or ")
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(" or ")
 }

@@ -55,28 +55,36 @@ fn file_input(db: &RootDatabase, path: &str) -> File {
     if let Some(file) = table.get(path) {
         return file;
     }
-    let file = File::builder(path.to_owned(), 0).path_durability(Durability::HIGH).new(db);
+    let file = File::builder(path.to_owned(), 0)
+        .path_durability(Durability::HIGH)
+        .new(db);
     table.insert(path.to_owned(), file);
     file
 }
 
 /// Applies changes, setting only the inputs that really changed.
 pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
-    let Some(workspace) = Workspace::try_get(db) else { return };
+    let Some(workspace) = Workspace::try_get(db) else {
+        return;
+    };
     let root = workspace.root(db).clone();
     let mut rescan = false;
     for change in changes {
         match change {
             ChangeEvent::Rescan => rescan = true,
             ChangeEvent::Changed(path) => {
-                let Some(relative) = relative_path(&root, path) else { continue };
+                let Some(relative) = relative_path(&root, path) else {
+                    continue;
+                };
                 match db.file(&relative) {
                     Some(file) => bump(db, file),
                     None => rescan |= file_set_changed(db, workspace, &relative, true),
                 }
             }
             ChangeEvent::Created(path) | ChangeEvent::Deleted(path) => {
-                let Some(relative) = relative_path(&root, path) else { continue };
+                let Some(relative) = relative_path(&root, path) else {
+                    continue;
+                };
                 if let Some(file) = db.file(&relative) {
                     bump(db, file);
                 }
@@ -92,23 +100,36 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
 
 fn bump(db: &mut RootDatabase, file: File) {
     let next = file.revision(db) + 1;
-    file.set_revision(db).with_durability(Durability::LOW).to(next);
+    file.set_revision(db)
+        .with_durability(Durability::LOW)
+        .to(next);
 }
 
 /// Updates the owning package's file list; returns `true` when only a rescan can tell.
-fn file_set_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str, exists: bool) -> bool {
+fn file_set_changed(
+    db: &mut RootDatabase,
+    workspace: Workspace,
+    relative: &str,
+    exists: bool,
+) -> bool {
     let name = relative.rsplit('/').next().unwrap_or(relative);
     if name == MANIFEST_NAME || name == ".gitignore" {
         return true;
     }
     let segments: Vec<&str> = relative.split('/').collect();
     let hidden = segments.iter().enumerate().any(|(i, segment)| {
-        segment.starts_with('.') || (i + 1 < segments.len() && SKIPPED_DIRECTORIES.contains(segment))
+        segment.starts_with('.')
+            || (i + 1 < segments.len() && SKIPPED_DIRECTORIES.contains(segment))
     });
     if hidden {
         return false;
     }
-    if !exists && db.system().walk(&workspace.root(db).join(relative)).is_ok_and(|f| !f.is_empty()) {
+    if !exists
+        && db
+            .system()
+            .walk(&workspace.root(db).join(relative))
+            .is_ok_and(|f| !f.is_empty())
+    {
         // A directory appeared or vanished: its contents need a walk.
         return true;
     }
@@ -122,7 +143,11 @@ fn file_set_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str,
         })
         .max_by_key(|package| package.path(db).len());
     let Some(package) = owner else { return false };
-    let prefix_len = if package.path(db).is_empty() { 0 } else { package.path(db).len() + 1 };
+    let prefix_len = if package.path(db).is_empty() {
+        0
+    } else {
+        package.path(db).len() + 1
+    };
     let package_relative = &relative[prefix_len..];
     let mut files = package.files(db).clone();
     let position = files.binary_search_by(|f| f.as_str().cmp(package_relative));
@@ -133,7 +158,10 @@ fn file_set_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str,
         }
         _ => return false,
     }
-    package.set_files(db).with_durability(Durability::MEDIUM).to(files);
+    package
+        .set_files(db)
+        .with_durability(Durability::MEDIUM)
+        .to(files);
     false
 }
 
@@ -149,7 +177,10 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
         match existing.iter().find(|p| *p.path(db) == found.path) {
             Some(&package) => {
                 if *package.files(db) != found.files {
-                    package.set_files(db).with_durability(Durability::MEDIUM).to(found.files);
+                    package
+                        .set_files(db)
+                        .with_durability(Durability::MEDIUM)
+                        .to(found.files);
                 }
                 packages.push(package);
             }
@@ -162,13 +193,24 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
         }
     }
     if packages != existing {
-        workspace.set_packages(db).with_durability(Durability::MEDIUM).to(packages);
+        workspace
+            .set_packages(db)
+            .with_durability(Durability::MEDIUM)
+            .to(packages);
     }
 }
 
 /// A path as workspace-relative `/`-separated text, or `None` if it lies outside.
 fn relative_path(root: &Path, path: &Path) -> Option<String> {
-    let relative = if path.is_absolute() { path.strip_prefix(root).ok()? } else { path };
+    let relative = if path.is_absolute() {
+        path.strip_prefix(root).ok()?
+    } else {
+        path
+    };
     let text = crate::system::relative_to_slash(relative)?;
-    if text.is_empty() || text.split('/').any(|s| s == "..") { None } else { Some(text) }
+    if text.is_empty() || text.split('/').any(|s| s == "..") {
+        None
+    } else {
+        Some(text)
+    }
 }

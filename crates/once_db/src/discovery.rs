@@ -17,7 +17,9 @@ pub fn find_workspace_root(system: &dyn System, start: &Path) -> PathBuf {
         if !system.is_file(&manifest) {
             continue;
         }
-        let Ok(text) = system.read_to_string(&manifest) else { continue };
+        let Ok(text) = system.read_to_string(&manifest) else {
+            continue;
+        };
         let parse = once_syntax::parse(&text);
         let document = once_syntax::value::document(&parse);
         if document.root.get("workspace").is_some() {
@@ -77,7 +79,10 @@ pub fn manifest_dir(file: &str) -> Option<&str> {
 }
 
 /// The deepest package containing `file`, with the file's package-relative path.
-fn owning_package<'a, V>(packages: &BTreeMap<String, V>, file: &'a str) -> Option<(String, &'a str)> {
+fn owning_package<'a, V>(
+    packages: &BTreeMap<String, V>,
+    file: &'a str,
+) -> Option<(String, &'a str)> {
     let mut dir = file;
     loop {
         dir = match dir.rfind('/') {
@@ -85,7 +90,11 @@ fn owning_package<'a, V>(packages: &BTreeMap<String, V>, file: &'a str) -> Optio
             None => "",
         };
         if packages.contains_key(dir) {
-            let relative = if dir.is_empty() { file } else { &file[dir.len() + 1..] };
+            let relative = if dir.is_empty() {
+                file
+            } else {
+                &file[dir.len() + 1..]
+            };
             return Some((dir.to_owned(), relative));
         }
         if dir.is_empty() {
@@ -132,6 +141,12 @@ mod tests {
     fn no_root_manifest_means_loose_files_belong_to_nobody() {
         let files: Vec<String> = ["a.txt", "p/once.toml"].map(String::from).to_vec();
         let packages = group_into_packages(&files);
-        assert_eq!(packages, vec![DiscoveredPackage { path: "p".into(), files: vec!["once.toml".into()] }]);
+        assert_eq!(
+            packages,
+            vec![DiscoveredPackage {
+                path: "p".into(),
+                files: vec!["once.toml".into()]
+            }]
+        );
     }
 }

@@ -33,8 +33,14 @@ pub fn source_text(db: &dyn Db, file: File) -> SourceText {
     let root = crate::workspace::workspace_root(db);
     let path = root.join(file.path(db));
     match db.system().read_to_string(&path) {
-        Ok(text) => SourceText { text: text.into(), read_error: None },
-        Err(err) => SourceText { text: "".into(), read_error: Some(err.to_string()) },
+        Ok(text) => SourceText {
+            text: text.into(),
+            read_error: None,
+        },
+        Err(err) => SourceText {
+            text: "".into(),
+            read_error: Some(err.to_string()),
+        },
     }
 }
 
@@ -60,18 +66,30 @@ impl LineIndex {
     /// Offsets past the end or inside a character clamp to the nearest valid position.
     pub fn line_col(&self, offset: u32) -> LineCol {
         let offset = offset.min(self.text.len() as u32);
-        let line = self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1);
+        let line = self
+            .line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1);
         let line_start = self.line_starts.get(line).copied().unwrap_or(0);
         let mut end = offset as usize;
         while end > line_start as usize && !self.text.is_char_boundary(end) {
             end -= 1;
         }
-        let column = self.text.get(line_start as usize..end).map_or(0, |s| s.chars().count());
-        LineCol { line: line as u32 + 1, column: column as u32 + 1 }
+        let column = self
+            .text
+            .get(line_start as usize..end)
+            .map_or(0, |s| s.chars().count());
+        LineCol {
+            line: line as u32 + 1,
+            column: column as u32 + 1,
+        }
     }
 
     pub fn range(&self, range: TextRange) -> LineColRange {
-        LineColRange { start: self.line_col(range.start), end: self.line_col(range.end) }
+        LineColRange {
+            start: self.line_col(range.start),
+            end: self.line_col(range.end),
+        }
     }
 
     /// The byte offset of a 1-based line/column, clamped to the text.
@@ -80,7 +98,10 @@ impl LineIndex {
         let Some(&start) = self.line_starts.get(line) else {
             return self.text.len() as u32;
         };
-        let end = self.line_starts.get(line + 1).map_or(self.text.len(), |&e| e as usize);
+        let end = self
+            .line_starts
+            .get(line + 1)
+            .map_or(self.text.len(), |&e| e as usize);
         let line_text = self.text.get(start as usize..end).unwrap_or("");
         let byte = line_text
             .char_indices()
@@ -119,7 +140,11 @@ mod tests {
     fn check(text: &str, offset: u32, expected: (u32, u32)) {
         let index = LineIndex::new(text.into());
         let actual = index.line_col(offset);
-        assert_eq!((actual.line, actual.column), expected, "offset {offset} in {text:?}");
+        assert_eq!(
+            (actual.line, actual.column),
+            expected,
+            "offset {offset} in {text:?}"
+        );
         assert_eq!(index.offset(actual), offset.min(text.len() as u32));
     }
 

@@ -107,6 +107,9 @@ impl RootDatabase {
 
     /// The input for a workspace-relative path, if the database knows the file.
     pub fn file(&self, path: &str) -> Option<File> {
-        self.file_table.lock().ok().and_then(|table| table.get(path))
+        self.file_table
+            .lock()
+            .ok()
+            .and_then(|table| table.get(path))
     }
 }

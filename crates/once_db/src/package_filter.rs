@@ -22,11 +22,18 @@ pub struct PatternError {
 
 impl PackageFilter {
     /// Compiles the lists; bad patterns are reported and left out.
-    pub fn new(include: &[String], exclude: &[String]) -> (PackageFilter, Vec<PatternError>, Vec<PatternError>) {
+    pub fn new(
+        include: &[String],
+        exclude: &[String],
+    ) -> (PackageFilter, Vec<PatternError>, Vec<PatternError>) {
         let (include_set, include_errors) = compile(include);
         let (exclude_set, exclude_errors) = compile(exclude);
         let filter = PackageFilter {
-            include: if include.is_empty() { None } else { Some(include_set) },
+            include: if include.is_empty() {
+                None
+            } else {
+                Some(include_set)
+            },
             exclude: exclude_set,
         };
         (filter, include_errors, exclude_errors)
@@ -34,7 +41,10 @@ impl PackageFilter {
 
     /// A filter that keeps every package.
     pub fn all() -> PackageFilter {
-        PackageFilter { include: None, exclude: GlobSet::empty() }
+        PackageFilter {
+            include: None,
+            exclude: GlobSet::empty(),
+        }
     }
 
     pub fn includes(&self, package: &str) -> bool {
@@ -44,7 +54,9 @@ impl PackageFilter {
         if self.exclude.is_match(package) {
             return false;
         }
-        self.include.as_ref().is_none_or(|include| include.is_match(package))
+        self.include
+            .as_ref()
+            .is_none_or(|include| include.is_match(package))
     }
 }
 
@@ -87,7 +99,11 @@ mod tests {
         let include: Vec<String> = include.iter().map(|s| s.to_string()).collect();
         let exclude: Vec<String> = exclude.iter().map(|s| s.to_string()).collect();
         let (filter, ..) = PackageFilter::new(&include, &exclude);
-        assert_eq!(filter.includes(package), expected, "{include:?} {exclude:?} {package}");
+        assert_eq!(
+            filter.includes(package),
+            expected,
+            "{include:?} {exclude:?} {package}"
+        );
     }
 
     #[test]
@@ -100,7 +116,12 @@ mod tests {
 
     #[test]
     fn exclude_wins_and_root_is_always_in() {
-        check(&["apps/**"], &["apps/legacy/**", "apps/legacy"], "apps/legacy", false);
+        check(
+            &["apps/**"],
+            &["apps/legacy/**", "apps/legacy"],
+            "apps/legacy",
+            false,
+        );
         check(&["apps/**"], &["apps/legacy/**"], "apps/legacy/x", false);
         check(&[], &["**"], "", true);
         check(&[], &[], "anything/at/all", true);

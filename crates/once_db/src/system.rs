@@ -16,7 +16,10 @@ pub struct HostPlatform {
 impl HostPlatform {
     /// The platform this binary was built for.
     pub fn current() -> HostPlatform {
-        HostPlatform { os: std::env::consts::OS.to_owned(), arch: std::env::consts::ARCH.to_owned() }
+        HostPlatform {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+        }
     }
 }
 
@@ -72,7 +75,10 @@ impl System for OsSystem {
             .filter_entry(|entry| {
                 !(entry.depth() > 0
                     && entry.file_type().is_some_and(|t| t.is_dir())
-                    && entry.file_name().to_str().is_some_and(|n| SKIPPED_DIRECTORIES.contains(&n)))
+                    && entry
+                        .file_name()
+                        .to_str()
+                        .is_some_and(|n| SKIPPED_DIRECTORIES.contains(&n)))
             })
             .build_parallel();
         let found = std::sync::Mutex::new(Vec::new());
@@ -90,7 +96,9 @@ impl System for OsSystem {
                 ignore::WalkState::Continue
             })
         });
-        let mut files = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut files = found
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         files.sort_unstable();
         Ok(files)
     }
@@ -124,14 +132,20 @@ impl Default for MemorySystem {
     fn default() -> MemorySystem {
         MemorySystem {
             files: Arc::default(),
-            host: HostPlatform { os: "linux".into(), arch: "x86_64".into() },
+            host: HostPlatform {
+                os: "linux".into(),
+                arch: "x86_64".into(),
+            },
         }
     }
 }
 
 impl MemorySystem {
     pub fn with_host(host: HostPlatform) -> MemorySystem {
-        MemorySystem { host, ..MemorySystem::default() }
+        MemorySystem {
+            host,
+            ..MemorySystem::default()
+        }
     }
 
     pub fn write(&self, path: impl Into<PathBuf>, contents: impl Into<String>) {
@@ -157,19 +171,27 @@ impl System for MemorySystem {
     }
 
     fn is_file(&self, path: &Path) -> bool {
-        self.files.read().is_ok_and(|files| files.contains_key(path))
+        self.files
+            .read()
+            .is_ok_and(|files| files.contains_key(path))
     }
 
     fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
-        let files = self.files.read().map_err(|_| io::Error::other("memory system poisoned"))?;
+        let files = self
+            .files
+            .read()
+            .map_err(|_| io::Error::other("memory system poisoned"))?;
         let mut out = Vec::new();
         for path in files.keys() {
-            let Ok(relative) = path.strip_prefix(root) else { continue };
-            let Some(relative) = relative_to_slash(relative) else { continue };
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let Some(relative) = relative_to_slash(relative) else {
+                continue;
+            };
             let parts: Vec<&str> = relative.split('/').collect();
             let skipped = parts.iter().enumerate().any(|(i, part)| {
-                part.starts_with('.')
-                    || (i + 1 < parts.len() && SKIPPED_DIRECTORIES.contains(part))
+                part.starts_with('.') || (i + 1 < parts.len() && SKIPPED_DIRECTORIES.contains(part))
             });
             if !skipped {
                 out.push(relative);

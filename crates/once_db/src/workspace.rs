@@ -38,7 +38,11 @@ pub struct Package {
 impl Package {
     /// The workspace-relative path of a package-relative file.
     pub fn join(path: &str, file: &str) -> String {
-        if path.is_empty() { file.to_owned() } else { format!("{path}/{file}") }
+        if path.is_empty() {
+            file.to_owned()
+        } else {
+            format!("{path}/{file}")
+        }
     }
 }
 

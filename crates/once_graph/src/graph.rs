@@ -38,12 +38,21 @@ pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
     for &package in workspace_packages(db, workspace) {
         let file = package.manifest(db).path(db).clone();
         for target in &resolved_targets(db, package).targets {
-            nodes.push(GraphNode { id: target.label.id(), kind: target.kind.clone(), file: file.clone(), edges: Vec::new() });
+            nodes.push(GraphNode {
+                id: target.label.id(),
+                kind: target.kind.clone(),
+                file: file.clone(),
+                edges: Vec::new(),
+            });
             let edges: Vec<(String, String, TextRange)> = target
                 .deps
                 .iter()
                 .map(|dep| {
-                    let attribute = if dep.role == "deps" { "deps".to_owned() } else { format!("dependencies.{}", dep.role) };
+                    let attribute = if dep.role == "deps" {
+                        "deps".to_owned()
+                    } else {
+                        format!("dependencies.{}", dep.role)
+                    };
                     (dep.label.id(), attribute, dep.range)
                 })
                 .collect();
@@ -52,9 +61,15 @@ pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
     }
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     nodes.dedup_by(|a, b| a.id == b.id);
-    let index: FxHashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
+    let index: FxHashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.clone(), i))
+        .collect();
     for (id, edges) in pending_edges {
-        let Some(&from) = index.get(&id) else { continue };
+        let Some(&from) = index.get(&id) else {
+            continue;
+        };
         if !nodes[from].edges.is_empty() {
             continue;
         }
@@ -113,8 +128,13 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
                     }
                     State::OnStack => {
                         let position = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
-                        let mut cycle: Vec<usize> = stack[position..].iter().map(|&(n, _)| n).collect();
-                        let smallest = cycle.iter().enumerate().min_by_key(|(_, n)| **n).map_or(0, |(i, _)| i);
+                        let mut cycle: Vec<usize> =
+                            stack[position..].iter().map(|&(n, _)| n).collect();
+                        let smallest = cycle
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, n)| **n)
+                            .map_or(0, |(i, _)| i);
                         cycle.rotate_left(smallest);
                         if !cycles.contains(&cycle) {
                             cycles.push(cycle);
@@ -139,15 +159,20 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
                 .edges
                 .iter()
                 .find(|(to, ..)| *to == second)
-                .map_or(("deps".to_owned(), TextRange::default()), |(_, a, r)| (a.clone(), *r));
-            Diagnostic::new(DiagnosticCode::DependencyCycle, format!("dependency cycle: {}", path.join(" -> ")))
-                .at(first.file.clone(), range)
-                .with_target(first.id.clone())
-                .with_attribute(attribute)
-                .with_repair(format!(
-                    "Remove one edge of the cycle, e.g. `{}` from the dependencies of `{}`",
-                    graph.nodes[second].id, first.id
-                ))
+                .map_or(("deps".to_owned(), TextRange::default()), |(_, a, r)| {
+                    (a.clone(), *r)
+                });
+            Diagnostic::new(
+                DiagnosticCode::DependencyCycle,
+                format!("dependency cycle: {}", path.join(" -> ")),
+            )
+            .at(first.file.clone(), range)
+            .with_target(first.id.clone())
+            .with_attribute(attribute)
+            .with_repair(format!(
+                "Remove one edge of the cycle, e.g. `{}` from the dependencies of `{}`",
+                graph.nodes[second].id, first.id
+            ))
         })
         .collect()
 }

@@ -16,7 +16,10 @@ pub struct KindCatalog {
 
 impl KindCatalog {
     pub fn get(&self, name: &str) -> Option<&KindSchema> {
-        self.kinds.binary_search_by(|k| k.name.as_str().cmp(name)).ok().map(|i| &self.kinds[i])
+        self.kinds
+            .binary_search_by(|k| k.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.kinds[i])
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> + Clone {
@@ -32,8 +35,14 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
     match once_starlark::prelude_kinds() {
         Ok(mut kinds) => {
             kinds.sort_by(|a, b| a.name.cmp(&b.name));
-            KindCatalog { kinds, prelude_error: None }
+            KindCatalog {
+                kinds,
+                prelude_error: None,
+            }
         }
-        Err(error) => KindCatalog { kinds: Vec::new(), prelude_error: Some(error) },
+        Err(error) => KindCatalog {
+            kinds: Vec::new(),
+            prelude_error: Some(error),
+        },
     }
 }

@@ -34,7 +34,8 @@ pub use manifests::{
     parse_manifest, read_manifest_text,
 };
 pub use resolve::{
-    ResolvedPackage, SourcePattern, resolve_manifest, ResolvedDep, ResolvedTarget, TargetSummary, Visibility, resolved_targets, target_summaries,
+    ResolvedDep, ResolvedPackage, ResolvedTarget, SourcePattern, TargetSummary, Visibility,
+    resolve_manifest, resolved_targets, target_summaries,
 };
 pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,

@@ -41,6 +41,9 @@ pub struct SelectBranch<T> {
 /// A list of dependency references, possibly selected by configuration.
 pub type DepList = Configurable<Vec<Spanned<String>>>;
 
+/// An attribute value as written: possibly a select, each value with its range.
+pub type AttrDecl = Spanned<Configurable<Spanned<AttrValue>>>;
+
 /// One `[[target]]` table as written.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TargetDecl {
@@ -54,13 +57,15 @@ pub struct TargetDecl {
     pub dependencies: Vec<(Spanned<String>, Spanned<DepList>)>,
     pub visibility: Vec<Spanned<String>>,
     pub labels: Vec<Spanned<String>>,
-    pub attrs: Vec<(Spanned<String>, Spanned<Configurable<Spanned<AttrValue>>>)>,
+    pub attrs: Vec<(Spanned<String>, AttrDecl)>,
 }
 
 impl TargetDecl {
     /// The range diagnostics about the whole target point at: its name, else its header.
     pub fn anchor(&self) -> TextRange {
-        self.name.as_ref().map_or(self.header_range, |name| name.range)
+        self.name
+            .as_ref()
+            .map_or(self.header_range, |name| name.range)
     }
 }
 
@@ -105,8 +110,11 @@ pub fn manifest(db: &dyn Db, package: Package) -> Manifest {
     };
     if let Some(error) = &source.read_error {
         reader.diagnostics.push(
-            Diagnostic::new(DiagnosticCode::FileUnreadable, format!("cannot read `{}`: {error}", reader.file))
-                .at(reader.file.clone(), TextRange::empty(0)),
+            Diagnostic::new(
+                DiagnosticCode::FileUnreadable,
+                format!("cannot read `{}`: {error}", reader.file),
+            )
+            .at(reader.file.clone(), TextRange::empty(0)),
         );
         return reader.finish(Vec::new(), None, None);
     }
@@ -115,7 +123,11 @@ pub fn manifest(db: &dyn Db, package: Package) -> Manifest {
 
 /// Reads manifest text that is not a workspace file (a proposed target, an edit preview).
 pub fn read_manifest_text(file: &str, package: &str, text: &str) -> Manifest {
-    let reader = Reader { file: file.to_owned(), package: package.to_owned(), diagnostics: Vec::new() };
+    let reader = Reader {
+        file: file.to_owned(),
+        package: package.to_owned(),
+        diagnostics: Vec::new(),
+    };
     read_parsed(reader, &once_syntax::parse(text))
 }
 
@@ -137,8 +149,16 @@ struct Reader {
 }
 
 const TOP_LEVEL_KEYS: &[&str] = &["target", "workspace", "modules"];
-const TARGET_KEYS: &[&str] =
-    &["name", "kind", "srcs", "deps", "dependencies", "visibility", "labels", "attrs"];
+const TARGET_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "srcs",
+    "deps",
+    "dependencies",
+    "visibility",
+    "labels",
+    "attrs",
+];
 const WORKSPACE_KEYS: &[&str] = &["include", "exclude", "configuration"];
 const CONFIGURATION_KEYS: &[&str] = &["os", "arch", "tokens"];
 const MODULES_KEYS: &[&str] = &["paths"];
@@ -183,8 +203,14 @@ impl Reader {
         self.finish(targets, workspace, modules)
     }
 
-    fn diagnostic(&mut self, code: DiagnosticCode, message: String, at: TextRange) -> &mut Diagnostic {
-        self.diagnostics.push(Diagnostic::new(code, message).at(self.file.clone(), at));
+    fn diagnostic(
+        &mut self,
+        code: DiagnosticCode,
+        message: String,
+        at: TextRange,
+    ) -> &mut Diagnostic {
+        self.diagnostics
+            .push(Diagnostic::new(code, message).at(self.file.clone(), at));
         let last = self.diagnostics.len() - 1;
         &mut self.diagnostics[last]
     }
@@ -202,7 +228,11 @@ impl Reader {
         diagnostic.attribute = Some(entry.key.clone());
         diagnostic.repairs.push(match suggestions.first() {
             Some(best) => format!("Rename `{}` to `{best}`", entry.key),
-            None => format!("Remove `{}`; known keys are {}", entry.key, backticked(known)),
+            None => format!(
+                "Remove `{}`; known keys are {}",
+                entry.key,
+                backticked(known)
+            ),
         });
     }
 
@@ -225,10 +255,16 @@ impl Reader {
         }
         let diagnostic = self.diagnostic(
             DiagnosticCode::MisplacedTable,
-            format!("`[{}]` is only read from the root `once.toml`; here it has no effect", entry.key),
+            format!(
+                "`[{}]` is only read from the root `once.toml`; here it has no effect",
+                entry.key
+            ),
             range(entry.key_range),
         );
-        diagnostic.repairs.push(format!("Move `[{}]` to the workspace root's `once.toml`", entry.key));
+        diagnostic.repairs.push(format!(
+            "Move `[{}]` to the workspace root's `once.toml`",
+            entry.key
+        ));
         false
     }
 
@@ -237,7 +273,9 @@ impl Reader {
             ValueKind::Array(items) => {
                 for item in items {
                     match &item.kind {
-                        ValueKind::Table(table) => targets.push(self.read_target(table, item.range)),
+                        ValueKind::Table(table) => {
+                            targets.push(self.read_target(table, item.range))
+                        }
                         _ => self.type_error("target", "a table", item, None),
                     }
                 }
@@ -245,19 +283,29 @@ impl Reader {
             ValueKind::Table(_) => {
                 let diagnostic = self.diagnostic(
                     DiagnosticCode::InvalidFieldType,
-                    "`target` must be an array of tables: write `[[target]]`, not `[target]`".into(),
+                    "`target` must be an array of tables: write `[[target]]`, not `[target]`"
+                        .into(),
                     range(entry.value.range),
                 );
-                diagnostic.repairs.push("Replace `[target]` with `[[target]]`".into());
+                diagnostic
+                    .repairs
+                    .push("Replace `[target]` with `[[target]]`".into());
             }
-            _ => self.type_error("target", "an array of tables (`[[target]]`)", &entry.value, None),
+            _ => self.type_error(
+                "target",
+                "an array of tables (`[[target]]`)",
+                &entry.value,
+                None,
+            ),
         }
     }
 
     fn read_target(&mut self, table: &Table, value_range: once_syntax::TextRange) -> TargetDecl {
         let header_range = range(table.header_range.unwrap_or(value_range));
         let name = table.get("name").and_then(|e| self.string(e, None));
-        let id = name.as_ref().map(|n| TargetLabel::new(self.package.clone(), n.value.clone()).id());
+        let id = name
+            .as_ref()
+            .map(|n| TargetLabel::new(self.package.clone(), n.value.clone()).id());
         let id = id.as_deref();
         let mut target = TargetDecl {
             header_range,
@@ -283,19 +331,33 @@ impl Reader {
                         for role in &roles.entries {
                             let attribute = format!("dependencies.{}", role.key);
                             if let Some(list) = self.dep_list(&attribute, &role.value, id) {
-                                let role_name =
-                                    Spanned { value: role.key.clone(), range: range(role.key_range) };
+                                let role_name = Spanned {
+                                    value: role.key.clone(),
+                                    range: range(role.key_range),
+                                };
                                 target.dependencies.push((role_name, list));
                             }
                         }
                     }
-                    _ => self.type_error("dependencies", "a table of role = [labels]", &entry.value, id),
+                    _ => self.type_error(
+                        "dependencies",
+                        "a table of role = [labels]",
+                        &entry.value,
+                        id,
+                    ),
                 },
                 "attrs" => match &entry.value.kind {
                     ValueKind::Table(attrs) => {
                         for attr in &attrs.entries {
-                            let name = Spanned { value: attr.key.clone(), range: range(attr.key_range) };
-                            let value = self.configurable_attr(&format!("attrs.{}", attr.key), &attr.value, id);
+                            let name = Spanned {
+                                value: attr.key.clone(),
+                                range: range(attr.key_range),
+                            };
+                            let value = self.configurable_attr(
+                                &format!("attrs.{}", attr.key),
+                                &attr.value,
+                                id,
+                            );
                             target.attrs.push((name, value));
                         }
                     }
@@ -327,7 +389,12 @@ impl Reader {
                             "os" => workspace.os = self.string(entry, None),
                             "arch" => workspace.arch = self.string(entry, None),
                             "tokens" => workspace.tokens = self.string_list(entry, None),
-                            _ => self.unknown_key(entry, "`[workspace.configuration]`", CONFIGURATION_KEYS, None),
+                            _ => self.unknown_key(
+                                entry,
+                                "`[workspace.configuration]`",
+                                CONFIGURATION_KEYS,
+                                None,
+                            ),
                         }
                     }
                 }
@@ -342,7 +409,10 @@ impl Reader {
             self.type_error("modules", "a table", &entry.value, None);
             return None;
         };
-        let mut modules = ModulesDecl { range: range(entry.key_range), paths: Vec::new() };
+        let mut modules = ModulesDecl {
+            range: range(entry.key_range),
+            paths: Vec::new(),
+        };
         for entry in &table.entries {
             match entry.key.as_str() {
                 "paths" => modules.paths = self.string_list(entry, None),
@@ -354,7 +424,10 @@ impl Reader {
 
     fn string(&mut self, entry: &Entry, target: Option<&str>) -> Option<Spanned<String>> {
         match &entry.value.kind {
-            ValueKind::String(s) => Some(Spanned { value: s.clone(), range: range(entry.value.range) }),
+            ValueKind::String(s) => Some(Spanned {
+                value: s.clone(),
+                range: range(entry.value.range),
+            }),
             _ => {
                 self.type_error(&entry.key, "a string", &entry.value, target);
                 None
@@ -363,10 +436,16 @@ impl Reader {
     }
 
     fn string_list(&mut self, entry: &Entry, target: Option<&str>) -> Vec<Spanned<String>> {
-        self.strings_of(&entry.key, &entry.value, target).unwrap_or_default()
+        self.strings_of(&entry.key, &entry.value, target)
+            .unwrap_or_default()
     }
 
-    fn strings_of(&mut self, what: &str, value: &Value, target: Option<&str>) -> Option<Vec<Spanned<String>>> {
+    fn strings_of(
+        &mut self,
+        what: &str,
+        value: &Value,
+        target: Option<&str>,
+    ) -> Option<Vec<Spanned<String>>> {
         let ValueKind::Array(items) = &value.kind else {
             self.type_error(what, "a list of strings", value, target);
             return None;
@@ -374,62 +453,89 @@ impl Reader {
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             match &item.kind {
-                ValueKind::String(s) => out.push(Spanned { value: s.clone(), range: range(item.range) }),
+                ValueKind::String(s) => out.push(Spanned {
+                    value: s.clone(),
+                    range: range(item.range),
+                }),
                 _ => self.type_error(&format!("{what} element"), "a string", item, target),
             }
         }
         Some(out)
     }
 
-    fn dep_list(&mut self, what: &str, value: &Value, target: Option<&str>) -> Option<Spanned<DepList>> {
+    fn dep_list(
+        &mut self,
+        what: &str,
+        value: &Value,
+        target: Option<&str>,
+    ) -> Option<Spanned<DepList>> {
         let list = match select_branches(value) {
             Some(Ok(branches)) => {
                 let mut out = Vec::new();
                 for branch in branches {
-                    let strings = self.strings_of(&format!("{what} select branch `{}`", branch.0.key), &branch.0.value, target)?;
+                    let strings = self.strings_of(
+                        &format!("{what} select branch `{}`", branch.0.key),
+                        &branch.0.value,
+                        target,
+                    )?;
                     out.push(SelectBranch {
-                        token: Spanned { value: branch.0.key.clone(), range: range(branch.0.key_range) },
+                        token: Spanned {
+                            value: branch.0.key.clone(),
+                            range: range(branch.0.key_range),
+                        },
                         value: strings,
                     });
                 }
                 Configurable::Select(out)
             }
             Some(Err(message)) => {
-                let diagnostic = self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
+                let diagnostic =
+                    self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
                 diagnostic.attribute = Some(what.to_owned());
                 diagnostic.target = target.map(str::to_owned);
                 return None;
             }
             None => Configurable::Value(self.strings_of(what, value, target)?),
         };
-        Some(Spanned { value: list, range: range(value.range) })
+        Some(Spanned {
+            value: list,
+            range: range(value.range),
+        })
     }
 
-    fn configurable_attr(
-        &mut self,
-        what: &str,
-        value: &Value,
-        target: Option<&str>,
-    ) -> Spanned<Configurable<Spanned<AttrValue>>> {
+    fn configurable_attr(&mut self, what: &str, value: &Value, target: Option<&str>) -> AttrDecl {
         let configurable = match select_branches(value) {
             Some(Ok(branches)) => Configurable::Select(
                 branches
                     .into_iter()
                     .map(|branch| SelectBranch {
-                        token: Spanned { value: branch.0.key.clone(), range: range(branch.0.key_range) },
-                        value: Spanned { value: attr_value(&branch.0.value), range: range(branch.0.value.range) },
+                        token: Spanned {
+                            value: branch.0.key.clone(),
+                            range: range(branch.0.key_range),
+                        },
+                        value: Spanned {
+                            value: attr_value(&branch.0.value),
+                            range: range(branch.0.value.range),
+                        },
                     })
                     .collect(),
             ),
             Some(Err(message)) => {
-                let diagnostic = self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
+                let diagnostic =
+                    self.diagnostic(DiagnosticCode::InvalidSelect, message, range(value.range));
                 diagnostic.attribute = Some(what.to_owned());
                 diagnostic.target = target.map(str::to_owned);
                 Configurable::Select(Vec::new())
             }
-            None => Configurable::Value(Spanned { value: attr_value(value), range: range(value.range) }),
+            None => Configurable::Value(Spanned {
+                value: attr_value(value),
+                range: range(value.range),
+            }),
         };
-        Spanned { value: configurable, range: range(value.range) }
+        Spanned {
+            value: configurable,
+            range: range(value.range),
+        }
     }
 }
 
@@ -438,13 +544,19 @@ struct Branch<'a>(&'a Entry);
 /// `Some` when `value` is a table whose only key is `select`: its branches, or why the
 /// select is malformed.
 fn select_branches(value: &Value) -> Option<Result<Vec<Branch<'_>>, String>> {
-    let ValueKind::Table(table) = &value.kind else { return None };
+    let ValueKind::Table(table) = &value.kind else {
+        return None;
+    };
     let select = table.get("select")?;
     if table.entries.len() != 1 {
-        return Some(Err("a `select` table must have `select` as its only key".into()));
+        return Some(Err(
+            "a `select` table must have `select` as its only key".into()
+        ));
     }
     let ValueKind::Table(branches) = &select.value.kind else {
-        return Some(Err("`select` must be a table of configuration token = value".into()));
+        return Some(Err(
+            "`select` must be a table of configuration token = value".into(),
+        ));
     };
     if branches.entries.is_empty() {
         return Some(Err("`select` has no branches".into()));
@@ -462,7 +574,11 @@ pub(crate) fn attr_value(value: &Value) -> AttrValue {
         ValueKind::Datetime(d) => AttrValue::Datetime(d.text.clone()),
         ValueKind::Array(items) => AttrValue::List(items.iter().map(attr_value).collect()),
         ValueKind::Table(table) => AttrValue::Dict(
-            table.entries.iter().map(|e| (e.key.clone(), attr_value(&e.value))).collect(),
+            table
+                .entries
+                .iter()
+                .map(|e| (e.key.clone(), attr_value(&e.value)))
+                .collect(),
         ),
     }
 }
@@ -480,5 +596,9 @@ fn kind_name(kind: &ValueKind) -> &'static str {
 }
 
 pub(crate) fn backticked(items: &[&str]) -> String {
-    items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

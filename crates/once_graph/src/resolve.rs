@@ -121,7 +121,9 @@ pub struct ResolvedPackage {
 /// Resolves every target of a package.
 #[salsa::tracked(returns(ref))]
 pub fn resolved_targets(db: &dyn Db, package: Package) -> ResolvedPackage {
-    let Some(workspace) = Workspace::try_get(db) else { return ResolvedPackage::default() };
+    let Some(workspace) = Workspace::try_get(db) else {
+        return ResolvedPackage::default();
+    };
     let manifest = manifest(db, package);
     let catalog = kind_catalog(db, workspace);
     let configuration = &workspace_settings(db, workspace).configuration;
@@ -155,7 +157,10 @@ pub fn resolve_manifest(
                 out.diagnostics.push(
                     Diagnostic::new(
                         DiagnosticCode::DuplicateTarget,
-                        format!("target `{}` is declared more than once", resolved.label.id()),
+                        format!(
+                            "target `{}` is declared more than once",
+                            resolved.label.id()
+                        ),
                     )
                     .at(manifest.file.clone(), name)
                     .with_target(resolved.label.id())
@@ -181,7 +186,13 @@ struct TargetChecker<'a> {
 }
 
 impl TargetChecker<'_> {
-    fn report(&mut self, code: DiagnosticCode, message: String, range: TextRange, attribute: Option<&str>) -> &mut Diagnostic {
+    fn report(
+        &mut self,
+        code: DiagnosticCode,
+        message: String,
+        range: TextRange,
+        attribute: Option<&str>,
+    ) -> &mut Diagnostic {
         let mut diagnostic = Diagnostic::new(code, message).at(self.manifest.file.clone(), range);
         diagnostic.target = self.id.clone();
         diagnostic.attribute = attribute.map(str::to_owned);
@@ -211,7 +222,14 @@ impl TargetChecker<'_> {
                     "Use a name without `/`, `\\`, `:` or spaces, such as `{}`",
                     suggest_name(&name.value)
                 );
-                self.report(DiagnosticCode::InvalidTargetName, message, name.range, Some("name")).repairs.push(repair);
+                self.report(
+                    DiagnosticCode::InvalidTargetName,
+                    message,
+                    name.range,
+                    Some("name"),
+                )
+                .repairs
+                .push(repair);
                 None
             }
             Some(name) => Some(name.value.clone()),
@@ -239,11 +257,18 @@ impl TargetChecker<'_> {
                     let suggestions = closest(&kind.value, self.catalog.names(), 3);
                     let message = format!("target kind `{}` is not known", kind.value);
                     let range = kind.range;
-                    let diagnostic = self.report(DiagnosticCode::UnknownTargetKind, message, range, Some("kind"));
+                    let diagnostic = self.report(
+                        DiagnosticCode::UnknownTargetKind,
+                        message,
+                        range,
+                        Some("kind"),
+                    );
                     for suggestion in &suggestions {
                         diagnostic.repairs.push(format!("Use kind `{suggestion}`"));
                     }
-                    diagnostic.repairs.push("Run `once query target-kinds` to list every kind".into());
+                    diagnostic
+                        .repairs
+                        .push("Run `once query target-kinds` to list every kind".into());
                     None
                 }
             },
@@ -267,13 +292,22 @@ impl TargetChecker<'_> {
         let label = label?;
         Some(ResolvedTarget {
             label,
-            kind: self.decl.kind.as_ref().map_or(String::new(), |k| k.value.clone()),
+            kind: self
+                .decl
+                .kind
+                .as_ref()
+                .map_or(String::new(), |k| k.value.clone()),
             kind_known: kind.is_some(),
             declaration: index,
             srcs,
             deps,
             visibility,
-            visibility_text: self.decl.visibility.iter().map(|v| v.value.clone()).collect(),
+            visibility_text: self
+                .decl
+                .visibility
+                .iter()
+                .map(|v| v.value.clone())
+                .collect(),
             labels: self.decl.labels.iter().map(|l| l.value.clone()).collect(),
             attrs,
             providers: kind.map(|k| k.providers.clone()).unwrap_or_default(),
@@ -320,18 +354,35 @@ impl TargetChecker<'_> {
                 Ok(matcher) => matcher,
                 Err(why) => {
                     let message = format!("source pattern `{}` is invalid: {why}", pattern.value);
-                    self.report(DiagnosticCode::InvalidGlob, message, pattern.range, Some("srcs"));
+                    self.report(
+                        DiagnosticCode::InvalidGlob,
+                        message,
+                        pattern.range,
+                        Some("srcs"),
+                    );
                     continue;
                 }
             };
             if let Some(files) = files
                 && !files.iter().any(|f| matcher.matches(f))
             {
-                let place = if package.is_empty() { "the root package".to_owned() } else { format!("package `{package}`") };
-                let message = format!("source pattern `{}` matches no file in {place}", pattern.value);
-                self.report(DiagnosticCode::MissingSource, message, pattern.range, Some("srcs"))
-                    .repairs
-                    .push("Create the file, fix the pattern, or remove it from `srcs`".into());
+                let place = if package.is_empty() {
+                    "the root package".to_owned()
+                } else {
+                    format!("package `{package}`")
+                };
+                let message = format!(
+                    "source pattern `{}` matches no file in {place}",
+                    pattern.value
+                );
+                self.report(
+                    DiagnosticCode::MissingSource,
+                    message,
+                    pattern.range,
+                    Some("srcs"),
+                )
+                .repairs
+                .push("Create the file, fix the pattern, or remove it from `srcs`".into());
             }
         }
         srcs
@@ -344,7 +395,12 @@ impl TargetChecker<'_> {
             roles.push(("deps".to_owned(), "deps".to_owned(), list.range, list));
         }
         for (role, list) in &self.decl.dependencies {
-            roles.push((role.value.clone(), format!("dependencies.{}", role.value), role.range, list));
+            roles.push((
+                role.value.clone(),
+                format!("dependencies.{}", role.value),
+                role.range,
+                list,
+            ));
         }
         for (role_name, attribute, role_range, list) in roles {
             let role = kind.and_then(|k| k.dependency_role(&role_name));
@@ -352,7 +408,10 @@ impl TargetChecker<'_> {
                 && role.is_none()
             {
                 let (code, message) = if attribute == "deps" {
-                    (DiagnosticCode::UnexpectedDependency, format!("target kind `{}` accepts no `deps`", kind.name))
+                    (
+                        DiagnosticCode::UnexpectedDependency,
+                        format!("target kind `{}` accepts no `deps`", kind.name),
+                    )
                 } else if role_name == "deps" {
                     (
                         DiagnosticCode::UnknownDependencyRole,
@@ -361,21 +420,34 @@ impl TargetChecker<'_> {
                 } else {
                     (
                         DiagnosticCode::UnknownDependencyRole,
-                        format!("target kind `{}` has no dependency role `{role_name}`", kind.name),
+                        format!(
+                            "target kind `{}` has no dependency role `{role_name}`",
+                            kind.name
+                        ),
                     )
                 };
-                let named: Vec<&str> = kind.dependencies.iter().map(|d| d.name.as_str()).filter(|n| *n != "deps").collect();
+                let named: Vec<&str> = kind
+                    .dependencies
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .filter(|n| *n != "deps")
+                    .collect();
                 let repair = if attribute == "deps" {
                     match named.is_empty() {
                         true => "Remove `deps`; this kind takes no dependencies".to_owned(),
-                        false => format!("Move the entries to a named role: {}", crate::manifests::backticked(&named)),
+                        false => format!(
+                            "Move the entries to a named role: {}",
+                            crate::manifests::backticked(&named)
+                        ),
                     }
                 } else if named.is_empty() {
                     "Remove this role; the kind declares no named dependency roles".to_owned()
                 } else {
                     format!("Use one of: {}", crate::manifests::backticked(&named))
                 };
-                self.report(code, message, role_range, Some(&attribute)).repairs.push(repair);
+                self.report(code, message, role_range, Some(&attribute))
+                    .repairs
+                    .push(repair);
                 continue;
             }
             let entries: Vec<Spanned<String>> = match &list.value {
@@ -393,9 +465,14 @@ impl TargetChecker<'_> {
                                 "`{attribute}` select has no branch for configuration {} and no `default`",
                                 self.configuration.describe()
                             );
-                            self.report(DiagnosticCode::SelectNoMatchingBranch, message, list.range, Some(&attribute))
-                                .repairs
-                                .push("Add a `default = [...]` branch".into());
+                            self.report(
+                                DiagnosticCode::SelectNoMatchingBranch,
+                                message,
+                                list.range,
+                                Some(&attribute),
+                            )
+                            .repairs
+                            .push("Add a `default = [...]` branch".into());
                             Vec::new()
                         }
                     }
@@ -406,14 +483,25 @@ impl TargetChecker<'_> {
                 match resolve_reference(&self.manifest.package, &entry.value) {
                     Ok(label) => {
                         count += 1;
-                        deps.push(ResolvedDep { role: role_name.clone(), label, range: entry.range });
+                        deps.push(ResolvedDep {
+                            role: role_name.clone(),
+                            label,
+                            range: entry.range,
+                        });
                     }
                     Err(err) => {
                         let message = format!("dependency `{}` {err}", entry.value);
                         let suggestion = err.suggestion().map(str::to_owned);
-                        let diagnostic = self.report(DiagnosticCode::InvalidLabel, message, entry.range, Some(&attribute));
+                        let diagnostic = self.report(
+                            DiagnosticCode::InvalidLabel,
+                            message,
+                            entry.range,
+                            Some(&attribute),
+                        );
                         if let Some(suggestion) = suggestion {
-                            diagnostic.repairs.push(format!("Replace `{}` with `{suggestion}`", entry.value));
+                            diagnostic
+                                .repairs
+                                .push(format!("Replace `{}` with `{suggestion}`", entry.value));
                         }
                     }
                 }
@@ -427,10 +515,17 @@ impl TargetChecker<'_> {
                     (min, Some(max)) => format!("between {min} and {max}"),
                     (min, None) => format!("at least {min}"),
                 };
-                let message = format!("dependency role `{role_name}` must contain {bound} dependencies; got {count}");
-                self.report(DiagnosticCode::DependencyCountMismatch, message, list.range, Some(&attribute))
-                    .repairs
-                    .push(format!("Set `{attribute}` to contain {bound} dependencies"));
+                let message = format!(
+                    "dependency role `{role_name}` must contain {bound} dependencies; got {count}"
+                );
+                self.report(
+                    DiagnosticCode::DependencyCountMismatch,
+                    message,
+                    list.range,
+                    Some(&attribute),
+                )
+                .repairs
+                .push(format!("Set `{attribute}` to contain {bound} dependencies"));
             }
         }
         // Required roles that are absent altogether.
@@ -439,18 +534,33 @@ impl TargetChecker<'_> {
                 let present = if role.name == "deps" {
                     self.decl.deps.is_some()
                 } else {
-                    self.decl.dependencies.iter().any(|(r, _)| r.value == role.name)
+                    self.decl
+                        .dependencies
+                        .iter()
+                        .any(|(r, _)| r.value == role.name)
                 };
                 if !present && role.min > 0 {
-                    let attribute = if role.name == "deps" { "deps".to_owned() } else { format!("dependencies.{}", role.name) };
+                    let attribute = if role.name == "deps" {
+                        "deps".to_owned()
+                    } else {
+                        format!("dependencies.{}", role.name)
+                    };
                     let message = format!(
                         "dependency role `{}` must contain at least {} dependencies; got 0",
                         role.name, role.min
                     );
                     let anchor = self.decl.anchor();
-                    self.report(DiagnosticCode::DependencyCountMismatch, message, anchor, Some(&attribute))
-                        .repairs
-                        .push(format!("Set `{attribute}` to at least {} dependencies", role.min));
+                    self.report(
+                        DiagnosticCode::DependencyCountMismatch,
+                        message,
+                        anchor,
+                        Some(&attribute),
+                    )
+                    .repairs
+                    .push(format!(
+                        "Set `{attribute}` to at least {} dependencies",
+                        role.min
+                    ));
                 }
             }
         }
@@ -462,15 +572,32 @@ impl TargetChecker<'_> {
         for (name, value) in &self.decl.attrs {
             let attribute = format!("attrs.{}", name.value);
             let Some(spec) = kind.attr(&name.value) else {
-                let suggestions = closest(&name.value, kind.attrs.iter().map(|a| a.name.as_str()), 1);
-                let message = format!("target kind `{}` has no attribute `{}`", kind.name, name.value);
+                let suggestions =
+                    closest(&name.value, kind.attrs.iter().map(|a| a.name.as_str()), 1);
+                let message = format!(
+                    "target kind `{}` has no attribute `{}`",
+                    kind.name, name.value
+                );
                 let known: Vec<&str> = kind.attrs.iter().map(|a| a.name.as_str()).collect();
                 let repair = match suggestions.first() {
                     Some(best) => format!("Rename `{}` to `{best}`", name.value),
-                    None if known.is_empty() => format!("Remove `{}`; this kind has no attributes", name.value),
-                    None => format!("Remove `{}`; known attributes: {}", name.value, crate::manifests::backticked(&known)),
+                    None if known.is_empty() => {
+                        format!("Remove `{}`; this kind has no attributes", name.value)
+                    }
+                    None => format!(
+                        "Remove `{}`; known attributes: {}",
+                        name.value,
+                        crate::manifests::backticked(&known)
+                    ),
                 };
-                self.report(DiagnosticCode::UnknownAttr, message, name.range, Some(&attribute)).repairs.push(repair);
+                self.report(
+                    DiagnosticCode::UnknownAttr,
+                    message,
+                    name.range,
+                    Some(&attribute),
+                )
+                .repairs
+                .push(repair);
                 continue;
             };
             match &value.value {
@@ -481,21 +608,38 @@ impl TargetChecker<'_> {
                 }
                 Configurable::Select(branches) => {
                     if !spec.configurable {
-                        let message = format!("attribute `{}` is not configurable; `select` is not allowed", spec.name);
-                        let repair = format!("Replace the select value with one `{}` value", spec.ty);
-                        self.report(DiagnosticCode::SelectOnNonConfigurableAttr, message, value.range, Some(&attribute))
-                            .repairs
-                            .push(repair);
+                        let message = format!(
+                            "attribute `{}` is not configurable; `select` is not allowed",
+                            spec.name
+                        );
+                        let repair =
+                            format!("Replace the select value with one `{}` value", spec.ty);
+                        self.report(
+                            DiagnosticCode::SelectOnNonConfigurableAttr,
+                            message,
+                            value.range,
+                            Some(&attribute),
+                        )
+                        .repairs
+                        .push(repair);
                         continue;
                     }
                     let mut all_valid = true;
                     for branch in branches {
-                        all_valid &= self.check_attr_value(spec, &attribute, &branch.value, Some(&branch.token.value));
+                        all_valid &= self.check_attr_value(
+                            spec,
+                            &attribute,
+                            &branch.value,
+                            Some(&branch.token.value),
+                        );
                     }
                     let tokens = branches.iter().map(|b| b.token.value.as_str());
                     match self.configuration.choose(tokens) {
                         Some(token) => {
-                            if all_valid && let Some(branch) = branches.iter().find(|b| b.token.value == token) {
+                            if all_valid
+                                && let Some(branch) =
+                                    branches.iter().find(|b| b.token.value == token)
+                            {
                                 values.push((name.value.clone(), branch.value.value.clone()));
                             }
                         }
@@ -505,34 +649,68 @@ impl TargetChecker<'_> {
                                 "`{attribute}` select has no branch for configuration {} and no `default`",
                                 self.configuration.describe()
                             );
-                            self.report(DiagnosticCode::SelectNoMatchingBranch, message, value.range, Some(&attribute))
-                                .repairs
-                                .push("Add a `default = …` branch".into());
+                            self.report(
+                                DiagnosticCode::SelectNoMatchingBranch,
+                                message,
+                                value.range,
+                                Some(&attribute),
+                            )
+                            .repairs
+                            .push("Add a `default = …` branch".into());
                         }
                     }
                 }
             }
         }
         for spec in kind.attrs.iter().filter(|a| a.required) {
-            if !self.decl.attrs.iter().any(|(name, _)| name.value == spec.name) {
-                let message = format!("target kind `{}` requires attribute `{}`", kind.name, spec.name);
+            if !self
+                .decl
+                .attrs
+                .iter()
+                .any(|(name, _)| name.value == spec.name)
+            {
+                let message = format!(
+                    "target kind `{}` requires attribute `{}`",
+                    kind.name, spec.name
+                );
                 let repair = format!("Set `attrs.{}` to a value of type `{}`", spec.name, spec.ty);
                 let anchor = self.decl.anchor();
-                self.report(DiagnosticCode::MissingRequiredAttr, message, anchor, Some(&format!("attrs.{}", spec.name)))
-                    .repairs
-                    .push(repair);
+                self.report(
+                    DiagnosticCode::MissingRequiredAttr,
+                    message,
+                    anchor,
+                    Some(&format!("attrs.{}", spec.name)),
+                )
+                .repairs
+                .push(repair);
             }
         }
         values
     }
 
     /// Checks one value (or select branch) against its spec; `true` when it is valid.
-    fn check_attr_value(&mut self, spec: &AttrSpec, attribute: &str, value: &Spanned<AttrValue>, branch: Option<&str>) -> bool {
+    fn check_attr_value(
+        &mut self,
+        spec: &AttrSpec,
+        attribute: &str,
+        value: &Spanned<AttrValue>,
+        branch: Option<&str>,
+    ) -> bool {
         let prefix = branch.map_or(String::new(), |b| format!("select branch `{b}`: "));
         if let Err(detail) = spec.ty.accepts(&value.value) {
-            let message = format!("attribute `{}` expects type `{}`: {prefix}{detail}", spec.name, spec.ty);
+            let message = format!(
+                "attribute `{}` expects type `{}`: {prefix}{detail}",
+                spec.name, spec.ty
+            );
             let repair = format!("Set `{attribute}` to a value of type `{}`", spec.ty);
-            self.report(DiagnosticCode::AttrTypeMismatch, message, value.range, Some(attribute)).repairs.push(repair);
+            self.report(
+                DiagnosticCode::AttrTypeMismatch,
+                message,
+                value.range,
+                Some(attribute),
+            )
+            .repairs
+            .push(repair);
             return false;
         }
         if !spec.allowed_values.is_empty() {
@@ -541,14 +719,27 @@ impl TargetChecker<'_> {
                 AttrValue::List(items) => items.iter().filter_map(AttrValue::as_str).collect(),
                 _ => Vec::new(),
             };
-            if let Some(bad) = strings.iter().find(|s| !spec.allowed_values.iter().any(|a| a == *s)) {
+            if let Some(bad) = strings
+                .iter()
+                .find(|s| !spec.allowed_values.iter().any(|a| a == *s))
+            {
                 let allowed = spec.allowed_values.join(", ");
                 let place = branch.map_or(String::new(), |b| format!(" in select branch `{b}`"));
-                let message = format!("attribute `{}`{place} must be one of: {allowed}; got `{bad}`", spec.name);
+                let message = format!(
+                    "attribute `{}`{place} must be one of: {allowed}; got `{bad}`",
+                    spec.name
+                );
                 let suggestion = closest(bad, spec.allowed_values.iter().map(String::as_str), 1);
-                let diagnostic = self.report(DiagnosticCode::AttrValueNotAllowed, message, value.range, Some(attribute));
+                let diagnostic = self.report(
+                    DiagnosticCode::AttrValueNotAllowed,
+                    message,
+                    value.range,
+                    Some(attribute),
+                );
                 if let Some(best) = suggestion.first() {
-                    diagnostic.repairs.push(format!("Replace `{bad}` with `{best}`"));
+                    diagnostic
+                        .repairs
+                        .push(format!("Replace `{bad}` with `{best}`"));
                 } else {
                     diagnostic.repairs.push(format!("Use one of: {allowed}"));
                 }
@@ -564,11 +755,19 @@ impl TargetChecker<'_> {
             let mut valid = true;
             for reference in strings {
                 if let Err(err) = resolve_reference(&self.manifest.package, reference) {
-                    let message = format!("attribute `{}` reference `{reference}` {err}", spec.name);
+                    let message =
+                        format!("attribute `{}` reference `{reference}` {err}", spec.name);
                     let suggestion = err.suggestion().map(str::to_owned);
-                    let diagnostic = self.report(DiagnosticCode::InvalidLabel, message, value.range, Some(attribute));
+                    let diagnostic = self.report(
+                        DiagnosticCode::InvalidLabel,
+                        message,
+                        value.range,
+                        Some(attribute),
+                    );
                     if let Some(suggestion) = suggestion {
-                        diagnostic.repairs.push(format!("Replace `{reference}` with `{suggestion}`"));
+                        diagnostic
+                            .repairs
+                            .push(format!("Replace `{reference}` with `{suggestion}`"));
                     }
                     valid = false;
                 }
@@ -594,7 +793,10 @@ fn valid_package_path(path: &str) -> Result<(), String> {
     if path.starts_with('/') || path.ends_with('/') {
         return Err("must not start or end with `/`".into());
     }
-    if path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+    if path
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
         return Err("has an empty, `.` or `..` segment".into());
     }
     Ok(())
@@ -603,10 +805,20 @@ fn valid_package_path(path: &str) -> Result<(), String> {
 fn suggest_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') || c.is_whitespace() { '_' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect();
     let cleaned = cleaned.trim_matches('.').to_owned();
-    if cleaned.is_empty() { "Core".into() } else { cleaned }
+    if cleaned.is_empty() {
+        "Core".into()
+    } else {
+        cleaned
+    }
 }
 
 /// A compiled `srcs` pattern: a literal path or a glob where `*` stays in one segment.
@@ -628,7 +840,9 @@ impl SourcePattern {
         }
         let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
         if !pattern.contains(['*', '?', '[', '{', '\\']) {
-            return Ok(SourcePattern::Literal(pattern.trim_end_matches('/').to_owned()));
+            return Ok(SourcePattern::Literal(
+                pattern.trim_end_matches('/').to_owned(),
+            ));
         }
         GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -642,7 +856,10 @@ impl SourcePattern {
     pub fn matches(&self, file: &str) -> bool {
         match self {
             SourcePattern::Literal(literal) => {
-                file == literal || (file.len() > literal.len() && file.starts_with(literal.as_str()) && file.as_bytes()[literal.len()] == b'/')
+                file == literal
+                    || (file.len() > literal.len()
+                        && file.starts_with(literal.as_str())
+                        && file.as_bytes()[literal.len()] == b'/')
             }
             SourcePattern::Glob(glob) => glob.is_match(file),
         }

@@ -18,7 +18,11 @@ impl Configuration {
     pub fn new(os: &str, arch: &str, extra_tokens: &[String]) -> Configuration {
         let os = normalize_os(os);
         let arch = normalize_arch(arch);
-        let arch_names: Vec<&str> = if arch == "aarch64" { vec!["arm64", "aarch64"] } else { vec![arch.as_str()] };
+        let arch_names: Vec<&str> = if arch == "aarch64" {
+            vec!["arm64", "aarch64"]
+        } else {
+            vec![arch.as_str()]
+        };
         let mut tokens: Vec<String> = arch_names.iter().map(|a| format!("{os}-{a}")).collect();
         tokens.push(os.clone());
         tokens.extend(arch_names.iter().map(|a| a.to_string()));
@@ -32,8 +36,13 @@ impl Configuration {
     }
 
     /// The first token, in token order, that `branches` has a key for.
-    pub fn choose<'a>(&self, branch_tokens: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
-        self.tokens.iter().find_map(|token| branch_tokens.clone().find(|b| b == token))
+    pub fn choose<'a>(
+        &self,
+        branch_tokens: impl Iterator<Item = &'a str> + Clone,
+    ) -> Option<&'a str> {
+        self.tokens
+            .iter()
+            .find_map(|token| branch_tokens.clone().find(|b| b == token))
     }
 
     /// The human form: `linux-x86_64 [linux-x86_64, linux, x86_64, default]`.
@@ -69,7 +78,11 @@ pub struct WorkspaceSettings {
 
 /// The root package, if the workspace root has a `once.toml`.
 pub fn root_package(db: &dyn Db, workspace: Workspace) -> Option<Package> {
-    workspace.packages(db).iter().copied().find(|p| p.path(db).is_empty())
+    workspace
+        .packages(db)
+        .iter()
+        .copied()
+        .find(|p| p.path(db).is_empty())
 }
 
 /// The root manifest's workspace settings, with the host platform as fallback.
@@ -79,9 +92,12 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
     let root = root_package(db, workspace).map(|package| manifest(db, package));
     let declared = root.and_then(|m| m.workspace.as_ref());
     let text = |v: &Option<crate::Spanned<String>>, fallback: &str| {
-        v.as_ref().filter(|s| !s.value.trim().is_empty()).map_or(fallback.to_owned(), |s| s.value.clone())
+        v.as_ref()
+            .filter(|s| !s.value.trim().is_empty())
+            .map_or(fallback.to_owned(), |s| s.value.clone())
     };
-    let strings = |list: &[crate::Spanned<String>]| list.iter().map(|s| s.value.clone()).collect::<Vec<_>>();
+    let strings =
+        |list: &[crate::Spanned<String>]| list.iter().map(|s| s.value.clone()).collect::<Vec<_>>();
     let (include, exclude, os, arch, tokens) = match declared {
         Some(ws) => (
             strings(&ws.include),
@@ -90,7 +106,13 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
             text(&ws.arch, &host.arch),
             strings(&ws.tokens),
         ),
-        None => (Vec::new(), Vec::new(), host.os.clone(), host.arch.clone(), Vec::new()),
+        None => (
+            Vec::new(),
+            Vec::new(),
+            host.os.clone(),
+            host.arch.clone(),
+            Vec::new(),
+        ),
     };
     let module_paths = root
         .and_then(|m| m.modules.as_ref())
@@ -109,14 +131,21 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
 pub fn workspace_packages(db: &dyn Db, workspace: Workspace) -> Vec<Package> {
     let settings = workspace_settings(db, workspace);
     let (filter, ..) = PackageFilter::new(&settings.include, &settings.exclude);
-    workspace.packages(db).iter().copied().filter(|p| filter.includes(p.path(db))).collect()
+    workspace
+        .packages(db)
+        .iter()
+        .copied()
+        .filter(|p| filter.includes(p.path(db)))
+        .collect()
 }
 
 /// Package lookup by path, over [`workspace_packages`].
 #[salsa::tracked(returns(ref))]
 pub fn package_by_path(db: &dyn Db, workspace: Workspace) -> PackageIndex {
-    let mut entries: Vec<(String, Package)> =
-        workspace_packages(db, workspace).iter().map(|p| (p.path(db).clone(), *p)).collect();
+    let mut entries: Vec<(String, Package)> = workspace_packages(db, workspace)
+        .iter()
+        .map(|p| (p.path(db).clone(), *p))
+        .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     PackageIndex { entries }
 }
@@ -147,9 +176,20 @@ mod tests {
         let mac = Configuration::new("darwin", "arm64", &["release".into(), "macos".into()]);
         assert_eq!(
             mac.tokens,
-            ["macos-arm64", "macos-aarch64", "macos", "arm64", "aarch64", "release", "default"]
+            [
+                "macos-arm64",
+                "macos-aarch64",
+                "macos",
+                "arm64",
+                "aarch64",
+                "release",
+                "default"
+            ]
         );
-        assert_eq!(linux.choose(["default", "linux"].into_iter()), Some("linux"));
+        assert_eq!(
+            linux.choose(["default", "linux"].into_iter()),
+            Some("linux")
+        );
         assert_eq!(linux.choose(["macos"].into_iter()), None);
     }
 }

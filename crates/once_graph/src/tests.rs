@@ -30,7 +30,9 @@ pub fn test_targets(db: &dyn Db, workspace: Workspace) -> Vec<TestTarget> {
     let mut tests = Vec::new();
     for &package in workspace_packages(db, workspace) {
         for target in &resolved_targets(db, package).targets {
-            let Some(test) = catalog.get(&target.kind).and_then(|k| k.capability("test")) else { continue };
+            let Some(test) = catalog.get(&target.kind).and_then(|k| k.capability("test")) else {
+                continue;
+            };
             let id = target.label.id();
             tests.push(TestTarget {
                 results_path: format!(".once/out/{id}/test/test_results.json"),
@@ -68,27 +70,46 @@ pub enum Ownership {
 pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Ownership)> {
     let path = normalize(path);
     let settings = workspace_settings(db, workspace);
-    let is_module = settings.module_paths.iter().any(|pattern| {
-        SourcePattern::new(pattern).is_ok_and(|p| p.matches(&path))
-    });
+    let is_module = settings
+        .module_paths
+        .iter()
+        .any(|pattern| SourcePattern::new(pattern).is_ok_and(|p| p.matches(&path)));
     if is_module {
-        return dependency_graph(db, workspace).nodes.iter().map(|n| (n.id.clone(), Ownership::Module)).collect();
+        return dependency_graph(db, workspace)
+            .nodes
+            .iter()
+            .map(|n| (n.id.clone(), Ownership::Module))
+            .collect();
     }
     // The deepest package directory containing the path owns it.
-    let Some(package) = owning_package(db, workspace, &path) else { return Vec::new() };
+    let Some(package) = owning_package(db, workspace, &path) else {
+        return Vec::new();
+    };
     if !workspace_packages(db, workspace).contains(&package) {
         return Vec::new();
     }
     let package_path = package.path(db);
-    let relative = if package_path.is_empty() { path.as_str() } else { &path[package_path.len() + 1..] };
+    let relative = if package_path.is_empty() {
+        path.as_str()
+    } else {
+        &path[package_path.len() + 1..]
+    };
     let resolved = resolved_targets(db, package);
     if relative == once_db::discovery::MANIFEST_NAME {
-        return resolved.targets.iter().map(|t| (t.label.id(), Ownership::Manifest)).collect();
+        return resolved
+            .targets
+            .iter()
+            .map(|t| (t.label.id(), Ownership::Manifest))
+            .collect();
     }
     resolved
         .targets
         .iter()
-        .filter(|t| t.srcs.iter().any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative))))
+        .filter(|t| {
+            t.srcs
+                .iter()
+                .any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative)))
+        })
         .map(|t| (t.label.id(), Ownership::Source))
         .collect()
 }
@@ -122,7 +143,11 @@ pub struct AffectedTest {
 /// The tests affected by changed paths: the owners of each path and everything that
 /// depends on them, transitively, narrowed to test targets. No paths selects every test.
 #[salsa::tracked(returns(ref))]
-pub fn affected_tests<'db>(db: &'db dyn Db, workspace: Workspace, changed: ChangedPaths<'db>) -> Vec<AffectedTest> {
+pub fn affected_tests<'db>(
+    db: &'db dyn Db,
+    workspace: Workspace,
+    changed: ChangedPaths<'db>,
+) -> Vec<AffectedTest> {
     let tests = test_targets(db, workspace);
     if changed.paths(db).is_empty() {
         return tests
@@ -141,7 +166,9 @@ pub fn affected_tests<'db>(db: &'db dyn Db, workspace: Workspace, changed: Chang
     for path in changed.paths(db) {
         let path = normalize(path);
         for (owner, ownership) in owners(db, workspace, &path) {
-            let Some(start) = graph.index_of(&owner) else { continue };
+            let Some(start) = graph.index_of(&owner) else {
+                continue;
+            };
             let direct = match ownership {
                 Ownership::Source => format!("changed test input `{path}`"),
                 Ownership::Manifest => format!("changed manifest `{path}`"),
@@ -169,7 +196,11 @@ pub fn affected_tests<'db>(db: &'db dyn Db, workspace: Workspace, changed: Chang
     reasons
         .into_iter()
         .filter(|(node, _)| test_ids.contains(graph.nodes[*node].id.as_str()))
-        .map(|(node, reasons)| AffectedTest { id: graph.nodes[node].id.clone(), kind: graph.nodes[node].kind.clone(), reasons })
+        .map(|(node, reasons)| AffectedTest {
+            id: graph.nodes[node].id.clone(),
+            kind: graph.nodes[node].kind.clone(),
+            reasons,
+        })
         .collect()
 }
 

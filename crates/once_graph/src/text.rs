@@ -25,7 +25,11 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The candidates closest to `word`, best first: those within a third of its length in
 /// edit distance, or sharing it as a substring.
-pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<String> {
+pub fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    limit: usize,
+) -> Vec<String> {
     let lower = word.to_lowercase();
     let threshold = (word.chars().count() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = candidates
@@ -39,7 +43,11 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>, li
         .collect();
     scored.sort();
     scored.dedup();
-    scored.into_iter().take(limit).map(|(_, c)| c.to_owned()).collect()
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, c)| c.to_owned())
+        .collect()
 }
 
 #[cfg(test)]
@@ -51,7 +59,10 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         let kinds = ["rust_binary", "rust_library", "sh_binary", "filegroup"];
         assert_eq!(closest("rust_bianry", kinds, 3), vec!["rust_binary"]);
-        assert_eq!(closest("binary", kinds, 3), vec!["sh_binary", "rust_binary"]);
+        assert_eq!(
+            closest("binary", kinds, 3),
+            vec!["sh_binary", "rust_binary"]
+        );
         assert!(closest("zzz", kinds, 3).is_empty());
     }
 }

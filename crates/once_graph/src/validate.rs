@@ -14,7 +14,9 @@ use crate::text::closest;
 /// dependencies against the packages they live in.
 #[salsa::tracked(returns(ref))]
 pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
-    let Some(workspace) = Workspace::try_get(db) else { return Box::new([]) };
+    let Some(workspace) = Workspace::try_get(db) else {
+        return Box::new([]);
+    };
     let manifest = manifest(db, package);
     let resolved = resolved_targets(db, package);
     let mut diagnostics: Vec<Diagnostic> = manifest.diagnostics.clone();
@@ -28,36 +30,59 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     for target in &resolved.targets {
         let consumer = target.label.id();
         let kind = catalog.get(&target.kind);
-        let mut check_reference = |label: &TargetLabel, attribute: String, range: TextRange, role_providers: Option<&[String]>| {
-            let summary = index.get(&label.package).and_then(|p| {
-                let summaries = target_summaries(db, p);
-                summaries.binary_search_by(|s| s.name.as_str().cmp(&label.name)).ok().map(|i| summaries[i].clone())
-            });
-            let Some(summary) = summary else {
-                let mut diagnostic = Diagnostic::new(
-                    DiagnosticCode::MissingDependency,
-                    format!("target `{consumer}` depends on missing target `{}`", label.id()),
-                )
-                .at(manifest.file.clone(), range)
-                .with_target(consumer.clone())
-                .with_attribute(attribute.clone());
-                let candidates: Vec<String> = index
-                    .get(&label.package)
-                    .map(|p| target_summaries(db, p).iter().map(|s| TargetLabel::new(label.package.clone(), s.name.clone()).id()).collect())
-                    .unwrap_or_default();
-                for suggestion in closest(&label.id(), candidates.iter().map(String::as_str), 2) {
-                    diagnostic.repairs.push(format!("Did you mean `{suggestion}`?"));
-                }
-                diagnostic.repairs.push(format!("Declare target `{}` or remove it from `{attribute}`", label.id()));
-                diagnostics.push(diagnostic);
-                return;
-            };
-            if let Some(accepted) = role_providers
-                && !accepted.is_empty()
-                && summary.kind.is_some()
-                && !summary.providers.iter().any(|p| accepted.contains(p))
-            {
-                diagnostics.push(
+        let mut check_reference =
+            |label: &TargetLabel,
+             attribute: String,
+             range: TextRange,
+             role_providers: Option<&[String]>| {
+                let summary = index.get(&label.package).and_then(|p| {
+                    let summaries = target_summaries(db, p);
+                    summaries
+                        .binary_search_by(|s| s.name.as_str().cmp(&label.name))
+                        .ok()
+                        .map(|i| summaries[i].clone())
+                });
+                let Some(summary) = summary else {
+                    let mut diagnostic = Diagnostic::new(
+                        DiagnosticCode::MissingDependency,
+                        format!(
+                            "target `{consumer}` depends on missing target `{}`",
+                            label.id()
+                        ),
+                    )
+                    .at(manifest.file.clone(), range)
+                    .with_target(consumer.clone())
+                    .with_attribute(attribute.clone());
+                    let candidates: Vec<String> = index
+                        .get(&label.package)
+                        .map(|p| {
+                            target_summaries(db, p)
+                                .iter()
+                                .map(|s| {
+                                    TargetLabel::new(label.package.clone(), s.name.clone()).id()
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    for suggestion in closest(&label.id(), candidates.iter().map(String::as_str), 2)
+                    {
+                        diagnostic
+                            .repairs
+                            .push(format!("Did you mean `{suggestion}`?"));
+                    }
+                    diagnostic.repairs.push(format!(
+                        "Declare target `{}` or remove it from `{attribute}`",
+                        label.id()
+                    ));
+                    diagnostics.push(diagnostic);
+                    return;
+                };
+                if let Some(accepted) = role_providers
+                    && !accepted.is_empty()
+                    && summary.kind.is_some()
+                    && !summary.providers.iter().any(|p| accepted.contains(p))
+                {
+                    diagnostics.push(
                     Diagnostic::new(
                         DiagnosticCode::IncompatibleDependencyProvider,
                         format!(
@@ -73,10 +98,17 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                     .with_attribute(attribute.clone())
                     .with_repair(format!("Depend on a target that provides one of [{}], or remove `{}`", accepted.join(", "), label.id())),
                 );
-            }
-            if !summary.visibility.allows(&label.package, consumer_package, &consumer) {
-                let grant = if consumer_package.is_empty() { consumer.clone() } else { format!("package:{consumer_package}") };
-                diagnostics.push(
+                }
+                if !summary
+                    .visibility
+                    .allows(&label.package, consumer_package, &consumer)
+                {
+                    let grant = if consumer_package.is_empty() {
+                        consumer.clone()
+                    } else {
+                        format!("package:{consumer_package}")
+                    };
+                    diagnostics.push(
                     Diagnostic::new(
                         DiagnosticCode::DependencyNotVisible,
                         format!("target `{consumer}` cannot depend on `{}`: it is not visible to `{consumer}`", label.id()),
@@ -86,26 +118,39 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                     .with_attribute(attribute.clone())
                     .with_repair(format!("Add `{grant}` to the `visibility` of `{}`", label.id())),
                 );
-            }
-        };
+                }
+            };
         for dep in &target.deps {
-            let attribute = if dep.role == "deps" { "deps".to_owned() } else { format!("dependencies.{}", dep.role) };
-            let providers = kind.and_then(|k| k.dependency_role(&dep.role)).map(|r| r.providers.as_slice());
+            let attribute = if dep.role == "deps" {
+                "deps".to_owned()
+            } else {
+                format!("dependencies.{}", dep.role)
+            };
+            let providers = kind
+                .and_then(|k| k.dependency_role(&dep.role))
+                .map(|r| r.providers.as_slice());
             check_reference(&dep.label, attribute, dep.range, providers);
         }
         // Label-typed attributes must name existing targets too.
         let Some(kind) = kind else { continue };
         let decl = &manifest.targets[target.declaration];
         for (name, value) in &decl.attrs {
-            let Some(spec) = kind.attr(&name.value) else { continue };
-            let is_label = matches!(&spec.ty, AttrType::Label) || matches!(&spec.ty, AttrType::List(inner) if **inner == AttrType::Label);
-            let Configurable::Value(value) = &value.value else { continue };
+            let Some(spec) = kind.attr(&name.value) else {
+                continue;
+            };
+            let is_label = matches!(&spec.ty, AttrType::Label)
+                || matches!(&spec.ty, AttrType::List(inner) if **inner == AttrType::Label);
+            let Configurable::Value(value) = &value.value else {
+                continue;
+            };
             if !is_label {
                 continue;
             }
             let references: Vec<&str> = match &value.value {
                 once_model::AttrValue::String(s) => vec![s.as_str()],
-                once_model::AttrValue::List(items) => items.iter().filter_map(|i| i.as_str()).collect(),
+                once_model::AttrValue::List(items) => {
+                    items.iter().filter_map(|i| i.as_str()).collect()
+                }
                 _ => Vec::new(),
             };
             for reference in references {
@@ -115,7 +160,9 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
             }
         }
     }
-    diagnostics.sort_by(|a, b| (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code)));
+    diagnostics.sort_by(|a, b| {
+        (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code))
+    });
     diagnostics.into_boxed_slice()
 }
 
@@ -127,13 +174,21 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
         let include: Vec<String> = workspace.include.iter().map(|s| s.value.clone()).collect();
         let exclude: Vec<String> = workspace.exclude.iter().map(|s| s.value.clone()).collect();
         let (_, include_errors, exclude_errors) = PackageFilter::new(&include, &exclude);
-        for (list, errors, name) in [(&workspace.include, include_errors, "include"), (&workspace.exclude, exclude_errors, "exclude")] {
+        for (list, errors, name) in [
+            (&workspace.include, include_errors, "include"),
+            (&workspace.exclude, exclude_errors, "exclude"),
+        ] {
             for error in errors {
-                let Some(pattern) = list.get(error.index) else { continue };
+                let Some(pattern) = list.get(error.index) else {
+                    continue;
+                };
                 out.push(
                     Diagnostic::new(
                         DiagnosticCode::InvalidGlob,
-                        format!("`[workspace] {name}` pattern `{}` is invalid: {}", pattern.value, error.message),
+                        format!(
+                            "`[workspace] {name}` pattern `{}` is invalid: {}",
+                            pattern.value, error.message
+                        ),
                     )
                     .at(manifest.file.clone(), pattern.range)
                     .with_attribute(format!("workspace.{name}")),
@@ -145,19 +200,27 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
                 && value.value.trim().is_empty()
             {
                 out.push(
-                    Diagnostic::new(DiagnosticCode::InvalidConfiguration, format!("`configuration.{field}` must not be empty"))
-                        .at(manifest.file.clone(), value.range)
-                        .with_attribute(format!("workspace.configuration.{field}"))
-                        .with_repair(format!("Remove `{field}` to use the host's, or set a value such as `linux`")),
+                    Diagnostic::new(
+                        DiagnosticCode::InvalidConfiguration,
+                        format!("`configuration.{field}` must not be empty"),
+                    )
+                    .at(manifest.file.clone(), value.range)
+                    .with_attribute(format!("workspace.configuration.{field}"))
+                    .with_repair(format!(
+                        "Remove `{field}` to use the host's, or set a value such as `linux`"
+                    )),
                 );
             }
         }
         for token in &workspace.tokens {
             if token.value.trim().is_empty() {
                 out.push(
-                    Diagnostic::new(DiagnosticCode::InvalidConfiguration, "configuration tokens must not be empty".to_owned())
-                        .at(manifest.file.clone(), token.range)
-                        .with_attribute("workspace.configuration.tokens"),
+                    Diagnostic::new(
+                        DiagnosticCode::InvalidConfiguration,
+                        "configuration tokens must not be empty".to_owned(),
+                    )
+                    .at(manifest.file.clone(), token.range)
+                    .with_attribute("workspace.configuration.tokens"),
                 );
             }
         }
@@ -189,7 +252,10 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
 pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]> {
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     if let Some(error) = &kind_catalog(db, workspace).prelude_error {
-        diagnostics.push(Diagnostic::new(DiagnosticCode::UnknownTargetKind, format!("the built-in prelude failed to load (a bug in once): {error}")));
+        diagnostics.push(Diagnostic::new(
+            DiagnosticCode::UnknownTargetKind,
+            format!("the built-in prelude failed to load (a bug in once): {error}"),
+        ));
     }
     // The root package is always included, so its settings are always checked.
     for &package in workspace_packages(db, workspace) {
@@ -197,7 +263,12 @@ pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnost
     }
     diagnostics.extend(dependency_cycles(db, workspace).iter().cloned());
     diagnostics.sort_by(|a, b| {
-        (&a.file, a.range.map(|r| r.start), a.code, &a.message).cmp(&(&b.file, b.range.map(|r| r.start), b.code, &b.message))
+        (&a.file, a.range.map(|r| r.start), a.code, &a.message).cmp(&(
+            &b.file,
+            b.range.map(|r| r.start),
+            b.code,
+            &b.message,
+        ))
     });
     diagnostics.dedup();
     diagnostics.into_boxed_slice()

@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use once_db::{ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes};
-use once_graph::{affected_tests, workspace_diagnostics, ChangedPaths};
+use once_db::{
+    ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes,
+};
+use once_graph::{ChangedPaths, affected_tests, workspace_diagnostics};
 
 const ROOT: &str = "/ws";
 
@@ -15,7 +17,11 @@ fn workspace(n: usize) -> MemorySystem {
     let system = MemorySystem::default();
     system.write(format!("{ROOT}/once.toml"), "[workspace]\n");
     for i in 0..n {
-        let dep = if i == 0 { String::new() } else { format!("\"pkgs/p{}/Lib\"", i - 1) };
+        let dep = if i == 0 {
+            String::new()
+        } else {
+            format!("\"pkgs/p{}/Lib\"", i - 1)
+        };
         system.write(
             format!("{ROOT}/pkgs/p{i}/once.toml"),
             format!(
@@ -24,7 +30,10 @@ fn workspace(n: usize) -> MemorySystem {
             ),
         );
         system.write(format!("{ROOT}/pkgs/p{i}/src/lib.rs"), "pub fn f() {}\n");
-        system.write(format!("{ROOT}/pkgs/p{i}/tests/t.rs"), "#[test]\nfn t() {}\n");
+        system.write(
+            format!("{ROOT}/pkgs/p{i}/tests/t.rs"),
+            "#[test]\nfn t() {}\n",
+        );
     }
     system
 }
@@ -44,7 +53,10 @@ fn executed(db: &RootDatabase, log: &ExecutionLog) -> Vec<String> {
 }
 
 fn count(executed: &[String], query: &str) -> usize {
-    executed.iter().filter(|e| e.starts_with(&format!("{query}("))).count()
+    executed
+        .iter()
+        .filter(|e| e.starts_with(&format!("{query}(")))
+        .count()
 }
 
 #[test]
@@ -52,19 +64,30 @@ fn editing_one_manifest_reruns_only_its_queries() {
     let system = workspace(50);
     let (mut db, workspace, log) = load(&system);
     let diagnostics = workspace_diagnostics(&db, workspace);
-    assert!(diagnostics.is_empty(), "{} diagnostics, first: {:?}", diagnostics.len(), diagnostics.first());
+    assert!(
+        diagnostics.is_empty(),
+        "{} diagnostics, first: {:?}",
+        diagnostics.len(),
+        diagnostics.first()
+    );
     let cold = executed(&db, &log);
     assert_eq!(count(&cold, "parse_manifest"), 51, "{cold:?}");
     assert_eq!(count(&cold, "manifest"), 51);
 
     // A comment-free but meaningful edit: add an attribute to p17's library.
     let path = format!("{ROOT}/pkgs/p17/once.toml");
-    let text = system.read_to_string(Path::new(&path)).unwrap().replace("srcs = [\"src/lib.rs\"]\ndeps", "srcs = [\"src/lib.rs\"]\nattrs = { edition = \"2021\" }\ndeps");
+    let text = system.read_to_string(Path::new(&path)).unwrap().replace(
+        "srcs = [\"src/lib.rs\"]\ndeps",
+        "srcs = [\"src/lib.rs\"]\nattrs = { edition = \"2021\" }\ndeps",
+    );
     system.write(&path, text);
     apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
     assert!(workspace_diagnostics(&db, workspace).is_empty());
     let warm = executed(&db, &log);
-    let names: Vec<&str> = warm.iter().map(|e| e.split('(').next().unwrap_or("")).collect();
+    let names: Vec<&str> = warm
+        .iter()
+        .map(|e| e.split('(').next().unwrap_or(""))
+        .collect();
     assert_eq!(
         names,
         [
@@ -79,8 +102,18 @@ fn editing_one_manifest_reruns_only_its_queries() {
         ],
         "exactly these queries re-run, each once: {warm:?}"
     );
-    for query in ["source_text", "parse_manifest", "manifest", "resolved_targets", "file_diagnostics"] {
-        assert_eq!(count(&warm, query), 1, "{query} should re-run once for the edited file: {warm:?}");
+    for query in [
+        "source_text",
+        "parse_manifest",
+        "manifest",
+        "resolved_targets",
+        "file_diagnostics",
+    ] {
+        assert_eq!(
+            count(&warm, query),
+            1,
+            "{query} should re-run once for the edited file: {warm:?}"
+        );
     }
     // The name table backdated, so no dependent package re-validated.
     assert_eq!(count(&warm, "target_summaries"), 1, "{warm:?}");
@@ -100,7 +133,18 @@ fn editing_a_source_file_reruns_no_manifest_query() {
     let affected = affected_tests(&db, workspace, paths);
     assert_eq!(affected.len(), 7, "{affected:?}");
     let warm = executed(&db, &log);
-    for query in ["source_text", "parse_manifest", "manifest", "resolved_targets", "file_diagnostics", "workspace_diagnostics"] {
-        assert_eq!(count(&warm, query), 0, "{query} re-ran after a source edit: {warm:?}");
+    for query in [
+        "source_text",
+        "parse_manifest",
+        "manifest",
+        "resolved_targets",
+        "file_diagnostics",
+        "workspace_diagnostics",
+    ] {
+        assert_eq!(
+            count(&warm, query),
+            0,
+            "{query} re-ran after a source edit: {warm:?}"
+        );
     }
 }

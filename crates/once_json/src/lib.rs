@@ -54,8 +54,14 @@ pub fn diagnostic(located: &LocatedDiagnostic) -> DiagnosticDto {
         message: d.message.clone(),
         file: d.file.clone(),
         range: located.range.map(|r| Range {
-            start: Position { line: r.start.line, column: r.start.column },
-            end: Position { line: r.end.line, column: r.end.column },
+            start: Position {
+                line: r.start.line,
+                column: r.start.column,
+            },
+            end: Position {
+                line: r.end.line,
+                column: r.end.column,
+            },
         }),
         target: d.target.clone(),
         attribute: d.attribute.clone(),
@@ -86,7 +92,10 @@ pub struct TargetValidationDto {
 }
 
 pub fn target_validation(validation: &Validation) -> TargetValidationDto {
-    TargetValidationDto { valid: validation.valid, diagnostics: validation.diagnostics.iter().map(diagnostic).collect() }
+    TargetValidationDto {
+        valid: validation.valid,
+        diagnostics: validation.diagnostics.iter().map(diagnostic).collect(),
+    }
 }
 
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -123,13 +132,23 @@ pub struct WorkspaceDto {
 pub fn workspace(info: &WorkspaceInfo) -> WorkspaceDto {
     WorkspaceDto {
         root: info.root.display().to_string(),
-        configuration: ConfigurationDto { os: info.os.clone(), arch: info.arch.clone(), tokens: info.tokens.clone() },
-        root_manifest: RootManifestDto { path: "once.toml".into(), exists: info.root_manifest },
+        configuration: ConfigurationDto {
+            os: info.os.clone(),
+            arch: info.arch.clone(),
+            tokens: info.tokens.clone(),
+        },
+        root_manifest: RootManifestDto {
+            path: "once.toml".into(),
+            exists: info.root_manifest,
+        },
         target_count: info.target_count,
         packages: info.packages.clone(),
         empty: info.target_count == 0,
         module_paths: info.module_paths.clone(),
-        diagnostics: DiagnosticCountsDto { errors: info.error_count, warnings: info.warning_count },
+        diagnostics: DiagnosticCountsDto {
+            errors: info.error_count,
+            warnings: info.warning_count,
+        },
     }
 }
 
@@ -138,7 +157,10 @@ fn is_empty_edges(edges: &serde_json::Map<String, Value>) -> bool {
 }
 
 fn edges(edges: &[(String, Vec<String>)]) -> serde_json::Map<String, Value> {
-    edges.iter().map(|(role, ids)| (role.clone(), Value::from(ids.clone()))).collect()
+    edges
+        .iter()
+        .map(|(role, ids)| (role.clone(), Value::from(ids.clone())))
+        .collect()
 }
 
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -215,17 +237,32 @@ pub struct GraphTargetDto {
 
 pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
     GraphTargetDto {
-        label: LabelDto { package: target.label.package.clone(), name: target.label.name.clone(), id: target.label.id() },
+        label: LabelDto {
+            package: target.label.package.clone(),
+            name: target.label.name.clone(),
+            id: target.label.id(),
+        },
         kind: target.kind.clone(),
         srcs: target.srcs.clone(),
         deps: target.deps.clone(),
         dependency_edges: edges(&target.dependency_edges),
         visibility: target.visibility.clone(),
         labels: target.labels.clone(),
-        attrs: target.attrs.iter().map(|(k, v)| (k.clone(), attr_value(v))).collect(),
+        attrs: target
+            .attrs
+            .iter()
+            .map(|(k, v)| (k.clone(), attr_value(v)))
+            .collect(),
         capabilities: target.capabilities.iter().map(capability).collect(),
         providers: target.providers.clone(),
-        tools: target.tools.iter().map(|t| ToolDto { name: t.name.clone(), docs: t.docs.clone() }).collect(),
+        tools: target
+            .tools
+            .iter()
+            .map(|t| ToolDto {
+                name: t.name.clone(),
+                docs: t.docs.clone(),
+            })
+            .collect(),
         diagnostics: target.diagnostics.iter().map(diagnostic).collect(),
     }
 }
@@ -251,11 +288,17 @@ pub fn attr_value(value: &AttrValue) -> Value {
     match value {
         AttrValue::String(s) => Value::from(s.clone()),
         AttrValue::Int(i) => Value::from(*i),
-        AttrValue::Float(f) => serde_json::Number::from_f64(f.0).map_or_else(|| Value::from(value.to_string()), Value::Number),
+        AttrValue::Float(f) => serde_json::Number::from_f64(f.0)
+            .map_or_else(|| Value::from(value.to_string()), Value::Number),
         AttrValue::Bool(b) => Value::from(*b),
         AttrValue::Datetime(d) => Value::from(d.clone()),
         AttrValue::List(items) => Value::Array(items.iter().map(attr_value).collect()),
-        AttrValue::Dict(entries) => Value::Object(entries.iter().map(|(k, v)| (k.clone(), attr_value(v))).collect()),
+        AttrValue::Dict(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), attr_value(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -269,10 +312,19 @@ pub fn json_to_attr_value(value: &Value) -> Result<AttrValue, String> {
             None => AttrValue::Float(once_model::Float(n.as_f64().unwrap_or(f64::NAN))),
         },
         Value::String(s) => AttrValue::String(s.clone()),
-        Value::Array(items) => AttrValue::List(items.iter().map(json_to_attr_value).collect::<Result<_, _>>()?),
+        Value::Array(items) => AttrValue::List(
+            items
+                .iter()
+                .map(json_to_attr_value)
+                .collect::<Result<_, _>>()?,
+        ),
         Value::Object(map) => AttrValue::Dict(
             map.iter()
-                .map(|(k, v)| json_to_attr_value(v).map(|v| (k.clone(), v)).map_err(|e| format!("`{k}`: {e}")))
+                .map(|(k, v)| {
+                    json_to_attr_value(v)
+                        .map(|v| (k.clone(), v))
+                        .map_err(|e| format!("`{k}`: {e}"))
+                })
                 .collect::<Result<_, _>>()?,
         ),
     })
@@ -338,7 +390,11 @@ pub struct ExampleSummaryDto {
 }
 
 pub fn example_summary(e: &Example) -> ExampleSummaryDto {
-    ExampleSummaryDto { slug: e.slug.clone(), name: e.name.clone(), use_when: e.use_when.clone() }
+    ExampleSummaryDto {
+        slug: e.slug.clone(),
+        name: e.name.clone(),
+        use_when: e.use_when.clone(),
+    }
 }
 
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -394,8 +450,19 @@ pub fn kind_schema(kind: &KindSchema) -> KindSchemaDto {
                 runner: c.runner.clone(),
             })
             .collect(),
-        tools: kind.tools.iter().map(|t| ToolDto { name: t.name.clone(), docs: t.docs.clone() }).collect(),
-        source_references: kind.source_references.iter().map(source_reference).collect(),
+        tools: kind
+            .tools
+            .iter()
+            .map(|t| ToolDto {
+                name: t.name.clone(),
+                docs: t.docs.clone(),
+            })
+            .collect(),
+        source_references: kind
+            .source_references
+            .iter()
+            .map(source_reference)
+            .collect(),
         examples: kind.examples.iter().map(example_summary).collect(),
     }
 }
@@ -412,7 +479,11 @@ pub fn kind_list_entry(kind: &KindSchema) -> KindListEntryDto {
     KindListEntryDto {
         kind: kind.name.clone(),
         docs: kind.docs.clone(),
-        source_references: kind.source_references.iter().map(source_reference).collect(),
+        source_references: kind
+            .source_references
+            .iter()
+            .map(source_reference)
+            .collect(),
         examples: kind.examples.iter().map(example_summary).collect(),
     }
 }
@@ -439,16 +510,27 @@ pub fn example(example: &Example) -> ExampleDto {
         .files
         .iter()
         .map(|f| match std::str::from_utf8(&f.contents) {
-            Ok(text) => ExampleFileDto { path: f.path.clone(), contents: text.to_owned(), contents_base64: None },
+            Ok(text) => ExampleFileDto {
+                path: f.path.clone(),
+                contents: text.to_owned(),
+                contents_base64: None,
+            },
             Err(_) => ExampleFileDto {
                 path: f.path.clone(),
                 contents: String::new(),
-                contents_base64: Some(base64::engine::general_purpose::STANDARD.encode(&f.contents)),
+                contents_base64: Some(
+                    base64::engine::general_purpose::STANDARD.encode(&f.contents),
+                ),
             },
         })
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    ExampleDto { slug: example.slug.clone(), name: example.name.clone(), use_when: example.use_when.clone(), files }
+    ExampleDto {
+        slug: example.slug.clone(),
+        name: example.name.clone(),
+        use_when: example.use_when.clone(),
+        files,
+    }
 }
 
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -480,5 +562,9 @@ pub struct AffectedTestDto {
 }
 
 pub fn affected_test(t: &AffectedTest) -> AffectedTestDto {
-    AffectedTestDto { id: t.id.clone(), kind: t.kind.clone(), reasons: t.reasons.clone() }
+    AffectedTestDto {
+        id: t.id.clone(),
+        kind: t.kind.clone(),
+        reasons: t.reasons.clone(),
+    }
 }

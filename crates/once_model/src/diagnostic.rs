@@ -57,7 +57,7 @@ macro_rules! diagnostic_codes {
                 match self { $(DiagnosticCode::$variant => concat!($($doc, "\n"),*),)* }
             }
 
-            pub fn from_str(code: &str) -> Option<DiagnosticCode> {
+            pub fn from_code(code: &str) -> Option<DiagnosticCode> {
                 match code { $($code => Some(DiagnosticCode::$variant),)* _ => None }
             }
         }
@@ -219,8 +219,11 @@ mod tests {
     #[test]
     fn codes_round_trip_and_are_documented() {
         for &code in DiagnosticCode::ALL {
-            assert_eq!(DiagnosticCode::from_str(code.as_str()), Some(code));
-            assert!(!code.explanation().trim().is_empty(), "{code} has no explanation");
+            assert_eq!(DiagnosticCode::from_code(code.as_str()), Some(code));
+            assert!(
+                !code.explanation().trim().is_empty(),
+                "{code} has no explanation"
+            );
         }
     }
 }

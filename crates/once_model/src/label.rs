@@ -17,7 +17,10 @@ pub struct TargetLabel {
 
 impl TargetLabel {
     pub fn new(package: impl Into<String>, name: impl Into<String>) -> TargetLabel {
-        TargetLabel { package: package.into(), name: name.into() }
+        TargetLabel {
+            package: package.into(),
+            name: name.into(),
+        }
     }
 
     /// The canonical id: `package/name`, or `name` in the root package.
@@ -53,7 +56,9 @@ pub fn is_valid_target_name(name: &str) -> bool {
     !name.is_empty()
         && name != "."
         && name != ".."
-        && !name.chars().any(|c| matches!(c, '/' | '\\' | ':') || c.is_whitespace() || c.is_control())
+        && !name
+            .chars()
+            .any(|c| matches!(c, '/' | '\\' | ':') || c.is_whitespace() || c.is_control())
 }
 
 /// Why a reference could not be resolved; `Display` is the user-facing message.
@@ -61,7 +66,9 @@ pub fn is_valid_target_name(name: &str) -> bool {
 pub enum LabelError {
     Empty,
     /// A Bazel-style label, with the rewrite that `once` accepts.
-    BazelSyntax { suggestion: String },
+    BazelSyntax {
+        suggestion: String,
+    },
     Absolute,
     EmptySegment,
     InvalidCharacter(char),
@@ -104,11 +111,15 @@ pub fn resolve_reference(package: &str, reference: &str) -> Result<TargetLabel, 
     }
     if let Some(rest) = reference.strip_prefix("//") {
         let suggestion = match rest.split_once(':') {
-            Some((pkg, name)) if pkg.is_empty() => name.to_owned(),
+            Some(("", name)) => name.to_owned(),
             Some((pkg, name)) => format!("{pkg}/{name}"),
             None => {
                 let last = rest.rsplit('/').next().unwrap_or(rest);
-                if rest.is_empty() { String::new() } else { format!("{rest}/{last}") }
+                if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!("{rest}/{last}")
+                }
             }
         };
         return Err(LabelError::BazelSyntax { suggestion });
@@ -120,7 +131,10 @@ pub fn resolve_reference(package: &str, reference: &str) -> Result<TargetLabel, 
     if reference.starts_with('/') {
         return Err(LabelError::Absolute);
     }
-    if let Some(c) = reference.chars().find(|c| matches!(c, ':' | '\\') || c.is_whitespace()) {
+    if let Some(c) = reference
+        .chars()
+        .find(|c| matches!(c, ':' | '\\') || c.is_whitespace())
+    {
         return Err(LabelError::InvalidCharacter(c));
     }
     let relative = reference.starts_with("./") || reference.starts_with("../");
@@ -173,15 +187,31 @@ mod tests {
         check("apps/cli", "./Cli", "apps/cli/Cli");
         check("apps/cli", "../lib/Lib", "apps/lib/Lib");
         check("apps/cli", "../../Root", "Root");
-        check("apps", "../../X", "error: must not escape the workspace root");
+        check(
+            "apps",
+            "../../X",
+            "error: must not escape the workspace root",
+        );
         check("", "./Root", "Root");
     }
 
     #[test]
     fn bazel_forms_are_rejected_with_a_rewrite() {
-        check("apps", "//libs/core:Core", "error: uses Bazel label syntax; use `libs/core/Core`");
-        check("apps", ":Core", "error: uses Bazel label syntax; use `./Core`");
-        check("apps", "//:Root", "error: uses Bazel label syntax; use `Root`");
+        check(
+            "apps",
+            "//libs/core:Core",
+            "error: uses Bazel label syntax; use `libs/core/Core`",
+        );
+        check(
+            "apps",
+            ":Core",
+            "error: uses Bazel label syntax; use `./Core`",
+        );
+        check(
+            "apps",
+            "//:Root",
+            "error: uses Bazel label syntax; use `Root`",
+        );
     }
 
     #[test]

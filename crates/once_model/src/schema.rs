@@ -103,19 +103,25 @@ impl AttrType {
             (AttrType::Float, AttrValue::Float(_) | AttrValue::Int(_)) => Ok(()),
             (AttrType::List(inner), AttrValue::List(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    inner.accepts(item).map_err(|e| format!("element [{i}]: {e}"))?;
+                    inner
+                        .accepts(item)
+                        .map_err(|e| format!("element [{i}]: {e}"))?;
                 }
                 Ok(())
             }
             (AttrType::Dict(inner), AttrValue::Dict(entries)) => {
                 for (key, item) in entries {
-                    inner.accepts(item).map_err(|e| format!("entry `{key}`: {e}"))?;
+                    inner
+                        .accepts(item)
+                        .map_err(|e| format!("entry `{key}`: {e}"))?;
                 }
                 Ok(())
             }
-            (expected, actual) => {
-                Err(format!("expected {}, got {}", expected.noun(), actual.type_name()))
-            }
+            (expected, actual) => Err(format!(
+                "expected {}, got {}",
+                expected.noun(),
+                actual.type_name()
+            )),
         }
     }
 

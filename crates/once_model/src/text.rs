@@ -9,12 +9,18 @@ pub struct TextRange {
 
 impl TextRange {
     pub fn new(start: u32, end: u32) -> TextRange {
-        TextRange { start, end: end.max(start) }
+        TextRange {
+            start,
+            end: end.max(start),
+        }
     }
 
     /// An empty range at `offset`.
     pub fn empty(offset: u32) -> TextRange {
-        TextRange { start: offset, end: offset }
+        TextRange {
+            start: offset,
+            end: offset,
+        }
     }
 
     pub fn len(self) -> u32 {
@@ -31,7 +37,10 @@ impl TextRange {
 
     /// The smallest range covering both.
     pub fn cover(self, other: TextRange) -> TextRange {
-        TextRange { start: self.start.min(other.start), end: self.end.max(other.end) }
+        TextRange {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 

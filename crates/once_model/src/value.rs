@@ -123,6 +123,12 @@ pub fn write_toml_string(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
 /// Writes a key bare when it may be bare, quoted otherwise.
 pub fn write_toml_key(f: &mut impl fmt::Write, key: &str) -> fmt::Result {
     let bare = !key.is_empty()
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if bare { f.write_str(key) } else { write_toml_string(f, key) }
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        f.write_str(key)
+    } else {
+        write_toml_string(f, key)
+    }
 }
