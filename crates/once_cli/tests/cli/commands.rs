@@ -1,0 +1,1009 @@
+//! Every `once query` command on a copy of `test_data/demo`, plus flags, workspace
+//! discovery, errors and the non-query commands.
+
+use expect_test::{expect, expect_file};
+
+use crate::support::{Once, Workspace, check};
+
+fn demo() -> Workspace {
+    Workspace::copy("demo")
+}
+
+#[test]
+fn demo_is_valid_without_any_diagnostic() {
+    let demo = demo();
+    let outcomes = check(
+        &[
+            Once::at(&demo, &["query", "validate-workspace", "--format", "json"]),
+            Once::at(&demo, &["query", "validate-workspace"]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query validate-workspace --format json
+            exit: 0
+            --- stdout
+            {
+              "valid": true,
+              "target_count": 11,
+              "diagnostics": []
+            }
+            --- stderr
+
+            $ once -C $WORKSPACE query validate-workspace
+            exit: 0
+            --- stdout
+            workspace valid: 11 targets
+            --- stderr
+        "#]],
+    );
+    assert_eq!(outcomes[0].json()["diagnostics"], serde_json::json!([]));
+}
+
+#[test]
+fn workspace() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "workspace"]),
+            Once::at(&demo, &["query", "workspace", "--format", "json"]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query workspace
+            exit: 0
+            --- stdout
+            workspace: $WORKSPACE
+            configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
+            root manifest: once.toml (present)
+            packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
+            targets: 11
+            diagnostics: 0 errors, 0 warnings
+            --- stderr
+
+            $ once -C $WORKSPACE query workspace --format json
+            exit: 0
+            --- stdout
+            {
+              "root": "$WORKSPACE",
+              "configuration": {
+                "os": "linux",
+                "arch": "x86_64",
+                "tokens": [
+                  "linux-x86_64",
+                  "linux",
+                  "x86_64",
+                  "release",
+                  "default"
+                ]
+              },
+              "root_manifest": {
+                "path": "once.toml",
+                "exists": true
+              },
+              "target_count": 11,
+              "packages": [
+                "",
+                "apps/greeter",
+                "data",
+                "libs/greeting",
+                "libs/text",
+                "tools"
+              ],
+              "empty": false,
+              "module_paths": [],
+              "diagnostics": {
+                "errors": 0,
+                "warnings": 0
+              }
+            }
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn targets() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "targets"]),
+            Once::at(&demo, &["query", "targets", "--format", "json"]),
+        ],
+        &expect_file!["../snapshots/commands/targets.txt"],
+    );
+}
+
+#[test]
+fn targets_of_one_kind() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "targets", "--kind", "sh_test"]),
+            Once::at(
+                &demo,
+                &["query", "targets", "--kind", "sh_test", "--format", "json"],
+            ),
+            Once::at(&demo, &["query", "targets", "--kind", "sh_binary"]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query targets --kind sh_test
+            exit: 0
+            --- stdout
+            targets (2):
+              apps/greeter/GreeterSmokeTest (sh_test) [build, test]
+              tools/ReleaseTest (sh_test) [build, test]
+            --- stderr
+
+            $ once -C $WORKSPACE query targets --kind sh_test --format json
+            exit: 0
+            --- stdout
+            [
+              {
+                "id": "apps/greeter/GreeterSmokeTest",
+                "package": "apps/greeter",
+                "name": "GreeterSmokeTest",
+                "kind": "sh_test",
+                "deps": [
+                  "apps/greeter/Greeter",
+                  "data/Messages"
+                ],
+                "capabilities": [
+                  "build",
+                  "test"
+                ]
+              },
+              {
+                "id": "tools/ReleaseTest",
+                "package": "tools",
+                "name": "ReleaseTest",
+                "kind": "sh_test",
+                "deps": [
+                  "tools/Release"
+                ],
+                "capabilities": [
+                  "build",
+                  "test"
+                ]
+              }
+            ]
+            --- stderr
+
+            $ once -C $WORKSPACE query targets --kind sh_binary
+            exit: 0
+            --- stdout
+            targets: none
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn target() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "target", "apps/greeter/Greeter"]),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "target",
+                    "apps/greeter/Greeter",
+                    "--format",
+                    "json",
+                ],
+            ),
+            Once::at(&demo, &["query", "target", "tools/Banner"]),
+        ],
+        &expect_file!["../snapshots/commands/target.txt"],
+    );
+}
+
+#[test]
+fn capabilities() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "capabilities", "libs/text/TextTest"]),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "capabilities",
+                    "apps/greeter/Greeter",
+                    "--format",
+                    "json",
+                ],
+            ),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query capabilities libs/text/TextTest
+            exit: 0
+            --- stdout
+            libs/text/TextTest (rust_test)
+            capabilities:
+              build
+                outputs: default
+              test
+                outputs: test_results
+                requires: default
+            --- stderr
+
+            $ once -C $WORKSPACE query capabilities apps/greeter/Greeter --format json
+            exit: 0
+            --- stdout
+            {
+              "id": "apps/greeter/Greeter",
+              "kind": "rust_binary",
+              "capabilities": [
+                {
+                  "name": "build",
+                  "output_groups": [
+                    "default"
+                  ],
+                  "requires_outputs": []
+                },
+                {
+                  "name": "run",
+                  "output_groups": [
+                    "default"
+                  ],
+                  "requires_outputs": [
+                    "default"
+                  ]
+                }
+              ]
+            }
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn schema() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "schema", "rust_binary"]),
+            Once::at(
+                &demo,
+                &["query", "schema", "rust_binary", "--format", "json"],
+            ),
+        ],
+        &expect_file!["../snapshots/commands/schema.txt"],
+    );
+}
+
+#[test]
+fn example() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "example",
+                    "rust_binary",
+                    "rust-binary-with-library",
+                ],
+            ),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "example",
+                    "rust_binary",
+                    "rust-binary-minimal",
+                    "--format",
+                    "json",
+                ],
+            ),
+        ],
+        &expect_file!["../snapshots/commands/example.txt"],
+    );
+}
+
+#[test]
+fn target_kinds() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "target-kinds"]),
+            Once::at(&demo, &["query", "target-kinds", "--query", "rust"]),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "kinds",
+                    "--query",
+                    "shell tests",
+                    "--format",
+                    "json",
+                ],
+            ),
+        ],
+        &expect_file!["../snapshots/commands/target_kinds.txt"],
+    );
+}
+
+#[test]
+fn tests() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "tests"]),
+            Once::at(&demo, &["query", "tests", "--format", "json"]),
+        ],
+        &expect![[r#"
+        $ once -C $WORKSPACE query tests
+        exit: 0
+        --- stdout
+        tests (5):
+          apps/greeter/GreeterSmokeTest (sh_test) runner=sh [smoke]
+          libs/greeting/GreetingIntegrationTest (rust_test) runner=libtest [integration]
+          libs/greeting/GreetingTest (rust_test) runner=libtest
+          libs/text/TextTest (rust_test) runner=libtest
+          tools/ReleaseTest (sh_test) runner=sh
+        --- stderr
+
+        $ once -C $WORKSPACE query tests --format json
+        exit: 0
+        --- stdout
+        [
+          {
+            "id": "apps/greeter/GreeterSmokeTest",
+            "kind": "sh_test",
+            "deps": [
+              "apps/greeter/Greeter",
+              "data/Messages"
+            ],
+            "runner": "sh",
+            "labels": [
+              "smoke"
+            ],
+            "results_path": ".once/out/apps/greeter/GreeterSmokeTest/test/test_results.json"
+          },
+          {
+            "id": "libs/greeting/GreetingIntegrationTest",
+            "kind": "rust_test",
+            "deps": [
+              "libs/greeting/Greeting"
+            ],
+            "runner": "libtest",
+            "labels": [
+              "integration"
+            ],
+            "results_path": ".once/out/libs/greeting/GreetingIntegrationTest/test/test_results.json"
+          },
+          {
+            "id": "libs/greeting/GreetingTest",
+            "kind": "rust_test",
+            "deps": [
+              "libs/text/Text",
+              "libs/greeting/Greeting"
+            ],
+            "runner": "libtest",
+            "labels": [],
+            "results_path": ".once/out/libs/greeting/GreetingTest/test/test_results.json"
+          },
+          {
+            "id": "libs/text/TextTest",
+            "kind": "rust_test",
+            "deps": [
+              "libs/text/Text"
+            ],
+            "runner": "libtest",
+            "labels": [],
+            "results_path": ".once/out/libs/text/TextTest/test/test_results.json"
+          },
+          {
+            "id": "tools/ReleaseTest",
+            "kind": "sh_test",
+            "deps": [
+              "tools/Release"
+            ],
+            "runner": "sh",
+            "labels": [],
+            "results_path": ".once/out/tools/ReleaseTest/test/test_results.json"
+          }
+        ]
+        --- stderr
+    "#]],
+    );
+}
+
+/// A source deep in the chain (`libs/text`) selects every test above it, with reasons.
+#[test]
+fn affected_tests_of_a_deep_source() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "affected-tests", "libs/text/src/lib.rs"]),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "affected-tests",
+                    "libs/text/src/lib.rs",
+                    "--format",
+                    "json",
+                ],
+            ),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query affected-tests libs/text/src/lib.rs
+            exit: 0
+            --- stdout
+            affected tests (4):
+              apps/greeter/GreeterSmokeTest (sh_test)
+                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
+              libs/greeting/GreetingIntegrationTest (rust_test)
+                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
+              libs/greeting/GreetingTest (rust_test)
+                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
+              libs/text/TextTest (rust_test)
+                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
+                - changed test input `libs/text/src/lib.rs`
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests libs/text/src/lib.rs --format json
+            exit: 0
+            --- stdout
+            [
+              {
+                "id": "apps/greeter/GreeterSmokeTest",
+                "kind": "sh_test",
+                "reasons": [
+                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                ]
+              },
+              {
+                "id": "libs/greeting/GreetingIntegrationTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                ]
+              },
+              {
+                "id": "libs/greeting/GreetingTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                ]
+              },
+              {
+                "id": "libs/text/TextTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed",
+                  "changed test input `libs/text/src/lib.rs`"
+                ]
+              }
+            ]
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn affected_tests_of_other_changes() {
+    let demo = demo();
+    check(
+        &[
+            // A data file reaches the smoke test through the filegroup.
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "affected-tests",
+                    "--changed-path",
+                    "data/messages/fr.txt",
+                ],
+            ),
+            // A manifest change selects the package's tests; `./` and a generator input too.
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "affected-tests",
+                    "./tools/once.toml",
+                    "apps/greeter/src/main.rs",
+                ],
+            ),
+            // A file no target owns selects nothing.
+            Once::at(&demo, &["query", "affected-tests", "README.md"]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query affected-tests --changed-path data/messages/fr.txt
+            exit: 0
+            --- stdout
+            affected tests (1):
+              apps/greeter/GreeterSmokeTest (sh_test)
+                - depends on `data/Messages`, whose input `data/messages/fr.txt` changed
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests ./tools/once.toml apps/greeter/src/main.rs
+            exit: 0
+            --- stdout
+            affected tests (2):
+              apps/greeter/GreeterSmokeTest (sh_test)
+                - depends on `apps/greeter/Greeter`, whose input `apps/greeter/src/main.rs` changed
+              tools/ReleaseTest (sh_test)
+                - depends on `tools/Banner`, whose input `tools/once.toml` changed
+                - depends on `tools/Release`, whose input `tools/once.toml` changed
+                - changed manifest `tools/once.toml`
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests README.md
+            exit: 0
+            --- stdout
+            affected tests: none
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn affected_tests_without_paths_selects_every_test() {
+    let demo = demo();
+    let outcomes = check(
+        &[
+            Once::at(&demo, &["query", "affected-tests"]),
+            Once::at(&demo, &["query", "affected-tests", "--format", "json"]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query affected-tests
+            exit: 0
+            --- stdout
+            affected tests (5):
+              apps/greeter/GreeterSmokeTest (sh_test)
+                - no changed paths given: every test target is selected
+              libs/greeting/GreetingIntegrationTest (rust_test)
+                - no changed paths given: every test target is selected
+              libs/greeting/GreetingTest (rust_test)
+                - no changed paths given: every test target is selected
+              libs/text/TextTest (rust_test)
+                - no changed paths given: every test target is selected
+              tools/ReleaseTest (sh_test)
+                - no changed paths given: every test target is selected
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests --format json
+            exit: 0
+            --- stdout
+            [
+              {
+                "id": "apps/greeter/GreeterSmokeTest",
+                "kind": "sh_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "libs/greeting/GreetingIntegrationTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "libs/greeting/GreetingTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "libs/text/TextTest",
+                "kind": "rust_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "tools/ReleaseTest",
+                "kind": "sh_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              }
+            ]
+            --- stderr
+        "#]],
+    );
+    let tests = Once::at(&demo, &["query", "tests", "--format", "json"])
+        .run()
+        .json();
+    let ids = |v: &serde_json::Value| {
+        v.as_array()
+            .expect("a list")
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&outcomes[1].json()), ids(&tests));
+}
+
+const VALID_TARGET: &str = r#"{"target": {"name": "Hello", "kind": "sh_binary", "srcs": ["hello.sh"], "deps": ["apps/greeter/Greeter"], "attrs": {"args": ["--loud"]}}}"#;
+const INVALID_TARGET: &str = r#"{"name": "Hello", "kind": "sh_binary", "srcs": "hello.sh", "attrs": {"argz": [], "timeout_seconds": 5}}"#;
+
+#[test]
+fn validate_target_from_stdin() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(&demo, &["query", "validate-target"]).stdin(VALID_TARGET),
+            Once::at(&demo, &["query", "validate-target", "--format", "json"]).stdin(VALID_TARGET),
+            Once::at(&demo, &["query", "validate-target"]).stdin(INVALID_TARGET),
+            Once::at(&demo, &["query", "validate-target", "--format", "json"])
+                .stdin(INVALID_TARGET),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query validate-target
+            exit: 0
+            --- stdout
+            target valid
+            --- stderr
+
+            $ once -C $WORKSPACE query validate-target --format json
+            exit: 0
+            --- stdout
+            {
+              "valid": true,
+              "diagnostics": []
+            }
+            --- stderr
+
+            $ once -C $WORKSPACE query validate-target
+            exit: 1
+            --- stdout
+            error[invalid_field_type]: `srcs` must be a list of strings, not a string
+              in target `Hello`, attribute `srcs`
+            error[unknown_attr]: target kind `sh_binary` has no attribute `argz`
+              in target `Hello`, attribute `attrs.argz`
+              = help: Rename `argz` to `args`
+            error[unknown_attr]: target kind `sh_binary` has no attribute `timeout_seconds`
+              in target `Hello`, attribute `attrs.timeout_seconds`
+              = help: Remove `timeout_seconds`; known attributes: `main`, `args`, `env`
+            target invalid: 3 errors
+            --- stderr
+
+            $ once -C $WORKSPACE query validate-target --format json
+            exit: 1
+            --- stdout
+            {
+              "valid": false,
+              "diagnostics": [
+                {
+                  "code": "invalid_field_type",
+                  "severity": "error",
+                  "message": "`srcs` must be a list of strings, not a string",
+                  "target": "Hello",
+                  "attribute": "srcs",
+                  "repairs": []
+                },
+                {
+                  "code": "unknown_attr",
+                  "severity": "error",
+                  "message": "target kind `sh_binary` has no attribute `argz`",
+                  "target": "Hello",
+                  "attribute": "attrs.argz",
+                  "repairs": [
+                    "Rename `argz` to `args`"
+                  ]
+                },
+                {
+                  "code": "unknown_attr",
+                  "severity": "error",
+                  "message": "target kind `sh_binary` has no attribute `timeout_seconds`",
+                  "target": "Hello",
+                  "attribute": "attrs.timeout_seconds",
+                  "repairs": [
+                    "Remove `timeout_seconds`; known attributes: `main`, `args`, `env`"
+                  ]
+                }
+              ]
+            }
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn validate_target_from_a_file() {
+    let demo = demo();
+    let valid = demo.write("proposed/valid.json", VALID_TARGET);
+    let invalid = demo.write("proposed/invalid.json", INVALID_TARGET);
+    let (valid, invalid) = (
+        valid.to_str().expect("UTF-8 path"),
+        invalid.to_str().expect("UTF-8 path"),
+    );
+    let outcomes = check(
+        &[
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "validate-target",
+                    "--file",
+                    valid,
+                    "--format",
+                    "json",
+                ],
+            ),
+            Once::at(&demo, &["query", "validate-target", "--file", invalid]),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query validate-target --file $WORKSPACE/proposed/valid.json --format json
+            exit: 0
+            --- stdout
+            {
+              "valid": true,
+              "diagnostics": []
+            }
+            --- stderr
+
+            $ once -C $WORKSPACE query validate-target --file $WORKSPACE/proposed/invalid.json
+            exit: 1
+            --- stdout
+            error[invalid_field_type]: `srcs` must be a list of strings, not a string
+              in target `Hello`, attribute `srcs`
+            error[unknown_attr]: target kind `sh_binary` has no attribute `argz`
+              in target `Hello`, attribute `attrs.argz`
+              = help: Rename `argz` to `args`
+            error[unknown_attr]: target kind `sh_binary` has no attribute `timeout_seconds`
+              in target `Hello`, attribute `attrs.timeout_seconds`
+              = help: Remove `timeout_seconds`; known attributes: `main`, `args`, `env`
+            target invalid: 3 errors
+            --- stderr
+        "#]],
+    );
+    assert_eq!((outcomes[0].code, outcomes[1].code), (0, 1));
+}
+
+/// `-C` and `--format` are global: accepted before or after the subcommand, same answer.
+#[test]
+fn global_flags_before_or_after_the_subcommand() {
+    let demo = demo();
+    let root = demo.root().to_str().expect("UTF-8 path");
+    let orders: [&[&str]; 4] = [
+        &["-C", root, "--format", "json", "query", "tests"],
+        &["--format", "json", "query", "-C", root, "tests"],
+        &["query", "tests", "-C", root, "--format", "json"],
+        &["query", "--format=json", "tests", "--directory", root],
+    ];
+    let outcomes: Vec<_> = orders
+        .iter()
+        .map(|args| Once::new(args).workspace(&demo).run())
+        .collect();
+    for outcome in &outcomes {
+        assert_eq!(outcome.code, 0, "{}", outcome.render());
+        assert_eq!(
+            outcome.stdout, outcomes[0].stdout,
+            "`once {}` answered differently",
+            outcome.command
+        );
+    }
+    assert!(
+        outcomes[0]
+            .json()
+            .as_array()
+            .is_some_and(|tests| tests.len() == 5)
+    );
+}
+
+#[test]
+fn workspace_from_the_environment() {
+    let demo = demo();
+    check(
+        &[Once::new(&["query", "workspace"])
+            .env("ONCE_WORKSPACE", demo.root())
+            .workspace(&demo)],
+        &expect![[r#"
+        $ once query workspace
+        exit: 0
+        --- stdout
+        workspace: $WORKSPACE
+        configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
+        root manifest: once.toml (present)
+        packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
+        targets: 11
+        diagnostics: 0 errors, 0 warnings
+        --- stderr
+    "#]],
+    );
+    // `-C` wins over the environment.
+    let other = Workspace::copy("workspaces/valid");
+    let outcome = Once::new(&[
+        "-C",
+        other.root().to_str().expect("UTF-8 path"),
+        "query",
+        "targets",
+    ])
+    .env("ONCE_WORKSPACE", demo.root())
+    .run();
+    assert!(
+        outcome.stdout.contains("lib/LibTest") && !outcome.stdout.contains("Greeter"),
+        "{}",
+        outcome.render()
+    );
+}
+
+/// Without `-C`, the root is the nearest ancestor whose `once.toml` has `[workspace]`,
+/// even from inside a package (which has a `once.toml` of its own).
+#[test]
+fn workspace_root_is_discovered_from_a_subdirectory() {
+    let demo = demo();
+    check(
+        &[
+            Once::new(&["query", "workspace"])
+                .cwd(demo.root().join("libs/greeting/src"))
+                .workspace(&demo),
+            Once::new(&[
+                "query",
+                "target",
+                "libs/greeting/Greeting",
+                "--format",
+                "json",
+            ])
+            .cwd(demo.root().join("libs/greeting"))
+            .workspace(&demo),
+        ],
+        &expect![[r#"
+            $ once query workspace
+            exit: 0
+            --- stdout
+            workspace: $WORKSPACE
+            configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
+            root manifest: once.toml (present)
+            packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
+            targets: 11
+            diagnostics: 0 errors, 0 warnings
+            --- stderr
+
+            $ once query target libs/greeting/Greeting --format json
+            exit: 0
+            --- stdout
+            {
+              "label": {
+                "package": "libs/greeting",
+                "name": "Greeting",
+                "id": "libs/greeting/Greeting"
+              },
+              "kind": "rust_library",
+              "srcs": [
+                "src/**/*.rs"
+              ],
+              "deps": [
+                "libs/text/Text"
+              ],
+              "visibility": [
+                "subtree:apps",
+                "package:libs/greeting"
+              ],
+              "labels": [],
+              "attrs": {
+                "crate_name": "greeting",
+                "features": [
+                  "punctuation"
+                ]
+              },
+              "capabilities": [
+                {
+                  "name": "build",
+                  "output_groups": [
+                    "default"
+                  ],
+                  "requires_outputs": []
+                }
+              ],
+              "providers": [
+                "rust_crate"
+              ],
+              "tools": [
+                {
+                  "name": "rustc",
+                  "docs": "Compiles the crate."
+                }
+              ],
+              "diagnostics": []
+            }
+            --- stderr
+        "#]],
+    );
+}
+
+#[test]
+fn errors_exit_2_with_a_message() {
+    let demo = demo();
+    check(
+        &[
+            Once::new(&["-C", "/nonexistent/once-workspace", "query", "workspace"]),
+            Once::new(&[
+                "-C",
+                "/nonexistent/once-workspace",
+                "query",
+                "workspace",
+                "--format",
+                "json",
+            ]),
+            Once::new(&["query", "workspace"]).env("ONCE_WORKSPACE", "/nonexistent/once-workspace"),
+            Once::at(&demo, &["query", "target", "apps/greeter/Greter"]),
+            Once::at(&demo, &["query", "capabilities", "nothing/like/this"]),
+            Once::at(
+                &demo,
+                &["query", "target", "libs/text/Txt", "--format", "json"],
+            ),
+            Once::at(&demo, &["query", "schema", "rust_bin"]),
+            Once::at(&demo, &["query", "example", "rust_binary", "hello-world"]),
+            Once::at(&demo, &["query", "validate-target"]).stdin("{\"name\": \"Hello\","),
+            Once::at(
+                &demo,
+                &["query", "validate-target", "--file", "missing.json"],
+            ),
+        ],
+        &expect_file!["../snapshots/commands/errors.txt"],
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let outcomes = [
+        Once::new(&["query", "nonsense"]).run(),
+        Once::new(&["query", "workspace", "--format", "yaml"]).run(),
+        Once::new(&[]).run(),
+    ];
+    for outcome in &outcomes {
+        assert_eq!(outcome.code, 2, "{}", outcome.render());
+        assert!(outcome.stdout.is_empty(), "{}", outcome.render());
+    }
+    assert!(
+        outcomes[0]
+            .stderr
+            .contains("unrecognized subcommand 'nonsense'"),
+        "{}",
+        outcomes[0].render()
+    );
+    assert!(
+        outcomes[1].stderr.contains("invalid value 'yaml'"),
+        "{}",
+        outcomes[1].render()
+    );
+}
+
+#[test]
+fn version_and_help() {
+    let version = Once::new(&["--version"]).run();
+    assert_eq!(
+        (version.code, version.stdout.as_str()),
+        (0, concat!("once ", env!("CARGO_PKG_VERSION"), "\n"))
+    );
+    let help = Once::new(&["query", "--help"]).run();
+    assert_eq!(help.code, 0);
+    for command in [
+        "workspace",
+        "targets",
+        "validate-workspace",
+        "validate-target",
+        "affected-tests",
+    ] {
+        assert!(
+            help.stdout.contains(command),
+            "`once query --help` does not mention `{command}`:\n{}",
+            help.stdout
+        );
+    }
+}
+
+#[test]
+fn completions() {
+    let bash = Once::new(&["completions", "bash"]).run();
+    assert_eq!(bash.code, 0, "{}", bash.render());
+    assert!(
+        bash.stdout.contains("_once()") && bash.stdout.contains("complete -F _once"),
+        "{}",
+        bash.stdout
+    );
+    assert!(bash.stdout.contains("validate-workspace") && bash.stdout.contains("--format"));
+    let unknown = Once::new(&["completions", "tcsh"]).run();
+    assert_eq!(unknown.code, 2, "{}", unknown.render());
+}

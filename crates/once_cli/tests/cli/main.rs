@@ -1,0 +1,5 @@
+//! Tests of the real `once` binary: fixture workspaces and every `once query` command.
+
+mod commands;
+mod fixtures;
+mod support;

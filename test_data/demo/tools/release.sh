@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prints the release banner; with --dry-run it publishes nothing.
+set -euo pipefail
+
+dry_run=false
+for arg in "$@"; do
+    case "$arg" in
+        --dry-run) dry_run=true ;;
+        *) echo "usage: release.sh [--dry-run]" >&2; exit 2 ;;
+    esac
+done
+
+cat banner.txt
+if [[ "$dry_run" == true ]]; then
+    echo "dry run: nothing published"
+fi

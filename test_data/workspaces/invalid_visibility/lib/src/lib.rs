@@ -1,0 +1,1 @@
+pub fn answer() -> u32 { 42 }
