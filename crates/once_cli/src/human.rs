@@ -21,6 +21,24 @@ fn paint(style: Style, text: impl std::fmt::Display) -> String {
     format!("{style}{text}{style:#}")
 }
 
+/// `1 error`, `2 errors`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The first sentence of a docs text, on one line.
+fn first_sentence(docs: &str) -> String {
+    let flat = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.find(". ") {
+        Some(end) => flat[..=end].to_owned(),
+        None => flat,
+    }
+}
+
 fn list(items: &[String]) -> String {
     if items.is_empty() {
         "none".into()
@@ -67,10 +85,10 @@ pub fn workspace(info: &WorkspaceInfo) {
         );
     }
     println!(
-        "{} {} errors, {} warnings",
+        "{} {}, {}",
         paint(BOLD, "diagnostics:"),
-        info.error_count,
-        info.warning_count
+        count(info.error_count, "error"),
+        count(info.warning_count, "warning")
     );
 }
 
@@ -245,13 +263,11 @@ pub fn kinds(kinds: &[KindSchema]) {
     }
     println!("{}", paint(BOLD, "target kinds:"));
     for kind in kinds {
-        let first_sentence = kind
-            .docs
-            .split(". ")
-            .next()
-            .unwrap_or(&kind.docs)
-            .trim_end_matches('.');
-        println!("  {}: {first_sentence}.", paint(ID, &kind.name));
+        println!(
+            "  {}: {}",
+            paint(ID, &kind.name),
+            first_sentence(&kind.docs)
+        );
         for example in &kind.examples {
             println!("    {} - {}", example.slug, paint(DIM, &example.use_when));
         }
@@ -297,7 +313,7 @@ pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
     }
 }
 
-fn counts(validation: &Validation) -> (usize, usize) {
+fn severity_counts(validation: &Validation) -> (usize, usize) {
     let errors = validation
         .diagnostics
         .iter()
@@ -316,23 +332,25 @@ pub fn validation(validation: &Validation) {
     if !validation.diagnostics.is_empty() {
         println!();
     }
-    let (errors, warnings) = counts(validation);
+    let (errors, warnings) = severity_counts(validation);
     if validation.valid {
         let suffix = if warnings > 0 {
-            format!(" ({warnings} warnings)")
+            format!(" ({})", count(warnings, "warning"))
         } else {
             String::new()
         };
         println!(
-            "{} {} targets{suffix}",
+            "{} {}{suffix}",
             paint(OK, "workspace valid:"),
-            validation.target_count
+            count(validation.target_count, "target")
         );
     } else {
         println!(
-            "{} {errors} errors, {warnings} warnings across {} targets",
+            "{} {}, {} across {}",
             paint(ERROR, "workspace invalid:"),
-            validation.target_count
+            count(errors, "error"),
+            count(warnings, "warning"),
+            count(validation.target_count, "target")
         );
     }
 }
@@ -342,8 +360,12 @@ pub fn target_validation(validation: &Validation) {
     if validation.valid {
         println!("{}", paint(OK, "target valid"));
     } else {
-        let (errors, _) = counts(validation);
-        println!("{} {errors} errors", paint(ERROR, "target invalid:"));
+        let (errors, _) = severity_counts(validation);
+        println!(
+            "{} {}",
+            paint(ERROR, "target invalid:"),
+            count(errors, "error")
+        );
     }
 }
 

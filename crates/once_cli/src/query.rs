@@ -75,6 +75,9 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
             }
         }
         Query::Targets { kind } => {
+            if let Some(kind) = kind {
+                find_kind(&analysis, kind)?;
+            }
             let targets = answer(analysis.targets(kind.as_deref()))?;
             if json {
                 print_json(

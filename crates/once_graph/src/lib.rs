@@ -40,5 +40,7 @@ pub use resolve::{
 pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
 };
-pub use tests::{AffectedTest, ChangedPaths, TestTarget, affected_tests, owners, test_targets};
+pub use tests::{
+    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, owners, test_targets,
+};
 pub use validate::{file_diagnostics, workspace_diagnostics};

@@ -41,8 +41,61 @@ pub struct SelectBranch<T> {
 /// A list of dependency references, possibly selected by configuration.
 pub type DepList = Configurable<Vec<Spanned<String>>>;
 
-/// An attribute value as written: possibly a select, each value with its range.
-pub type AttrDecl = Spanned<Configurable<Spanned<AttrValue>>>;
+/// An attribute value as written: possibly a select, each value with its ranges.
+pub type AttrDecl = Spanned<Configurable<AttrLiteral>>;
+
+/// An attribute value with the range of its text and of each nested element.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AttrLiteral {
+    pub value: AttrValue,
+    pub range: TextRange,
+    /// Ranges of list elements or table entry values, in order, recursively.
+    pub parts: Vec<RangeTree>,
+}
+
+/// The range of a nested value and of its own parts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RangeTree {
+    pub range: TextRange,
+    pub parts: Vec<RangeTree>,
+}
+
+impl AttrLiteral {
+    fn new(value: &Value) -> AttrLiteral {
+        AttrLiteral {
+            value: attr_value(value),
+            range: range(value.range),
+            parts: range_parts(value),
+        }
+    }
+
+    /// The range of the nested value at `path` (positions from the outside in), or the
+    /// closest enclosing range that exists.
+    pub fn range_at(&self, path: &[usize]) -> TextRange {
+        let mut current = self.range;
+        let mut parts = &self.parts;
+        for &position in path {
+            let Some(part) = parts.get(position) else {
+                break;
+            };
+            current = part.range;
+            parts = &part.parts;
+        }
+        current
+    }
+}
+
+fn range_parts(value: &Value) -> Vec<RangeTree> {
+    let tree = |v: &Value| RangeTree {
+        range: range(v.range),
+        parts: range_parts(v),
+    };
+    match &value.kind {
+        ValueKind::Array(items) => items.iter().map(tree).collect(),
+        ValueKind::Table(table) => table.entries.iter().map(|e| tree(&e.value)).collect(),
+        _ => Vec::new(),
+    }
+}
 
 /// One `[[target]]` table as written.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -513,10 +566,7 @@ impl Reader {
                             value: branch.0.key.clone(),
                             range: range(branch.0.key_range),
                         },
-                        value: Spanned {
-                            value: attr_value(&branch.0.value),
-                            range: range(branch.0.value.range),
-                        },
+                        value: AttrLiteral::new(&branch.0.value),
                     })
                     .collect(),
             ),
@@ -527,10 +577,7 @@ impl Reader {
                 diagnostic.target = target.map(str::to_owned);
                 Configurable::Select(Vec::new())
             }
-            None => Configurable::Value(Spanned {
-                value: attr_value(value),
-                range: range(value.range),
-            }),
+            None => Configurable::Value(AttrLiteral::new(value)),
         };
         Spanned {
             value: configurable,

@@ -15,7 +15,9 @@ use once_model::{
 };
 
 use crate::kinds::{KindCatalog, kind_catalog};
-use crate::manifests::{Configurable, DepList, Manifest, Spanned, TargetDecl, manifest};
+use crate::manifests::{
+    AttrLiteral, Configurable, DepList, Manifest, Spanned, TargetDecl, manifest,
+};
 use crate::settings::{Configuration, workspace_settings};
 use crate::text::closest;
 
@@ -336,9 +338,21 @@ impl TargetChecker<'_> {
                 Ok(rule) => rules.push(rule),
                 Err(why) => {
                     let message = format!("visibility entry `{text}` {why}");
-                    self.report(DiagnosticCode::InvalidVisibility, message, entry.range, Some("visibility"))
-                        .repairs
-                        .push("Use `public`, `private`, `package:apps/cli`, `subtree:apps` or a target id".into());
+                    let rewrite = resolve_reference(&package, text)
+                        .err()
+                        .and_then(|e| e.suggestion().map(str::to_owned));
+                    let diagnostic = self.report(
+                        DiagnosticCode::InvalidVisibility,
+                        message,
+                        entry.range,
+                        Some("visibility"),
+                    );
+                    match rewrite {
+                        Some(rewrite) => diagnostic.repairs.push(format!("Replace `{text}` with `{rewrite}`")),
+                        None => diagnostic.repairs.push(
+                            "Use `public`, `private`, `package:apps/cli`, `subtree:apps` or a target id".into(),
+                        ),
+                    }
                 }
             }
         }
@@ -515,8 +529,13 @@ impl TargetChecker<'_> {
                     (min, Some(max)) => format!("between {min} and {max}"),
                     (min, None) => format!("at least {min}"),
                 };
+                let noun = if bound.ends_with(" 1") {
+                    "dependency"
+                } else {
+                    "dependencies"
+                };
                 let message = format!(
-                    "dependency role `{role_name}` must contain {bound} dependencies; got {count}"
+                    "dependency role `{role_name}` must contain {bound} {noun}; got {count}"
                 );
                 self.report(
                     DiagnosticCode::DependencyCountMismatch,
@@ -525,7 +544,7 @@ impl TargetChecker<'_> {
                     Some(&attribute),
                 )
                 .repairs
-                .push(format!("Set `{attribute}` to contain {bound} dependencies"));
+                .push(format!("Set `{attribute}` to contain {bound} {noun}"));
             }
         }
         // Required roles that are absent altogether.
@@ -545,8 +564,13 @@ impl TargetChecker<'_> {
                     } else {
                         format!("dependencies.{}", role.name)
                     };
+                    let noun = if role.min == 1 {
+                        "dependency"
+                    } else {
+                        "dependencies"
+                    };
                     let message = format!(
-                        "dependency role `{}` must contain at least {} dependencies; got 0",
+                        "dependency role `{}` must contain at least {} {noun}; got 0",
                         role.name, role.min
                     );
                     let anchor = self.decl.anchor();
@@ -557,10 +581,7 @@ impl TargetChecker<'_> {
                         Some(&attribute),
                     )
                     .repairs
-                    .push(format!(
-                        "Set `{attribute}` to at least {} dependencies",
-                        role.min
-                    ));
+                    .push(format!("Set `{attribute}` to at least {} {noun}", role.min));
                 }
             }
         }
@@ -693,7 +714,7 @@ impl TargetChecker<'_> {
         &mut self,
         spec: &AttrSpec,
         attribute: &str,
-        value: &Spanned<AttrValue>,
+        value: &AttrLiteral,
         branch: Option<&str>,
     ) -> bool {
         let prefix = branch.map_or(String::new(), |b| format!("select branch `{b}`: "));
@@ -706,7 +727,7 @@ impl TargetChecker<'_> {
             self.report(
                 DiagnosticCode::AttrTypeMismatch,
                 message,
-                value.range,
+                value.range_at(&detail.path),
                 Some(attribute),
             )
             .repairs
@@ -714,15 +735,10 @@ impl TargetChecker<'_> {
             return false;
         }
         if !spec.allowed_values.is_empty() {
-            let strings: Vec<&str> = match &value.value {
-                AttrValue::String(s) => vec![s.as_str()],
-                AttrValue::List(items) => items.iter().filter_map(AttrValue::as_str).collect(),
-                _ => Vec::new(),
-            };
-            if let Some(bad) = strings
-                .iter()
-                .find(|s| !spec.allowed_values.iter().any(|a| a == *s))
-            {
+            let bad = string_elements(value)
+                .into_iter()
+                .find(|(s, _)| !spec.allowed_values.iter().any(|a| a == s));
+            if let Some((bad, bad_range)) = bad {
                 let allowed = spec.allowed_values.join(", ");
                 let place = branch.map_or(String::new(), |b| format!(" in select branch `{b}`"));
                 let message = format!(
@@ -733,7 +749,7 @@ impl TargetChecker<'_> {
                 let diagnostic = self.report(
                     DiagnosticCode::AttrValueNotAllowed,
                     message,
-                    value.range,
+                    bad_range,
                     Some(attribute),
                 );
                 if let Some(best) = suggestion.first() {
@@ -747,13 +763,8 @@ impl TargetChecker<'_> {
             }
         }
         if is_label_type(&spec.ty) {
-            let strings: Vec<&str> = match &value.value {
-                AttrValue::String(s) => vec![s.as_str()],
-                AttrValue::List(items) => items.iter().filter_map(AttrValue::as_str).collect(),
-                _ => Vec::new(),
-            };
             let mut valid = true;
-            for reference in strings {
+            for (reference, reference_range) in string_elements(value) {
                 if let Err(err) = resolve_reference(&self.manifest.package, reference) {
                     let message =
                         format!("attribute `{}` reference `{reference}` {err}", spec.name);
@@ -761,7 +772,7 @@ impl TargetChecker<'_> {
                     let diagnostic = self.report(
                         DiagnosticCode::InvalidLabel,
                         message,
-                        value.range,
+                        reference_range,
                         Some(attribute),
                     );
                     if let Some(suggestion) = suggestion {
@@ -778,7 +789,20 @@ impl TargetChecker<'_> {
     }
 }
 
-fn is_label_type(ty: &AttrType) -> bool {
+/// The strings of a string or list-of-strings value, each with its own range.
+pub(crate) fn string_elements(value: &AttrLiteral) -> Vec<(&str, TextRange)> {
+    match &value.value {
+        AttrValue::String(s) => vec![(s.as_str(), value.range)],
+        AttrValue::List(items) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| item.as_str().map(|s| (s, value.range_at(&[i]))))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn is_label_type(ty: &AttrType) -> bool {
     match ty {
         AttrType::Label => true,
         AttrType::List(inner) => **inner == AttrType::Label,

@@ -66,23 +66,69 @@ pub enum Ownership {
     Module,
 }
 
-/// The targets (by id) that own `path`, with why.
-pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Ownership)> {
-    let path = normalize(path);
+/// A target that owns a changed file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Owner {
+    /// The owning target's id.
+    pub target: String,
+    pub ownership: Ownership,
+    /// The owned file, workspace-relative (a file below the path asked about, when that
+    /// path is a directory).
+    pub path: String,
+}
+
+/// The targets that own `path`, with why. A directory stands for every file below it.
+pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
+    let path = normalize(db, workspace, path);
+    let mut found = file_owners(db, workspace, &path);
+    if found.is_empty() {
+        for file in files_below(db, workspace, &path) {
+            found.extend(file_owners(db, workspace, &file));
+        }
+    }
+    found
+}
+
+/// Every workspace file below directory `dir` (empty when `dir` is a file or unknown).
+fn files_below(db: &dyn Db, workspace: Workspace, dir: &str) -> Vec<String> {
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let mut files = Vec::new();
+    for package in workspace.packages(db) {
+        let package_path = package.path(db);
+        for file in package.files(db) {
+            let full = Package::join(package_path, file);
+            if full.starts_with(&prefix) {
+                files.push(full);
+            }
+        }
+    }
+    files
+}
+
+fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
+    let owner = |target: String, ownership: Ownership| Owner {
+        target,
+        ownership,
+        path: path.to_owned(),
+    };
     let settings = workspace_settings(db, workspace);
     let is_module = settings
         .module_paths
         .iter()
-        .any(|pattern| SourcePattern::new(pattern).is_ok_and(|p| p.matches(&path)));
+        .any(|pattern| SourcePattern::new(pattern).is_ok_and(|p| p.matches(path)));
     if is_module {
         return dependency_graph(db, workspace)
             .nodes
             .iter()
-            .map(|n| (n.id.clone(), Ownership::Module))
+            .map(|n| owner(n.id.clone(), Ownership::Module))
             .collect();
     }
     // The deepest package directory containing the path owns it.
-    let Some(package) = owning_package(db, workspace, &path) else {
+    let Some(package) = owning_package(db, workspace, path) else {
         return Vec::new();
     };
     if !workspace_packages(db, workspace).contains(&package) {
@@ -90,7 +136,7 @@ pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Own
     }
     let package_path = package.path(db);
     let relative = if package_path.is_empty() {
-        path.as_str()
+        path
     } else {
         &path[package_path.len() + 1..]
     };
@@ -99,7 +145,7 @@ pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Own
         return resolved
             .targets
             .iter()
-            .map(|t| (t.label.id(), Ownership::Manifest))
+            .map(|t| owner(t.label.id(), Ownership::Manifest))
             .collect();
     }
     resolved
@@ -110,7 +156,7 @@ pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<(String, Own
                 .iter()
                 .any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative)))
         })
-        .map(|t| (t.label.id(), Ownership::Source))
+        .map(|t| owner(t.label.id(), Ownership::Source))
         .collect()
 }
 
@@ -126,9 +172,19 @@ fn owning_package(db: &dyn Db, workspace: Workspace, path: &str) -> Option<Packa
         .max_by_key(|p| p.path(db).len())
 }
 
-fn normalize(path: &str) -> String {
+/// A workspace-relative `/`-separated path: absolute paths inside the root lose the
+/// root, `./` and trailing `/` are dropped.
+fn normalize(db: &dyn Db, workspace: Workspace, path: &str) -> String {
+    let root = workspace.root(db);
+    let path = match std::path::Path::new(path).strip_prefix(root) {
+        Ok(relative) => relative.to_string_lossy().into_owned(),
+        Err(_) => path.to_owned(),
+    };
     let path = path.replace('\\', "/");
     let path = path.trim_start_matches("./");
+    if path == "." {
+        return String::new();
+    }
     path.trim_end_matches('/').to_owned()
 }
 
@@ -164,8 +220,13 @@ pub fn affected_tests<'db>(
     let test_ids: FxHashSet<&str> = tests.iter().map(|t| t.id.as_str()).collect();
     let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for path in changed.paths(db) {
-        let path = normalize(path);
-        for (owner, ownership) in owners(db, workspace, &path) {
+        let path = normalize(db, workspace, path);
+        for Owner {
+            target: owner,
+            ownership,
+            path,
+        } in owners(db, workspace, &path)
+        {
             let Some(start) = graph.index_of(&owner) else {
                 continue;
             };
@@ -184,7 +245,12 @@ pub fn affected_tests<'db>(
                     if seen.insert(dependent) {
                         let reason = match ownership {
                             Ownership::Module => format!("changed module `{path}`"),
-                            _ => format!("depends on `{owner}`, whose input `{path}` changed"),
+                            Ownership::Source => {
+                                format!("depends on `{owner}`, whose input `{path}` changed")
+                            }
+                            Ownership::Manifest => {
+                                format!("depends on `{owner}`, whose manifest `{path}` changed")
+                            }
                         };
                         push_reason(&mut reasons, dependent, reason);
                         queue.push(dependent);
@@ -204,9 +270,20 @@ pub fn affected_tests<'db>(
         .collect()
 }
 
+/// Adds a reason once; direct reasons ("changed …") stay ahead of inherited ones
+/// ("depends on …").
 fn push_reason(reasons: &mut BTreeMap<usize, Vec<String>>, node: usize, reason: String) {
     let list = reasons.entry(node).or_default();
-    if !list.contains(&reason) {
+    if list.contains(&reason) {
+        return;
+    }
+    if reason.starts_with("changed ") {
+        let first_inherited = list
+            .iter()
+            .position(|r| !r.starts_with("changed "))
+            .unwrap_or(list.len());
+        list.insert(first_inherited, reason);
+    } else {
         list.push(reason);
     }
 }

@@ -1,12 +1,14 @@
 //! Validation: every diagnostic of a package's manifest, and of the whole workspace.
 
 use once_db::{Db, Package, PackageFilter, Workspace};
-use once_model::{AttrType, Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
+use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
 
 use crate::graph::dependency_cycles;
 use crate::kinds::kind_catalog;
 use crate::manifests::{Configurable, manifest};
-use crate::resolve::{SourcePattern, resolved_targets, target_summaries};
+use crate::resolve::{
+    SourcePattern, is_label_type, resolved_targets, string_elements, target_summaries,
+};
 use crate::settings::{package_by_path, workspace_packages};
 use crate::text::closest;
 
@@ -30,6 +32,34 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     for target in &resolved.targets {
         let consumer = target.label.id();
         let kind = catalog.get(&target.kind);
+        let decl = &manifest.targets[target.declaration];
+        // Visibility entries naming a target must name an existing one.
+        for entry in &decl.visibility {
+            let text = entry.value.as_str();
+            if matches!(text, "public" | "private") || text.contains(':') {
+                continue;
+            }
+            let Ok(label) = resolve_reference(consumer_package, text) else {
+                continue;
+            };
+            let exists = index.get(&label.package).is_some_and(|p| {
+                target_summaries(db, p)
+                    .binary_search_by(|s| s.name.as_str().cmp(&label.name))
+                    .is_ok()
+            });
+            if !exists {
+                diagnostics.push(
+                    Diagnostic::new(
+                        DiagnosticCode::InvalidVisibility,
+                        format!("visibility entry `{text}` names target `{}`, which does not exist", label.id()),
+                    )
+                    .at(manifest.file.clone(), entry.range)
+                    .with_target(consumer.clone())
+                    .with_attribute("visibility")
+                    .with_repair("Name an existing target, or use `package:<pkg>` / `subtree:<pkg>` to grant a package".to_owned()),
+                );
+            }
+        }
         let mut check_reference =
             |label: &TargetLabel,
              attribute: String,
@@ -133,29 +163,20 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
         }
         // Label-typed attributes must name existing targets too.
         let Some(kind) = kind else { continue };
-        let decl = &manifest.targets[target.declaration];
         for (name, value) in &decl.attrs {
             let Some(spec) = kind.attr(&name.value) else {
                 continue;
             };
-            let is_label = matches!(&spec.ty, AttrType::Label)
-                || matches!(&spec.ty, AttrType::List(inner) if **inner == AttrType::Label);
+            let is_label = is_label_type(&spec.ty);
             let Configurable::Value(value) = &value.value else {
                 continue;
             };
             if !is_label {
                 continue;
             }
-            let references: Vec<&str> = match &value.value {
-                once_model::AttrValue::String(s) => vec![s.as_str()],
-                once_model::AttrValue::List(items) => {
-                    items.iter().filter_map(|i| i.as_str()).collect()
-                }
-                _ => Vec::new(),
-            };
-            for reference in references {
+            for (reference, range) in string_elements(value) {
                 if let Ok(label) = resolve_reference(consumer_package, reference) {
-                    check_reference(&label, format!("attrs.{}", name.value), value.range, None);
+                    check_reference(&label, format!("attrs.{}", name.value), range, None);
                 }
             }
         }
@@ -227,7 +248,7 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
     }
     if let Some(modules) = &manifest.modules {
         for path in &modules.paths {
-            match SourcePattern::new(&path.value) {
+            match SourcePattern::new(&path.value).map_err(|why| why.replace("the package", "the workspace root")) {
                 Err(why) => out.push(
                     Diagnostic::new(DiagnosticCode::InvalidGlob, format!("module pattern `{}` is invalid: {why}", path.value))
                         .at(manifest.file.clone(), path.range)

@@ -19,7 +19,7 @@ pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use label::{LabelError, TargetLabel, is_valid_target_name, resolve_reference};
 pub use schema::{
     AttrSpec, AttrType, Capability, DependencyRole, Example, ExampleFile, ExampleSummary,
-    KindOrigin, KindSchema, SourceReference, ToolSpec,
+    KindOrigin, KindSchema, SourceReference, ToolSpec, TypeMismatch,
 };
 pub use text::{LineCol, LineColRange, TextRange};
 pub use value::{AttrValue, Float};

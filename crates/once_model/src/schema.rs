@@ -94,7 +94,7 @@ impl AttrType {
 
     /// Whether `value` has this type (labels and paths are strings here; their
     /// contents are checked separately).
-    pub fn accepts(&self, value: &AttrValue) -> Result<(), String> {
+    pub fn accepts(&self, value: &AttrValue) -> Result<(), TypeMismatch> {
         match (self, value) {
             (AttrType::Any, _) => Ok(()),
             (AttrType::String | AttrType::Label | AttrType::Path, AttrValue::String(_)) => Ok(()),
@@ -105,23 +105,22 @@ impl AttrType {
                 for (i, item) in items.iter().enumerate() {
                     inner
                         .accepts(item)
-                        .map_err(|e| format!("element [{i}]: {e}"))?;
+                        .map_err(|e| e.inside(i, format!("element [{i}]")))?;
                 }
                 Ok(())
             }
             (AttrType::Dict(inner), AttrValue::Dict(entries)) => {
-                for (key, item) in entries {
+                for (i, (key, item)) in entries.iter().enumerate() {
                     inner
                         .accepts(item)
-                        .map_err(|e| format!("entry `{key}`: {e}"))?;
+                        .map_err(|e| e.inside(i, format!("entry `{key}`")))?;
                 }
                 Ok(())
             }
-            (expected, actual) => Err(format!(
-                "expected {}, got {}",
-                expected.noun(),
-                actual.type_name()
-            )),
+            (expected, actual) => Err(TypeMismatch {
+                path: Vec::new(),
+                message: format!("expected {}, got {}", expected.noun(), actual.type_name()),
+            }),
         }
     }
 
@@ -153,6 +152,29 @@ impl fmt::Display for AttrType {
             AttrType::Dict(inner) => write!(f, "dict[{inner}]"),
             AttrType::Any => f.write_str("any"),
         }
+    }
+}
+
+/// Where inside a value a type check failed, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TypeMismatch {
+    /// Positions from the outer value inwards: list indices or table entry positions.
+    pub path: Vec<usize>,
+    /// `element [1]: expected a string, got int`.
+    pub message: String,
+}
+
+impl TypeMismatch {
+    fn inside(mut self, position: usize, place: String) -> TypeMismatch {
+        self.path.insert(0, position);
+        self.message = format!("{place}: {}", self.message);
+        self
+    }
+}
+
+impl fmt::Display for TypeMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }
 

@@ -441,8 +441,8 @@ fn affected_tests_of_a_deep_source() {
               libs/greeting/GreetingTest (rust_test)
                 - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
               libs/text/TextTest (rust_test)
-                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
                 - changed test input `libs/text/src/lib.rs`
+                - depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed
             --- stderr
 
             $ once -C $WORKSPACE query affected-tests libs/text/src/lib.rs --format json
@@ -474,8 +474,8 @@ fn affected_tests_of_a_deep_source() {
                 "id": "libs/text/TextTest",
                 "kind": "rust_test",
                 "reasons": [
-                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed",
-                  "changed test input `libs/text/src/lib.rs`"
+                  "changed test input `libs/text/src/lib.rs`",
+                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
                 ]
               }
             ]
@@ -528,9 +528,9 @@ fn affected_tests_of_other_changes() {
               apps/greeter/GreeterSmokeTest (sh_test)
                 - depends on `apps/greeter/Greeter`, whose input `apps/greeter/src/main.rs` changed
               tools/ReleaseTest (sh_test)
-                - depends on `tools/Banner`, whose input `tools/once.toml` changed
-                - depends on `tools/Release`, whose input `tools/once.toml` changed
                 - changed manifest `tools/once.toml`
+                - depends on `tools/Banner`, whose manifest `tools/once.toml` changed
+                - depends on `tools/Release`, whose manifest `tools/once.toml` changed
             --- stderr
 
             $ once -C $WORKSPACE query affected-tests README.md
