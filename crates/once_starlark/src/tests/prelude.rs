@@ -1,6 +1,5 @@
 //! The built-in prelude: it evaluates, every kind is documented and has runnable examples.
 
-use expect_test::expect;
 
 use crate::prelude_kinds;
 
@@ -11,121 +10,29 @@ fn kinds() -> Vec<once_model::KindSchema> {
     }
 }
 
+/// One snapshot file per prelude file (`snapshots/<file>.txt`), so that families can
+/// change independently. `UPDATE_EXPECT=1` rewrites them.
 #[test]
 fn prelude_snapshot() {
-    let rendered: String = kinds().iter().map(crate::tests::render_kind).collect();
-    expect![[r#"
-        kind command (prelude generic.star)
-          attr cmd: string [required]
-          attr outputs: list[path] [required]
-          attr inputs: list[path] [default=[]]
-          attr env: dict[string] [default={}]
-          dep deps <- files [0..]
-          dep tools <- executable [0..]
-          provides files
-          capability build -> default
-          tool sh
-          see Bazel genrule 0d3b76b3e6e1
-          see Buck2 genrule a5b424242303
-          example command-generate-file: greeting/greeting.txt.in, greeting/once.toml, once.toml
-        kind filegroup (prelude generic.star)
-          dep deps <- files [0..]
-          provides files
-          capability build -> default
-          see Bazel filegroup 869987250bf8
-          see Buck2 filegroup 618d27a5b702
-          example filegroup-minimal: fixtures/once.toml, fixtures/settings.json, fixtures/users.json, once.toml
-        kind rust_binary (prelude rust.star)
-          attr crate_name: string [fixed]
-          attr crate_root: path [fixed]
-          attr edition: string [fixed, default="2021", values=2015|2018|2021|2024]
-          attr features: list[string] [default=[]]
-          attr rustc_flags: list[string] [default=[]]
-          attr rustc_env: dict[string] [default={}]
-          attr args: list[string] [default=[]]
-          attr env: dict[string] [default={}]
-          dep deps <- rust_crate [0..]
-          dep data <- files [0..]
-          provides executable
-          capability build -> default
-          capability run -> default (requires default)
-          tool rustc
-          see Bazel rust_binary 94c8ef93bc6b
-          see Buck2 rust_binary 63f6e981b0fe
-          see Cargo [[bin]] 92011024c0d4
-          example rust-binary-minimal: Cargo.toml, once.toml, src/main.rs
-          example rust-binary-with-library: Cargo.toml, app/Cargo.toml, app/once.toml, app/src/main.rs, lib/greeting/Cargo.toml, lib/greeting/once.toml, lib/greeting/src/lib.rs, once.toml
-        kind rust_library (prelude rust.star)
-          attr crate_name: string [fixed]
-          attr crate_root: path [fixed]
-          attr edition: string [fixed, default="2021", values=2015|2018|2021|2024]
-          attr features: list[string] [default=[]]
-          attr rustc_flags: list[string] [default=[]]
-          attr rustc_env: dict[string] [default={}]
-          dep deps <- rust_crate [0..]
-          provides rust_crate
-          capability build -> default
-          tool rustc
-          see Bazel rust_library 27f2845125af
-          see Buck2 rust_library 273c4b272920
-          see Cargo [lib] 4ebb1442c2e4
-          example rust-library-minimal: crates/greeting/Cargo.toml, crates/greeting/once.toml, crates/greeting/src/lib.rs, once.toml
-        kind rust_test (prelude rust.star)
-          attr crate_name: string [fixed]
-          attr crate_root: path [fixed]
-          attr edition: string [fixed, default="2021", values=2015|2018|2021|2024]
-          attr features: list[string] [default=[]]
-          attr rustc_flags: list[string] [default=[]]
-          attr rustc_env: dict[string] [default={}]
-          attr args: list[string] [default=[]]
-          attr env: dict[string] [default={}]
-          attr timeout_seconds: int [fixed, default=300]
-          dep deps <- rust_crate [0..]
-          dep crate_under_test <- rust_crate [0..1]
-          dep data <- files [0..]
-          capability build -> default
-          capability test -> test_results (requires default) (runner libtest)
-          tool rustc
-          see Bazel rust_test 713d81e9dc10
-          see Buck2 rust_test fa0229475295
-          see Cargo cargo test a77a9ecdb25a
-          example rust-test-unit: calc/Cargo.toml, calc/once.toml, calc/src/lib.rs, once.toml
-        kind script (prelude generic.star)
-          attr script_path: path [required, fixed]
-          attr script_runtime: string [required, fixed]
-          attr args: list[string] [default=[]]
-          attr env: dict[string] [default={}]
-          dep deps <- files [0..]
-          provides executable
-          capability run -> default
-          see Buck2 command_alias 43862240f58d
-          see npm scripts 4aa7a4e45ebd
-          example script-minimal: once.toml, tools/cleanup.sh, tools/once.toml
-        kind sh_binary (prelude sh.star)
-          attr main: path
-          attr args: list[string] [default=[]]
-          attr env: dict[string] [default={}]
-          dep deps <- files, executable [0..]
-          provides executable, files
-          capability build -> default
-          capability run -> default (requires default)
-          tool bash
-          see Bazel sh_binary 224a00d0c74d
-          see Buck2 sh_binary 19f7b8e717a1
-          example sh-binary-minimal: once.toml, scripts/greet.sh, scripts/once.toml
-        kind sh_test (prelude sh.star)
-          attr main: path
-          attr args: list[string] [default=[]]
-          attr env: dict[string] [default={}]
-          attr timeout_seconds: int [fixed, default=300]
-          dep deps <- files, executable [0..]
-          capability build -> default
-          capability test -> test_results (requires default) (runner sh)
-          tool bash
-          see Bazel sh_test 9275a854e86e
-          see Buck2 sh_test 5bb3a1b79f15
-          example sh-test-minimal: once.toml, scripts/greet.sh, scripts/greet_test.sh, scripts/once.toml
-    "#]].assert_eq(&rendered);
+    let kinds = kinds();
+    let mut files: Vec<String> = kinds
+        .iter()
+        .map(|k| match &k.origin {
+            once_model::KindOrigin::Prelude(file) => file.clone(),
+            once_model::KindOrigin::Module(path) => path.clone(),
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    for file in files {
+        let rendered: String = kinds
+            .iter()
+            .filter(|k| matches!(&k.origin, once_model::KindOrigin::Prelude(f) if *f == file))
+            .map(crate::tests::render_kind)
+            .collect();
+        let stem = file.trim_end_matches(".star");
+        expect_test::expect_file![format!("snapshots/{stem}.txt")].assert_eq(&rendered);
+    }
 }
 
 #[test]
