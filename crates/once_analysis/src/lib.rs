@@ -69,6 +69,39 @@ impl AnalysisHost {
     }
 }
 
+/// A lookup that found nothing; `Display` says what was asked and what is close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotFound(pub String);
+
+impl NotFound {
+    fn new(what: String, asked: &str, candidates: &[String], listing: &str) -> NotFound {
+        let suggestions = closest_names(asked, candidates.iter().map(String::as_str));
+        let quoted: Vec<String> = suggestions.iter().map(|s| format!("`{s}`")).collect();
+        match quoted.as_slice() {
+            [] => NotFound(format!("{what}; {listing}")),
+            _ => NotFound(format!("{what}; did you mean {}?", quoted.join(" or "))),
+        }
+    }
+}
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+/// Cancels the running query of one [`Analysis`] snapshot.
+#[derive(Clone, Debug)]
+pub struct CancelHandle(salsa::CancellationToken);
+
+impl CancelHandle {
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+}
+
 /// A read-only snapshot of the database.
 #[derive(Clone)]
 pub struct Analysis {
@@ -84,6 +117,12 @@ impl Analysis {
         let db = &self.db;
         let workspace = self.workspace;
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db, workspace)))
+    }
+
+    /// A handle that cancels the query this snapshot is running, from another thread;
+    /// the cancelled method returns `Err(Cancelled)`.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle(salsa::Database::cancellation_token(&self.db))
     }
 
     /// The absolute workspace root.
@@ -111,6 +150,68 @@ impl Analysis {
     /// Every kind of the catalog, sorted by name.
     pub fn kinds(&self) -> Cancellable<Vec<KindSchema>> {
         self.with_db(|db, ws| kind_catalog(db, ws).kinds.clone())
+    }
+
+    /// The resolved view of one target, or an error naming the closest ids.
+    pub fn lookup_target(&self, id: &str) -> Cancellable<Result<TargetDetails, NotFound>> {
+        let id = id.to_owned();
+        self.with_db(move |db, ws| match answers::target(db, ws, &id) {
+            Some(target) => Ok(target),
+            None => {
+                let ids: Vec<String> = answers::targets(db, ws, None)
+                    .into_iter()
+                    .map(|t| t.id)
+                    .collect();
+                Err(NotFound::new(
+                    format!("no target `{id}` in the workspace"),
+                    &id,
+                    &ids,
+                    "`once query targets` lists them",
+                ))
+            }
+        })
+    }
+
+    /// A kind by name, or an error naming the closest kinds.
+    pub fn lookup_kind(&self, name: &str) -> Cancellable<Result<KindSchema, NotFound>> {
+        let name = name.to_owned();
+        self.with_db(move |db, ws| {
+            let catalog = kind_catalog(db, ws);
+            match catalog.get(&name) {
+                Some(kind) => Ok(kind.clone()),
+                None => {
+                    let names: Vec<String> = catalog.names().map(str::to_owned).collect();
+                    Err(NotFound::new(
+                        format!("no target kind `{name}`"),
+                        &name,
+                        &names,
+                        "`once query target-kinds` lists them",
+                    ))
+                }
+            }
+        })
+    }
+
+    /// An example of a kind by slug, or an error listing the kind's examples.
+    pub fn lookup_example(
+        &self,
+        kind: &str,
+        slug: &str,
+    ) -> Cancellable<Result<once_model::Example, NotFound>> {
+        Ok(match self.lookup_kind(kind)? {
+            Err(not_found) => Err(not_found),
+            Ok(schema) => match schema.example(slug) {
+                Some(example) => Ok(example.clone()),
+                None => {
+                    let slugs: Vec<String> =
+                        schema.examples.iter().map(|e| e.slug.clone()).collect();
+                    Err(NotFound(format!(
+                        "kind `{kind}` has no example `{slug}`; its examples are: {}",
+                        slugs.join(", ")
+                    )))
+                }
+            },
+        })
     }
 
     pub fn kind(&self, name: &str) -> Cancellable<Option<KindSchema>> {

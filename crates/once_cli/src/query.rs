@@ -115,18 +115,11 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
             }
         }
         Query::Example { kind, slug } => {
-            let schema = find_kind(&analysis, kind)?;
-            let Some(example) = schema.example(slug) else {
-                let slugs: Vec<&str> = schema.examples.iter().map(|e| e.slug.as_str()).collect();
-                bail!(
-                    "kind `{kind}` has no example `{slug}`; its examples are: {}",
-                    slugs.join(", ")
-                );
-            };
+            let example = answer(analysis.lookup_example(kind, slug))??;
             if json {
-                print_json(&once_json::example(example))?
+                print_json(&once_json::example(&example))?
             } else {
-                human::example(example)
+                human::example(&example)
             }
         }
         Query::TargetKinds { query } => {
@@ -217,45 +210,9 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
 }
 
 fn find_target(analysis: &Analysis, id: &str) -> anyhow::Result<once_analysis::TargetDetails> {
-    if let Some(target) = answer(analysis.target(id))? {
-        return Ok(target);
-    }
-    let ids: Vec<String> = answer(analysis.targets(None))?
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
-    let suggestions = once_analysis::closest_names(id, ids.iter().map(String::as_str));
-    match suggestions.as_slice() {
-        [] => bail!("no target `{id}` in the workspace; `once query targets` lists them"),
-        _ => bail!(
-            "no target `{id}` in the workspace; did you mean {}?",
-            quoted(&suggestions)
-        ),
-    }
+    Ok(answer(analysis.lookup_target(id))??)
 }
 
 fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::KindSchema> {
-    if let Some(schema) = answer(analysis.kind(kind))? {
-        return Ok(schema);
-    }
-    let names: Vec<String> = answer(analysis.kinds())?
-        .into_iter()
-        .map(|k| k.name)
-        .collect();
-    let suggestions = once_analysis::closest_names(kind, names.iter().map(String::as_str));
-    match suggestions.as_slice() {
-        [] => bail!("no target kind `{kind}`; `once query target-kinds` lists them"),
-        _ => bail!(
-            "no target kind `{kind}`; did you mean {}?",
-            quoted(&suggestions)
-        ),
-    }
-}
-
-fn quoted(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(" or ")
+    Ok(answer(analysis.lookup_kind(kind))??)
 }

@@ -7,6 +7,7 @@
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
+//! - [`watch`]: a file watcher with a fence, for long-running servers.
 //!
 //! **Architecture Invariant:** nothing here reads the disk, the environment or the clock
 //! except through [`System`]; inputs are set only by [`apply_changes`] and [`RootDatabase::load`].
@@ -16,6 +17,7 @@ pub mod discovery;
 pub mod files;
 pub mod package_filter;
 pub mod system;
+pub mod watch;
 pub mod workspace;
 
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,7 @@ pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
 pub use system::{HostPlatform, MemorySystem, OsSystem, System};
+pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
 
 /// The database trait every query takes as `db: &dyn Db`.

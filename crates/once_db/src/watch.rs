@@ -1,0 +1,206 @@
+//! Watching the workspace for changes, for long-running servers.
+//!
+//! [`WorkspaceWatcher`] watches every walked directory (not recursively, so ignored trees
+//! such as `target/` cost nothing) and turns file-system events into [`ChangeEvent`]s.
+//! [`WorkspaceWatcher::sync`] is a fence: it writes a private marker file and collects
+//! events until the marker's own event arrives. Events of one watcher are delivered in
+//! order, so every change made before `sync` was called is in its answer. When the
+//! watcher is unavailable or the fence times out, `sync` answers [`ChangeEvent::Rescan`],
+//! which is always correct, only slower.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use notify::event::{CreateKind, ModifyKind, RemoveKind};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+
+use crate::changes::ChangeEvent;
+use crate::system::SKIPPED_DIRECTORIES;
+
+/// How long `sync` waits for its own marker before falling back to a rescan.
+const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A watcher over the workspace's directories.
+pub struct WorkspaceWatcher {
+    root: PathBuf,
+    watcher: Option<RecommendedWatcher>,
+    events: Receiver<notify::Result<Event>>,
+    watched: BTreeSet<PathBuf>,
+    fence_dir: Option<tempfile::TempDir>,
+    fence_count: u64,
+}
+
+impl WorkspaceWatcher {
+    /// Watches `root` and every directory holding one of `files` (root-relative paths).
+    /// Never fails: without a working watcher, every `sync` is a rescan.
+    pub fn new(root: &Path, files: &[String]) -> WorkspaceWatcher {
+        let (sender, events) = channel();
+        let watcher = notify::recommended_watcher(move |event| {
+            let _ = sender.send(event);
+        })
+        .ok();
+        let fence_dir = tempfile::Builder::new()
+            .prefix("once-watch-")
+            .tempdir()
+            .ok();
+        let mut this = WorkspaceWatcher {
+            root: root.to_path_buf(),
+            watcher,
+            events,
+            watched: BTreeSet::new(),
+            fence_dir,
+            fence_count: 0,
+        };
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        dirs.insert(root.to_path_buf());
+        for file in files {
+            let mut dir = Path::new(file).parent();
+            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+                if !dirs.insert(root.join(d)) {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        for dir in dirs {
+            this.watch(&dir);
+        }
+        if let Some(fence) = this.fence_dir.as_ref().map(|d| d.path().to_path_buf()) {
+            this.watch(&fence);
+        }
+        this
+    }
+
+    /// Whether events are being delivered (false means every sync is a rescan).
+    pub fn is_active(&self) -> bool {
+        self.watcher.is_some() && self.fence_dir.is_some()
+    }
+
+    fn watch(&mut self, dir: &Path) {
+        let Some(watcher) = self.watcher.as_mut() else {
+            return;
+        };
+        if self.watched.contains(dir) {
+            return;
+        }
+        match watcher.watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.watched.insert(dir.to_path_buf());
+            }
+            Err(_) => self.watcher = None,
+        }
+    }
+
+    /// Every change made before this call, as change events.
+    pub fn sync(&mut self) -> Vec<ChangeEvent> {
+        let Some(fence_dir) = self.fence_dir.as_ref().map(|d| d.path().to_path_buf()) else {
+            return vec![ChangeEvent::Rescan];
+        };
+        if self.watcher.is_none() {
+            return vec![ChangeEvent::Rescan];
+        }
+        self.fence_count += 1;
+        let fence = fence_dir.join("fence");
+        if std::fs::write(&fence, self.fence_count.to_string()).is_err() {
+            return vec![ChangeEvent::Rescan];
+        }
+        let deadline = Instant::now() + FENCE_TIMEOUT;
+        let mut changes = Vec::new();
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(remaining) {
+                Ok(Ok(event)) => {
+                    if event.paths.iter().any(|p| p.starts_with(&fence_dir)) {
+                        break;
+                    }
+                    self.translate(event, &mut changes);
+                }
+                Ok(Err(_)) => changes.push(ChangeEvent::Rescan),
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                    changes.push(ChangeEvent::Rescan);
+                    break;
+                }
+            }
+        }
+        if changes.contains(&ChangeEvent::Rescan) {
+            return vec![ChangeEvent::Rescan];
+        }
+        changes.dedup();
+        changes
+    }
+
+    fn translate(&mut self, event: Event, changes: &mut Vec<ChangeEvent>) {
+        if event.need_rescan() {
+            changes.push(ChangeEvent::Rescan);
+            return;
+        }
+        for path in event.paths.clone() {
+            if self.is_skipped(&path) {
+                continue;
+            }
+            match event.kind {
+                EventKind::Create(CreateKind::Folder) => {
+                    self.watch_tree(&path);
+                    changes.push(ChangeEvent::Rescan);
+                }
+                EventKind::Create(_) => {
+                    if path.is_dir() {
+                        self.watch_tree(&path);
+                        changes.push(ChangeEvent::Rescan);
+                    } else {
+                        changes.push(ChangeEvent::Created(path));
+                    }
+                }
+                EventKind::Remove(RemoveKind::Folder) => changes.push(ChangeEvent::Rescan),
+                EventKind::Remove(_) => {
+                    if self.watched.contains(&path) {
+                        changes.push(ChangeEvent::Rescan);
+                    } else {
+                        changes.push(ChangeEvent::Deleted(path));
+                    }
+                }
+                EventKind::Modify(ModifyKind::Name(_)) => {
+                    if path.is_dir() || self.watched.contains(&path) {
+                        self.watch_tree(&path);
+                        changes.push(ChangeEvent::Rescan);
+                    } else if path.exists() {
+                        changes.push(ChangeEvent::Created(path));
+                    } else {
+                        changes.push(ChangeEvent::Deleted(path));
+                    }
+                }
+                EventKind::Modify(ModifyKind::Metadata(_)) | EventKind::Access(_) => {}
+                EventKind::Modify(_) | EventKind::Any | EventKind::Other => {
+                    changes.push(ChangeEvent::Changed(path));
+                }
+            }
+        }
+    }
+
+    /// Watches a new directory and every directory below it.
+    fn watch_tree(&mut self, dir: &Path) {
+        let mut pending = vec![dir.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            if !dir.is_dir() || self.is_skipped(&dir) {
+                continue;
+            }
+            self.watch(&dir);
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                pending.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+            }
+        }
+    }
+
+    /// Paths below hidden or skipped directories, or outside the root.
+    fn is_skipped(&self, path: &Path) -> bool {
+        let Ok(relative) = path.strip_prefix(&self.root) else {
+            return true;
+        };
+        relative.components().any(|c| {
+            let name = c.as_os_str().to_string_lossy();
+            name.starts_with('.') || SKIPPED_DIRECTORIES.contains(&name.as_ref())
+        })
+    }
+}
