@@ -12,7 +12,7 @@ mod kind_search;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use once_db::{ChangeEvent, RootDatabase, System, Workspace, apply_changes, line_index};
+use once_db::{RootDatabase, Workspace, apply_changes, line_index};
 use once_graph::{
     ChangedPaths, affected_tests, dependency_graph, kind_catalog, manifest, resolved_targets,
     test_targets, workspace_diagnostics, workspace_packages, workspace_settings,
@@ -21,7 +21,10 @@ use once_model::{Diagnostic, KindSchema, LineColRange};
 
 pub use answers::*;
 pub use kind_search::search_kinds;
-pub use once_db::{ExecutionLog, HostPlatform, MemorySystem, OsSystem, find_workspace_root};
+pub use once_db::{
+    ChangeEvent, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System, WorkspaceWatcher,
+    find_workspace_root,
+};
 pub use once_graph::{AffectedTest, TestTarget};
 
 /// The names closest to `word` (for "did you mean" messages), best first.

@@ -8,8 +8,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Parser, Debug)]
 #[command(name = "once", version, about, propagate_version = true)]
 pub struct Args {
-    /// Run as if started in DIR, and use DIR as the workspace root.
-    #[arg(short = 'C', long = "directory", global = true, value_name = "DIR")]
+    /// Use DIR as the workspace root (`--workspace` is the same flag).
+    #[arg(
+        short = 'C',
+        long = "directory",
+        visible_alias = "workspace",
+        global = true,
+        value_name = "DIR"
+    )]
     pub directory: Option<PathBuf>,
 
     /// Output format.
@@ -33,6 +39,12 @@ pub enum Command {
     /// Ask questions about the workspace's build graph.
     #[command(subcommand)]
     Query(Query),
+    /// Serve the Model Context Protocol over stdin/stdout for coding agents.
+    Mcp {
+        /// Enable tools that change the workspace.
+        #[arg(long)]
+        allow_run: bool,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -36,6 +36,14 @@ fn main() -> ExitCode {
     let format = args.format;
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
+        Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
+            let config = once_mcp::ServerConfig {
+                root,
+                allow_run: *allow_run,
+            };
+            once_mcp::run_stdio(config)?;
+            Ok(Outcome::Success)
+        }),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut command, "once", &mut std::io::stdout());

@@ -1,0 +1,20 @@
+//! `once mcp`: a Model Context Protocol server over stdio.
+//!
+//! - [`jsonrpc`]: message classification and reply builders.
+//! - [`lifecycle`]: versions, `initialize`, `server/discover`, instructions.
+//! - [`schema`]: the JSON Schema subset tool schemas use, and its validator.
+//! - [`records`]: output schemas of the `once_json` records.
+//! - [`tools`]: the tool registry.
+//! - [`server`]: the reader/worker loop.
+//!
+//! **Architecture Invariant:** this crate converts and dispatches; every fact comes from
+//! `once_analysis`. stdout carries protocol messages only; logs go to stderr.
+
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod records;
+pub mod schema;
+pub mod server;
+pub mod tools;
+
+pub use server::{MAX_LINE_BYTES, ServerConfig, run, run_stdio};

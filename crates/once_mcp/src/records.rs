@@ -1,0 +1,348 @@
+//! Output schemas of the JSON records tools return: one precise schema per record shape
+//! of `once_json`, so `structuredContent` validates in every client.
+
+use serde_json::{Value, json};
+
+use crate::schema::{
+    any, array, boolean, integer, map_of, nullable_string, object, plain_string, strings,
+};
+
+fn position() -> Value {
+    object(
+        &[("line", integer()), ("column", integer())],
+        &["line", "column"],
+    )
+}
+
+pub fn diagnostic() -> Value {
+    object(
+        &[
+            ("code", plain_string()),
+            (
+                "severity",
+                json!({ "type": "string", "enum": ["error", "warning", "info"] }),
+            ),
+            ("message", plain_string()),
+            ("file", plain_string()),
+            (
+                "range",
+                object(
+                    &[("start", position()), ("end", position())],
+                    &["start", "end"],
+                ),
+            ),
+            ("target", plain_string()),
+            ("attribute", plain_string()),
+            ("repairs", strings()),
+        ],
+        &["code", "severity", "message", "repairs"],
+    )
+}
+
+pub fn validation() -> Value {
+    object(
+        &[
+            ("valid", boolean()),
+            ("target_count", integer()),
+            ("diagnostics", array(diagnostic())),
+        ],
+        &["valid", "target_count", "diagnostics"],
+    )
+}
+
+pub fn target_validation() -> Value {
+    object(
+        &[("valid", boolean()), ("diagnostics", array(diagnostic()))],
+        &["valid", "diagnostics"],
+    )
+}
+
+pub fn workspace() -> Value {
+    object(
+        &[
+            ("root", plain_string()),
+            (
+                "configuration",
+                object(
+                    &[
+                        ("os", plain_string()),
+                        ("arch", plain_string()),
+                        ("tokens", strings()),
+                    ],
+                    &["os", "arch", "tokens"],
+                ),
+            ),
+            (
+                "root_manifest",
+                object(
+                    &[("path", plain_string()), ("exists", boolean())],
+                    &["path", "exists"],
+                ),
+            ),
+            ("target_count", integer()),
+            ("packages", strings()),
+            ("empty", boolean()),
+            ("module_paths", strings()),
+            (
+                "diagnostics",
+                object(
+                    &[("errors", integer()), ("warnings", integer())],
+                    &["errors", "warnings"],
+                ),
+            ),
+        ],
+        &[
+            "root",
+            "configuration",
+            "root_manifest",
+            "target_count",
+            "packages",
+            "empty",
+            "module_paths",
+            "diagnostics",
+        ],
+    )
+}
+
+pub fn target() -> Value {
+    object(
+        &[
+            ("id", plain_string()),
+            ("package", plain_string()),
+            ("name", plain_string()),
+            ("kind", plain_string()),
+            ("deps", strings()),
+            ("dependency_edges", map_of(strings())),
+            ("visibility", strings()),
+            ("capabilities", strings()),
+        ],
+        &["id", "package", "name", "kind", "deps", "capabilities"],
+    )
+}
+
+fn capability() -> Value {
+    object(
+        &[
+            ("name", plain_string()),
+            ("output_groups", strings()),
+            ("requires_outputs", strings()),
+        ],
+        &["name", "output_groups", "requires_outputs"],
+    )
+}
+
+fn tool() -> Value {
+    object(
+        &[("name", plain_string()), ("docs", plain_string())],
+        &["name", "docs"],
+    )
+}
+
+pub fn graph_target() -> Value {
+    object(
+        &[
+            (
+                "label",
+                object(
+                    &[
+                        ("package", plain_string()),
+                        ("name", plain_string()),
+                        ("id", plain_string()),
+                    ],
+                    &["package", "name", "id"],
+                ),
+            ),
+            ("kind", plain_string()),
+            ("srcs", strings()),
+            ("deps", strings()),
+            ("dependency_edges", map_of(strings())),
+            ("visibility", strings()),
+            ("labels", strings()),
+            ("attrs", map_of(any())),
+            ("capabilities", array(capability())),
+            ("providers", strings()),
+            ("tools", array(tool())),
+            ("diagnostics", array(diagnostic())),
+        ],
+        &[
+            "label",
+            "kind",
+            "srcs",
+            "deps",
+            "visibility",
+            "labels",
+            "attrs",
+            "capabilities",
+            "providers",
+            "tools",
+            "diagnostics",
+        ],
+    )
+}
+
+pub fn capabilities() -> Value {
+    object(
+        &[
+            ("id", plain_string()),
+            ("kind", plain_string()),
+            ("capabilities", array(capability())),
+        ],
+        &["id", "kind", "capabilities"],
+    )
+}
+
+fn source_reference() -> Value {
+    object(
+        &[
+            ("system", plain_string()),
+            ("symbol", plain_string()),
+            ("url", plain_string()),
+            ("use_when", plain_string()),
+            ("content_digest", plain_string()),
+        ],
+        &["system", "symbol", "url", "use_when", "content_digest"],
+    )
+}
+
+fn example_summary() -> Value {
+    object(
+        &[
+            ("slug", plain_string()),
+            ("name", plain_string()),
+            ("use_when", plain_string()),
+        ],
+        &["slug", "name", "use_when"],
+    )
+}
+
+pub fn kind_schema() -> Value {
+    object(
+        &[
+            ("kind", plain_string()),
+            ("docs", plain_string()),
+            (
+                "attrs",
+                array(object(
+                    &[
+                        ("name", plain_string()),
+                        ("ty", plain_string()),
+                        ("required", boolean()),
+                        ("default", any()),
+                        ("docs", plain_string()),
+                        ("configurable", boolean()),
+                        ("allowed_values", strings()),
+                    ],
+                    &["name", "ty", "required", "docs", "configurable"],
+                )),
+            ),
+            (
+                "deps",
+                array(object(
+                    &[
+                        ("name", plain_string()),
+                        ("expected_providers", strings()),
+                        ("docs", plain_string()),
+                        ("min_count", integer()),
+                        ("max_count", integer()),
+                    ],
+                    &["name", "expected_providers", "docs", "min_count"],
+                )),
+            ),
+            ("providers", strings()),
+            (
+                "capabilities",
+                array(object(
+                    &[
+                        ("name", plain_string()),
+                        ("docs", plain_string()),
+                        ("output_groups", strings()),
+                        ("requires_outputs", strings()),
+                        ("runner", plain_string()),
+                    ],
+                    &["name", "docs", "output_groups", "requires_outputs"],
+                )),
+            ),
+            ("tools", array(tool())),
+            ("source_references", array(source_reference())),
+            ("examples", array(example_summary())),
+        ],
+        &[
+            "kind",
+            "docs",
+            "attrs",
+            "deps",
+            "providers",
+            "capabilities",
+            "tools",
+            "source_references",
+            "examples",
+        ],
+    )
+}
+
+pub fn kind_list_entry() -> Value {
+    object(
+        &[
+            ("kind", plain_string()),
+            ("docs", plain_string()),
+            ("source_references", array(source_reference())),
+            ("examples", array(example_summary())),
+        ],
+        &["kind", "docs", "source_references", "examples"],
+    )
+}
+
+pub fn example() -> Value {
+    object(
+        &[
+            ("slug", plain_string()),
+            ("name", plain_string()),
+            ("use_when", plain_string()),
+            (
+                "files",
+                array(object(
+                    &[
+                        ("path", plain_string()),
+                        ("contents", plain_string()),
+                        ("contents_base64", plain_string()),
+                    ],
+                    &["path", "contents"],
+                )),
+            ),
+        ],
+        &["slug", "name", "use_when", "files"],
+    )
+}
+
+pub fn test() -> Value {
+    object(
+        &[
+            ("id", plain_string()),
+            ("kind", plain_string()),
+            ("deps", strings()),
+            ("runner", nullable_string()),
+            ("labels", strings()),
+            ("results_path", plain_string()),
+        ],
+        &["id", "kind", "deps", "runner", "labels", "results_path"],
+    )
+}
+
+pub fn affected_test() -> Value {
+    object(
+        &[
+            ("id", plain_string()),
+            ("kind", plain_string()),
+            ("reasons", strings()),
+        ],
+        &["id", "kind", "reasons"],
+    )
+}
+
+/// The `structuredContent` envelope: `{"result": …, "next_cursor"?: …}`.
+pub fn envelope(result: Value) -> Value {
+    object(
+        &[("result", result), ("next_cursor", plain_string())],
+        &["result"],
+    )
+}

@@ -1,0 +1,247 @@
+//! A small JSON Schema subset: builders for the tool schemas, and a validator that
+//! enforces them (tool arguments are checked against the same schema `tools/list`
+//! advertises, so "strict" is enforced, not just advertised).
+//!
+//! Supported keywords: `type` (a name or a list of names), `properties`, `required`,
+//! `additionalProperties: false`, `items`, `enum`, `minimum`, `maximum`, `minLength`,
+//! `description`, `default`.
+
+use serde_json::{Map, Value, json};
+
+pub fn string(description: &str) -> Value {
+    json!({ "type": "string", "description": description })
+}
+
+pub fn plain_string() -> Value {
+    json!({ "type": "string" })
+}
+
+pub fn nullable_string() -> Value {
+    json!({ "type": ["string", "null"] })
+}
+
+pub fn boolean() -> Value {
+    json!({ "type": "boolean" })
+}
+
+pub fn integer() -> Value {
+    json!({ "type": "integer", "minimum": 0 })
+}
+
+pub fn array(items: Value) -> Value {
+    json!({ "type": "array", "items": items })
+}
+
+pub fn strings() -> Value {
+    array(plain_string())
+}
+
+/// An object with exactly these properties; `required` lists the mandatory ones.
+pub fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
+    let properties: Map<String, Value> = properties
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+}
+
+/// An object with arbitrary keys whose values match `values`.
+pub fn map_of(values: Value) -> Value {
+    json!({ "type": "object", "additionalProperties": values })
+}
+
+/// Any JSON value.
+pub fn any() -> Value {
+    json!({})
+}
+
+/// Validates `value` against `schema`; returns every problem, each as `path: message`.
+pub fn validate(schema: &Value, value: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    check(schema, value, "", &mut problems);
+    problems
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_matches(expected: &str, value: &Value) -> bool {
+    let actual = type_name(value);
+    actual == expected || (expected == "number" && actual == "integer")
+}
+
+fn place(path: &str) -> String {
+    if path.is_empty() {
+        "the arguments".to_owned()
+    } else {
+        format!("`{path}`")
+    }
+}
+
+fn check(schema: &Value, value: &Value, path: &str, problems: &mut Vec<String>) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    if let Some(expected) = schema.get("type") {
+        let names: Vec<&str> = match expected {
+            Value::String(name) => vec![name.as_str()],
+            Value::Array(names) => names.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !names.is_empty() && !names.iter().any(|n| type_matches(n, value)) {
+            problems.push(format!(
+                "{} must be {}, not {}",
+                place(path),
+                names.join(" or "),
+                type_name(value)
+            ));
+            return;
+        }
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.contains(value)
+    {
+        let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        problems.push(format!(
+            "{} must be one of {}",
+            place(path),
+            allowed.join(", ")
+        ));
+    }
+    if let Some(n) = value.as_f64() {
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            problems.push(format!("{} must be at least {min}", place(path)));
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            problems.push(format!("{} must be at most {max}", place(path)));
+        }
+    }
+    if let (Some(min), Some(s)) = (
+        schema.get("minLength").and_then(Value::as_u64),
+        value.as_str(),
+    ) && (s.chars().count() as u64) < min
+    {
+        problems.push(format!("{} must not be empty", place(path)));
+    }
+    if let (Some(items), Some(values)) = (schema.get("items"), value.as_array()) {
+        for (i, item) in values.iter().enumerate() {
+            check(items, item, &format!("{path}[{i}]"), problems);
+        }
+    }
+    if let Some(object) = value.as_object() {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = schema.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !object.contains_key(name) {
+                    let field = if path.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{path}.{name}")
+                    };
+                    problems.push(format!("missing required argument `{field}`"));
+                }
+            }
+        }
+        for (key, item) in object {
+            let child = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            match properties.and_then(|p| p.get(key)) {
+                Some(property) => check(property, item, &child, problems),
+                None => match schema.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        let known: Vec<String> = properties
+                            .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+                            .unwrap_or_default();
+                        let hint = if known.is_empty() {
+                            "it takes none".to_owned()
+                        } else {
+                            format!("expected {}", known.join(", "))
+                        };
+                        problems.push(format!("unknown argument `{child}`; {hint}"));
+                    }
+                    Some(additional @ Value::Object(_)) => {
+                        check(additional, item, &child, problems)
+                    }
+                    _ => {}
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(schema: Value, value: Value, expected: &[&str]) {
+        assert_eq!(validate(&schema, &value), expected, "{value}");
+    }
+
+    #[test]
+    fn validation() {
+        let schema = object(
+            &[
+                ("target", string("id")),
+                (
+                    "limit",
+                    json!({"type": "integer", "minimum": 1, "maximum": 10}),
+                ),
+                ("paths", strings()),
+            ],
+            &["target"],
+        );
+        check(schema.clone(), json!({"target": "a"}), &[]);
+        check(
+            schema.clone(),
+            json!({}),
+            &["missing required argument `target`"],
+        );
+        check(
+            schema.clone(),
+            json!({"target": 1}),
+            &["`target` must be string, not integer"],
+        );
+        check(
+            schema.clone(),
+            json!({"target": "a", "extra": true}),
+            &["unknown argument `extra`; expected `target`, `limit`, `paths`"],
+        );
+        check(
+            schema.clone(),
+            json!({"target": "a", "limit": 0}),
+            &["`limit` must be at least 1"],
+        );
+        check(
+            schema.clone(),
+            json!({"target": "a", "paths": ["x", 2]}),
+            &["`paths[1]` must be string, not integer"],
+        );
+        check(json!({"type": ["string", "null"]}), Value::Null, &[]);
+        check(
+            map_of(strings()),
+            json!({"a": ["x"], "b": [1]}),
+            &["`b[0]` must be string, not integer"],
+        );
+        check(
+            object(&[], &[]),
+            json!({"x": 1}),
+            &["unknown argument `x`; it takes none"],
+        );
+    }
+}

@@ -1,0 +1,550 @@
+//! The server loop. The reader thread parses lines, answers `ping` and handles
+//! cancellations at once; every other message goes, in order, to the worker thread that
+//! owns the database. Before each tool call the worker syncs the file watcher, so an
+//! answer always reflects the files on disk when the call arrived.
+
+use std::collections::HashSet;
+use std::io::{self, BufRead, Write};
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher};
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{self, Message};
+use crate::lifecycle::{self, BATCH_VERSION, MODERN_VERSION, PROTOCOL_VERSION_META};
+use crate::tools::{Tool, registry};
+
+/// Lines longer than this are refused (and drained without being buffered).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How the server was started.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Absolute, existing workspace root.
+    pub root: PathBuf,
+    /// Enables state-changing tools.
+    pub allow_run: bool,
+}
+
+/// The request the worker is running, so that the reader can cancel it.
+struct InFlight {
+    id: Value,
+    cancel: CancelHandle,
+}
+
+struct Shared {
+    output: Mutex<Box<dyn Write + Send>>,
+    /// The version `initialize` negotiated; `None` before.
+    session: Mutex<Option<&'static str>>,
+    in_flight: Mutex<Option<InFlight>>,
+    /// Ids of requests the client cancelled: their replies are suppressed.
+    cancelled: Mutex<HashSet<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    fn send(&self, message: &Value) {
+        let mut output = lock(&self.output);
+        let line = message.to_string();
+        let _ = output.write_all(line.as_bytes());
+        let _ = output.write_all(b"\n");
+        let _ = output.flush();
+    }
+
+    fn is_cancelled(&self, id: &Value) -> bool {
+        lock(&self.cancelled).contains(&id.to_string())
+    }
+}
+
+/// A unit of work for the worker.
+enum Job {
+    Single(Message),
+    Batch(Vec<Value>),
+}
+
+/// Serves MCP over stdin/stdout until stdin closes.
+pub fn run_stdio(config: ServerConfig) -> io::Result<()> {
+    let stdin = io::stdin();
+    run(config, stdin.lock(), Box::new(io::stdout()))
+}
+
+/// Serves MCP over any line-oriented pair of streams until `input` ends.
+pub fn run(
+    config: ServerConfig,
+    mut input: impl BufRead,
+    output: Box<dyn Write + Send>,
+) -> io::Result<()> {
+    let shared = Arc::new(Shared {
+        output: Mutex::new(output),
+        session: Mutex::new(None),
+        in_flight: Mutex::new(None),
+        cancelled: Mutex::new(HashSet::new()),
+    });
+    let (jobs, receiver) = channel::<Job>();
+    let worker = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("once-mcp-worker".into())
+            .spawn(move || Worker::new(config, shared).run(receiver))?
+    };
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let oversize = match read_line(&mut input, &mut buffer)? {
+            LineRead::Eof => break,
+            LineRead::Line => false,
+            LineRead::Oversize => true,
+        };
+        if oversize {
+            shared.send(&jsonrpc::error(
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                format!(
+                    "the message exceeds the {} MiB line limit",
+                    MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            ));
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&buffer) else {
+            shared.send(&jsonrpc::error(
+                &Value::Null,
+                jsonrpc::PARSE_ERROR,
+                "parse error: the line is not valid UTF-8",
+            ));
+            continue;
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let value: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(err) => {
+                shared.send(&jsonrpc::error(
+                    &Value::Null,
+                    jsonrpc::PARSE_ERROR,
+                    format!("parse error: {err}"),
+                ));
+                continue;
+            }
+        };
+        if let Value::Array(items) = value {
+            let session = *lock(&shared.session);
+            if session != Some(BATCH_VERSION) {
+                let negotiated = session.unwrap_or("none yet");
+                shared.send(&jsonrpc::error(
+                    &Value::Null,
+                    jsonrpc::INVALID_REQUEST,
+                    format!("JSON-RPC batches are only accepted in a {BATCH_VERSION} session (this session: {negotiated})"),
+                ));
+            } else if items.is_empty() {
+                shared.send(&jsonrpc::error(
+                    &Value::Null,
+                    jsonrpc::INVALID_REQUEST,
+                    "an empty batch is not a request",
+                ));
+            } else if jobs.send(Job::Batch(items)).is_err() {
+                break;
+            }
+            continue;
+        }
+        match jsonrpc::classify(value) {
+            Message::Request { id, method, params } if method == "ping" => {
+                shared.send(&jsonrpc::result(
+                    &id,
+                    stamp_modern(&params, json!({}), false),
+                ));
+            }
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                cancel(&shared, &params);
+            }
+            message => {
+                if jobs.send(Job::Single(message)).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(jobs);
+    let _ = worker.join();
+    Ok(())
+}
+
+enum LineRead {
+    Eof,
+    Line,
+    Oversize,
+}
+
+/// Reads one line into `buffer`; a line over the limit is drained and reported.
+fn read_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<LineRead> {
+    let mut oversize = false;
+    let mut read_any = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if available.is_empty() {
+            return Ok(match (read_any, oversize) {
+                (false, _) => LineRead::Eof,
+                (true, true) => LineRead::Oversize,
+                (true, false) => LineRead::Line,
+            });
+        }
+        read_any = true;
+        let (chunk, found_newline) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], true),
+            None => (available, false),
+        };
+        if !oversize {
+            if buffer.len() + chunk.len() > MAX_LINE_BYTES {
+                oversize = true;
+                buffer.clear();
+            } else {
+                buffer.extend_from_slice(chunk);
+            }
+        }
+        let consumed = chunk.len() + usize::from(found_newline);
+        input.consume(consumed);
+        if found_newline {
+            return Ok(if oversize {
+                LineRead::Oversize
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
+
+/// `notifications/cancelled`: stop the request if it runs, and never answer it.
+fn cancel(shared: &Shared, params: &Map<String, Value>) {
+    let Some(id) = params.get("requestId") else {
+        return;
+    };
+    lock(&shared.cancelled).insert(id.to_string());
+    if let Some(in_flight) = lock(&shared.in_flight).as_ref()
+        && in_flight.id == *id
+    {
+        in_flight.cancel.cancel();
+    }
+}
+
+/// The request's stateless protocol version (2026-07-28 `_meta`), if it carries one.
+fn modern_version(params: &Map<String, Value>) -> Option<&str> {
+    params.get("_meta")?.get(PROTOCOL_VERSION_META)?.as_str()
+}
+
+/// Adds the fields a 2026-07-28 result needs when the request was a modern one.
+fn stamp_modern(params: &Map<String, Value>, mut result: Value, list: bool) -> Value {
+    if modern_version(params) == Some(MODERN_VERSION)
+        && let Value::Object(object) = &mut result
+    {
+        object.insert("resultType".into(), json!("complete"));
+        if list {
+            object.insert("cacheScope".into(), json!("private"));
+            object.insert("ttlMs".into(), json!(0));
+        }
+    }
+    result
+}
+
+struct Worker {
+    config: ServerConfig,
+    shared: Arc<Shared>,
+    host: AnalysisHost,
+    watcher: WorkspaceWatcher,
+    tools: Vec<Tool>,
+}
+
+impl Worker {
+    fn new(config: ServerConfig, shared: Arc<Shared>) -> Worker {
+        let files = OsSystem.walk(&config.root).unwrap_or_default();
+        let watcher = WorkspaceWatcher::new(&config.root, &files);
+        if !watcher.is_active() {
+            log("file watcher unavailable; every request rescans the workspace");
+        }
+        let host = AnalysisHost::load(Arc::new(OsSystem), config.root.clone());
+        Worker {
+            config,
+            shared,
+            host,
+            watcher,
+            tools: registry(),
+        }
+    }
+
+    fn run(mut self, jobs: Receiver<Job>) {
+        for job in jobs {
+            match job {
+                Job::Single(message) => {
+                    if let Some(response) = self.handle_guarded(message) {
+                        self.shared.send(&response);
+                    }
+                }
+                Job::Batch(items) => {
+                    let responses: Vec<Value> = items
+                        .into_iter()
+                        .filter_map(|item| match jsonrpc::classify(item) {
+                            Message::Request { id, method, .. } if method == "initialize" => {
+                                Some(jsonrpc::error(
+                                    &id,
+                                    jsonrpc::INVALID_REQUEST,
+                                    "`initialize` must not be part of a batch",
+                                ))
+                            }
+                            message => self.handle_guarded(message),
+                        })
+                        .collect();
+                    if !responses.is_empty() {
+                        self.shared.send(&Value::Array(responses));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one message under `catch_unwind`: a bug becomes an internal-error reply.
+    fn handle_guarded(&mut self, message: Message) -> Option<Value> {
+        let id = match &message {
+            Message::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.handle(message)));
+        *lock(&self.shared.in_flight) = None;
+        match outcome {
+            Ok(response) => {
+                let suppressed = id.as_ref().is_some_and(|id| self.shared.is_cancelled(id));
+                if suppressed { None } else { response }
+            }
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                log(&format!("internal error: {what}"));
+                id.map(|id| {
+                    jsonrpc::error(
+                        &id,
+                        jsonrpc::INTERNAL_ERROR,
+                        format!("internal error in once (the server keeps running): {what}"),
+                    )
+                })
+            }
+        }
+    }
+
+    fn handle(&mut self, message: Message) -> Option<Value> {
+        match message {
+            Message::Invalid { id, code, message } => Some(jsonrpc::error(&id, code, message)),
+            Message::Notification { method, .. } => {
+                if method == "notifications/initialized" {
+                    log("client initialized");
+                }
+                None
+            }
+            Message::Request { id, method, params } => {
+                if self.shared.is_cancelled(&id) {
+                    return None;
+                }
+                Some(self.request(&id, &method, &params))
+            }
+        }
+    }
+
+    fn request(&mut self, id: &Value, method: &str, params: &Map<String, Value>) -> Value {
+        let modern = modern_version(params).map(str::to_owned);
+        if let Some(requested) = &modern
+            && !lifecycle::supported_versions().contains(&requested.as_str())
+        {
+            return jsonrpc::error_with_data(
+                id,
+                jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("protocol version `{requested}` is not supported"),
+                json!({ "supported": lifecycle::supported_versions(), "requested": requested }),
+            );
+        }
+        let session = *lock(&self.shared.session);
+        // The version that shapes the answer: the request's own, else the session's.
+        let version = modern.clone().or(session.map(str::to_owned));
+        let established = version.is_some();
+        let reply =
+            |result: Value, list: bool| jsonrpc::result(id, stamp_modern(params, result, list));
+        match method {
+            "initialize" => {
+                let requested = params.get("protocolVersion").and_then(Value::as_str);
+                let negotiated = lifecycle::negotiate(requested);
+                *lock(&self.shared.session) = Some(negotiated);
+                log(&format!(
+                    "initialize: client asked for {}, negotiated {negotiated}",
+                    requested.unwrap_or("nothing")
+                ));
+                reply(
+                    lifecycle::initialize_result(
+                        negotiated,
+                        &self.config.root,
+                        self.config.allow_run,
+                    ),
+                    false,
+                )
+            }
+            "ping" => reply(json!({}), false),
+            "server/discover" => jsonrpc::result(
+                id,
+                lifecycle::discover_result(&self.config.root, self.config.allow_run),
+            ),
+            "tools/list"
+            | "tools/call"
+            | "resources/list"
+            | "resources/templates/list"
+            | "prompts/list"
+                if !established =>
+            {
+                jsonrpc::error(
+                    id,
+                    jsonrpc::INVALID_REQUEST,
+                    format!(
+                        "`{method}` before `initialize`: send `initialize` first (or a {MODERN_VERSION} request carrying `_meta`)"
+                    ),
+                )
+            }
+            "tools/list" => {
+                if let Some(cursor) = params.get("cursor").filter(|c| !c.is_null()) {
+                    return jsonrpc::error(
+                        id,
+                        jsonrpc::INVALID_PARAMS,
+                        format!("invalid cursor {cursor}: the tool list has one page"),
+                    );
+                }
+                let version = version.unwrap_or_default();
+                let tools: Vec<Value> = self
+                    .tools
+                    .iter()
+                    .filter(|t| !t.gated || self.config.allow_run)
+                    .map(|t| {
+                        t.listing(
+                            lifecycle::has_structured_content(&version),
+                            lifecycle::has_annotations(&version),
+                        )
+                    })
+                    .collect();
+                reply(json!({ "tools": tools }), true)
+            }
+            "tools/call" => {
+                let version = version.unwrap_or_default();
+                match self.call_tool(id, params, &version) {
+                    Ok(result) => reply(result, false),
+                    Err(error) => error,
+                }
+            }
+            "resources/list" => reply(json!({ "resources": [] }), true),
+            "resources/templates/list" => reply(json!({ "resourceTemplates": [] }), true),
+            "prompts/list" => reply(json!({ "prompts": [] }), true),
+            _ => jsonrpc::error(
+                id,
+                jsonrpc::METHOD_NOT_FOUND,
+                format!("unknown method `{method}`"),
+            ),
+        }
+    }
+
+    /// Runs `tools/call`: `Ok` is the call result (possibly a tool error), `Err` a JSON-RPC error.
+    fn call_tool(
+        &mut self,
+        id: &Value,
+        params: &Map<String, Value>,
+        version: &str,
+    ) -> Result<Value, Value> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(jsonrpc::error(
+                id,
+                jsonrpc::INVALID_PARAMS,
+                "malformed `tools/call` params: a string `name` is required",
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(_) => {
+                return Err(jsonrpc::error(
+                    id,
+                    jsonrpc::INVALID_PARAMS,
+                    "malformed `tools/call` params: `arguments` must be an object",
+                ));
+            }
+        };
+        let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
+            let names: Vec<&str> = self
+                .tools
+                .iter()
+                .filter(|t| !t.gated || self.config.allow_run)
+                .map(|t| t.name)
+                .collect();
+            return Ok(tool_error(format!(
+                "unknown tool `{name}`; available tools: {}",
+                names.join(", ")
+            )));
+        };
+        if tool.gated && !self.config.allow_run {
+            return Ok(tool_error(format!(
+                "`{name}` changes the workspace and is disabled: start the server with `once mcp --allow-run` to enable it"
+            )));
+        }
+        let problems =
+            crate::schema::validate(&tool.input_schema, &Value::Object(arguments.clone()));
+        if !problems.is_empty() {
+            return Ok(tool_error(format!(
+                "Input validation error: invalid arguments for `{name}`: {}",
+                problems.join("; ")
+            )));
+        }
+        self.host.apply_changes(&self.watcher.sync());
+        let analysis = self.host.analysis();
+        *lock(&self.shared.in_flight) = Some(InFlight {
+            id: id.clone(),
+            cancel: analysis.cancel_handle(),
+        });
+        let outcome = (tool.handler)(&analysis, &arguments);
+        *lock(&self.shared.in_flight) = None;
+        match outcome {
+            Err(_cancelled) => Ok(tool_error(format!("`{name}` was cancelled"))),
+            Ok(Err(message)) => Ok(tool_error(message)),
+            Ok(Ok(output)) => {
+                let mut structured = json!({ "result": output.result });
+                if let Some(cursor) = output.next_cursor {
+                    structured["next_cursor"] = json!(cursor);
+                }
+                let text = structured.to_string();
+                let mut result =
+                    json!({ "content": [{ "type": "text", "text": text }], "isError": false });
+                if lifecycle::has_structured_content(version) {
+                    result["structuredContent"] = structured;
+                }
+                Ok(result)
+            }
+        }
+    }
+}
+
+fn tool_error(message: String) -> Value {
+    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "stderr is the MCP server's log channel"
+)]
+fn log(message: &str) {
+    eprintln!("once mcp: {message}");
+}

@@ -1,0 +1,442 @@
+//! The tool registry: every tool's name, description, schemas, annotations, gating and
+//! handler. Handlers only convert: arguments in, an `Analysis` call, a `once_json` record out.
+
+use once_analysis::{Analysis, Cancellable};
+use serde_json::{Map, Value, json};
+
+use crate::records;
+use crate::schema::{array, object, string};
+
+/// Behaviour hints; all four are always sent.
+#[derive(Clone, Copy, Debug)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+/// Read-only, local, idempotent: every query tool.
+const QUERY: Annotations = Annotations {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+
+/// What a tool returns when it succeeds.
+#[derive(Debug)]
+pub struct ToolOutput {
+    pub result: Value,
+    /// Set when a list was cut: pass it back as `cursor` for the next page.
+    pub next_cursor: Option<String>,
+}
+
+/// Why a tool failed (a tool error: `isError: true` with this message).
+pub type ToolError = String;
+
+type Handler = fn(&Analysis, &Map<String, Value>) -> Cancellable<Result<ToolOutput, ToolError>>;
+
+/// One tool of the registry.
+pub struct Tool {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: String,
+    pub input_schema: Value,
+    /// The schema of `result` inside `structuredContent`.
+    pub result_schema: Value,
+    pub annotations: Annotations,
+    /// Changes state: listed and callable only with `--allow-run`.
+    pub gated: bool,
+    pub handler: Handler,
+}
+
+impl Tool {
+    /// The `tools/list` entry; `modern_fields` adds title and output schema (2025-06-18+),
+    /// `annotations` the hints (2025-03-26+).
+    pub fn listing(&self, modern_fields: bool, annotations: bool) -> Value {
+        let mut entry = json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        });
+        if modern_fields {
+            entry["title"] = json!(self.title);
+            entry["outputSchema"] = records::envelope(self.result_schema.clone());
+        }
+        if annotations {
+            entry["annotations"] = json!({
+                "title": self.title,
+                "readOnlyHint": self.annotations.read_only,
+                "destructiveHint": self.annotations.destructive,
+                "idempotentHint": self.annotations.idempotent,
+                "openWorldHint": self.annotations.open_world,
+            });
+        }
+        entry
+    }
+}
+
+/// Page sizes when the caller gives no `limit`; every page stays far below the 25,000
+/// tokens agents accept.
+const DEFAULT_TARGETS_PAGE: usize = 200;
+const DEFAULT_KINDS_PAGE: usize = 50;
+const DEFAULT_TESTS_PAGE: usize = 200;
+const DEFAULT_DIAGNOSTICS_PAGE: usize = 100;
+const MAX_PAGE: u64 = 1000;
+
+/// An object schema with `properties` plus the paging arguments `limit` and `cursor`.
+fn paged_object(mut properties: Vec<(&'static str, Value)>, default: usize, what: &str) -> Value {
+    properties.extend(paging_properties(default, what));
+    object(&properties, &[])
+}
+
+fn paging_properties(default: usize, what: &str) -> [(&'static str, Value); 2] {
+    [
+        (
+            "limit",
+            json!({
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_PAGE,
+                "default": default,
+                "description": format!("Maximum number of {what} in this page (default {default})."),
+            }),
+        ),
+        (
+            "cursor",
+            string("`next_cursor` from the previous page, to continue where it stopped."),
+        ),
+    ]
+}
+
+const PAGING_NOTE: &str = "Long lists come in pages: when `structuredContent` has `next_cursor`, call again with `cursor` set to it.";
+
+/// Every tool, in the stable order `tools/list` shows.
+pub fn registry() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "once_query_workspace",
+            title: "Workspace overview",
+            description: "Summarise the workspace: root, configuration tokens, packages, target count and error/warning counts.\n\n\
+                Call this first in a new session to learn whether the graph is empty, healthy or broken. \
+                The matching command-line operation is `once query workspace --format json`."
+                .into(),
+            input_schema: object(&[], &[]),
+            result_schema: records::workspace(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, _| {
+                let info = analysis.workspace_info()?;
+                Ok(Ok(page_none(once_json::to_value(&once_json::workspace(&info)))))
+            },
+        },
+        Tool {
+            name: "once_query_targets",
+            title: "List targets",
+            description: format!(
+                "List every declared target with its canonical id, package, name, kind, dependencies and capability names, optionally only one kind.\n\n\
+                Use it to find ids for `once_get_target` and the capability tools. {PAGING_NOTE} \
+                The matching command-line operation is `once query targets --format json`."
+            ),
+            input_schema: paged_object(vec![("kind", string("Restrict results to a target kind discovered through `once_list_target_kinds`."))], DEFAULT_TARGETS_PAGE, "targets"),
+            result_schema: array(records::target()),
+            annotations: QUERY,
+            gated: false,
+            handler: query_targets,
+        },
+        Tool {
+            name: "once_get_target",
+            title: "Get one target",
+            description: "Return the resolved view of one target: kind, srcs, deps, typed attribute values, capabilities, providers, tools and its diagnostics.\n\n\
+                Use it before editing a target to learn its current shape. The matching command-line operation is `once query target <id> --format json`."
+                .into(),
+            input_schema: object(&[("target", string("Canonical target id, such as `packages/core/Core`."))], &["target"]),
+            result_schema: records::graph_target(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, arguments| {
+                Ok(analysis
+                    .lookup_target(text(arguments, "target"))?
+                    .map(|t| page_none(once_json::to_value(&once_json::graph_target(&t))))
+                    .map_err(|e| e.to_string()))
+            },
+        },
+        Tool {
+            name: "once_query_capabilities",
+            title: "Target capabilities",
+            description: "Return the capabilities (build, run, test) a target exposes, with their output groups and the outputs each requires.\n\n\
+                The matching command-line operation is `once query capabilities <id> --format json`."
+                .into(),
+            input_schema: object(&[("target", string("Canonical target id, such as `apps/service/Service`."))], &["target"]),
+            result_schema: records::capabilities(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, arguments| {
+                Ok(analysis
+                    .lookup_target(text(arguments, "target"))?
+                    .map(|t| page_none(once_json::to_value(&once_json::capabilities(&t))))
+                    .map_err(|e| e.to_string()))
+            },
+        },
+        Tool {
+            name: "once_query_schema",
+            title: "Kind schema",
+            description: "Return the typed contract of a target kind: attributes (type, required, default, configurable, allowed values), dependency roles with the providers they accept, emitted providers, capabilities, tools, source references to other build systems, and starter examples.\n\n\
+                Use `once_query_example` to fetch an example's files. The matching command-line operation is `once query schema <kind> --format json`."
+                .into(),
+            input_schema: object(&[("kind", string("Target kind to introspect. Discover names with `once_list_target_kinds`."))], &["kind"]),
+            result_schema: records::kind_schema(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, arguments| {
+                Ok(analysis
+                    .lookup_kind(text(arguments, "kind"))?
+                    .map(|k| page_none(once_json::to_value(&once_json::kind_schema(&k))))
+                    .map_err(|e| e.to_string()))
+            },
+        },
+        Tool {
+            name: "once_query_example",
+            title: "Starter example files",
+            description: "Return the complete file tree of one starter example of a kind: every `once.toml` and source file, sorted by path (non-UTF-8 files as base64).\n\n\
+                Find slugs with `once_list_target_kinds` or `once_query_schema`. The matching command-line operation is `once query example <kind> <slug> --format json`."
+                .into(),
+            input_schema: object(
+                &[("kind", string("Target kind that owns the example.")), ("slug", string("Example slug from the target kind schema."))],
+                &["kind", "slug"],
+            ),
+            result_schema: records::example(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, arguments| {
+                Ok(analysis
+                    .lookup_example(text(arguments, "kind"), text(arguments, "slug"))?
+                    .map(|e| page_none(once_json::to_value(&once_json::example(&e))))
+                    .map_err(|e| e.to_string()))
+            },
+        },
+        Tool {
+            name: "once_list_target_kinds",
+            title: "Find target kinds",
+            description: format!(
+                "List target kinds with their docs, source references to other build systems, and starter example slugs, best match first.\n\n\
+                Put the ecosystem, family, runner or intent from the user's request in `query` (\"rust binary\", \"python tests\", \"c library for rust\"); \
+                a family name keeps other families out. Omit `query` to list everything. Then call `once_query_schema` for the chosen kind. {PAGING_NOTE} \
+                The matching command-line operation is `once query target-kinds --query <text> --format json`."
+            ),
+            input_schema: paged_object(vec![("query", string("Short ecosystem, target-kind family, or intent text copied from the user's request."))], DEFAULT_KINDS_PAGE, "kinds"),
+            result_schema: array(records::kind_list_entry()),
+            annotations: QUERY,
+            gated: false,
+            handler: list_target_kinds,
+        },
+        Tool {
+            name: "once_query_tests",
+            title: "List test targets",
+            description: format!(
+                "List every target with a `test` capability: id, kind, dependencies, runner, labels and the path its normalised results are written to.\n\n\
+                Use it as the test discovery entry point. {PAGING_NOTE} The matching command-line operation is `once query tests --format json`."
+            ),
+            input_schema: paged_object(Vec::new(), DEFAULT_TESTS_PAGE, "tests"),
+            result_schema: array(records::test()),
+            annotations: QUERY,
+            gated: false,
+            handler: query_tests,
+        },
+        Tool {
+            name: "once_query_affected_tests",
+            title: "Tests affected by changes",
+            description: format!(
+                "Return the test targets affected by changed workspace paths, each with the reasons: a path belongs to a target through its `srcs` or its manifest, and every test depending on that target, directly or transitively, is affected.\n\n\
+                Directories stand for every file below them. An empty list returns every test target. {PAGING_NOTE} \
+                The matching command-line operation is `once query affected-tests <path>… --format json`."
+            ),
+            input_schema: paged_object(vec![("changed_paths", json!({
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Workspace-relative changed paths. An empty list returns every test target.",
+                    }))], DEFAULT_TESTS_PAGE, "tests"),
+            result_schema: array(records::affected_test()),
+            annotations: QUERY,
+            gated: false,
+            handler: query_affected_tests,
+        },
+        Tool {
+            name: "once_validate_workspace",
+            title: "Validate the workspace",
+            description: format!(
+                "Validate the whole graph: manifests, kinds, attributes, selects, labels, dependencies and their providers, visibility, source patterns and cycles. \
+                Returns `valid` plus diagnostics with code, severity, file, 1-based line/column range, target, attribute and repairs.\n\n\
+                Call it after materialising a starter or editing manifests, before build, run or test. An invalid workspace is a normal result (`valid: false`), not a tool error. \
+                Diagnostics come in pages ({PAGING_NOTE}) The matching command-line operation is `once query validate-workspace --format json`."
+            ),
+            input_schema: paged_object(Vec::new(), DEFAULT_DIAGNOSTICS_PAGE, "diagnostics"),
+            result_schema: records::validation(),
+            annotations: QUERY,
+            gated: false,
+            handler: validate_workspace,
+        },
+        Tool {
+            name: "once_validate_target",
+            title: "Validate a proposed target",
+            description: "Check a proposed `[[target]]` table against its kind's schema, without reading other manifests: name, known kind, required and declared attributes with their types and allowed values, selects, label syntax, dependency roles and counts.\n\n\
+                Returns `{valid, diagnostics}`; each diagnostic has a stable code, the attribute, and repairs. \
+                The matching command-line operation is `once query validate-target` (JSON on stdin)."
+                .into(),
+            input_schema: object(
+                &[(
+                    "target",
+                    json!({
+                        "type": "object",
+                        "description": "Raw `[[target]]` table shape with `name`, `kind`, optional `srcs`, `deps`, `dependencies`, `visibility`, `labels` and `attrs`.",
+                    }),
+                )],
+                &["target"],
+            ),
+            result_schema: records::target_validation(),
+            annotations: QUERY,
+            gated: false,
+            handler: |analysis, arguments| {
+                let target = arguments.get("target").cloned().unwrap_or(Value::Null);
+                let proposed = match once_json::json_to_attr_value(&target) {
+                    Ok(proposed) => proposed,
+                    Err(e) => return Ok(Err(format!("the target cannot be read: {e}"))),
+                };
+                let validation = analysis.validate_target(&proposed)?;
+                Ok(Ok(page_none(once_json::to_value(&once_json::target_validation(&validation)))))
+            },
+        },
+    ]
+}
+
+fn page_none(result: Value) -> ToolOutput {
+    ToolOutput {
+        result,
+        next_cursor: None,
+    }
+}
+
+/// A string argument the schema already made sure is present.
+fn text<'a>(arguments: &'a Map<String, Value>, name: &str) -> &'a str {
+    arguments.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Cuts `items` to one page; the cursor is the offset of the next page.
+fn paginate(
+    items: Vec<Value>,
+    arguments: &Map<String, Value>,
+    default: usize,
+) -> Result<ToolOutput, ToolError> {
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(default, |l| l as usize);
+    let offset = match arguments.get("cursor").and_then(Value::as_str) {
+        None => 0,
+        Some(cursor) => parse_cursor(cursor).ok_or_else(|| {
+            format!("invalid cursor `{cursor}`: pass the `next_cursor` of a previous page")
+        })?,
+    };
+    if offset > items.len() {
+        return Err(format!(
+            "cursor `{}` is past the end of the list ({} items); the list changed, start again without a cursor",
+            arguments
+                .get("cursor")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            items.len()
+        ));
+    }
+    let end = offset.saturating_add(limit).min(items.len());
+    let next_cursor = (end < items.len()).then(|| format!("offset:{end}"));
+    Ok(ToolOutput {
+        result: Value::Array(items[offset..end].to_vec()),
+        next_cursor,
+    })
+}
+
+fn parse_cursor(cursor: &str) -> Option<usize> {
+    cursor.strip_prefix("offset:")?.parse().ok()
+}
+
+fn query_targets(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let kind = arguments.get("kind").and_then(Value::as_str);
+    if let Some(kind) = kind
+        && let Err(not_found) = analysis.lookup_kind(kind)?
+    {
+        return Ok(Err(not_found.to_string()));
+    }
+    let targets = analysis.targets(kind)?;
+    let items = targets
+        .iter()
+        .map(|t| once_json::to_value(&once_json::target_summary(t)))
+        .collect();
+    Ok(paginate(items, arguments, DEFAULT_TARGETS_PAGE))
+}
+
+fn list_target_kinds(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let kinds = match arguments.get("query").and_then(Value::as_str) {
+        Some(query) => analysis.search_kinds(query)?,
+        None => analysis.kinds()?,
+    };
+    let items = kinds
+        .iter()
+        .map(|k| once_json::to_value(&once_json::kind_list_entry(k)))
+        .collect();
+    Ok(paginate(items, arguments, DEFAULT_KINDS_PAGE))
+}
+
+fn query_tests(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let tests = analysis.tests()?;
+    let items = tests
+        .iter()
+        .map(|t| once_json::to_value(&once_json::test_target(t)))
+        .collect();
+    Ok(paginate(items, arguments, DEFAULT_TESTS_PAGE))
+}
+
+fn query_affected_tests(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let paths: Vec<String> = arguments
+        .get("changed_paths")
+        .and_then(Value::as_array)
+        .map(|paths| {
+            paths
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let affected = analysis.affected_tests(&paths)?;
+    let items = affected
+        .iter()
+        .map(|t| once_json::to_value(&once_json::affected_test(t)))
+        .collect();
+    Ok(paginate(items, arguments, DEFAULT_TESTS_PAGE))
+}
+
+fn validate_workspace(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let validation = analysis.validate_workspace()?;
+    let record = once_json::validation(&validation);
+    let diagnostics: Vec<Value> = record.diagnostics.iter().map(once_json::to_value).collect();
+    Ok(paginate(diagnostics, arguments, DEFAULT_DIAGNOSTICS_PAGE).map(|page| ToolOutput {
+        result: json!({ "valid": record.valid, "target_count": record.target_count, "diagnostics": page.result }),
+        next_cursor: page.next_cursor,
+    }))
+}
