@@ -1,0 +1,463 @@
+//! Raw-protocol tests of `once mcp` through the real binary's stdin/stdout: framing,
+//! every error code of the seed's table, versions, batches, limits, cancellation, EOF.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running server with line-level access to its streams.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    _workspace: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let workspace = tempfile::tempdir().unwrap();
+        copy_dir(&demo(), workspace.path());
+        Server::start_in(workspace, args)
+    }
+
+    fn start_in(workspace: tempfile::TempDir, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("mcp")
+            .arg("--workspace")
+            .arg(workspace.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Server {
+            child,
+            stdin,
+            lines,
+            _workspace: workspace,
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(format!("{message}\n").as_bytes());
+    }
+
+    fn recv(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(TIMEOUT)
+            .expect("the server answered in time");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"))
+    }
+
+    /// Sends a request and returns its reply.
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        let reply = self.recv();
+        assert_eq!(reply["id"], json!(id), "{reply}");
+        reply
+    }
+
+    fn initialize(&mut self, version: &str) -> Value {
+        let reply = self.request(0, "initialize", json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "test", "version": "1" } }));
+        self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        reply
+    }
+
+    fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({ "name": tool, "arguments": arguments }),
+        )["result"]
+            .clone()
+    }
+
+    /// Closes stdin and waits for the exit status.
+    fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        for _ in 0..300 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!("the server did not exit after EOF");
+    }
+}
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/demo")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn error_code(reply: &Value) -> i64 {
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error reply, got {reply}"))
+}
+
+#[test]
+fn initialize_negotiates_each_version() {
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1900-01-01", "2025-11-25"),
+    ] {
+        let mut server = Server::start(&[]);
+        let reply = server.initialize(asked);
+        let result = &reply["result"];
+        assert_eq!(result["protocolVersion"], answered, "asked {asked}");
+        assert_eq!(result["serverInfo"]["name"], "once-mcp");
+        assert!(result["capabilities"]["tools"].is_object());
+        let root = result["_meta"]["once/workspaceRoot"].as_str().unwrap();
+        assert!(result["instructions"].as_str().unwrap().contains(root));
+        // Older versions get no structured content; newer ones do.
+        let listing = server.request(1, "tools/list", json!({}));
+        let first = &listing["result"]["tools"][0];
+        assert_eq!(
+            first["outputSchema"].is_object(),
+            answered >= "2025-06-18",
+            "{asked}"
+        );
+        assert_eq!(
+            first["annotations"].is_object(),
+            answered >= "2025-03-26",
+            "{asked}"
+        );
+        let call = server.call(2, "once_query_workspace", json!({}));
+        assert_eq!(
+            call["structuredContent"].is_object(),
+            answered >= "2025-06-18"
+        );
+        assert_eq!(server.finish(), 0);
+    }
+}
+
+#[test]
+fn only_ping_initialize_and_discover_before_the_session() {
+    let mut server = Server::start(&[]);
+    assert_eq!(server.request(1, "ping", json!({}))["result"], json!({}));
+    let discover = server.request(2, "server/discover", json!({}));
+    assert!(
+        discover["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    assert_eq!(
+        error_code(&server.request(3, "tools/list", json!({}))),
+        -32600
+    );
+    assert_eq!(
+        error_code(&server.request(4, "tools/call", json!({ "name": "once_query_workspace" }))),
+        -32600
+    );
+    assert_eq!(
+        error_code(&server.request(5, "no/such/method", json!({}))),
+        -32601
+    );
+    server.initialize("2025-11-25");
+    assert_eq!(server.request(6, "ping", json!({}))["result"], json!({}));
+    assert!(server.request(7, "tools/list", json!({}))["result"]["tools"].is_array());
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn error_codes_of_the_seed_table() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    // Parse error: id null, and the server keeps serving.
+    server.send_raw(b"{not json\n");
+    let reply = server.recv();
+    assert_eq!(error_code(&reply), -32700);
+    assert_eq!(reply["id"], Value::Null);
+    // Unknown method.
+    assert_eq!(
+        error_code(&server.request(1, "logging/setLevel", json!({ "level": "info" }))),
+        -32601
+    );
+    // Malformed tools/call params.
+    assert_eq!(
+        error_code(&server.request(2, "tools/call", json!({}))),
+        -32602
+    );
+    assert_eq!(
+        error_code(&server.request(
+            3,
+            "tools/call",
+            json!({ "name": "once_query_workspace", "arguments": [1] })
+        )),
+        -32602
+    );
+    // Unknown tool, missing and extra arguments, no matching target or kind: tool errors.
+    let unknown = server.call(4, "once_no_such_tool", json!({}));
+    assert_eq!(unknown["isError"], true);
+    assert!(
+        unknown["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool `once_no_such_tool`")
+    );
+    let missing = server.call(5, "once_get_target", json!({}));
+    assert_eq!(missing["isError"], true);
+    assert!(
+        missing["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("missing required argument `target`")
+    );
+    let extra = server.call(6, "once_query_workspace", json!({ "verbose": true }));
+    assert_eq!(extra["isError"], true);
+    assert!(
+        extra["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown argument `verbose`")
+    );
+    let no_target = server.call(7, "once_get_target", json!({ "target": "nope/Nope" }));
+    assert_eq!(no_target["isError"], true);
+    let no_kind = server.call(8, "once_query_schema", json!({ "kind": "rust_bianry" }));
+    assert!(
+        no_kind["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `rust_binary`")
+    );
+    // A null id is not a request.
+    server.send(json!({ "jsonrpc": "2.0", "id": null, "method": "ping" }));
+    assert_eq!(error_code(&server.recv()), -32600);
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn notifications_get_no_reply() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/unknown" }));
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99 } }));
+    // The next line on stdout is the ping's reply: nothing answered the notifications.
+    assert_eq!(server.request(1, "ping", json!({}))["result"], json!({}));
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn batches_only_in_a_2025_03_26_session() {
+    let batch = json!([
+        { "jsonrpc": "2.0", "id": 1, "method": "ping" },
+        { "jsonrpc": "2.0", "id": 2, "method": "tools/list" },
+        { "jsonrpc": "2.0", "method": "notifications/initialized" },
+    ]);
+    let mut old = Server::start(&[]);
+    old.initialize("2025-03-26");
+    old.send(batch.clone());
+    let replies = old.recv();
+    let replies = replies.as_array().expect("a batch reply is an array");
+    assert_eq!(
+        replies.iter().map(|r| r["id"].clone()).collect::<Vec<_>>(),
+        [json!(1), json!(2)]
+    );
+    old.send(json!([]));
+    assert_eq!(error_code(&old.recv()), -32600);
+    assert_eq!(old.finish(), 0);
+
+    let mut new = Server::start(&[]);
+    new.initialize("2025-11-25");
+    new.send(batch);
+    let reply = new.recv();
+    assert_eq!(error_code(&reply), -32600);
+    assert_eq!(reply["id"], Value::Null);
+    assert_eq!(new.finish(), 0);
+}
+
+#[test]
+fn oversized_lines_and_invalid_utf8_are_refused_and_the_server_lives_on() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    let mut huge = Vec::with_capacity(17 * 1024 * 1024 + 64);
+    huge.extend_from_slice(br#"{"jsonrpc":"2.0","id":5,"method":"ping","params":{"pad":""#);
+    huge.resize(17 * 1024 * 1024, b'x');
+    huge.extend_from_slice(b"\"}}\n");
+    server.send_raw(&huge);
+    let reply = server.recv();
+    assert_eq!(error_code(&reply), -32600);
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("16 MiB")
+    );
+    server.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"x\":\"\xff\xfe\"}\n");
+    let reply = server.recv();
+    assert_eq!(error_code(&reply), -32700);
+    assert_eq!(server.request(7, "ping", json!({}))["result"], json!({}));
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn stateless_2026_requests_need_no_handshake() {
+    let mut server = Server::start(&[]);
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" }, "io.modelcontextprotocol/clientCapabilities": {} });
+    let listing = server.request(1, "tools/list", json!({ "_meta": meta }));
+    assert_eq!(listing["result"]["resultType"], "complete");
+    assert!(listing["result"]["tools"].as_array().unwrap().len() >= 11);
+    let call = server.request(
+        2,
+        "tools/call",
+        json!({ "name": "once_query_workspace", "arguments": {}, "_meta": meta }),
+    );
+    assert_eq!(call["result"]["resultType"], "complete");
+    assert_eq!(
+        call["result"]["structuredContent"]["result"]["target_count"],
+        11
+    );
+    let unsupported = server.request(
+        3,
+        "tools/list",
+        json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": "2099-01-01" } }),
+    );
+    assert_eq!(error_code(&unsupported), -32022);
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn empty_catalogs_and_a_stable_tool_order() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    assert_eq!(
+        server.request(1, "resources/list", json!({}))["result"],
+        json!({ "resources": [] })
+    );
+    assert_eq!(
+        server.request(2, "resources/templates/list", json!({}))["result"],
+        json!({ "resourceTemplates": [] })
+    );
+    assert_eq!(
+        server.request(3, "prompts/list", json!({}))["result"],
+        json!({ "prompts": [] })
+    );
+    let first = server.request(4, "tools/list", json!({}));
+    let second = server.request(5, "tools/list", json!({}));
+    assert_eq!(first["result"], second["result"]);
+    for tool in first["result"]["tools"].as_array().unwrap() {
+        let hints = &tool["annotations"];
+        for hint in [
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ] {
+            assert!(hints[hint].is_boolean(), "{} lacks {hint}", tool["name"]);
+        }
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+    }
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn a_cancelled_request_gets_no_reply() {
+    let mut server = Server::start(&[]);
+    // All lines arrive while the worker is still loading the workspace, so the
+    // cancellation is known before the call runs.
+    server.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25" } }));
+    server.send(json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "once_validate_workspace" } }));
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 5, "reason": "test" } }));
+    server.send(json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "once_query_workspace" } }));
+    let mut ids = Vec::new();
+    while !ids.contains(&json!(6)) {
+        ids.push(server.recv()["id"].clone());
+    }
+    assert_eq!(ids, [json!(0), json!(6)]);
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn ping_is_answered_while_the_worker_is_busy() {
+    // A workspace large enough that loading it takes a while.
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("once.toml"), "[workspace]\n").unwrap();
+    for i in 0..1500 {
+        let dir = workspace.path().join(format!("p{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("once.toml"), format!("[[target]]\nname = \"T\"\nkind = \"filegroup\"\nsrcs = [\"once.toml\"]\ndeps = [{}]\n", if i > 0 { format!("\"p{}/T\"", i - 1) } else { String::new() })).unwrap();
+    }
+    let mut server = Server::start_in(workspace, &[]);
+    server.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25" } }));
+    server.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "once_validate_workspace" } }));
+    server.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }));
+    let first = server.recv();
+    assert_eq!(first["id"], 2, "ping overtook the queued work: {first}");
+    let second = server.recv();
+    assert_eq!(second["id"], 0);
+    let third = server.recv();
+    assert_eq!(third["id"], 1);
+    assert_eq!(
+        third["result"]["structuredContent"]["result"]["target_count"],
+        1500
+    );
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn a_missing_workspace_is_a_startup_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_once"))
+        .args(["mcp", "--workspace", "/nonexistent/once-mcp-workspace"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/nonexistent/once-mcp-workspace"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn eof_exits_zero() {
+    let server = Server::start(&[]);
+    assert_eq!(server.finish(), 0);
+}
