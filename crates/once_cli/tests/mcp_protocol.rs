@@ -461,3 +461,61 @@ fn eof_exits_zero() {
     let server = Server::start(&[]);
     assert_eq!(server.finish(), 0);
 }
+
+#[test]
+fn answers_stay_bounded_on_a_10k_target_workspace() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("once.toml"), "[workspace]\n").unwrap();
+    for p in 0..1000 {
+        let dir = workspace.path().join(format!("pkgs/p{p}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut manifest = String::new();
+        for t in 0..10 {
+            let kind = if t % 2 == 0 { "filegroup" } else { "sh_test" };
+            let srcs = if kind == "sh_test" {
+                "\"t.sh\""
+            } else {
+                "\"data.txt\""
+            };
+            manifest.push_str(&format!("[[target]]\nname = \"T{t}\"\nkind = \"{kind}\"\nsrcs = [{srcs}]\ndeps = [\"nowhere/Missing{t}\"]\n\n"));
+        }
+        std::fs::write(dir.join("once.toml"), manifest).unwrap();
+        std::fs::write(dir.join("data.txt"), "x\n").unwrap();
+        std::fs::write(dir.join("t.sh"), "true\n").unwrap();
+    }
+    let mut server = Server::start_in(workspace, &[]);
+    server.initialize("2025-11-25");
+    // Claude Code refuses results over 25,000 tokens (~100,000 characters).
+    let limit = 100_000;
+    for (id, tool) in [
+        "once_query_targets",
+        "once_query_tests",
+        "once_query_affected_tests",
+        "once_validate_workspace",
+        "once_list_target_kinds",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let result = server.call(id as i64 + 1, tool, json!({}));
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.len() < limit,
+            "{tool} answered {} characters",
+            text.len()
+        );
+        if *tool != "once_list_target_kinds" {
+            assert!(
+                result["structuredContent"]["next_cursor"].is_string(),
+                "{tool} should have been paged"
+            );
+        }
+    }
+    let validation = server.call(10, "once_validate_workspace", json!({}));
+    assert_eq!(
+        validation["structuredContent"]["result"]["target_count"],
+        10_000
+    );
+    assert_eq!(validation["structuredContent"]["result"]["valid"], false);
+    assert_eq!(server.finish(), 0);
+}
