@@ -1,38 +1,115 @@
 //! Kind discovery: rank kinds for a short query such as "rust binary" or "pytest".
 //!
-//! Terms are the query's lower-cased alphanumeric words, minus stop words. A kind scores
-//! highest when a term is its family (`rust` for `rust_binary`), then a segment of its
-//! name, then a word of its docs, examples or source references. When any term names a
-//! family, kinds of other families are left out, so an ecosystem query is never padded
-//! with unrelated kinds. An empty query lists every kind.
+//! A query is split into lower-case words; stop words ("a", "and", "for", …) are dropped,
+//! so "and" never matches "android". Words name:
+//!
+//! - an **ecosystem**: the prelude file a kind comes from (`rust`, `c`, `go`, `python`,
+//!   `js`, `sh`, `generic`), reached also through synonyms (`javascript`, `node`,
+//!   `golang`, `cpp`, `shell`, `cargo`, …);
+//! - a **family**: the text before a kind name's first `_` (`pytest` for `pytest_test`;
+//!   one-word names such as `command` have none);
+//! - a **segment** of a kind name (`binary`, `library`, `test`, plural forms too);
+//! - or plain words found in docs, runners, tools, examples and source references.
+//!
+//! When a word naming what is wanted names an ecosystem or family, kinds outside those are
+//! left out, so an ecosystem query is never padded with unrelated kinds. Words after
+//! "for", "with", "from", "to" or "into" describe context ("a c library for rust"): they
+//! weigh less and restrict nothing. A run of the wanted words found verbatim in a kind's
+//! docs or examples adds weight. An empty query lists every kind.
 
-use once_model::KindSchema;
+use once_model::{KindOrigin, KindSchema};
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "the", "for", "of", "to", "in", "on", "with", "my", "me", "i", "is", "it",
-    "that", "this", "create", "make", "new", "want", "need", "some", "using", "use", "how", "do",
+    "a", "an", "and", "or", "the", "of", "in", "on", "my", "me", "i", "is", "it", "its", "that",
+    "this", "create", "make", "new", "want", "need", "some", "using", "use", "how", "do", "add",
+    "please", "set", "up", "kind", "kinds", "target", "targets",
 ];
+
+/// Words after which the rest of the query is context, not the thing wanted.
+const CONTEXT_MARKERS: &[&str] = &["for", "with", "from", "to", "into", "by", "via"];
+
+/// Alternative names of ecosystems.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("javascript", "js"),
+    ("typescript", "js"),
+    ("node", "js"),
+    ("nodejs", "js"),
+    ("npm", "js"),
+    ("golang", "go"),
+    ("cpp", "c"),
+    ("cxx", "c"),
+    ("cc", "c"),
+    ("gcc", "c"),
+    ("clang", "c"),
+    ("py", "python"),
+    ("python3", "python"),
+    ("pytest", "python"),
+    ("shell", "sh"),
+    ("bash", "sh"),
+    ("cargo", "rust"),
+    ("rustc", "rust"),
+];
+
+/// The ecosystem of a kind: its prelude file's stem, or its family for project modules.
+pub fn ecosystem(kind: &KindSchema) -> &str {
+    match &kind.origin {
+        KindOrigin::Prelude(file) => file.trim_end_matches(".star"),
+        KindOrigin::Module(_) => kind.family(),
+    }
+}
+
+struct Term {
+    word: String,
+    /// Words naming what is wanted weigh more than context words.
+    primary: bool,
+}
 
 /// The kinds matching `query`, best first; ties keep name order.
 pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSchema> {
-    let terms: Vec<String> = query
+    let mut terms = Vec::new();
+    let mut primary = true;
+    for word in query
         .split(|c: char| !c.is_alphanumeric())
         .map(str::to_lowercase)
-        .filter(|t| !t.is_empty() && !STOP_WORDS.contains(&t.as_str()))
-        .collect();
+        .filter(|w| !w.is_empty())
+    {
+        if CONTEXT_MARKERS.contains(&word.as_str()) {
+            primary = false;
+            continue;
+        }
+        if STOP_WORDS.contains(&word.as_str()) {
+            continue;
+        }
+        terms.push(Term { word, primary });
+    }
     if terms.is_empty() {
         return kinds.iter().collect();
     }
-    let families: Vec<&str> = terms
+    let names_group = |word: &str| kinds.iter().any(|k| in_group(k, word));
+    // Only words naming what is wanted restrict the answer ("a c library for rust" is
+    // about C kinds); context words just add weight.
+    let groups: Vec<&str> = terms
         .iter()
-        .map(String::as_str)
-        .filter(|t| kinds.iter().any(|k| k.family() == *t))
+        .filter(|t| t.primary)
+        .map(|t| t.word.as_str())
+        .filter(|w| names_group(w))
         .collect();
+    let phrase: Vec<&str> = terms
+        .iter()
+        .filter(|t| t.primary)
+        .map(|t| t.word.as_str())
+        .collect();
+    let phrase = (phrase.len() >= 2).then(|| phrase.join(" "));
     let mut scored: Vec<(u32, &KindSchema)> = kinds
         .iter()
-        .filter(|k| families.is_empty() || families.contains(&k.family()))
+        .filter(|k| groups.is_empty() || groups.iter().any(|g| in_group(k, g)))
         .filter_map(|kind| {
-            let score: u32 = terms.iter().map(|term| score_term(kind, term)).sum();
+            let mut score: u32 = terms.iter().map(|term| score(kind, term)).sum();
+            if let Some(phrase) = &phrase
+                && contains_phrase(kind, phrase)
+            {
+                score += 40;
+            }
             (score > 0).then_some((score, kind))
         })
         .collect();
@@ -40,54 +117,104 @@ pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSch
     scored.into_iter().map(|(_, k)| k).collect()
 }
 
-fn score_term(kind: &KindSchema, term: &str) -> u32 {
-    let singular = term
-        .strip_suffix('s')
-        .filter(|s| s.len() >= 3)
-        .unwrap_or(term);
+fn canonical_ecosystem(word: &str) -> &str {
+    SYNONYMS
+        .iter()
+        .find(|(alias, _)| *alias == word)
+        .map_or(word, |(_, canonical)| canonical)
+}
+
+fn ecosystem_of(kind: &KindSchema) -> &str {
+    ecosystem(kind)
+}
+
+/// Whether `word` names the kind's ecosystem or its family. A one-word kind name
+/// (`command`, `script`) is no family: "command-line" must not select `command`.
+fn in_group(kind: &KindSchema, word: &str) -> bool {
+    (kind.name.contains('_') && kind.family() == word)
+        || ecosystem_of(kind) == canonical_ecosystem(word)
+}
+
+fn score(kind: &KindSchema, term: &Term) -> u32 {
+    let word = term.word.as_str();
+    let singular = singular(word);
+    let weight = |points: u32| if term.primary { points } else { points / 5 };
     let matches_word = |text: &str| {
         text.split(|c: char| !c.is_alphanumeric()).any(|w| {
             let w = w.to_lowercase();
-            w == term || w == singular
+            w == word || w == singular
         })
     };
-    if kind.family() == term {
-        return 100;
+    let mut points = 0;
+    if kind.name.contains('_') && kind.family() == word {
+        points += weight(100);
+    } else if ecosystem_of(kind) == canonical_ecosystem(word) {
+        points += weight(80);
     }
     if kind
         .name
         .split('_')
-        .any(|segment| segment == term || segment == singular)
+        .skip(1)
+        .any(|segment| segment == word || segment == singular)
+        || (kind.name == word || kind.name == singular)
     {
-        return 50;
-    }
-    let mut score = 0;
-    if matches_word(&kind.docs) {
-        score += 10;
+        points += weight(60);
     }
     if kind
         .capabilities
         .iter()
-        .any(|c| c.runner.as_deref() == Some(term))
+        .any(|c| c.runner.as_deref() == Some(word) || c.name == singular)
     {
-        score += 30;
+        points += weight(25);
     }
-    if kind.tools.iter().any(|t| t.name == term) {
-        score += 20;
+    if kind.tools.iter().any(|t| t.name == word) {
+        points += weight(20);
+    }
+    if matches_word(&kind.docs) {
+        points += weight(10);
     }
     if kind
         .examples
         .iter()
         .any(|e| matches_word(&e.name) || matches_word(&e.use_when) || matches_word(&e.slug))
     {
-        score += 5;
+        points += weight(5);
     }
     if kind
         .source_references
         .iter()
         .any(|r| matches_word(&r.system) || matches_word(&r.symbol) || matches_word(&r.use_when))
     {
-        score += 3;
+        points += weight(3);
     }
-    score
+    points
+}
+
+/// Whether the docs or an example say the words of `phrase` in a row.
+fn contains_phrase(kind: &KindSchema, phrase: &str) -> bool {
+    let normalize = |text: &str| {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let padded = format!(" {phrase} ");
+    std::iter::once(kind.docs.as_str())
+        .chain(kind.examples.iter().map(|e| e.use_when.as_str()))
+        .any(|text| format!(" {} ", normalize(text)).contains(&padded))
+}
+
+fn singular(word: &str) -> &str {
+    if word.len() > 3 {
+        if let Some(stem) = word.strip_suffix("ies") {
+            return stem;
+        }
+        if let Some(stem) = word.strip_suffix('s')
+            && !stem.ends_with('s')
+        {
+            return stem;
+        }
+    }
+    word
 }

@@ -7,7 +7,7 @@
 //! blocking behind it.
 
 mod answers;
-mod kind_search;
+pub mod kind_search;
 
 use std::path::PathBuf;
 use std::sync::Arc;
