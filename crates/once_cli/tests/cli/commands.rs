@@ -339,9 +339,9 @@ fn tests() {
         --- stdout
         tests (5):
           apps/greeter/GreeterSmokeTest (sh_test) runner=sh [smoke]
-          libs/greeting/GreetingIntegrationTest (rust_test) runner=libtest [integration]
-          libs/greeting/GreetingTest (rust_test) runner=libtest
-          libs/text/TextTest (rust_test) runner=libtest
+          libs/greeting/GreetingIntegrationTest (rust_test) runner=cargo [integration]
+          libs/greeting/GreetingTest (rust_test) runner=cargo
+          libs/text/TextTest (rust_test) runner=cargo
           tools/ReleaseTest (sh_test) runner=sh
         --- stderr
 
@@ -368,7 +368,7 @@ fn tests() {
             "deps": [
               "libs/greeting/Greeting"
             ],
-            "runner": "libtest",
+            "runner": "cargo",
             "labels": [
               "integration"
             ],
@@ -381,7 +381,7 @@ fn tests() {
               "libs/text/Text",
               "libs/greeting/Greeting"
             ],
-            "runner": "libtest",
+            "runner": "cargo",
             "labels": [],
             "results_path": ".once/out/libs/greeting/GreetingTest/test/test_results.json"
           },
@@ -391,7 +391,7 @@ fn tests() {
             "deps": [
               "libs/text/Text"
             ],
-            "runner": "libtest",
+            "runner": "cargo",
             "labels": [],
             "results_path": ".once/out/libs/text/TextTest/test/test_results.json"
           },
@@ -901,8 +901,12 @@ fn workspace_root_is_discovered_from_a_subdirectory() {
               ],
               "tools": [
                 {
+                  "name": "cargo",
+                  "docs": "Builds, runs and tests the package (`cargo build`, `run`, `test`)."
+                },
+                {
                   "name": "rustc",
-                  "docs": "Compiles the crate."
+                  "docs": "The compiler Cargo invokes; its version decides the editions available."
                 }
               ],
               "diagnostics": []

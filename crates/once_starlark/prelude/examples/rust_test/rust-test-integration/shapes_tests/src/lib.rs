@@ -1,0 +1,1 @@
+//! Nothing here: the tests of this package are in `tests/`.
