@@ -6,6 +6,9 @@ use std::env;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The flags of the `c_library` target (`copts`), plus position-independent code.
+const C_FLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-O2", "-fPIC"];
+
 fn run(command: &mut Command) {
     let status = command
         .status()
@@ -21,7 +24,8 @@ fn main() {
     let ar = env::var_os("AR").unwrap_or_else(|| "ar".into());
 
     run(Command::new(cc)
-        .args(["-c", "-O2", "-fPIC", "-I", "../native/clamp", "-o"])
+        .args(C_FLAGS)
+        .args(["-I", "../native/clamp", "-c", "-o"])
         .arg(&object)
         .arg(&source));
     run(Command::new(ar)
