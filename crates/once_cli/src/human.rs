@@ -1,7 +1,18 @@
 //! Human-readable rendering. Colour goes through `anstream`, which strips it when stdout
 //! is not a terminal (or `NO_COLOR` is set).
 
-use anstream::println;
+/// Prints a line through `anstream` (which strips colour off a terminal), ignoring
+/// write errors: a closed pipe (`once … | head`) must not panic.
+macro_rules! println {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(anstream::stdout());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(anstream::stdout(), $($arg)*);
+    }};
+}
 use anstyle::{AnsiColor, Style};
 use once_analysis::{
     AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation,

@@ -55,11 +55,17 @@ fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
 }
 
 /// Prints one compact JSON line.
+/// A reader that closed the pipe early (`once … | head`) is not an error.
 fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut line = serde_json::to_vec(value).context("cannot encode the JSON answer")?;
+    line.push(b'\n');
     let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer(&mut stdout, value).context("cannot write the JSON answer")?;
-    writeln!(stdout).context("cannot write to stdout")?;
-    Ok(())
+    match stdout.write_all(&line).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(err).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
 }
 
 pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {

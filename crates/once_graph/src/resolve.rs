@@ -417,7 +417,10 @@ impl TargetChecker<'_> {
             ));
         }
         for (role_name, attribute, role_range, list) in roles {
-            let role = kind.and_then(|k| k.dependency_role(&role_name));
+            // `deps` is the top-level field; inside `dependencies` it is never a role.
+            let role = kind
+                .filter(|_| !(role_name == "deps" && attribute != "deps"))
+                .and_then(|k| k.dependency_role(&role_name));
             if let Some(kind) = kind
                 && role.is_none()
             {

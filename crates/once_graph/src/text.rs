@@ -41,7 +41,19 @@ pub fn closest<'a>(
             related.then_some((distance, candidate))
         })
         .collect();
-    scored.sort();
+    // Equal distances: prefer the candidate sharing the longer prefix (`2025` → `2024`).
+    let common_prefix = |c: &str| {
+        lower
+            .chars()
+            .zip(c.to_lowercase().chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    scored.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then(common_prefix(b.1).cmp(&common_prefix(a.1)))
+            .then(a.1.cmp(b.1))
+    });
     scored.dedup();
     scored
         .into_iter()

@@ -102,7 +102,8 @@ diagnostic_codes! {
     /// The kind does not declare this attribute. The repair names the closest one.
     UnknownAttr = "unknown_attr", Error;
     /// The value does not have the attribute's declared type; the message says where
-    /// inside the value (`element [2]`, `entry \`k\``, `select branch \`linux\``).
+    /// inside the value: element [2] of a list, entry `k` of a table, or select branch
+    /// `linux`. The range points at that element.
     AttrTypeMismatch = "attr_type_mismatch", Error;
     /// The attribute only allows certain values and this is not one of them.
     AttrValueNotAllowed = "attr_value_not_allowed", Error;

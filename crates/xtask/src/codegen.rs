@@ -20,10 +20,20 @@ pub struct Generated {
 
 /// Every file `codegen` writes.
 pub fn generated_files() -> Vec<Generated> {
-    vec![Generated {
-        path: "docs/diagnostics.md",
-        contents: diagnostics_doc(),
-    }]
+    vec![
+        Generated {
+            path: "docs/diagnostics.md",
+            contents: diagnostics_doc(),
+        },
+        Generated {
+            path: "docs/mcp.md",
+            contents: crate::reference::mcp_doc(),
+        },
+        Generated {
+            path: "docs/kinds.md",
+            contents: crate::reference::kinds_doc(),
+        },
+    ]
 }
 
 /// Writes every generated file under `root` that differs; returns one status line per file.

@@ -16,6 +16,7 @@
 )]
 
 mod codegen;
+mod reference;
 mod tidy;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,5 @@
 //! The built-in prelude: it evaluates, every kind is documented and has runnable examples.
 
-
 use crate::prelude_kinds;
 
 fn kinds() -> Vec<once_model::KindSchema> {
