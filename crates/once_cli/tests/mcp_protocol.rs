@@ -351,7 +351,7 @@ fn stateless_2026_requests_need_no_handshake() {
     assert_eq!(call["result"]["resultType"], "complete");
     assert_eq!(
         call["result"]["structuredContent"]["result"]["target_count"],
-        11
+        17
     );
     let unsupported = server.request(
         3,

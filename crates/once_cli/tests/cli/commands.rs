@@ -23,7 +23,7 @@ fn demo_is_valid_without_any_diagnostic() {
             --- stdout
             {
               "valid": true,
-              "target_count": 11,
+              "target_count": 17,
               "diagnostics": []
             }
             --- stderr
@@ -31,7 +31,7 @@ fn demo_is_valid_without_any_diagnostic() {
             $ once -C $WORKSPACE query validate-workspace
             exit: 0
             --- stdout
-            workspace valid: 11 targets
+            workspace valid: 17 targets
             --- stderr
         "#]],
     );
@@ -53,8 +53,8 @@ fn workspace() {
             workspace: $WORKSPACE
             configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
             root manifest: once.toml (present)
-            packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
-            targets: 11
+            packages: 9 (., apps/greeter, data, libs/greeting, libs/greeting-js, libs/shout, libs/text, tools, tools/msgcheck)
+            targets: 17
             diagnostics: 0 errors, 0 warnings
             --- stderr
 
@@ -78,14 +78,17 @@ fn workspace() {
                 "path": "once.toml",
                 "exists": true
               },
-              "target_count": 11,
+              "target_count": 17,
               "packages": [
                 "",
                 "apps/greeter",
                 "data",
                 "libs/greeting",
+                "libs/greeting-js",
+                "libs/shout",
                 "libs/text",
-                "tools"
+                "tools",
+                "tools/msgcheck"
               ],
               "empty": false,
               "module_paths": [],
@@ -334,80 +337,117 @@ fn tests() {
             Once::at(&demo, &["query", "tests", "--format", "json"]),
         ],
         &expect![[r#"
-        $ once -C $WORKSPACE query tests
-        exit: 0
-        --- stdout
-        tests (5):
-          apps/greeter/GreeterSmokeTest (sh_test) runner=sh [smoke]
-          libs/greeting/GreetingIntegrationTest (rust_test) runner=cargo [integration]
-          libs/greeting/GreetingTest (rust_test) runner=cargo
-          libs/text/TextTest (rust_test) runner=cargo
-          tools/ReleaseTest (sh_test) runner=sh
-        --- stderr
+            $ once -C $WORKSPACE query tests
+            exit: 0
+            --- stdout
+            tests (8):
+              apps/greeter/GreeterSmokeTest (sh_test) runner=sh [smoke]
+              libs/greeting-js/GreetingJsTest (node_test) runner=node [unit]
+              libs/greeting/GreetingIntegrationTest (rust_test) runner=cargo [integration]
+              libs/greeting/GreetingTest (rust_test) runner=cargo
+              libs/shout/ShoutTest (c_test) runner=exe
+              libs/text/TextTest (rust_test) runner=cargo
+              tools/ReleaseTest (sh_test) runner=sh
+              tools/msgcheck/MsgCheckTest (pytest_test) runner=pytest [unit]
+            --- stderr
 
-        $ once -C $WORKSPACE query tests --format json
-        exit: 0
-        --- stdout
-        [
-          {
-            "id": "apps/greeter/GreeterSmokeTest",
-            "kind": "sh_test",
-            "deps": [
-              "apps/greeter/Greeter",
-              "data/Messages"
-            ],
-            "runner": "sh",
-            "labels": [
-              "smoke"
-            ],
-            "results_path": ".once/out/apps/greeter/GreeterSmokeTest/test/test_results.json"
-          },
-          {
-            "id": "libs/greeting/GreetingIntegrationTest",
-            "kind": "rust_test",
-            "deps": [
-              "libs/greeting/Greeting"
-            ],
-            "runner": "cargo",
-            "labels": [
-              "integration"
-            ],
-            "results_path": ".once/out/libs/greeting/GreetingIntegrationTest/test/test_results.json"
-          },
-          {
-            "id": "libs/greeting/GreetingTest",
-            "kind": "rust_test",
-            "deps": [
-              "libs/text/Text",
-              "libs/greeting/Greeting"
-            ],
-            "runner": "cargo",
-            "labels": [],
-            "results_path": ".once/out/libs/greeting/GreetingTest/test/test_results.json"
-          },
-          {
-            "id": "libs/text/TextTest",
-            "kind": "rust_test",
-            "deps": [
-              "libs/text/Text"
-            ],
-            "runner": "cargo",
-            "labels": [],
-            "results_path": ".once/out/libs/text/TextTest/test/test_results.json"
-          },
-          {
-            "id": "tools/ReleaseTest",
-            "kind": "sh_test",
-            "deps": [
-              "tools/Release"
-            ],
-            "runner": "sh",
-            "labels": [],
-            "results_path": ".once/out/tools/ReleaseTest/test/test_results.json"
-          }
-        ]
-        --- stderr
-    "#]],
+            $ once -C $WORKSPACE query tests --format json
+            exit: 0
+            --- stdout
+            [
+              {
+                "id": "apps/greeter/GreeterSmokeTest",
+                "kind": "sh_test",
+                "deps": [
+                  "apps/greeter/Greeter",
+                  "data/Messages"
+                ],
+                "runner": "sh",
+                "labels": [
+                  "smoke"
+                ],
+                "results_path": ".once/out/apps/greeter/GreeterSmokeTest/test/test_results.json"
+              },
+              {
+                "id": "libs/greeting-js/GreetingJsTest",
+                "kind": "node_test",
+                "deps": [
+                  "libs/greeting-js/GreetingJs"
+                ],
+                "runner": "node",
+                "labels": [
+                  "unit"
+                ],
+                "results_path": ".once/out/libs/greeting-js/GreetingJsTest/test/test_results.json"
+              },
+              {
+                "id": "libs/greeting/GreetingIntegrationTest",
+                "kind": "rust_test",
+                "deps": [
+                  "libs/greeting/Greeting"
+                ],
+                "runner": "cargo",
+                "labels": [
+                  "integration"
+                ],
+                "results_path": ".once/out/libs/greeting/GreetingIntegrationTest/test/test_results.json"
+              },
+              {
+                "id": "libs/greeting/GreetingTest",
+                "kind": "rust_test",
+                "deps": [
+                  "libs/text/Text",
+                  "libs/greeting/Greeting"
+                ],
+                "runner": "cargo",
+                "labels": [],
+                "results_path": ".once/out/libs/greeting/GreetingTest/test/test_results.json"
+              },
+              {
+                "id": "libs/shout/ShoutTest",
+                "kind": "c_test",
+                "deps": [
+                  "libs/shout/Shout"
+                ],
+                "runner": "exe",
+                "labels": [],
+                "results_path": ".once/out/libs/shout/ShoutTest/test/test_results.json"
+              },
+              {
+                "id": "libs/text/TextTest",
+                "kind": "rust_test",
+                "deps": [
+                  "libs/text/Text"
+                ],
+                "runner": "cargo",
+                "labels": [],
+                "results_path": ".once/out/libs/text/TextTest/test/test_results.json"
+              },
+              {
+                "id": "tools/ReleaseTest",
+                "kind": "sh_test",
+                "deps": [
+                  "tools/Release"
+                ],
+                "runner": "sh",
+                "labels": [],
+                "results_path": ".once/out/tools/ReleaseTest/test/test_results.json"
+              },
+              {
+                "id": "tools/msgcheck/MsgCheckTest",
+                "kind": "pytest_test",
+                "deps": [
+                  "tools/msgcheck/MsgCheck"
+                ],
+                "runner": "pytest",
+                "labels": [
+                  "unit"
+                ],
+                "results_path": ".once/out/tools/msgcheck/MsgCheckTest/test/test_results.json"
+              }
+            ]
+            --- stderr
+        "#]],
     );
 }
 
@@ -554,16 +594,22 @@ fn affected_tests_without_paths_selects_every_test() {
             $ once -C $WORKSPACE query affected-tests
             exit: 0
             --- stdout
-            affected tests (5):
+            affected tests (8):
               apps/greeter/GreeterSmokeTest (sh_test)
+                - no changed paths given: every test target is selected
+              libs/greeting-js/GreetingJsTest (node_test)
                 - no changed paths given: every test target is selected
               libs/greeting/GreetingIntegrationTest (rust_test)
                 - no changed paths given: every test target is selected
               libs/greeting/GreetingTest (rust_test)
                 - no changed paths given: every test target is selected
+              libs/shout/ShoutTest (c_test)
+                - no changed paths given: every test target is selected
               libs/text/TextTest (rust_test)
                 - no changed paths given: every test target is selected
               tools/ReleaseTest (sh_test)
+                - no changed paths given: every test target is selected
+              tools/msgcheck/MsgCheckTest (pytest_test)
                 - no changed paths given: every test target is selected
             --- stderr
 
@@ -574,6 +620,13 @@ fn affected_tests_without_paths_selects_every_test() {
               {
                 "id": "apps/greeter/GreeterSmokeTest",
                 "kind": "sh_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "libs/greeting-js/GreetingJsTest",
+                "kind": "node_test",
                 "reasons": [
                   "no changed paths given: every test target is selected"
                 ]
@@ -593,6 +646,13 @@ fn affected_tests_without_paths_selects_every_test() {
                 ]
               },
               {
+                "id": "libs/shout/ShoutTest",
+                "kind": "c_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
                 "id": "libs/text/TextTest",
                 "kind": "rust_test",
                 "reasons": [
@@ -602,6 +662,13 @@ fn affected_tests_without_paths_selects_every_test() {
               {
                 "id": "tools/ReleaseTest",
                 "kind": "sh_test",
+                "reasons": [
+                  "no changed paths given: every test target is selected"
+                ]
+              },
+              {
+                "id": "tools/msgcheck/MsgCheckTest",
+                "kind": "pytest_test",
                 "reasons": [
                   "no changed paths given: every test target is selected"
                 ]
@@ -787,7 +854,7 @@ fn global_flags_before_or_after_the_subcommand() {
         outcomes[0]
             .json()
             .as_array()
-            .is_some_and(|tests| tests.len() == 5)
+            .is_some_and(|tests| tests.len() == 8)
     );
 }
 
@@ -799,17 +866,17 @@ fn workspace_from_the_environment() {
             .env("ONCE_WORKSPACE", demo.root())
             .workspace(&demo)],
         &expect![[r#"
-        $ once query workspace
-        exit: 0
-        --- stdout
-        workspace: $WORKSPACE
-        configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
-        root manifest: once.toml (present)
-        packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
-        targets: 11
-        diagnostics: 0 errors, 0 warnings
-        --- stderr
-    "#]],
+            $ once query workspace
+            exit: 0
+            --- stdout
+            workspace: $WORKSPACE
+            configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
+            root manifest: once.toml (present)
+            packages: 9 (., apps/greeter, data, libs/greeting, libs/greeting-js, libs/shout, libs/text, tools, tools/msgcheck)
+            targets: 17
+            diagnostics: 0 errors, 0 warnings
+            --- stderr
+        "#]],
     );
     // `-C` wins over the environment.
     let other = Workspace::copy("workspaces/valid");
@@ -855,8 +922,8 @@ fn workspace_root_is_discovered_from_a_subdirectory() {
             workspace: $WORKSPACE
             configuration: linux-x86_64 [linux-x86_64, linux, x86_64, release, default]
             root manifest: once.toml (present)
-            packages: 6 (., apps/greeter, data, libs/greeting, libs/text, tools)
-            targets: 11
+            packages: 9 (., apps/greeter, data, libs/greeting, libs/greeting-js, libs/shout, libs/text, tools, tools/msgcheck)
+            targets: 17
             diagnostics: 0 errors, 0 warnings
             --- stderr
 

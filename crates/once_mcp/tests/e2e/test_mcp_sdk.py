@@ -64,7 +64,7 @@ async def test_every_tool_answers_the_demo(once_binary, demo, mode):
     async with Client(server(once_binary, demo), mode=mode) as client:
         workspace = await call(client, "once_query_workspace", {})
         assert Path(workspace["result"]["root"]) == demo.resolve()
-        assert workspace["result"]["target_count"] == 11
+        assert workspace["result"]["target_count"] == 17
         assert workspace["result"]["diagnostics"] == {"errors": 0, "warnings": 0}
 
         targets = await call(client, "once_query_targets", {})
@@ -106,7 +106,7 @@ async def test_every_tool_answers_the_demo(once_binary, demo, mode):
         assert all(t["reasons"] for t in affected["result"])
 
         validation = await call(client, "once_validate_workspace", {})
-        assert validation["result"] == {"valid": True, "target_count": 11, "diagnostics": []}
+        assert validation["result"] == {"valid": True, "target_count": 17, "diagnostics": []}
 
         proposed = await call(client, "once_validate_target", {"target": {"name": "Core", "kind": "rust_library", "attrs": {"edition": "2020"}}})
         assert proposed["result"]["valid"] is False
