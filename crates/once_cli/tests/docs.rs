@@ -416,7 +416,6 @@ fn cli_doc_examples_are_current() {
         let mut new_text = rewritten.join("\n");
         new_text.push('\n');
         std::fs::write(&path, new_text).expect("cannot rewrite the doc");
-        eprintln!("rewrote {doc}: {} example(s) updated", failures.len());
         return;
     }
     panic!(
