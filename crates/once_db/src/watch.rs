@@ -101,9 +101,13 @@ impl WorkspaceWatcher {
         if self.watcher.is_none() {
             return vec![ChangeEvent::Rescan];
         }
+        // A new marker file each time: events of earlier markers (their modification,
+        // close and removal arrive late) must not end this fence early.
+        let previous = fence_dir.join(format!("fence-{}", self.fence_count));
         self.fence_count += 1;
-        let fence = fence_dir.join("fence");
-        if std::fs::write(&fence, self.fence_count.to_string()).is_err() {
+        let fence = fence_dir.join(format!("fence-{}", self.fence_count));
+        let _ = std::fs::remove_file(&previous);
+        if std::fs::write(&fence, b"").is_err() {
             return vec![ChangeEvent::Rescan];
         }
         let deadline = Instant::now() + FENCE_TIMEOUT;
@@ -112,8 +116,11 @@ impl WorkspaceWatcher {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(remaining) {
                 Ok(Ok(event)) => {
-                    if event.paths.iter().any(|p| p.starts_with(&fence_dir)) {
+                    if event.paths.iter().any(|p| *p == fence) {
                         break;
+                    }
+                    if event.paths.iter().any(|p| p.starts_with(&fence_dir)) {
+                        continue;
                     }
                     self.translate(event, &mut changes);
                 }
@@ -202,5 +209,67 @@ impl WorkspaceWatcher {
             let name = c.as_os_str().to_string_lossy();
             name.starts_with('.') || SKIPPED_DIRECTORIES.contains(&name.as_ref())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sorted, root-relative descriptions of the changes `sync` reports.
+    fn check(watcher: &mut WorkspaceWatcher, root: &Path, expected: &[&str]) {
+        let mut actual: Vec<String> = watcher
+            .sync()
+            .into_iter()
+            .map(|change| match change {
+                ChangeEvent::Changed(p) => {
+                    format!("changed {}", p.strip_prefix(root).unwrap_or(&p).display())
+                }
+                ChangeEvent::Created(p) => {
+                    format!("created {}", p.strip_prefix(root).unwrap_or(&p).display())
+                }
+                ChangeEvent::Deleted(p) => {
+                    format!("deleted {}", p.strip_prefix(root).unwrap_or(&p).display())
+                }
+                ChangeEvent::Rescan => "rescan".to_owned(),
+            })
+            .collect();
+        actual.sort();
+        actual.dedup();
+        assert_eq!(actual, expected);
+    }
+
+    #[test]
+    fn sync_reports_every_change_made_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a/once.toml"), "").unwrap();
+        let mut watcher = WorkspaceWatcher::new(&root, &["a/once.toml".to_owned()]);
+        if !watcher.is_active() {
+            // No inotify here: every sync is a rescan, which is correct too.
+            check(&mut watcher, &root, &["rescan"]);
+            return;
+        }
+        check(&mut watcher, &root, &[]);
+        for round in 0..5 {
+            std::fs::write(root.join("a/once.toml"), format!("# {round}\n")).unwrap();
+            check(&mut watcher, &root, &["changed a/once.toml"]);
+            check(&mut watcher, &root, &[]);
+        }
+        std::fs::write(root.join("a/new.txt"), "x").unwrap();
+        std::fs::remove_file(root.join("a/new.txt")).unwrap();
+        let changes = watcher.sync();
+        assert!(
+            changes.contains(&ChangeEvent::Deleted(root.join("a/new.txt"))),
+            "{changes:?}"
+        );
+        std::fs::create_dir(root.join("b")).unwrap();
+        check(&mut watcher, &root, &["rescan"]);
+        std::fs::write(root.join("b/once.toml"), "").unwrap();
+        check(&mut watcher, &root, &["created b/once.toml"]);
+        std::fs::create_dir_all(root.join("target/debug")).unwrap();
+        std::fs::write(root.join("target/debug/x"), "").unwrap();
+        check(&mut watcher, &root, &[]);
     }
 }
