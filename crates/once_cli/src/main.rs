@@ -46,7 +46,10 @@ fn main() -> ExitCode {
         }),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut command, "once", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut command, "once", &mut script);
+            // A reader that stops early (`| head`) is not an error.
+            let _ = std::io::stdout().write_all(&script);
             Ok(Outcome::Success)
         }
     };

@@ -89,6 +89,26 @@ pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
     found
 }
 
+/// The package-relative paths a target names in `path`-typed attributes (`hdrs`, `main`,
+/// `inputs`, …): files it reads besides its `srcs`.
+fn path_attrs<'a>(
+    kind: Option<&'a once_model::KindSchema>,
+    attrs: &'a [(String, once_model::AttrValue)],
+) -> impl Iterator<Item = &'a str> {
+    use once_model::{AttrType, AttrValue};
+    attrs.iter().flat_map(move |(name, value)| {
+        let ty = kind.and_then(|k| k.attr(name)).map(|a| &a.ty);
+        let strings: Vec<&str> = match (ty, value) {
+            (Some(AttrType::Path), AttrValue::String(s)) => vec![s.as_str()],
+            (Some(AttrType::List(inner)), AttrValue::List(items)) if **inner == AttrType::Path => {
+                items.iter().filter_map(AttrValue::as_str).collect()
+            }
+            _ => Vec::new(),
+        };
+        strings
+    })
+}
+
 /// Every workspace file below directory `dir` (empty when `dir` is a file or unknown).
 fn files_below(db: &dyn Db, workspace: Workspace, dir: &str) -> Vec<String> {
     let prefix = if dir.is_empty() {
@@ -148,6 +168,7 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
             .map(|t| owner(t.label.id(), Ownership::Manifest))
             .collect();
     }
+    let catalog = kind_catalog(db, workspace);
     resolved
         .targets
         .iter()
@@ -155,6 +176,8 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
             t.srcs
                 .iter()
                 .any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative)))
+                || path_attrs(catalog.get(&t.kind), &t.attrs)
+                    .any(|path| SourcePattern::new(path).is_ok_and(|p| p.matches(relative)))
         })
         .map(|t| owner(t.label.id(), Ownership::Source))
         .collect()
