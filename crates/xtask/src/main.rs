@@ -15,6 +15,7 @@
     reason = "a command-line tool reports on the terminal"
 )]
 
+mod bench;
 mod codegen;
 mod reference;
 mod tidy;
@@ -29,6 +30,11 @@ commands:
   codegen            rewrite the generated files (docs/diagnostics.md)
   codegen --check    fail when a generated file is out of date, without writing
   tidy               check crate layering, module docs and banned macros
+  generate-workspace DIR [PACKAGES [TARGETS_PER_PACKAGE]]
+                     write a synthetic workspace (default 1000 × 10 targets)
+  bench-mcp [ONCE_BINARY]
+                     cold CLI vs warm `once mcp` validate-workspace on 10,000 targets
+                     (build first: cargo build --release; default target/release/once)
   help       print this message";
 
 fn main() -> ExitCode {
@@ -58,6 +64,24 @@ fn main() -> ExitCode {
             problems.extend(tidy::check_repository_sources(&root));
             report(&problems)
         }
+        ["generate-workspace", dir, rest @ ..] => {
+            let packages = rest.first().and_then(|p| p.parse().ok()).unwrap_or(1000);
+            let per_package = rest.get(1).and_then(|p| p.parse().ok()).unwrap_or(10);
+            finish(
+                bench::generate_workspace(Path::new(dir), packages, per_package).map(|()| {
+                    format!(
+                        "wrote {} targets in {packages} packages to {dir}",
+                        packages * per_package
+                    )
+                }),
+            )
+        }
+        ["bench-mcp", rest @ ..] => {
+            let once = rest
+                .first()
+                .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
+            finish(bench::bench_mcp(&once, &bench::scratch_dir(), 1000, 10, 15))
+        }
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -65,6 +89,20 @@ fn main() -> ExitCode {
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints the outcome of a command.
+fn finish(outcome: anyhow::Result<String>) -> ExitCode {
+    match outcome {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
         }
     }
 }
