@@ -116,7 +116,7 @@ impl WorkspaceWatcher {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(remaining) {
                 Ok(Ok(event)) => {
-                    if event.paths.iter().any(|p| *p == fence) {
+                    if event.paths.contains(&fence) {
                         break;
                     }
                     if event.paths.iter().any(|p| p.starts_with(&fence_dir)) {
