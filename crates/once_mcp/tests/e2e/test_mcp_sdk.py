@@ -152,9 +152,9 @@ async def test_answers_follow_edits_on_disk(once_binary, demo):
         assert {d["file"] for d in broken["result"]["diagnostics"]} == {"libs/text/once.toml"}
         manifest.write_text(original)
         assert (await call(client, "once_validate_workspace", {}))["result"]["valid"] is True
-        package = demo / "extra"
+        package = demo / "libs" / "extra"  # inside the demo's [workspace] include
         package.mkdir()
         (package / "data.txt").write_text("x\n")
         (package / "once.toml").write_text('[[target]]\nname = "Data"\nkind = "filegroup"\nsrcs = ["data.txt"]\n')
         targets = await call(client, "once_query_targets", {})
-        assert "extra/Data" in [t["id"] for t in targets["result"]]
+        assert "libs/extra/Data" in [t["id"] for t in targets["result"]]
