@@ -7,12 +7,15 @@
 //! their dependencies, so that an edit which keeps names, kinds and visibility
 //! re-validates no dependent.
 
+use std::sync::{Arc, Mutex, OnceLock};
+
 use globset::{GlobBuilder, GlobMatcher};
 use once_db::{Db, Package, Workspace};
 use once_model::{
     AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, KindSchema, TargetLabel, TextRange,
     is_valid_target_name, resolve_reference,
 };
+use rustc_hash::FxHashMap;
 
 use crate::kinds::{KindCatalog, kind_catalog};
 use crate::manifests::{
@@ -364,7 +367,7 @@ impl TargetChecker<'_> {
         let mut srcs = Vec::new();
         for pattern in &self.decl.srcs {
             srcs.push(pattern.value.clone());
-            let matcher = match SourcePattern::new(&pattern.value) {
+            let matcher = match SourcePattern::cached(&pattern.value) {
                 Ok(matcher) => matcher,
                 Err(why) => {
                     let message = format!("source pattern `{}` is invalid: {why}", pattern.value);
@@ -877,6 +880,29 @@ impl SourcePattern {
             .build()
             .map(|glob| SourcePattern::Glob(glob.compile_matcher()))
             .map_err(|err| err.kind().to_string())
+    }
+
+    /// Like [`SourcePattern::new`], reusing an earlier compilation of the same text:
+    /// compiling a glob builds a regex, which would otherwise dominate loading a large
+    /// workspace whose targets repeat the same patterns. The cache is process-wide and
+    /// bounded; compilation is a pure function of the text, so sharing it is safe.
+    pub fn cached(pattern: &str) -> Result<Arc<SourcePattern>, String> {
+        type Cache = Mutex<FxHashMap<String, Result<Arc<SourcePattern>, String>>>;
+        static CACHE: OnceLock<Cache> = OnceLock::new();
+        const MAX_ENTRIES: usize = 4096;
+        let cache = CACHE.get_or_init(Cache::default);
+        let mut entries = cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(found) = entries.get(pattern) {
+            return found.clone();
+        }
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        let compiled = SourcePattern::new(pattern).map(Arc::new);
+        entries.insert(pattern.to_owned(), compiled.clone());
+        compiled
     }
 
     /// Whether a package-relative file matches (a literal directory matches its files).

@@ -139,7 +139,7 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
     let is_module = settings
         .module_paths
         .iter()
-        .any(|pattern| SourcePattern::new(pattern).is_ok_and(|p| p.matches(path)));
+        .any(|pattern| SourcePattern::cached(pattern).is_ok_and(|p| p.matches(path)));
     if is_module {
         return dependency_graph(db, workspace)
             .nodes
@@ -175,9 +175,9 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
         .filter(|t| {
             t.srcs
                 .iter()
-                .any(|s| SourcePattern::new(s).is_ok_and(|p| p.matches(relative)))
+                .any(|s| SourcePattern::cached(s).is_ok_and(|p| p.matches(relative)))
                 || path_attrs(catalog.get(&t.kind), &t.attrs)
-                    .any(|path| SourcePattern::new(path).is_ok_and(|p| p.matches(relative)))
+                    .any(|path| SourcePattern::cached(path).is_ok_and(|p| p.matches(relative)))
         })
         .map(|t| owner(t.label.id(), Ownership::Source))
         .collect()
