@@ -1,11 +1,11 @@
 //! The dependency graph over every target of the workspace, its reverse, and cycles.
 
-use once_db::{Db, Workspace};
-use once_model::{Diagnostic, DiagnosticCode, TextRange};
+use once_db::{Db, Package, Workspace};
+use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange};
 use rustc_hash::FxHashMap;
 
 use crate::resolve::resolved_targets;
-use crate::settings::workspace_packages;
+use crate::settings::{package_by_path, workspace_packages};
 
 /// One target in the graph.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -14,8 +14,8 @@ pub struct GraphNode {
     pub kind: String,
     /// Workspace-relative manifest path.
     pub file: String,
-    /// Edges to existing targets: (node index, role attribute, reference range).
-    pub edges: Vec<(usize, String, TextRange)>,
+    /// Edges to existing targets: (node index, role attribute such as `deps`).
+    pub edges: Vec<(usize, String)>,
 }
 
 /// Every target, sorted by id, with edges by index.
@@ -30,53 +30,86 @@ impl DependencyGraph {
     }
 }
 
+/// One package's share of the graph: its targets and their edges by id, without text
+/// ranges, so that edits which move text or change attributes backdate here and the
+/// whole-workspace graph is not rebuilt.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PackageNode {
+    pub id: String,
+    pub kind: String,
+    /// (dependency id, role attribute).
+    pub edges: Vec<(String, String)>,
+}
+
+/// The graph nodes of one package.
+#[salsa::tracked(returns(ref))]
+pub fn package_nodes(db: &dyn Db, package: Package) -> Vec<PackageNode> {
+    resolved_targets(db, package)
+        .targets
+        .iter()
+        .map(|target| PackageNode {
+            id: target.label.id(),
+            kind: target.kind.clone(),
+            edges: target
+                .deps
+                .iter()
+                .map(|dep| (dep.label.id(), role_attribute(&dep.role)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// `deps`, or `dependencies.<role>`.
+pub fn role_attribute(role: &str) -> String {
+    if role == "deps" {
+        "deps".to_owned()
+    } else {
+        format!("dependencies.{role}")
+    }
+}
+
 /// The whole dependency graph.
 #[salsa::tracked(returns(ref))]
 pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
     let mut nodes = Vec::new();
-    let mut pending_edges = Vec::new();
+    let mut pending_edges: Vec<(&str, &[(String, String)])> = Vec::new();
     for &package in workspace_packages(db, workspace) {
         let file = package.manifest(db).path(db).clone();
-        for target in &resolved_targets(db, package).targets {
+        for node in package_nodes(db, package) {
             nodes.push(GraphNode {
-                id: target.label.id(),
-                kind: target.kind.clone(),
+                id: node.id.clone(),
+                kind: node.kind.clone(),
                 file: file.clone(),
                 edges: Vec::new(),
             });
-            let edges: Vec<(String, String, TextRange)> = target
-                .deps
-                .iter()
-                .map(|dep| {
-                    let attribute = if dep.role == "deps" {
-                        "deps".to_owned()
-                    } else {
-                        format!("dependencies.{}", dep.role)
-                    };
-                    (dep.label.id(), attribute, dep.range)
-                })
-                .collect();
-            pending_edges.push((target.label.id(), edges));
+            pending_edges.push((node.id.as_str(), &node.edges));
         }
     }
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     nodes.dedup_by(|a, b| a.id == b.id);
-    let index: FxHashMap<String, usize> = nodes
+    let index: FxHashMap<&str, usize> = nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| (n.id.clone(), i))
+        .map(|(i, n)| (n.id.as_str(), i))
         .collect();
+    let mut edges_of: Vec<Option<Vec<(usize, String)>>> = vec![None; nodes.len()];
     for (id, edges) in pending_edges {
-        let Some(&from) = index.get(&id) else {
-            continue;
-        };
-        if !nodes[from].edges.is_empty() {
+        let Some(&from) = index.get(id) else { continue };
+        if edges_of[from].is_some() {
             continue;
         }
-        nodes[from].edges = edges
-            .into_iter()
-            .filter_map(|(to, attribute, range)| index.get(&to).map(|&to| (to, attribute, range)))
-            .collect();
+        edges_of[from] = Some(
+            edges
+                .iter()
+                .filter_map(|(to, attribute)| {
+                    index.get(to.as_str()).map(|&to| (to, attribute.clone()))
+                })
+                .collect(),
+        );
+    }
+    drop(index);
+    for (node, edges) in nodes.iter_mut().zip(edges_of) {
+        node.edges = edges.unwrap_or_default();
     }
     DependencyGraph { nodes }
 }
@@ -155,13 +188,18 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
             let second = cycle.get(1).copied().unwrap_or(cycle[0]);
             let mut path: Vec<&str> = cycle.iter().map(|&n| graph.nodes[n].id.as_str()).collect();
             path.push(first.id.as_str());
-            let (attribute, range) = first
+            let attribute = first
                 .edges
                 .iter()
-                .find(|(to, ..)| *to == second)
-                .map_or(("deps".to_owned(), TextRange::default()), |(_, a, r)| {
-                    (a.clone(), *r)
-                });
+                .find(|(to, _)| *to == second)
+                .map_or_else(|| "deps".to_owned(), |(_, a)| a.clone());
+            let range = edge_range(
+                db,
+                workspace,
+                &first.id,
+                &graph.nodes[second].id,
+                &attribute,
+            );
             Diagnostic::new(
                 DiagnosticCode::DependencyCycle,
                 format!("dependency cycle: {}", path.join(" -> ")),
@@ -175,4 +213,28 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
             ))
         })
         .collect()
+}
+
+/// The text range of the reference from `from` to `to` in `from`'s manifest.
+fn edge_range(
+    db: &dyn Db,
+    workspace: Workspace,
+    from: &str,
+    to: &str,
+    attribute: &str,
+) -> TextRange {
+    let label = TargetLabel::from_id(from);
+    let Some(package) = package_by_path(db, workspace).get(&label.package) else {
+        return TextRange::default();
+    };
+    resolved_targets(db, package)
+        .targets
+        .iter()
+        .find(|t| t.label.name == label.name)
+        .and_then(|t| {
+            t.deps
+                .iter()
+                .find(|d| d.label.id() == to && role_attribute(&d.role) == attribute)
+        })
+        .map_or_else(TextRange::default, |d| d.range)
 }

@@ -27,7 +27,10 @@ pub mod validate;
 
 pub mod text;
 
-pub use graph::{DependencyGraph, GraphNode, dependency_cycles, dependency_graph, reverse_deps};
+pub use graph::{
+    DependencyGraph, GraphNode, PackageNode, dependency_cycles, dependency_graph, package_nodes,
+    reverse_deps,
+};
 pub use kinds::{KindCatalog, kind_catalog};
 pub use manifests::{
     Configurable, DepList, Manifest, ModulesDecl, Spanned, TargetDecl, WorkspaceDecl, manifest,
