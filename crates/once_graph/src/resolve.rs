@@ -429,8 +429,11 @@ impl TargetChecker<'_> {
             {
                 let (code, message) = if attribute == "deps" {
                     (
-                        DiagnosticCode::UnexpectedDependency,
-                        format!("target kind `{}` accepts no `deps`", kind.name),
+                        DiagnosticCode::UnknownDependencyRole,
+                        format!(
+                            "target kind `{}` has no `deps` role: it takes no `deps`",
+                            kind.name
+                        ),
                     )
                 } else if role_name == "deps" {
                     (

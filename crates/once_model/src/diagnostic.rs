@@ -119,11 +119,10 @@ diagnostic_codes! {
     InvalidLabel = "invalid_label", Error;
     /// A dependency names a target that does not exist.
     MissingDependency = "missing_dependency", Error;
-    /// The `dependencies` table names a role the kind does not declare, or `deps`
-    /// (which belongs in the top-level `deps` field).
+    /// A dependency role the kind does not declare: a key of the `dependencies` table
+    /// the kind has no role for, `deps` inside `dependencies` (it belongs in the
+    /// top-level `deps` field), or a top-level `deps` on a kind without a `deps` role.
     UnknownDependencyRole = "unknown_dependency_role", Error;
-    /// The kind accepts no dependencies in this role.
-    UnexpectedDependency = "unexpected_dependency", Error;
     /// The dependency emits none of the providers this role accepts.
     IncompatibleDependencyProvider = "incompatible_dependency_provider", Error;
     /// The role needs at least or at most a number of dependencies.

@@ -1,1 +1,0 @@
-pub fn answer() -> u32 { 42 }
