@@ -206,6 +206,22 @@ impl TargetChecker<'_> {
         &mut self.diagnostics[last]
     }
 
+    /// A `select` with no branch for the configuration and no `default`.
+    fn report_no_matching_branch(&mut self, attribute: &str, range: TextRange, example: &str) {
+        let message = format!(
+            "`{attribute}` select has no branch for configuration {} and no `default`",
+            self.configuration.describe()
+        );
+        self.report(
+            DiagnosticCode::SelectNoMatchingBranch,
+            message,
+            range,
+            Some(attribute),
+        )
+        .repairs
+        .push(format!("Add a `default = {example}` branch"));
+    }
+
     fn check(&mut self, index: usize, files: Option<&[String]>) -> Option<ResolvedTarget> {
         let package = self.manifest.package.as_str();
         // Name.
@@ -484,18 +500,7 @@ impl TargetChecker<'_> {
                             .map(|b| b.value.clone())
                             .unwrap_or_default(),
                         None => {
-                            let message = format!(
-                                "`{attribute}` select has no branch for configuration {} and no `default`",
-                                self.configuration.describe()
-                            );
-                            self.report(
-                                DiagnosticCode::SelectNoMatchingBranch,
-                                message,
-                                list.range,
-                                Some(&attribute),
-                            )
-                            .repairs
-                            .push("Add a `default = [...]` branch".into());
+                            self.report_no_matching_branch(&attribute, list.range, "[...]");
                             Vec::new()
                         }
                     }
@@ -674,20 +679,7 @@ impl TargetChecker<'_> {
                             }
                         }
                         None if branches.is_empty() => {}
-                        None => {
-                            let message = format!(
-                                "`{attribute}` select has no branch for configuration {} and no `default`",
-                                self.configuration.describe()
-                            );
-                            self.report(
-                                DiagnosticCode::SelectNoMatchingBranch,
-                                message,
-                                value.range,
-                                Some(&attribute),
-                            )
-                            .repairs
-                            .push("Add a `default = …` branch".into());
-                        }
+                        None => self.report_no_matching_branch(&attribute, value.range, "…"),
                     }
                 }
             }
