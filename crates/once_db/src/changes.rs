@@ -29,6 +29,7 @@ pub enum ChangeEvent {
 pub(crate) fn load_workspace(db: &mut RootDatabase, root: PathBuf) -> Workspace {
     let host = db.system().host_platform();
     let discovered = discover_packages(db.system(), &root).unwrap_or_default();
+    let star_files = star_files(db, &discovered);
     let packages = discovered
         .into_iter()
         .map(|found| {
@@ -39,11 +40,49 @@ pub(crate) fn load_workspace(db: &mut RootDatabase, root: PathBuf) -> Workspace 
                 .new(db)
         })
         .collect();
-    Workspace::builder(root, packages, host)
+    Workspace::builder(root, packages, host, star_files)
         .root_durability(Durability::HIGH)
         .packages_durability(Durability::MEDIUM)
         .host_durability(Durability::HIGH)
+        .star_files_durability(Durability::MEDIUM)
         .new(db)
+}
+
+/// The inputs of every `.star` file of the walk, sorted by path.
+fn star_files(db: &RootDatabase, discovered: &[crate::DiscoveredPackage]) -> Vec<File> {
+    let mut paths: Vec<String> = discovered
+        .iter()
+        .flat_map(|package| {
+            package
+                .files
+                .iter()
+                .filter(|f| f.ends_with(".star"))
+                .map(|f| Package::join(&package.path, f))
+        })
+        .collect();
+    paths.sort();
+    paths.iter().map(|path| file_input(db, path)).collect()
+}
+
+/// Adds or removes one `.star` file from the workspace's module candidates.
+fn star_file_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str, exists: bool) {
+    if !relative.ends_with(".star") {
+        return;
+    }
+    let file = file_input(db, relative);
+    let mut files = workspace.star_files(db).clone();
+    let position = files.binary_search_by(|f| f.path(db).as_str().cmp(relative));
+    match (position, exists) {
+        (Err(index), true) => files.insert(index, file),
+        (Ok(index), false) => {
+            files.remove(index);
+        }
+        _ => return,
+    }
+    workspace
+        .set_star_files(db)
+        .with_durability(Durability::MEDIUM)
+        .to(files);
 }
 
 /// The input for a workspace-relative path, created on first use.
@@ -162,6 +201,7 @@ fn file_set_changed(
         .set_files(db)
         .with_durability(Durability::MEDIUM)
         .to(files);
+    star_file_changed(db, workspace, relative, exists);
     false
 }
 
@@ -169,6 +209,13 @@ fn file_set_changed(
 fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
     let root = workspace.root(db).clone();
     let discovered = discover_packages(db.system(), &root).unwrap_or_default();
+    let stars = star_files(db, &discovered);
+    if stars != *workspace.star_files(db) {
+        workspace
+            .set_star_files(db)
+            .with_durability(Durability::MEDIUM)
+            .to(stars);
+    }
     let existing: Vec<Package> = workspace.packages(db).clone();
     let mut packages = Vec::with_capacity(discovered.len());
     for found in discovered {

@@ -18,6 +18,10 @@ pub struct Workspace {
     pub packages: Vec<Package>,
     #[returns(ref)]
     pub host: HostPlatform,
+    /// Every `.star` file the walk found (the candidates for `[modules] paths` and
+    /// `load()`), sorted by path. Editing one bumps only its own revision.
+    #[returns(ref)]
+    pub star_files: Vec<File>,
 }
 
 /// A directory holding a `once.toml`.

@@ -6,7 +6,8 @@
 //!   with ranges, structural diagnostics).
 //! - [`settings`]: the root manifest's `[workspace]`/`[modules]` tables, the configuration
 //!   tokens `select` uses, and `workspace_packages` after include/exclude.
-//! - [`kinds`]: `kind_catalog`, the kinds targets may use.
+//! - [`kinds`]: `module_files` and `module_kinds` (project modules, one query per `.star`
+//!   file) and `kind_catalog`, the prelude plus module kinds targets may use.
 //! - [`resolve`]: `target_summaries` (the per-package name table dependents read) and
 //!   `resolved_targets` (labels, selects, attribute values resolved).
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.

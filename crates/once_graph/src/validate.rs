@@ -4,11 +4,9 @@ use once_db::{Db, Package, PackageFilter, Workspace};
 use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
 
 use crate::graph::dependency_cycles;
-use crate::kinds::kind_catalog;
+use crate::kinds::{kind_catalog, module_diagnostics};
 use crate::manifests::{Configurable, manifest};
-use crate::resolve::{
-    SourcePattern, is_label_type, resolved_targets, string_elements, target_summaries,
-};
+use crate::resolve::{is_label_type, resolved_targets, string_elements, target_summaries};
 use crate::settings::{package_by_path, workspace_packages};
 use crate::text::closest;
 
@@ -246,25 +244,7 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
             }
         }
     }
-    if let Some(modules) = &manifest.modules {
-        for path in &modules.paths {
-            match SourcePattern::new(&path.value).map_err(|why| why.replace("the package", "the workspace root")) {
-                Err(why) => out.push(
-                    Diagnostic::new(DiagnosticCode::InvalidGlob, format!("module pattern `{}` is invalid: {why}", path.value))
-                        .at(manifest.file.clone(), path.range)
-                        .with_attribute("modules.paths"),
-                ),
-                Ok(_) => out.push(
-                    Diagnostic::new(
-                        DiagnosticCode::ModulesNotEvaluated,
-                        format!("module pattern `{}` is recorded; project modules are not evaluated yet", path.value),
-                    )
-                    .at(manifest.file.clone(), path.range)
-                    .with_attribute("modules.paths"),
-                ),
-            }
-        }
-    }
+    // `[modules] paths` are checked by `module_diagnostics`.
     out
 }
 
@@ -283,6 +263,7 @@ pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnost
         diagnostics.extend(file_diagnostics(db, package).iter().cloned());
     }
     diagnostics.extend(dependency_cycles(db, workspace).iter().cloned());
+    diagnostics.extend(module_diagnostics(db, workspace).iter().cloned());
     diagnostics.sort_by(|a, b| {
         (&a.file, a.range.map(|r| r.start), a.code, &a.message).cmp(&(
             &b.file,

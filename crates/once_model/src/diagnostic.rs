@@ -92,6 +92,15 @@ diagnostic_codes! {
     /// Two targets of one package share a name, so their id is ambiguous. Reported on
     /// the second and later declarations.
     DuplicateTarget = "duplicate_target", Error;
+    /// An edit creates a target, or renames one, with a name the package already uses.
+    TargetAlreadyExists = "target_already_exists", Error;
+    /// An edit updates or deletes a target the package does not declare. The message
+    /// names the closest existing targets.
+    TargetNotFound = "target_not_found", Error;
+    /// An edit cannot be applied to this manifest as written: it has syntax errors, or
+    /// the target is declared in an inline `target = [...]` array. Fix or rewrite the
+    /// manifest by hand first.
+    EditNotApplicable = "edit_not_applicable", Error;
     /// A `[[target]]` table has no `kind`.
     TargetKindRequired = "target_kind_required", Error;
     /// The kind is neither built in nor declared by a project module. Repairs list the
@@ -137,9 +146,21 @@ diagnostic_codes! {
     /// A `srcs` pattern matches no file of the package. Files of nested packages do not
     /// count: they belong to those packages.
     MissingSource = "missing_source", Warning;
-    /// `[modules] paths` lists a pattern; project modules are evaluated by a later release
-    /// of `once`, so the kinds they declare are not available yet.
-    ModulesNotEvaluated = "modules_not_evaluated", Info;
+    /// A project module (a `.star` file matched by `[modules] paths`) failed to evaluate:
+    /// a Starlark syntax or runtime error, a broken declaration-helper rule, a failed
+    /// `load()` of another module, or a step or memory limit. The range is the failing
+    /// statement or call; kinds the module declared before the error stay available.
+    InvalidModule = "invalid_module", Error;
+    /// A `[modules] paths` pattern matches no `.star` file of the workspace (hidden,
+    /// ignored and symlinked files are not candidates), or a `load()` names a module that
+    /// does not exist.
+    ModuleNotFound = "module_not_found", Error;
+    /// A `[modules] paths` pattern or a module path leaves the workspace: an absolute
+    /// path or a `..` segment.
+    InvalidModulePath = "invalid_module_path", Error;
+    /// A project module declares a target kind whose name is built in or already declared
+    /// by another module (modules are read in path order; the first declaration wins).
+    DuplicateKind = "duplicate_kind", Error;
 }
 
 impl fmt::Display for DiagnosticCode {

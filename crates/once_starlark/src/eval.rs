@@ -1,30 +1,145 @@
-//! Running one `.star` source: the dialect, the globals, resource limits, and turning
-//! starlark errors into [`ModuleDiagnostic`]s.
+//! Running one `.star` source: the dialect, the globals, resource limits, `load()`
+//! through a [`ModuleSource`], and turning starlark errors into [`ModuleDiagnostic`]s.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use once_model::KindSchema;
 use starlark::codemap::{FileSpan, FileSpanRef};
-use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension, Module};
-use starlark::eval::{BeforeStmtFunc, Evaluator};
+use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::{BeforeStmtFunc, Evaluator, FileLoader};
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
 
 use crate::helpers::{attr_namespace, declaration_globals};
 use crate::values::DeclarationContext;
-use crate::{EvalLimits, ModuleDiagnostic};
+use crate::{EvalLimits, KindSite, ModuleDiagnostic, ModuleErrorKind, ModuleSource};
 
 /// Starlark as modules are written: top-level `if`/`for`, f-strings, type annotations and
-/// keyword-only arguments are allowed; `load()` is not (yet).
-pub(crate) fn dialect() -> Dialect {
+/// keyword-only arguments are allowed; `load()` only where a [`ModuleSource`] answers it.
+pub(crate) fn dialect(enable_load: bool) -> Dialect {
     Dialect {
         enable_types: DialectTypes::Enable,
         enable_keyword_only_arguments: true,
         enable_f_strings: true,
         enable_top_level_stmt: true,
-        enable_load: false,
+        enable_load,
         ..Dialect::Standard
     }
+}
+
+/// The modules loaded during one evaluation: frozen once each, with a stack for cycles.
+pub(crate) struct Loads<'a> {
+    source: &'a dyn ModuleSource,
+    limits: &'a EvalLimits,
+    frozen: RefCell<BTreeMap<String, FrozenModule>>,
+    stack: RefCell<Vec<String>>,
+}
+
+impl<'a> Loads<'a> {
+    pub(crate) fn new(source: &'a dyn ModuleSource, limits: &'a EvalLimits) -> Loads<'a> {
+        Loads {
+            source,
+            limits,
+            frozen: RefCell::default(),
+            stack: RefCell::default(),
+        }
+    }
+
+    pub(crate) fn loaded(&self) -> Vec<String> {
+        self.frozen.borrow().keys().cloned().collect()
+    }
+}
+
+/// The [`FileLoader`] of one module: resolves `load` paths against its directory.
+struct LoaderFor<'l, 'a> {
+    loads: &'l Loads<'a>,
+    importer: String,
+}
+
+/// Resolves a `load()` argument: `//x/y.star` is workspace-relative, anything else is
+/// relative to the importing module's directory. `..` may not climb above the root.
+pub(crate) fn resolve_load(importer: &str, target: &str) -> Result<String, String> {
+    if !target.ends_with(".star") {
+        return Err(format!(
+            "`load(\"{target}\")`: a module path ends in `.star`"
+        ));
+    }
+    let (base, rest): (Vec<&str>, &str) = if let Some(rest) = target.strip_prefix("//") {
+        (Vec::new(), rest)
+    } else if target.starts_with('/') || target.contains('\\') || target.contains(':') {
+        return Err(format!(
+            "`load(\"{target}\")`: use a path relative to this module, or `//` for the workspace root"
+        ));
+    } else {
+        let mut dir: Vec<&str> = importer.split('/').collect();
+        dir.pop();
+        (dir, target)
+    };
+    let mut segments = base;
+    for segment in rest.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if segments.pop().is_none() {
+                    return Err(format!("`load(\"{target}\")` escapes the workspace"));
+                }
+            }
+            other => segments.push(other),
+        }
+    }
+    Ok(segments.join("/"))
+}
+
+impl FileLoader for LoaderFor<'_, '_> {
+    fn load(&self, path: &str) -> starlark::Result<FrozenModule> {
+        let resolved = resolve_load(&self.importer, path).map_err(load_error)?;
+        if let Some(frozen) = self.loads.frozen.borrow().get(&resolved) {
+            return Ok(frozen.clone());
+        }
+        if self.loads.stack.borrow().contains(&resolved) {
+            let mut cycle = self.loads.stack.borrow().clone();
+            cycle.push(resolved);
+            return Err(load_error(format!("load cycle: {}", cycle.join(" -> "))));
+        }
+        let source = self
+            .loads
+            .source
+            .read(&resolved)
+            .map_err(|why| load_error(format!("cannot load `{resolved}`: {why}")))?;
+        self.loads.stack.borrow_mut().push(resolved.clone());
+        let ctx = crate::module_context(&resolved);
+        let result = Module::with_temp_heap(|module| {
+            evaluate_in(
+                &resolved,
+                &source,
+                self.loads.limits,
+                &ctx,
+                self.loads,
+                &module,
+            )?;
+            module.freeze().map_err(starlark::Error::from)
+        });
+        self.loads.stack.borrow_mut().pop();
+        let frozen = result.map_err(|error| {
+            let d = to_diagnostic(&resolved, &error, ModuleErrorKind::Invalid);
+            load_error(format!(
+                "loaded module {}:{}:{}: {}",
+                d.path, d.line, d.column, d.message
+            ))
+        })?;
+        self.loads
+            .frozen
+            .borrow_mut()
+            .insert(resolved, frozen.clone());
+        Ok(frozen)
+    }
+}
+
+/// Marks load failures so they become [`ModuleErrorKind::LoadNotFound`] diagnostics
+/// when the module could not be found.
+fn load_error(message: String) -> starlark::Error {
+    starlark::Error::new_other(anyhow::anyhow!(message))
 }
 
 /// The standard library (no `print`: stdout belongs to protocols) plus the helpers.
@@ -55,27 +170,112 @@ pub(crate) fn run(
     limits: &EvalLimits,
     ctx: DeclarationContext,
 ) -> (Vec<KindSchema>, Option<ModuleDiagnostic>) {
-    let result = evaluate(path, source, limits, &ctx);
-    let kinds = ctx.kinds.into_inner();
-    (kinds, result.err().map(|e| to_diagnostic(path, &e)))
+    let no_modules = crate::NoModules;
+    let loads = Loads::new(&no_modules, limits);
+    let (kinds, error) = run_inner(path, source, limits, ctx, &loads, false);
+    (kinds.into_iter().map(|(k, _)| k).collect(), error)
 }
 
-fn evaluate(
+/// [`run`] with `load()` enabled; each kind comes with its declaration site.
+pub(crate) fn run_with_loads(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    ctx: DeclarationContext,
+    loads: &Loads<'_>,
+) -> (
+    Vec<(KindSchema, Option<KindSite>)>,
+    Option<ModuleDiagnostic>,
+) {
+    loads.stack.borrow_mut().push(path.to_owned());
+    let result = run_inner(path, source, limits, ctx, loads, true);
+    loads.stack.borrow_mut().pop();
+    result
+}
+
+fn run_inner(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    ctx: DeclarationContext,
+    loads: &Loads<'_>,
+    enable_load: bool,
+) -> (
+    Vec<(KindSchema, Option<KindSite>)>,
+    Option<ModuleDiagnostic>,
+) {
+    let result = Module::with_temp_heap(|module| {
+        evaluate(path, source, limits, &ctx, loads, enable_load, &module)
+    });
+    let duplicate = ctx.duplicate.get();
+    let sites = ctx.sites.into_inner();
+    let kinds = ctx
+        .kinds
+        .into_inner()
+        .into_iter()
+        .map(|kind| {
+            let site = sites.iter().find(|s| s.kind == kind.name).cloned();
+            (kind, site)
+        })
+        .collect();
+    let error = result.err().map(|e| {
+        let message = e.without_diagnostic().to_string();
+        let kind = if duplicate {
+            ModuleErrorKind::DuplicateKind
+        } else if message.contains("cannot load `") || message.contains("escapes the workspace") {
+            ModuleErrorKind::LoadNotFound
+        } else {
+            ModuleErrorKind::Invalid
+        };
+        to_diagnostic(path, &e, kind)
+    });
+    (kinds, error)
+}
+
+fn evaluate_in<'v>(
     path: &str,
     source: &str,
     limits: &EvalLimits,
     ctx: &DeclarationContext,
+    loads: &Loads<'_>,
+    module: &Module<'v>,
 ) -> starlark::Result<()> {
-    let ast = AstModule::parse(path, source.to_owned(), &dialect())?;
+    evaluate(path, source, limits, ctx, loads, true, module)
+}
+
+fn evaluate<'v>(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    ctx: &DeclarationContext,
+    loads: &Loads<'_>,
+    enable_load: bool,
+    module: &Module<'v>,
+) -> starlark::Result<()> {
+    let ast = AstModule::parse(path, source.to_owned(), &dialect(enable_load))?;
     // The statement about to run. Resource-limit errors carry no span of their own; they
     // are reported at the statement that was executing when the limit tripped.
+    // The last statement of this module itself: errors raised inside a loaded module's
+    // function are placed here, with the inner location in the message.
     let last_statement: RefCell<Option<FileSpan>> = RefCell::new(None);
+    let last_own: RefCell<Option<FileSpan>> = RefCell::new(None);
     let record = |span: FileSpanRef, _continued: bool, _: &mut Evaluator<'_, '_, '_>| {
-        *last_statement.borrow_mut() = Some(span.to_file_span());
+        let span = span.to_file_span();
+        if span.filename() == path {
+            *last_own.borrow_mut() = Some(span.clone());
+        }
+        *last_statement.borrow_mut() = Some(span);
     };
-    let result: starlark::Result<()> = Module::with_temp_heap(|module| {
-        let mut eval = Evaluator::new(&module);
+    let loader = LoaderFor {
+        loads,
+        importer: path.to_owned(),
+    };
+    let result: starlark::Result<()> = (|| {
+        let mut eval = Evaluator::new(module);
         eval.extra = Some(ctx);
+        if enable_load {
+            eval.set_loader(&loader);
+        }
         eval.set_max_tick_count(limits.max_steps.max(1))
             .map_err(starlark::Error::new_other)?;
         eval.set_max_heap_size(limits.max_bytes.max(1))
@@ -85,24 +285,45 @@ fn evaluate(
         eval.before_stmt_for_dap(BeforeStmtFunc::Fn(&record));
         eval.eval_module(ast, globals())?;
         Ok(())
-    });
+    })();
     result.map_err(|mut error| {
         if error.span().is_none()
             && let Some(span) = last_statement.borrow_mut().take()
         {
             error.set_span(span.span, &span.file);
         }
+        let elsewhere = error
+            .span()
+            .filter(|span| span.filename() != path)
+            .map(|span| span.resolve_span());
+        if let Some(inner) = elsewhere
+            && let Some(own) = last_own.borrow_mut().take()
+        {
+            let file = error
+                .span()
+                .map(|s| s.filename().to_owned())
+                .unwrap_or_default();
+            let message = friendlier(error.without_diagnostic().to_string().trim());
+            let mut wrapped = starlark::Error::new_other(anyhow::anyhow!(
+                "in {file}:{}:{}: {message}",
+                inner.begin.line + 1,
+                inner.begin.column + 1
+            ));
+            wrapped.set_span(own.span, &own.file);
+            return wrapped;
+        }
         error
     })
 }
 
-fn to_diagnostic(path: &str, error: &starlark::Error) -> ModuleDiagnostic {
+fn to_diagnostic(path: &str, error: &starlark::Error, kind: ModuleErrorKind) -> ModuleDiagnostic {
     let message = error.without_diagnostic().to_string();
     let message = friendlier(message.trim());
     match error.span() {
         Some(span) => {
             let resolved = span.resolve_span();
             ModuleDiagnostic {
+                kind,
                 message,
                 path: path.to_owned(),
                 line: one_based(resolved.begin.line),
@@ -112,6 +333,7 @@ fn to_diagnostic(path: &str, error: &starlark::Error) -> ModuleDiagnostic {
             }
         }
         None => ModuleDiagnostic {
+            kind,
             message,
             path: path.to_owned(),
             line: 1,

@@ -97,6 +97,28 @@ pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
             origin: ctx.origin.clone(),
         };
         validate_kind(ctx, &schema)?;
+        let module = match &ctx.origin {
+            once_model::KindOrigin::Module(path) | once_model::KindOrigin::Prelude(path) => path,
+        };
+        // The outermost call frame located in this module: the declaration site even
+        // when a helper function (possibly loaded from another module) made the call.
+        let site = eval
+            .call_stack()
+            .frames
+            .iter()
+            .filter_map(|frame| frame.location.as_ref())
+            .find(|location| location.filename() == module.as_str())
+            .map(|location| {
+                let span = location.resolve_span();
+                crate::KindSite {
+                    kind: schema.name.clone(),
+                    line: span.begin.line as u32 + 1,
+                    column: span.begin.column as u32 + 1,
+                    end_line: span.end.line as u32 + 1,
+                    end_column: span.end.column as u32 + 1,
+                }
+            });
+        ctx.sites.borrow_mut().extend(site);
         ctx.kinds.borrow_mut().push(schema);
         Ok(NoneType)
     }
@@ -545,9 +567,11 @@ fn validate_kind(ctx: &DeclarationContext, kind: &KindSchema) -> anyhow::Result<
     let name = kind.name.as_str();
     check_identifier("kind name", name)?;
     if ctx.kinds.borrow().iter().any(|k| k.name == name) {
+        ctx.duplicate.set(true);
         bail!("target kind `{name}` is declared more than once");
     }
     if ctx.reserved.contains(name) {
+        ctx.duplicate.set(true);
         bail!("target kind `{name}` is built in; choose another name");
     }
     let needs_docs = |what: String, docs: &str| -> anyhow::Result<()> {

@@ -6,9 +6,13 @@
 //! Nothing Starlark-shaped leaves this crate: callers get `once_model` data.
 //!
 //! - [`prelude_kinds`]: the built-in kinds, evaluated from `prelude/*.star`.
-//! - [`evaluate_module`]: one project module, under [`EvalLimits`].
+//! - [`evaluate_module`]: one project module, under [`EvalLimits`];
+//!   [`evaluate_module_with_loads`] resolves `load()` through a caller's [`ModuleSource`].
 //! - [`declaration_source`]: the helper signatures and rules, as text for docs.
+//! - [`helpers`]: the registered helper names with signatures and docs, for the
+//!   module-authoring contract.
 
+mod contract;
 mod eval;
 mod helpers;
 mod prelude;
@@ -21,6 +25,7 @@ use std::collections::HashSet;
 
 use once_model::{KindOrigin, KindSchema};
 
+pub use contract::{HelperDoc, helpers, registered_helper_names};
 pub use prelude::{prelude_file, prelude_kinds};
 
 /// Resource limits for evaluating a project module. The limits are checked periodically
@@ -54,12 +59,56 @@ pub struct ModuleEvaluation {
     /// Sorted by kind name.
     pub kinds: Vec<KindSchema>,
     pub diagnostics: Vec<ModuleDiagnostic>,
+    /// Where each kind was declared (the outermost call in this module), sorted by name.
+    pub sites: Vec<KindSite>,
+    /// Workspace-relative paths of every module `load()`ed, directly or not, sorted.
+    pub loads: Vec<String>,
+}
+
+/// The `target_kind(…)` call (in the evaluated module) that declared a kind.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KindSite {
+    pub kind: String,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+/// What kind of problem a [`ModuleDiagnostic`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ModuleErrorKind {
+    /// A Starlark syntax or runtime error, a broken helper contract, a resource limit.
+    #[default]
+    Invalid,
+    /// A kind name that is already built in.
+    DuplicateKind,
+    /// `load()` named a module that does not exist or lies outside the workspace.
+    LoadNotFound,
+}
+
+/// Where `load()` reads other modules from. Paths are workspace-relative and already
+/// normalised (`load("base.star")` in `modules/a.star` asks for `modules/base.star`;
+/// `load("//lib/x.star")` for `lib/x.star`).
+pub trait ModuleSource {
+    /// The module's text, or why it cannot be read.
+    fn read(&self, path: &str) -> Result<String, String>;
+}
+
+/// A [`ModuleSource`] with no modules: every `load()` fails.
+pub struct NoModules;
+
+impl ModuleSource for NoModules {
+    fn read(&self, path: &str) -> Result<String, String> {
+        Err(format!("module `{path}` does not exist"))
+    }
 }
 
 /// A problem in a module, with a 1-based line/column range (columns count Unicode scalar
 /// values; the end is exclusive).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleDiagnostic {
+    pub kind: ModuleErrorKind,
     pub message: String,
     /// The path the module was evaluated under.
     pub path: String,
@@ -72,17 +121,39 @@ pub struct ModuleDiagnostic {
 /// Evaluates one project module's source with the declaration helpers. Kind names of the
 /// prelude are reserved. `example(files = …)` must be a `{path: contents}` dict here.
 pub fn evaluate_module(path: &str, source: &str, limits: &EvalLimits) -> ModuleEvaluation {
+    evaluate_module_with_loads(path, source, limits, &NoModules)
+}
+
+/// Like [`evaluate_module`], with `load()` reading other modules from `modules`. A loaded
+/// module is evaluated with the same helpers and limits; the symbols it exports are
+/// visible to the loader, but kinds it declares itself belong to it, not to `path`.
+/// Load cycles and paths escaping the workspace are errors at the `load` statement.
+pub fn evaluate_module_with_loads(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    modules: &dyn ModuleSource,
+) -> ModuleEvaluation {
+    let ctx = module_context(path);
+    let loads = eval::Loads::new(modules, limits);
+    let (mut kinds, error) = eval::run_with_loads(path, source, limits, ctx, &loads);
+    kinds.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    let sites = kinds.iter().filter_map(|(_, site)| site.clone()).collect();
+    ModuleEvaluation {
+        kinds: kinds.into_iter().map(|(kind, _)| kind).collect(),
+        diagnostics: error.into_iter().collect(),
+        sites,
+        loads: loads.loaded(),
+    }
+}
+
+pub(crate) fn module_context(path: &str) -> values::DeclarationContext {
     let mut ctx = values::DeclarationContext::new(KindOrigin::Module(path.to_owned()));
     ctx.reserved = match prelude_kinds() {
         Ok(kinds) => kinds.into_iter().map(|k| k.name).collect(),
         Err(_) => HashSet::new(),
     };
-    let (mut kinds, error) = eval::run(path, source, limits, ctx);
-    kinds.sort_by(|a, b| a.name.cmp(&b.name));
-    ModuleEvaluation {
-        kinds,
-        diagnostics: error.into_iter().collect(),
-    }
+    ctx
 }
 
 /// The public declaration helpers: signatures, defaults and validation rules, written as

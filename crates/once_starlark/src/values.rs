@@ -100,6 +100,10 @@ pub(crate) struct DeclarationContext {
     /// Kind names a module may not declare (the built-in ones).
     pub(crate) reserved: HashSet<String>,
     pub(crate) kinds: RefCell<Vec<KindSchema>>,
+    /// Where each kind of `kinds` was declared, when the call site is in this module.
+    pub(crate) sites: RefCell<Vec<crate::KindSite>>,
+    /// Set when evaluation stopped because a kind name is built in.
+    pub(crate) duplicate: std::cell::Cell<bool>,
 }
 
 impl DeclarationContext {
@@ -110,6 +114,8 @@ impl DeclarationContext {
             embedded: None,
             reserved: HashSet::new(),
             kinds: RefCell::new(Vec::new()),
+            sites: RefCell::new(Vec::new()),
+            duplicate: std::cell::Cell::new(false),
         }
     }
 }

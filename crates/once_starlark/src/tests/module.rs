@@ -266,12 +266,12 @@ fn memory_limit_stops_huge_allocation() {
 }
 
 #[test]
-fn load_is_rejected() {
+fn load_without_a_module_source_fails() {
     check(
         "load(\"other.star\", \"x\")\n",
         expect![[r#"
-        error modules/test.star:1:1-1:24: `load` is not allowed in this dialect
-    "#]],
+            error modules/test.star:1:1-1:24: cannot load `modules/other.star`: module `modules/other.star` does not exist
+        "#]],
     );
 }
 
@@ -353,6 +353,113 @@ fn prelude_rules() {
         expect![[r#"
             kind k (prelude test.star)
               example ok: once.toml
+        "#]],
+    );
+}
+
+/// A [`crate::ModuleSource`] over an in-memory table.
+struct Table(&'static [(&'static str, &'static str)]);
+
+impl crate::ModuleSource for Table {
+    fn read(&self, path: &str) -> Result<String, String> {
+        self.0
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, s)| (*s).to_owned())
+            .ok_or_else(|| "no such module".to_owned())
+    }
+}
+
+fn check_loads(files: &'static [(&'static str, &'static str)], expect: Expect) {
+    let (path, source) = files[0];
+    let result =
+        crate::evaluate_module_with_loads(path, source, &EvalLimits::default(), &Table(files));
+    let mut out = format!("loads: {}\n", result.loads.join(", "));
+    for kind in &result.kinds {
+        out.push_str(&crate::tests::render_kind(kind));
+    }
+    for site in &result.sites {
+        out.push_str(&format!(
+            "site {} {}:{}-{}:{}\n",
+            site.kind, site.line, site.column, site.end_line, site.end_column
+        ));
+    }
+    for d in &result.diagnostics {
+        out.push_str(&format!(
+            "{:?} {}:{}:{}-{}:{}: {}\n",
+            d.kind, d.path, d.line, d.column, d.end_line, d.end_column, d.message
+        ));
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn load_shares_helpers_between_modules() {
+    check_loads(
+        &[
+            (
+                "modules/app.star",
+                "load(\"lib/common.star\", \"make_kind\")\nload(\"//modules/lib/common.star\", \"FLAG\")\n\nmake_kind(\"app_bundle\")\n",
+            ),
+            (
+                "modules/lib/common.star",
+                "FLAG = attr.bool(\"Verbose.\")\n\ndef make_kind(name):\n    target_kind(name, \"A bundle.\", attrs = {\"verbose\": FLAG})\n\ntarget_kind(\"lib_kind\")\n",
+            ),
+        ],
+        expect![[r#"
+            loads: modules/lib/common.star
+            kind app_bundle (module modules/app.star)
+              attr verbose: bool
+            site app_bundle 4:1-4:24
+        "#]],
+    );
+}
+
+#[test]
+fn load_errors_point_at_the_load() {
+    check_loads(
+        &[("modules/a.star", "load(\"missing.star\", \"x\")\n")],
+        expect![[r#"
+            loads: 
+            LoadNotFound modules/a.star:1:1-1:26: cannot load `modules/missing.star`: no such module
+        "#]],
+    );
+    check_loads(
+        &[("modules/a.star", "load(\"../../x.star\", \"x\")\n")],
+        expect![[r#"
+            loads: 
+            LoadNotFound modules/a.star:1:1-1:26: `load("../../x.star")` escapes the workspace
+        "#]],
+    );
+    check_loads(
+        &[
+            ("m/a.star", "load(\"b.star\", \"x\")\n"),
+            ("m/b.star", "load(\"a.star\", \"y\")\nx = 1\n"),
+        ],
+        expect![[r#"
+            loads: 
+            Invalid m/a.star:1:1-1:20: loaded module m/b.star:1:1: load cycle: m/a.star -> m/b.star -> m/a.star
+        "#]],
+    );
+    check_loads(
+        &[
+            ("m/a.star", "load(\"b.star\", \"x\")\n"),
+            ("m/b.star", "x = 1 +\n"),
+        ],
+        expect![[r#"
+            loads: 
+            Invalid m/a.star:1:1-1:20: loaded module m/b.star:1:8: Parse error: unexpected new line, expected expression
+        "#]],
+    );
+}
+
+#[test]
+fn built_in_kind_names_are_duplicates() {
+    check_loads(
+        &[("m/a.star", "target_kind(\"rust_binary\")\n")],
+        expect![[r#"
+            loads: 
+            DuplicateKind m/a.star:1:1-1:27: target kind `rust_binary` is built in; choose another name
         "#]],
     );
 }
