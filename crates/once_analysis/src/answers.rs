@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use once_db::{RootDatabase, Workspace};
 use once_graph::{
-    dependency_graph, file_diagnostics, kind_catalog, read_manifest_text, resolve_manifest,
-    resolved_targets, workspace_diagnostics, workspace_packages, workspace_settings,
+    dependency_graph, file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics,
+    workspace_packages, workspace_settings,
 };
 use once_model::{AttrValue, Capability, TargetLabel, ToolSpec};
 
@@ -216,27 +216,21 @@ pub(crate) fn validate_target(
         let _ = once_model::value::write_toml_key(&mut line, key);
         text.push_str(&format!("{line} = {value}\n"));
     }
-    let manifest = read_manifest_text("<proposed target>", "", &text);
-    let catalog = kind_catalog(db, workspace);
-    let configuration = &workspace_settings(db, workspace).configuration;
-    let resolved = resolve_manifest(&manifest, catalog, configuration, None);
-    let diagnostics: Vec<LocatedDiagnostic> = manifest
-        .diagnostics
-        .iter()
-        .chain(&resolved.diagnostics)
-        .map(|d| {
-            let mut diagnostic = d.clone();
-            diagnostic.file = None;
-            diagnostic.range = None;
-            LocatedDiagnostic {
-                diagnostic,
-                range: None,
-            }
-        })
-        .collect();
+    let diagnostics: Vec<LocatedDiagnostic> =
+        crate::edit::check_manifest_text(db, workspace, "<proposed target>", "", &text)
+            .into_iter()
+            .map(|mut diagnostic| {
+                diagnostic.file = None;
+                diagnostic.range = None;
+                LocatedDiagnostic {
+                    diagnostic,
+                    range: None,
+                }
+            })
+            .collect();
     Validation {
         valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
-        target_count: manifest.targets.len(),
+        target_count: 1,
         diagnostics,
     }
 }

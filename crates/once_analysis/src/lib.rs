@@ -7,7 +7,11 @@
 //! blocking behind it.
 
 mod answers;
+pub mod edit;
+mod format;
+pub mod ide;
 pub mod kind_search;
+pub mod modules;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,12 +24,20 @@ use once_graph::{
 use once_model::{Diagnostic, KindSchema, LineColRange};
 
 pub use answers::*;
-pub use kind_search::search_kinds;
-pub use once_db::{
-    ChangeEvent, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System, WorkspaceWatcher,
-    find_workspace_root,
+pub use edit::{EditOperation, EditOutcome, EditRequest, MaterializePlan};
+pub use ide::{
+    CodeAction, CompletionItem, CompletionKind, FileRange, HoverInfo, TargetSymbol, TextEdit,
+    format_manifest,
 };
+pub use kind_search::search_kinds;
+pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
+pub use once_db::{
+    ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
+    WorkspaceWatcher, find_workspace_root,
+};
+pub use once_db::{FileWrite, WriteError};
 pub use once_graph::{AffectedTest, TestTarget};
+pub use once_model::LineCol;
 
 /// The names closest to `word` (for "did you mean" messages), best first.
 pub fn closest_names<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
@@ -63,6 +75,71 @@ impl AnalysisHost {
         apply_changes(&mut self.db, changes);
     }
 
+    /// Writes planned files through the `System` (each atomically, every path confined to
+    /// the workspace and checked before the first write) and applies the changes at once,
+    /// so the next snapshot sees them. Returns the written workspace-relative paths.
+    pub fn write_files(&mut self, writes: &[FileWrite]) -> Result<Vec<String>, WriteError> {
+        let root = self.workspace.root(&self.db).clone();
+        let system = self.db.system_arc();
+        let events = once_db::write_files(&*system, &root, writes)?;
+        self.apply_changes(&events);
+        Ok(writes.iter().map(|w| w.path.clone()).collect())
+    }
+
+    /// Plans a batch of edits and, when every operation passed and the text changed,
+    /// writes the manifest. The next snapshot sees the change.
+    pub fn apply_edit(&mut self, request: &EditRequest) -> Result<EditOutcome, String> {
+        let outcome = self
+            .analysis()
+            .plan_edit(request)
+            .map_err(|_| "the edit was cancelled".to_owned())??;
+        if let EditOutcome::Applied {
+            write: Some(write), ..
+        } = &outcome
+        {
+            self.write_files(std::slice::from_ref(write))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(outcome)
+    }
+
+    /// Plans a starter under `destination` and, without conflicts, writes its files and
+    /// validates the workspace afterwards.
+    pub fn materialize_example(
+        &mut self,
+        kind: &str,
+        slug: &str,
+        destination: &str,
+    ) -> Result<Materialized, String> {
+        let cancelled = |_| "materializing was cancelled".to_owned();
+        let plan = self
+            .analysis()
+            .plan_materialize(kind, slug, destination)
+            .map_err(cancelled)??;
+        if !plan.conflicts.is_empty() {
+            return Ok(Materialized {
+                plan,
+                targets: Vec::new(),
+                validation: None,
+            });
+        }
+        self.write_files(&plan.writes)
+            .map_err(|e| format!("materializing `{kind}`/`{slug}` failed: {e}"))?;
+        let analysis = self.analysis();
+        let targets = analysis
+            .targets(None)
+            .map_err(cancelled)?
+            .into_iter()
+            .filter(|t| plan.packages.contains(&t.package))
+            .collect();
+        let validation = analysis.validate_workspace().map_err(cancelled)?;
+        Ok(Materialized {
+            plan,
+            targets,
+            validation: Some(validation),
+        })
+    }
+
     /// A snapshot for answering questions, possibly on another thread.
     pub fn analysis(&self) -> Analysis {
         Analysis {
@@ -70,6 +147,16 @@ impl AnalysisHost {
             workspace: self.workspace,
         }
     }
+}
+
+/// The outcome of [`AnalysisHost::materialize_example`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Materialized {
+    pub plan: MaterializePlan,
+    /// Targets of the packages the starter's manifests define (after the write).
+    pub targets: Vec<TargetSummaryInfo>,
+    /// The workspace validation after the write; `None` when conflicts stopped it.
+    pub validation: Option<Validation>,
 }
 
 /// A lookup that found nothing; `Display` says what was asked and what is close.
@@ -253,6 +340,31 @@ impl Analysis {
     pub fn validate_target(&self, target: &ProposedTarget) -> Cancellable<Validation> {
         let target = target.clone();
         self.with_db(move |db, ws| answers::validate_target(db, ws, &target))
+    }
+
+    /// Plans a batch of target edits on one manifest: every operation is applied to the
+    /// text and checked before anything would be written. `Err` refuses the request (a
+    /// package outside the workspace, an unreadable manifest).
+    pub fn plan_edit(&self, request: &EditRequest) -> Cancellable<Result<EditOutcome, String>> {
+        let request = request.clone();
+        self.with_db(move |db, ws| edit::plan_edit(db, ws, &request))
+    }
+
+    /// Plans writing a starter's files under `destination`: created, unchanged and
+    /// conflicting files. `Err` refuses the request (unknown kind or slug, a destination
+    /// outside the workspace).
+    pub fn plan_materialize(
+        &self,
+        kind: &str,
+        slug: &str,
+        destination: &str,
+    ) -> Cancellable<Result<MaterializePlan, String>> {
+        let example = match self.lookup_example(kind, slug)? {
+            Ok(example) => example,
+            Err(not_found) => return Ok(Err(not_found.to_string())),
+        };
+        let (kind, destination) = (kind.to_owned(), destination.to_owned());
+        self.with_db(move |db, ws| edit::plan_materialize(db, ws, &kind, &example, &destination))
     }
 
     /// Every test target.

@@ -45,6 +45,11 @@ pub enum Command {
         #[arg(long)]
         allow_run: bool,
     },
+    /// Change manifests: apply target edits, materialize starter examples.
+    #[command(subcommand)]
+    Edit(Edit),
+    /// Serve the Language Server Protocol on stdin/stdout for editors (`once.toml` files).
+    Lsp,
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.
@@ -104,5 +109,42 @@ pub enum Query {
         /// Also a changed path (repeatable), for scripts that build argument lists.
         #[arg(long = "changed-path", value_name = "PATH")]
         changed_paths: Vec<String>,
+    },
+    /// The project-module authoring contract: helpers, invariants, a starter module.
+    ModuleContract,
+    /// Evaluate one workspace-relative `.star` module; exits 1 when invalid.
+    ValidateModule {
+        /// Workspace-relative path, such as `modules/generated_text.star`.
+        path: String,
+    },
+    /// Fetch bounded UTF-8 source from a public HTTPS address (no redirects, no private hosts).
+    ExternalSource {
+        /// A public `https://` address.
+        url: String,
+        /// Return at most this many bytes (1 to 1048576); `truncated` says when more arrived.
+        #[arg(long, value_name = "N", default_value_t = once_fetch::DEFAULT_MAX_BYTES)]
+        max_bytes: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Edit {
+    /// Apply a batch of create/update/delete operations to one package's `once.toml`, all
+    /// or nothing; exits 1 when rejected (the file is left unchanged).
+    Apply {
+        /// A JSON file holding `{"package": …, "operations": [...]}`; stdin when absent.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Write a kind's starter example under a workspace-relative directory; exits 1 on
+    /// conflicts (nothing is written).
+    MaterializeExample {
+        /// Kind name, such as `rust_binary`.
+        kind: String,
+        /// Example slug from `once query schema KIND`.
+        slug: String,
+        /// Workspace-relative directory to write into; the root when absent.
+        #[arg(long, value_name = "DIR")]
+        destination: Option<String>,
     },
 }

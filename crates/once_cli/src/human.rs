@@ -424,3 +424,143 @@ pub fn affected_tests(tests: &[AffectedTest]) {
         }
     }
 }
+
+/// A header line, then the fetched text. Control characters other than newline and tab
+/// are shown as `�` so fetched bytes cannot drive the terminal; `--format json` has the
+/// exact content.
+pub fn external_source(fetched: &once_fetch::FetchedSource) {
+    let size = if fetched.truncated {
+        format!("{} (truncated)", count(fetched.byte_count, "byte"))
+    } else {
+        count(fetched.byte_count, "byte")
+    };
+    println!(
+        "{} {} · {} · {} · sha256 {}",
+        paint(BOLD, "fetched"),
+        paint(ID, &fetched.url),
+        size,
+        fetched.content_type.as_deref().unwrap_or("no content type"),
+        fetched.content_digest
+    );
+    let shown: String = fetched
+        .content
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut stdout = anstream::stdout();
+    let _ = std::io::Write::write_all(&mut stdout, shown.as_bytes());
+    if !shown.is_empty() && !shown.ends_with('\n') {
+        println!();
+    }
+}
+
+pub fn edit_result(outcome: &once_analysis::EditOutcome) {
+    match outcome {
+        once_analysis::EditOutcome::Applied { path, changed, .. } => {
+            if *changed {
+                println!("{} {path}", paint(OK, "edited"));
+            } else {
+                println!("{} {path} (no change)", paint(OK, "unchanged"));
+            }
+        }
+        once_analysis::EditOutcome::Rejected {
+            path,
+            failed_operation,
+            diagnostics: found,
+        } => {
+            diagnostics(found);
+            let which = failed_operation.map_or(String::new(), |i| format!(" at operations[{i}]"));
+            println!(
+                "{} {path} is unchanged",
+                paint(ERROR, &format!("edit rejected{which}:"))
+            );
+        }
+    }
+}
+
+pub fn materialized(done: &once_analysis::Materialized) {
+    let plan = &done.plan;
+    for path in &plan.created {
+        println!("created   {path}");
+    }
+    for path in &plan.unchanged {
+        println!("unchanged {path}");
+    }
+    for (path, reason) in &plan.conflicts {
+        println!("{} {path}: {reason}", paint(ERROR, "conflict "));
+    }
+    if !plan.conflicts.is_empty() {
+        println!(
+            "{} nothing was written",
+            paint(
+                ERROR,
+                &format!("{}:", count(plan.conflicts.len(), "conflict"))
+            )
+        );
+        return;
+    }
+    for target in &done.targets {
+        println!("target    {} ({})", target.id, target.kind);
+    }
+    if let Some(validation) = &done.validation {
+        println!();
+        self::validation(validation);
+    }
+}
+
+pub fn module_contract(contract: &once_analysis::ModuleContract) {
+    println!("{}", paint(BOLD, "Register modules in the root once.toml:"));
+    print!("{}", contract.registration);
+    println!();
+    println!("{}", paint(BOLD, "Declaration helpers:"));
+    for helper in &contract.helpers {
+        println!("  {}", helper.signature);
+        println!("      {}", paint(DIM, &helper.purpose));
+    }
+    println!();
+    println!("{}", paint(BOLD, "Schema invariants:"));
+    for rule in contract.schema_invariants.iter().chain(&contract.load_contract) {
+        println!("  - {rule}");
+    }
+    println!();
+    println!("{}", paint(BOLD, "Maintenance loop:"));
+    for (i, step) in contract.maintenance_loop.iter().enumerate() {
+        println!("  {}. {step}", i + 1);
+    }
+    println!();
+    println!("{} {}", paint(BOLD, "Starter:"), contract.starter_path);
+    print!("{}", contract.starter);
+}
+
+pub fn module_validation(validation: &once_analysis::ModuleValidation) {
+    diagnostics(&validation.diagnostics);
+    if !validation.diagnostics.is_empty() {
+        println!();
+    }
+    let kinds: Vec<&str> = validation
+        .target_kinds
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    if validation.valid {
+        println!(
+            "{} {} declares {}: {}",
+            paint(OK, "module valid:"),
+            validation.path,
+            count(kinds.len(), "kind"),
+            kinds.join(", ")
+        );
+    } else {
+        println!(
+            "{} {}",
+            paint(ERROR, "module invalid:"),
+            validation.path
+        );
+    }
+}

@@ -1,7 +1,8 @@
 //! The `once` binary: parses the command line, runs the command, maps outcomes to exit codes.
 //!
 //! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
-//! `validate-*` command found the workspace or target invalid, 2 for usage and I/O errors.
+//! `validate-*` command found the workspace or target invalid or an `edit` command was
+//! rejected or conflicted (nothing written), 2 for usage and I/O errors.
 
 #![allow(
     clippy::print_stdout,
@@ -10,6 +11,7 @@
 )]
 
 mod args;
+mod edit;
 mod human;
 mod query;
 
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
     let format = args.format;
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
+        Command::Edit(edit) => edit::run(&args, edit),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,
@@ -44,6 +47,17 @@ fn main() -> ExitCode {
             once_mcp::run_stdio(config)?;
             Ok(Outcome::Success)
         }),
+        Command::Lsp => {
+            // `-C`/`ONCE_WORKSPACE` pin the workspace; otherwise the client's root decides.
+            let explicit = args.directory.is_some() || std::env::var_os("ONCE_WORKSPACE").is_some();
+            let root = if explicit { Some(query::workspace_root(&args)) } else { None };
+            match root.transpose() {
+                Ok(root) => once_lsp::run_stdio(root)
+                    .map(|()| Outcome::Success)
+                    .map_err(|e| anyhow::anyhow!("language server: {e}")),
+                Err(e) => Err(e),
+            }
+        }
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();

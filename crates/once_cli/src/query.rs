@@ -56,7 +56,7 @@ fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
 
 /// Prints one compact JSON line.
 /// A reader that closed the pipe early (`once … | head`) is not an error.
-fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_vec(value).context("cannot encode the JSON answer")?;
     line.push(b'\n');
     let mut stdout = std::io::stdout().lock();
@@ -69,6 +69,9 @@ fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
 }
 
 pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
+    if let Query::ExternalSource { url, max_bytes } = query {
+        return external_source(args, url, *max_bytes);
+    }
     let analysis = load(args)?;
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
@@ -193,6 +196,25 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 return Ok(Outcome::Invalid);
             }
         }
+        Query::ModuleContract => {
+            let contract = analysis.module_contract();
+            if json {
+                print_json(&once_json::module_contract(&contract))?
+            } else {
+                human::module_contract(&contract)
+            }
+        }
+        Query::ValidateModule { path } => {
+            let validation = answer(analysis.validate_module(path))?.map_err(|e| anyhow!(e))?;
+            if json {
+                print_json(&once_json::module_validation(&validation))?
+            } else {
+                human::module_validation(&validation)
+            }
+            if !validation.valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
         Query::Tests => {
             let tests = answer(analysis.tests())?;
             if json {
@@ -201,6 +223,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 human::tests(&tests)
             }
         }
+        Query::ExternalSource { url, max_bytes } => return external_source(args, url, *max_bytes),
         Query::AffectedTests {
             paths,
             changed_paths,
@@ -229,4 +252,18 @@ fn find_target(analysis: &Analysis, id: &str) -> anyhow::Result<once_analysis::T
 
 fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::KindSchema> {
     Ok(answer(analysis.lookup_kind(kind))??)
+}
+
+/// `once query external-source`: needs no workspace. Always the strict policy.
+fn external_source(args: &Args, url: &str, max_bytes: usize) -> anyhow::Result<Outcome> {
+    let fetched =
+        once_fetch::fetch_external_source(url, max_bytes, &once_fetch::FetchPolicy::strict())
+            .map_err(|e| anyhow!(e.message()))
+            .with_context(|| format!("cannot fetch external source `{url}`"))?;
+    if args.format == Format::Json {
+        print_json(&once_json::external_source(&fetched))?
+    } else {
+        human::external_source(&fetched)
+    }
+    Ok(Outcome::Success)
 }

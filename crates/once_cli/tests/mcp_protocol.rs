@@ -519,3 +519,101 @@ fn answers_stay_bounded_on_a_10k_target_workspace() {
     assert_eq!(validation["structuredContent"]["result"]["valid"], false);
     assert_eq!(server.finish(), 0);
 }
+
+const GATED: [&str; 2] = ["once_apply_edit", "once_materialize_example"];
+
+fn tool_names(server: &mut Server, id: i64) -> Vec<String> {
+    server.request(id, "tools/list", json!({}))["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_gated_tool_without_allow_run_is_a_tool_error_saying_how_to_enable_it_and_is_not_listed() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    let names = tool_names(&mut server, 1);
+    for gated in GATED {
+        assert!(!names.iter().any(|n| n == gated), "{gated} is listed");
+    }
+    let result = server.call(
+        2,
+        "once_materialize_example",
+        json!({ "kind": "filegroup", "slug": "filegroup-minimal", "destination": "x" }),
+    );
+    assert_eq!(result["isError"], json!(true), "{result}");
+    let message = result["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("once mcp --allow-run"), "{message}");
+    let result = server.call(
+        3,
+        "once_apply_edit",
+        json!({ "package": "", "operations": [] }),
+    );
+    assert_eq!(result["isError"], json!(true), "{result}");
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn with_allow_run_gated_tools_are_listed_and_write_what_the_next_call_sees() {
+    let mut server = Server::start(&["--allow-run"]);
+    server.initialize("2025-11-25");
+    let tools = server.request(1, "tools/list", json!({}))["result"]["tools"].clone();
+    for gated in GATED {
+        let tool = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == gated)
+            .expect(gated);
+        assert_eq!(tool["annotations"]["readOnlyHint"], json!(false));
+    }
+    let edit = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "once_apply_edit")
+        .unwrap();
+    assert_eq!(edit["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(edit["annotations"]["idempotentHint"], json!(false));
+    let result = server.call(2, "once_apply_edit", json!({
+        "package": "data",
+        "operations": [{ "op": "create", "target": { "name": "Extra", "kind": "filegroup", "srcs": ["messages/*.txt"] } }],
+    }));
+    assert_eq!(result["isError"], json!(false), "{result}");
+    assert_eq!(
+        result["structuredContent"]["result"],
+        json!({ "applied": true, "changed": true, "path": "data/once.toml" })
+    );
+    let target = server.call(3, "once_get_target", json!({ "target": "data/Extra" }));
+    assert_eq!(
+        target["isError"],
+        json!(false),
+        "the next call sees the edit: {target}"
+    );
+    let rejected = server.call(
+        4,
+        "once_apply_edit",
+        json!({
+            "package": "data",
+            "operations": [{ "op": "delete", "target_name": "Nope" }],
+        }),
+    );
+    assert_eq!(
+        rejected["structuredContent"]["result"]["applied"],
+        json!(false)
+    );
+    assert_eq!(
+        rejected["structuredContent"]["result"]["failed_operation"],
+        json!(0)
+    );
+    let outside = server.call(
+        5,
+        "once_apply_edit",
+        json!({ "package": "../x", "operations": [] }),
+    );
+    assert_eq!(outside["isError"], json!(true));
+    assert_eq!(server.finish(), 0);
+}

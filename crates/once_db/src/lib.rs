@@ -8,6 +8,7 @@
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`watch`]: a file watcher with a fence, for long-running servers.
+//! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
 //!
 //! **Architecture Invariant:** nothing here reads the disk, the environment or the clock
 //! except through [`System`]; inputs are set only by [`apply_changes`] and [`RootDatabase::load`].
@@ -19,6 +20,7 @@ pub mod package_filter;
 pub mod system;
 pub mod watch;
 pub mod workspace;
+pub mod writes;
 
 use std::sync::{Arc, Mutex};
 
@@ -26,9 +28,10 @@ pub use changes::{ChangeEvent, apply_changes};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
-pub use system::{HostPlatform, MemorySystem, OsSystem, System};
+pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System};
 pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
+pub use writes::{FileWrite, WriteError, write_files};
 
 /// The database trait every query takes as `db: &dyn Db`.
 #[salsa::db]

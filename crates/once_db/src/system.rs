@@ -38,6 +38,30 @@ pub trait System: Send + Sync + fmt::Debug {
     fn walk(&self, root: &Path) -> io::Result<Vec<String>>;
 
     fn host_platform(&self) -> HostPlatform;
+
+    /// Reads a file's bytes.
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// What is at `path`, without following a final symbolic link; `None` when nothing is.
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>>;
+
+    /// The absolute path with every symbolic link resolved (the path must exist).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// Replaces (or creates) the file at `path` atomically: the contents go to a temporary
+    /// file in the same directory, are flushed to disk, and the temporary file is renamed
+    /// over `path`. Missing parent directories are created. Callers check confinement first
+    /// ([`crate::writes`]).
+    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+}
+
+/// What a path names, without following a final symbolic link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    Symlink,
+    Other,
 }
 
 /// Directory names never walked into, wherever they appear.
@@ -106,6 +130,68 @@ impl System for OsSystem {
     fn host_platform(&self) -> HostPlatform {
         HostPlatform::current()
     }
+
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) => {
+                let file_type = metadata.file_type();
+                Ok(Some(if file_type.is_symlink() {
+                    EntryKind::Symlink
+                } else if file_type.is_dir() {
+                    EntryKind::Directory
+                } else if file_type.is_file() {
+                    EntryKind::File
+                } else {
+                    EntryKind::Other
+                }))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
+    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        write_atomic_with(path, contents, |_| Ok(()))
+    }
+}
+
+/// [`OsSystem::write_atomic`] with a hook that runs after the temporary file is written
+/// and flushed and before it is renamed over `path` (tests inject failures there). When
+/// the hook or any step fails, the temporary file is removed and `path` is untouched.
+pub fn write_atomic_with(
+    path: &Path,
+    contents: &[u8],
+    before_rename: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::io::Write as _;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| io::Error::other(format!("`{}` has no parent directory", path.display())))?;
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".once-write-")
+        .tempfile_in(parent)?;
+    temp.write_all(contents)?;
+    if let Ok(metadata) = std::fs::metadata(path) {
+        temp.as_file().set_permissions(metadata.permissions())?;
+    }
+    temp.as_file().sync_all()?;
+    before_rename(temp.path())?;
+    temp.persist(path).map_err(|e| e.error)?;
+    // Make the rename itself durable; not every platform can open a directory.
+    if let Ok(directory) = std::fs::File::open(parent) {
+        let _ = directory.sync_all();
+    }
+    Ok(())
 }
 
 /// Converts a relative path to `/`-separated UTF-8, or `None` if it is not UTF-8.
@@ -125,6 +211,8 @@ pub fn relative_to_slash(path: &Path) -> Option<String> {
 #[derive(Clone, Debug)]
 pub struct MemorySystem {
     files: Arc<RwLock<BTreeMap<PathBuf, String>>>,
+    /// Symbolic links: path → target (only reported by `entry_kind`, never followed).
+    symlinks: Arc<RwLock<BTreeMap<PathBuf, PathBuf>>>,
     host: HostPlatform,
 }
 
@@ -132,6 +220,7 @@ impl Default for MemorySystem {
     fn default() -> MemorySystem {
         MemorySystem {
             files: Arc::default(),
+            symlinks: Arc::default(),
             host: HostPlatform {
                 os: "linux".into(),
                 arch: "x86_64".into(),
@@ -151,6 +240,13 @@ impl MemorySystem {
     pub fn write(&self, path: impl Into<PathBuf>, contents: impl Into<String>) {
         if let Ok(mut files) = self.files.write() {
             files.insert(path.into(), contents.into());
+        }
+    }
+
+    /// Records a symbolic link at `path` (for confinement tests).
+    pub fn symlink(&self, path: impl Into<PathBuf>, target: impl Into<PathBuf>) {
+        if let Ok(mut links) = self.symlinks.write() {
+            links.insert(path.into(), target.into());
         }
     }
 
@@ -202,5 +298,40 @@ impl System for MemorySystem {
 
     fn host_platform(&self) -> HostPlatform {
         self.host.clone()
+    }
+
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read_to_string(path).map(String::into_bytes)
+    }
+
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        if self
+            .symlinks
+            .read()
+            .is_ok_and(|links| links.contains_key(path))
+        {
+            return Ok(Some(EntryKind::Symlink));
+        }
+        let files = self
+            .files
+            .read()
+            .map_err(|_| io::Error::other("memory system poisoned"))?;
+        if files.contains_key(path) {
+            return Ok(Some(EntryKind::File));
+        }
+        let is_directory =
+            files.keys().any(|f| f.starts_with(path) && f != path) || path.parent().is_none();
+        Ok(is_directory.then_some(EntryKind::Directory))
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
+    }
+
+    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        let text = String::from_utf8(contents.to_vec())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))?;
+        self.write(path.to_path_buf(), text);
+        Ok(())
     }
 }

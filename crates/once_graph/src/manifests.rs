@@ -612,7 +612,7 @@ fn select_branches(value: &Value) -> Option<Result<Vec<Branch<'_>>, String>> {
 }
 
 /// Converts a TOML value to an attribute value.
-pub(crate) fn attr_value(value: &Value) -> AttrValue {
+pub fn attr_value(value: &Value) -> AttrValue {
     match &value.kind {
         ValueKind::String(s) => AttrValue::String(s.clone()),
         ValueKind::Integer(i) => AttrValue::Int(*i),

@@ -339,10 +339,130 @@ pub fn affected_test() -> Value {
     )
 }
 
+pub fn external_source() -> Value {
+    object(
+        &[
+            ("url", plain_string()),
+            ("content_type", nullable_string()),
+            ("content_digest", plain_string()),
+            ("byte_count", integer()),
+            ("truncated", boolean()),
+            ("content", plain_string()),
+        ],
+        &[
+            "url",
+            "content_type",
+            "content_digest",
+            "byte_count",
+            "truncated",
+            "content",
+        ],
+    )
+}
+
+fn contract_entries() -> Value {
+    array(object(
+        &[("signature", plain_string()), ("purpose", plain_string())],
+        &["signature", "purpose"],
+    ))
+}
+
+pub fn module_contract() -> Value {
+    let lists = [
+        "helpers",
+        "attribute_types",
+        "context_fields",
+        "action_primitives",
+    ];
+    let texts = [
+        "language",
+        "registration",
+        "declaration_source",
+        "starter_path",
+        "starter",
+        "starter_target",
+    ];
+    let sentences = ["schema_invariants", "load_contract", "maintenance_loop"];
+    let mut properties: Vec<(&str, Value)> = Vec::new();
+    properties.extend(texts.iter().map(|&n| (n, plain_string())));
+    properties.extend(lists.iter().map(|&n| (n, contract_entries())));
+    properties.extend(sentences.iter().map(|&n| (n, strings())));
+    let required: Vec<&str> = texts.iter().chain(&lists).chain(&sentences).copied().collect();
+    object(&properties, &required)
+}
+
+pub fn module_validation() -> Value {
+    object(
+        &[
+            ("valid", boolean()),
+            ("path", plain_string()),
+            ("target_kinds", array(kind_schema())),
+            ("diagnostics", array(diagnostic())),
+        ],
+        &["valid", "path", "target_kinds", "diagnostics"],
+    )
+}
+
 /// The `structuredContent` envelope: `{"result": …, "next_cursor"?: …}`.
 pub fn envelope(result: Value) -> Value {
     object(
         &[("result", result), ("next_cursor", plain_string())],
         &["result"],
+    )
+}
+
+/// `once_apply_edit`: `{applied: true, changed, path}` or
+/// `{applied: false, path, failed_operation, diagnostics}`.
+pub fn edit_result() -> Value {
+    object(
+        &[
+            ("applied", boolean()),
+            ("changed", boolean()),
+            ("path", plain_string()),
+            (
+                "failed_operation",
+                json!({ "type": ["integer", "null"], "minimum": 0 }),
+            ),
+            ("diagnostics", array(diagnostic())),
+        ],
+        &["applied", "path"],
+    )
+}
+
+/// `once_materialize_example`.
+pub fn materialize() -> Value {
+    object(
+        &[
+            ("materialized", boolean()),
+            ("kind", plain_string()),
+            ("slug", plain_string()),
+            ("destination", plain_string()),
+            ("created_files", strings()),
+            ("unchanged_files", strings()),
+            (
+                "conflicts",
+                array(object(
+                    &[("path", plain_string()), ("reason", plain_string())],
+                    &["path", "reason"],
+                )),
+            ),
+            ("targets", array(target())),
+            ("workspace_validation", {
+                let mut nullable = validation();
+                nullable["type"] = serde_json::json!(["object", "null"]);
+                nullable
+            }),
+        ],
+        &[
+            "materialized",
+            "kind",
+            "slug",
+            "destination",
+            "created_files",
+            "unchanged_files",
+            "conflicts",
+            "targets",
+            "workspace_validation",
+        ],
     )
 }

@@ -510,13 +510,20 @@ impl Worker {
             )));
         }
         self.host.apply_changes(&self.watcher.sync());
-        let analysis = self.host.analysis();
-        *lock(&self.shared.in_flight) = Some(InFlight {
-            id: id.clone(),
-            cancel: analysis.cancel_handle(),
-        });
-        let outcome = (tool.handler)(&analysis, &arguments);
-        *lock(&self.shared.in_flight) = None;
+        let outcome = if let Some(edit) = crate::tools::edit_handler(name) {
+            // Writes go through the host, which applies the written paths as changes at
+            // once: the next call sees them without waiting for the watcher.
+            Ok(edit(&mut self.host, &arguments))
+        } else {
+            let analysis = self.host.analysis();
+            *lock(&self.shared.in_flight) = Some(InFlight {
+                id: id.clone(),
+                cancel: analysis.cancel_handle(),
+            });
+            let outcome = (tool.handler)(&analysis, &arguments);
+            *lock(&self.shared.in_flight) = None;
+            outcome
+        };
         match outcome {
             Err(_cancelled) => Ok(tool_error(format!("`{name}` was cancelled"))),
             Ok(Err(message)) => Ok(tool_error(message)),
