@@ -2,4 +2,5 @@
 
 mod commands;
 mod fixtures;
+mod modules;
 mod support;
