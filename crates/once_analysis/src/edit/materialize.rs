@@ -168,7 +168,11 @@ fn relocate(text: &str, destination: &str, packages: &[String]) -> Option<String
                                 let package = s.strip_prefix(prefix)?;
                                 Some(format!("{prefix}{}", join(destination, package)))
                             })
-                            .or_else(|| relocate_reference(s, destination, packages));
+                            .or_else(|| {
+                                (s != "public" && s != "private")
+                                    .then(|| relocate_reference(s, destination, packages))
+                                    .flatten()
+                            });
                         if let Some(new) = new {
                             edits.push((value.range, AttrValue::String(new).to_string()));
                         }

@@ -27,7 +27,7 @@ async def test_the_agent_loop_materializes_edits_and_validates(once_binary, empt
         assert "once_apply_edit" in names and "once_materialize_example" in names
 
         kinds = (await call(client, "once_list_target_kinds", {"query": "rust library"}))["result"]
-        assert kinds[0]["name"] == "rust_library"
+        assert kinds[0]["kind"] == "rust_library"
         schema = (await call(client, "once_query_schema", {"kind": "rust_library"}))["result"]
         slug = schema["examples"][0]["slug"]
 
