@@ -617,3 +617,46 @@ fn with_allow_run_gated_tools_are_listed_and_write_what_the_next_call_sees() {
     assert_eq!(outside["isError"], json!(true));
     assert_eq!(server.finish(), 0);
 }
+
+/// A warm server follows module edits: break a loaded module, see the located error and
+/// the targets missing its kinds; fix it, valid again. `once_validate_module` agrees.
+#[test]
+fn a_warm_server_follows_project_module_edits() {
+    let workspace = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/workspaces/project_modules");
+    copy_dir(&fixture, workspace.path());
+    let base_path = workspace.path().join("modules/base.star");
+    let base = std::fs::read_to_string(&base_path).unwrap();
+    let mut server = Server::start_in(workspace, &[]);
+    server.initialize("2025-11-25");
+    let valid = server.call(1, "once_validate_workspace", json!({}));
+    assert_eq!(valid["structuredContent"]["result"]["valid"], json!(true), "{valid}");
+
+    std::fs::write(&base_path, base.replace("attr.string_list(", "attr.string_lst(")).unwrap();
+    let broken = server.call(2, "once_validate_workspace", json!({}));
+    let result = &broken["structuredContent"]["result"];
+    assert_eq!(result["valid"], json!(false), "{broken}");
+    let diagnostics = result["diagnostics"].as_array().unwrap();
+    let located = diagnostics
+        .iter()
+        .find(|d| d["code"] == "invalid_module" && d["file"] == "modules/base.star")
+        .expect("the module error");
+    assert_eq!(located["range"]["start"]["line"], json!(4));
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["code"] == "unknown_target_kind" && d["target"] == "app/Greeting"),
+        "{broken}"
+    );
+    let module = server.call(3, "once_validate_module", json!({ "path": "modules/app.star" }));
+    assert_eq!(module["structuredContent"]["result"]["valid"], json!(false), "{module}");
+
+    std::fs::write(&base_path, &base).unwrap();
+    let fixed = server.call(4, "once_validate_workspace", json!({}));
+    assert_eq!(fixed["structuredContent"]["result"]["valid"], json!(true), "{fixed}");
+    let module = server.call(5, "once_validate_module", json!({ "path": "modules/app.star" }));
+    assert_eq!(module["structuredContent"]["result"]["valid"], json!(true), "{module}");
+    let contract = server.call(6, "once_query_module_contract", json!({}));
+    assert_eq!(contract["structuredContent"]["result"]["language"], json!("Starlark"));
+    assert_eq!(server.finish(), 0);
+}

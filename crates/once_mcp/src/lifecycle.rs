@@ -65,6 +65,7 @@ pub fn instructions(root: &Path, allow_run: bool) -> String {
          4. `once_query_example` for a runnable starter; adapt its `once.toml` and sources.\n\
          5. Check proposed tables with `once_validate_target`, then the whole graph with `once_validate_workspace` after every edit; diagnostics carry file, line/column and repairs.\n\
          6. `once_query_targets`, `once_get_target` and `once_query_capabilities` to see what can be built, run or tested; `once_query_affected_tests` with the paths you changed to choose tests.\n\
+         External rule with no matching kind: `once_query_module_contract` → `once_fetch_external_source` for the authoritative upstream rule → write a project module under the root manifest's `[modules] paths` (starter in the contract) → `once_validate_module` until valid → declare targets of the new kind → `once_validate_workspace`.\n\
          Answers always reflect the files on disk at the time of the call. Long lists come in pages: pass `next_cursor` back as `cursor`.\n\
          {gating}"
     )
