@@ -33,6 +33,10 @@ pub fn generated_files() -> Vec<Generated> {
             path: "docs/kinds.md",
             contents: crate::reference::kinds_doc(),
         },
+        Generated {
+            path: "docs/modules.md",
+            contents: crate::modules_doc::modules_doc(),
+        },
     ]
 }
 

@@ -17,6 +17,7 @@
 
 mod bench;
 mod codegen;
+mod modules_doc;
 mod reference;
 mod tidy;
 
