@@ -12,7 +12,6 @@ mod format;
 pub mod ide;
 pub mod kind_search;
 pub mod modules;
-pub mod modules;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +30,6 @@ pub use ide::{
     format_manifest,
 };
 pub use kind_search::search_kinds;
-pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use once_db::{
     ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,

@@ -1,0 +1,26 @@
+//! `once lsp`: a language server for `once.toml` over the same database as the CLI and
+//! the MCP server.
+//!
+//! **Architecture Invariant:** this crate converts and dispatches, nothing else. Every
+//! fact comes from `once_analysis`; this crate owns the `lsp-server` main loop
+//! ([`server`]), the overlay of open documents ([`overlay`]) and the conversion of
+//! positions between the analysis' Unicode-scalar columns and the negotiated UTF-16 or
+//! UTF-8 encoding ([`convert`]).
+
+pub mod convert;
+pub mod overlay;
+pub mod server;
+
+use std::path::PathBuf;
+
+pub use server::{run, run_with_system};
+
+/// Serves the language server protocol on stdin/stdout. `root` overrides the workspace the
+/// client names (from `once -C DIR lsp`).
+pub fn run_stdio(root: Option<PathBuf>) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let (connection, io_threads) = lsp_server::Connection::stdio();
+    server::run(&connection, root)?;
+    drop(connection);
+    io_threads.join()?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! The overlay [`System`]: open editor buffers override the disk.
+//!
+//! Every read goes to the buffer when the path is open and to the wrapped system
+//! otherwise; a buffer for a file that does not exist yet (a new `once.toml` being typed)
+//! appears in walks, so the new package is discovered before it is saved.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use once_analysis::{EntryKind, HostPlatform, System};
+
+/// Open buffers over a base system. Cloning shares the buffers.
+#[derive(Clone, Debug)]
+pub struct Overlay {
+    base: Arc<dyn System>,
+    buffers: Arc<RwLock<BTreeMap<PathBuf, String>>>,
+}
+
+impl Overlay {
+    pub fn new(base: Arc<dyn System>) -> Overlay {
+        Overlay {
+            base,
+            buffers: Arc::default(),
+        }
+    }
+
+    /// Sets the text of an open buffer.
+    pub fn set(&self, path: PathBuf, text: String) {
+        if let Ok(mut buffers) = self.buffers.write() {
+            buffers.insert(path, text);
+        }
+    }
+
+    /// Closes a buffer: the disk shows through again.
+    pub fn remove(&self, path: &Path) {
+        if let Ok(mut buffers) = self.buffers.write() {
+            buffers.remove(path);
+        }
+    }
+
+    fn buffer(&self, path: &Path) -> Option<String> {
+        self.buffers.read().ok()?.get(path).cloned()
+    }
+
+    /// Whether the file exists on the base system (ignoring buffers).
+    pub fn exists_on_disk(&self, path: &Path) -> bool {
+        self.base.is_file(path)
+    }
+}
+
+impl System for Overlay {
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        match self.buffer(path) {
+            Some(text) => Ok(text),
+            None => self.base.read_to_string(path),
+        }
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        self.buffers.read().is_ok_and(|b| b.contains_key(path)) || self.base.is_file(path)
+    }
+
+    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+        let mut files = self.base.walk(root)?;
+        if let Ok(buffers) = self.buffers.read() {
+            for path in buffers.keys() {
+                let Ok(relative) = path.strip_prefix(root) else {
+                    continue;
+                };
+                let Some(relative) = relative.to_str().map(|r| r.replace('\\', "/")) else {
+                    continue;
+                };
+                if relative.split('/').any(|part| part.starts_with('.')) {
+                    continue;
+                }
+                files.push(relative);
+            }
+        }
+        files.sort_unstable();
+        files.dedup();
+        Ok(files)
+    }
+
+    fn host_platform(&self) -> HostPlatform {
+        self.base.host_platform()
+    }
+
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.buffer(path) {
+            Some(text) => Ok(text.into_bytes()),
+            None => self.base.read_bytes(path),
+        }
+    }
+
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        if self.buffers.read().is_ok_and(|b| b.contains_key(path)) {
+            return Ok(Some(EntryKind::File));
+        }
+        self.base.entry_kind(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.base.canonicalize(path) {
+            Ok(path) => Ok(path),
+            Err(_) if self.buffer(path).is_some() => Ok(path.to_path_buf()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        self.base.write_atomic(path, contents)
+    }
+}

@@ -1,0 +1,677 @@
+//! The main loop: the initialize handshake with position-encoding negotiation, document
+//! synchronisation through the overlay, diagnostics publishing, and request dispatch.
+//!
+//! One thread owns the [`AnalysisHost`]: notifications that change documents apply their
+//! change events, then diagnostics are recomputed (incrementally, through salsa) and
+//! published for every open manifest whose diagnostics differ from what was last sent.
+//! Requests are answered from a snapshot, each under `catch_unwind`.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
+    Notification as _, PublishDiagnostics,
+};
+use lsp_types::request::{
+    CodeActionRequest, Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest,
+    References, RegisterCapability, Request as _,
+};
+use lsp_types::{
+    CodeActionOrCommand, CodeActionProviderCapability, CompletionItemKind, CompletionOptions,
+    CompletionResponse, CompletionTextEdit, DiagnosticRelatedInformation, DiagnosticSeverity,
+    DidChangeWatchedFilesRegistrationOptions, DocumentSymbol, DocumentSymbolResponse,
+    FileChangeType, FileSystemWatcher, GlobPattern, GotoDefinitionResponse, Hover, HoverContents,
+    HoverProviderCapability, InitializeParams, InitializeResult, Location, MarkupContent,
+    MarkupKind, NumberOrString, OneOf, PositionEncodingKind, PublishDiagnosticsParams,
+    Registration, RegistrationParams, ServerCapabilities, ServerInfo, SymbolKind,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, Uri, WorkspaceEdit,
+};
+use once_analysis::{
+    Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LocatedDiagnostic, OsSystem,
+    System, find_workspace_root,
+};
+use serde_json::Value;
+
+use crate::convert::{self, Encoding};
+use crate::overlay::Overlay;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves one client on `connection` until `shutdown`/`exit` or the client hangs up.
+/// `root` overrides the workspace the client names.
+pub fn run(connection: &Connection, root: Option<PathBuf>) -> Result<(), Error> {
+    run_with_system(connection, root, Arc::new(OsSystem))
+}
+
+/// [`run`] over any base system (tests use a `MemorySystem`).
+pub fn run_with_system(
+    connection: &Connection,
+    root: Option<PathBuf>,
+    base: Arc<dyn System>,
+) -> Result<(), Error> {
+    let (id, params) = connection.initialize_start()?;
+    let params: InitializeParams = serde_json::from_value(params)?;
+    let encoding = negotiate_encoding(&params);
+    let start = root
+        .or_else(|| client_root(&params))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let overlay = Overlay::new(base);
+    let root = find_workspace_root(&overlay, &start);
+    let result = InitializeResult {
+        capabilities: capabilities(encoding),
+        server_info: Some(ServerInfo {
+            name: "once".into(),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+        }),
+    };
+    connection.initialize_finish(id, serde_json::to_value(result)?)?;
+    let watch_registration = params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.did_change_watched_files)
+        .and_then(|w| w.dynamic_registration)
+        .unwrap_or(false);
+    let host = AnalysisHost::load(Arc::new(overlay.clone()), root.clone());
+    let mut server = Server {
+        connection,
+        host,
+        overlay,
+        root,
+        encoding,
+        docs: HashMap::new(),
+        published: HashMap::new(),
+    };
+    if watch_registration {
+        server.register_watchers()?;
+    }
+    server.main_loop()
+}
+
+fn negotiate_encoding(params: &InitializeParams) -> Encoding {
+    let offered = params
+        .capabilities
+        .general
+        .as_ref()
+        .and_then(|g| g.position_encodings.as_ref());
+    match offered {
+        Some(kinds) if kinds.contains(&PositionEncodingKind::UTF8) => Encoding::Utf8,
+        _ => Encoding::Utf16,
+    }
+}
+
+fn client_root(params: &InitializeParams) -> Option<PathBuf> {
+    if let Some(folder) = params.workspace_folders.as_ref().and_then(|f| f.first()) {
+        return convert::uri_to_path(&folder.uri);
+    }
+    #[allow(deprecated, reason = "older clients send only rootUri")]
+    params.root_uri.as_ref().and_then(convert::uri_to_path)
+}
+
+fn capabilities(encoding: Encoding) -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(match encoding {
+            Encoding::Utf8 => PositionEncodingKind::UTF8,
+            Encoding::Utf16 => PositionEncodingKind::UTF16,
+        }),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                ..Default::default()
+            },
+        )),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["\"".into(), "/".into(), "[".into(), ".".into()]),
+            ..Default::default()
+        }),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        ..Default::default()
+    }
+}
+
+/// An open document.
+struct Document {
+    uri: Uri,
+    version: i32,
+    text: String,
+}
+
+struct Server<'c> {
+    connection: &'c Connection,
+    host: AnalysisHost,
+    overlay: Overlay,
+    root: PathBuf,
+    encoding: Encoding,
+    /// Open documents by workspace-relative path.
+    docs: HashMap<String, Document>,
+    /// What was last published, by workspace-relative path.
+    published: HashMap<String, Vec<lsp_types::Diagnostic>>,
+}
+
+impl Server<'_> {
+    fn main_loop(&mut self) -> Result<(), Error> {
+        while let Ok(message) = self.connection.receiver.recv() {
+            match message {
+                Message::Request(request) => {
+                    if self.connection.handle_shutdown(&request)? {
+                        return Ok(());
+                    }
+                    let response = self.on_request(request);
+                    self.connection.sender.send(response.into())?;
+                }
+                Message::Notification(notification) => self.on_notification(notification)?,
+                Message::Response(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn register_watchers(&self) -> Result<(), Error> {
+        let watchers = ["**/once.toml", "**/*.star", "**/.gitignore"]
+            .iter()
+            .map(|glob| FileSystemWatcher {
+                glob_pattern: GlobPattern::String((*glob).into()),
+                kind: None,
+            })
+            .collect();
+        let params = RegistrationParams {
+            registrations: vec![Registration {
+                id: "once-watched-files".into(),
+                method: DidChangeWatchedFiles::METHOD.into(),
+                register_options: Some(serde_json::to_value(
+                    DidChangeWatchedFilesRegistrationOptions { watchers },
+                )?),
+            }],
+        };
+        let request = Request::new(
+            RequestId::from("once-register-watchers".to_owned()),
+            RegisterCapability::METHOD.into(),
+            params,
+        );
+        self.connection.sender.send(request.into())?;
+        Ok(())
+    }
+
+    fn relative(&self, uri: &Uri) -> Option<String> {
+        relative_path(&self.root, uri)
+    }
+
+    fn on_notification(&mut self, notification: Notification) -> Result<(), Error> {
+        match notification.method.as_str() {
+            DidOpenTextDocument::METHOD => {
+                let params: lsp_types::DidOpenTextDocumentParams =
+                    serde_json::from_value(notification.params)?;
+                let item = params.text_document;
+                let Some(path) = self.relative(&item.uri) else {
+                    return Ok(());
+                };
+                self.docs.insert(
+                    path.clone(),
+                    Document {
+                        uri: item.uri,
+                        version: item.version,
+                        text: item.text,
+                    },
+                );
+                self.sync_buffer(&path);
+                self.publish()?;
+            }
+            DidChangeTextDocument::METHOD => {
+                let params: lsp_types::DidChangeTextDocumentParams =
+                    serde_json::from_value(notification.params)?;
+                let Some(path) = self.relative(&params.text_document.uri) else {
+                    return Ok(());
+                };
+                let encoding = self.encoding;
+                let Some(doc) = self.docs.get_mut(&path) else {
+                    return Ok(());
+                };
+                for change in params.content_changes {
+                    match change.range {
+                        Some(range) => {
+                            let start = convert::offset(&doc.text, encoding, range.start);
+                            let end = convert::offset(&doc.text, encoding, range.end).max(start);
+                            doc.text.replace_range(start..end, &change.text);
+                        }
+                        None => doc.text = change.text,
+                    }
+                }
+                doc.version = params.text_document.version;
+                self.sync_buffer(&path);
+                self.publish()?;
+            }
+            DidCloseTextDocument::METHOD => {
+                let params: lsp_types::DidCloseTextDocumentParams =
+                    serde_json::from_value(notification.params)?;
+                let Some(path) = self.relative(&params.text_document.uri) else {
+                    return Ok(());
+                };
+                if let Some(doc) = self.docs.remove(&path) {
+                    let absolute = self.root.join(&path);
+                    self.overlay.remove(&absolute);
+                    let event = if self.overlay.exists_on_disk(&absolute) {
+                        ChangeEvent::Changed(absolute)
+                    } else {
+                        ChangeEvent::Deleted(absolute)
+                    };
+                    self.host.apply_changes(&[event]);
+                    if self.published.remove(&path).is_some_and(|d| !d.is_empty()) {
+                        self.send_diagnostics(doc.uri, Vec::new(), None)?;
+                    }
+                    self.publish()?;
+                }
+            }
+            DidChangeWatchedFiles::METHOD => {
+                let params: lsp_types::DidChangeWatchedFilesParams =
+                    serde_json::from_value(notification.params)?;
+                let events: Vec<ChangeEvent> = params
+                    .changes
+                    .iter()
+                    .filter_map(|change| {
+                        let path = convert::uri_to_path(&change.uri)?;
+                        Some(match change.typ {
+                            FileChangeType::CREATED => ChangeEvent::Created(path),
+                            FileChangeType::DELETED => ChangeEvent::Deleted(path),
+                            _ => ChangeEvent::Changed(path),
+                        })
+                    })
+                    .collect();
+                self.host.apply_changes(&events);
+                self.publish()?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Puts an open document's text in the overlay and tells the database.
+    fn sync_buffer(&mut self, path: &str) {
+        let Some(doc) = self.docs.get(path) else {
+            return;
+        };
+        let absolute = self.root.join(path);
+        self.overlay.set(absolute.clone(), doc.text.clone());
+        self.host.apply_changes(&[ChangeEvent::Changed(absolute)]);
+    }
+
+    /// Publishes diagnostics for every open document whose diagnostics changed.
+    fn publish(&mut self) -> Result<(), Error> {
+        let analysis = self.host.analysis();
+        let Ok(by_file) = analysis.diagnostics_by_file() else {
+            return Ok(());
+        };
+        let mut outgoing = Vec::new();
+        for (path, doc) in &self.docs {
+            let located = by_file.get(path).map(Vec::as_slice).unwrap_or_default();
+            let diagnostics: Vec<lsp_types::Diagnostic> = located
+                .iter()
+                .map(|d| to_diagnostic(&doc.uri, &doc.text, self.encoding, d))
+                .collect();
+            if self.published.get(path) != Some(&diagnostics) {
+                self.published.insert(path.clone(), diagnostics.clone());
+                outgoing.push((doc.uri.clone(), diagnostics, Some(doc.version)));
+            }
+        }
+        for (uri, diagnostics, version) in outgoing {
+            self.send_diagnostics(uri, diagnostics, version)?;
+        }
+        Ok(())
+    }
+
+    fn send_diagnostics(
+        &self,
+        uri: Uri,
+        diagnostics: Vec<lsp_types::Diagnostic>,
+        version: Option<i32>,
+    ) -> Result<(), Error> {
+        let params = PublishDiagnosticsParams::new(uri, diagnostics, version);
+        self.connection
+            .sender
+            .send(Notification::new(PublishDiagnostics::METHOD.into(), params).into())?;
+        Ok(())
+    }
+
+    fn on_request(&mut self, request: Request) -> Response {
+        let id = request.id.clone();
+        let snapshot = Snapshot {
+            analysis: self.host.analysis(),
+            root: self.root.clone(),
+            encoding: self.encoding,
+            docs: self
+                .docs
+                .iter()
+                .map(|(path, doc)| (path.clone(), doc.text.clone()))
+                .collect(),
+        };
+        let method = request.method.clone();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            snapshot.dispatch(&method, request.params)
+        }));
+        match outcome {
+            Ok(Ok(Ok(value))) => Response::new_ok(id, value),
+            Ok(Ok(Err(_cancelled))) => Response::new_err(
+                id,
+                ErrorCode::ContentModified as i32,
+                "content modified".into(),
+            ),
+            Ok(Err(RequestError::NotFound)) => Response::new_err(
+                id,
+                ErrorCode::MethodNotFound as i32,
+                format!("unhandled method {method}"),
+            ),
+            Ok(Err(RequestError::BadParams(message))) => {
+                Response::new_err(id, ErrorCode::InvalidParams as i32, message)
+            }
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "internal error".into());
+                Response::new_err(id, ErrorCode::InternalError as i32, message)
+            }
+        }
+    }
+}
+
+enum RequestError {
+    NotFound,
+    BadParams(String),
+}
+
+/// What a request handler sees: a database snapshot and the open documents' texts.
+struct Snapshot {
+    analysis: Analysis,
+    root: PathBuf,
+    encoding: Encoding,
+    docs: HashMap<String, String>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, RequestError> {
+    serde_json::from_value(params).map_err(|e| RequestError::BadParams(e.to_string()))
+}
+
+fn json<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl Snapshot {
+    /// The text of a workspace file: the open buffer, else what the database read.
+    fn text(&self, path: &str) -> Cancellable<String> {
+        if let Some(text) = self.docs.get(path) {
+            return Ok(text.clone());
+        }
+        Ok(self.analysis.file_text(path)?.unwrap_or_default())
+    }
+
+    fn location(
+        &self,
+        file: &str,
+        range: once_analysis::ide::LineColRange,
+    ) -> Cancellable<Option<Location>> {
+        let text = self.text(file)?;
+        Ok(
+            convert::path_to_uri(&self.root.join(file)).map(|uri| Location {
+                uri,
+                range: convert::to_range(&text, self.encoding, range),
+            }),
+        )
+    }
+
+    fn dispatch(&self, method: &str, params: Value) -> Result<Cancellable<Value>, RequestError> {
+        let position_params =
+            |params: Value| -> Result<(String, String, once_analysis::LineCol), RequestError> {
+                let p: lsp_types::TextDocumentPositionParams = parse(params)?;
+                let path = relative_path(&self.root, &p.text_document.uri).ok_or_else(|| {
+                    RequestError::BadParams("document outside the workspace".into())
+                })?;
+                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                let at = convert::from_position(&text, self.encoding, p.position);
+                Ok((path, text, at))
+            };
+        Ok(match method {
+            Completion::METHOD => {
+                let p: lsp_types::CompletionParams = parse(params)?;
+                let (path, text, at) = position_params(json(p.text_document_position))?;
+                self.analysis.completions(&path, at).map(|items| {
+                    let items: Vec<lsp_types::CompletionItem> = items
+                        .into_iter()
+                        .map(|item| lsp_types::CompletionItem {
+                            label: item.label.clone(),
+                            kind: Some(match item.kind {
+                                CompletionKind::Kind => CompletionItemKind::CLASS,
+                                CompletionKind::Attribute => CompletionItemKind::PROPERTY,
+                                CompletionKind::Value => CompletionItemKind::VALUE,
+                                CompletionKind::Label => CompletionItemKind::REFERENCE,
+                                CompletionKind::Key => CompletionItemKind::FIELD,
+                                CompletionKind::Table => CompletionItemKind::MODULE,
+                            }),
+                            detail: item.detail,
+                            documentation: item.documentation.map(|value| {
+                                lsp_types::Documentation::MarkupContent(MarkupContent {
+                                    kind: MarkupKind::Markdown,
+                                    value,
+                                })
+                            }),
+                            sort_text: Some(item.sort_text),
+                            filter_text: Some(item.label),
+                            text_edit: Some(CompletionTextEdit::Edit(lsp_types::TextEdit {
+                                range: convert::to_range(&text, self.encoding, item.replace),
+                                new_text: item.insert_text,
+                            })),
+                            ..Default::default()
+                        })
+                        .collect();
+                    json(CompletionResponse::Array(items))
+                })
+            }
+            HoverRequest::METHOD => {
+                let p: lsp_types::HoverParams = parse(params)?;
+                let (path, text, at) = position_params(json(p.text_document_position_params))?;
+                self.analysis.hover(&path, at).map(|hover| {
+                    json(hover.map(|h| Hover {
+                        contents: HoverContents::Markup(MarkupContent {
+                            kind: MarkupKind::Markdown,
+                            value: h.markdown,
+                        }),
+                        range: Some(convert::to_range(&text, self.encoding, h.range)),
+                    }))
+                })
+            }
+            GotoDefinition::METHOD => {
+                let p: lsp_types::GotoDefinitionParams = parse(params)?;
+                let (path, _, at) = position_params(json(p.text_document_position_params))?;
+                self.locations(self.analysis.definition(&path, at))
+                    .map(|l| json(GotoDefinitionResponse::Array(l)))
+            }
+            References::METHOD => {
+                let p: lsp_types::ReferenceParams = parse(params)?;
+                let include = p.context.include_declaration;
+                let (path, _, at) = position_params(json(p.text_document_position))?;
+                self.locations(self.analysis.references(&path, at, include))
+                    .map(json)
+            }
+            DocumentSymbolRequest::METHOD => {
+                let p: lsp_types::DocumentSymbolParams = parse(params)?;
+                let path = self.document(&p.text_document.uri)?;
+                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                self.analysis.document_symbols(&path).map(|symbols| {
+                    #[allow(deprecated, reason = "`deprecated` is a required field of the struct")]
+                    let symbols: Vec<DocumentSymbol> = symbols
+                        .into_iter()
+                        .map(|s| DocumentSymbol {
+                            name: s.name,
+                            detail: s.detail,
+                            kind: SymbolKind::OBJECT,
+                            tags: None,
+                            deprecated: None,
+                            range: convert::to_range(&text, self.encoding, s.range),
+                            selection_range: convert::to_range(
+                                &text,
+                                self.encoding,
+                                s.selection_range,
+                            ),
+                            children: None,
+                        })
+                        .collect();
+                    json(DocumentSymbolResponse::Nested(symbols))
+                })
+            }
+            CodeActionRequest::METHOD => {
+                let p: lsp_types::CodeActionParams = parse(params)?;
+                let path = self.document(&p.text_document.uri)?;
+                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                let range = convert::from_range(&text, self.encoding, p.range);
+                let uri = p.text_document.uri.clone();
+                self.analysis.code_actions(&path, range).map(|actions| {
+                    let actions: Vec<CodeActionOrCommand> = actions
+                        .into_iter()
+                        .map(|a| {
+                            let diagnostic_range =
+                                convert::to_range(&text, self.encoding, a.diagnostic_range);
+                            let diagnostics: Vec<lsp_types::Diagnostic> = p
+                                .context
+                                .diagnostics
+                                .iter()
+                                .filter(|d| {
+                                    d.range == diagnostic_range
+                                        && d.code == Some(NumberOrString::String(a.code.clone()))
+                                })
+                                .cloned()
+                                .collect();
+                            let edits = a
+                                .edits
+                                .into_iter()
+                                .map(|e| lsp_types::TextEdit {
+                                    range: convert::to_range(&text, self.encoding, e.range),
+                                    new_text: e.new_text,
+                                })
+                                .collect();
+                            #[allow(
+                                clippy::mutable_key_type,
+                                reason = "lsp_types::Uri is the map key the protocol uses"
+                            )]
+                            let changes = HashMap::from([(uri.clone(), edits)]);
+                            CodeActionOrCommand::CodeAction(lsp_types::CodeAction {
+                                title: a.title,
+                                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+                                diagnostics: (!diagnostics.is_empty()).then_some(diagnostics),
+                                edit: Some(WorkspaceEdit {
+                                    changes: Some(changes),
+                                    ..Default::default()
+                                }),
+                                is_preferred: Some(a.preferred),
+                                ..Default::default()
+                            })
+                        })
+                        .collect();
+                    json(actions)
+                })
+            }
+            Formatting::METHOD => {
+                let p: lsp_types::DocumentFormattingParams = parse(params)?;
+                let path = self.document(&p.text_document.uri)?;
+                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                self.analysis.format(&path).map(|edit| {
+                    let edits: Vec<lsp_types::TextEdit> = edit
+                        .into_iter()
+                        .map(|e| lsp_types::TextEdit {
+                            range: convert::to_range(&text, self.encoding, e.range),
+                            new_text: e.new_text,
+                        })
+                        .collect();
+                    json(edits)
+                })
+            }
+            _ => return Err(RequestError::NotFound),
+        })
+    }
+
+    fn document(&self, uri: &Uri) -> Result<String, RequestError> {
+        relative_path(&self.root, uri)
+            .ok_or_else(|| RequestError::BadParams("document outside the workspace".into()))
+    }
+
+    fn locations(
+        &self,
+        ranges: Cancellable<Vec<once_analysis::FileRange>>,
+    ) -> Cancellable<Vec<Location>> {
+        let mut out = Vec::new();
+        for range in ranges? {
+            out.extend(self.location(&range.file, range.range)?);
+        }
+        Ok(out)
+    }
+}
+
+/// A located diagnostic as a protocol diagnostic; repairs become related information.
+fn to_diagnostic(
+    uri: &Uri,
+    text: &str,
+    encoding: Encoding,
+    located: &LocatedDiagnostic,
+) -> lsp_types::Diagnostic {
+    let d = &located.diagnostic;
+    let range = located
+        .range
+        .map(|r| convert::to_range(text, encoding, r))
+        .unwrap_or_default();
+    let related: Vec<DiagnosticRelatedInformation> = d
+        .repairs
+        .iter()
+        .map(|repair| DiagnosticRelatedInformation {
+            location: Location {
+                uri: uri.clone(),
+                range,
+            },
+            message: repair.clone(),
+        })
+        .collect();
+    lsp_types::Diagnostic {
+        range,
+        severity: Some(match d.severity {
+            once_analysis::ide::Severity::Error => DiagnosticSeverity::ERROR,
+            once_analysis::ide::Severity::Warning => DiagnosticSeverity::WARNING,
+            once_analysis::ide::Severity::Info => DiagnosticSeverity::INFORMATION,
+        }),
+        code: Some(NumberOrString::String(d.code.as_str().to_owned())),
+        source: Some("once".into()),
+        message: d.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
+        ..Default::default()
+    }
+}
+
+/// The workspace-relative `/`-separated path of a `file:` URI inside `root`.
+fn relative_path(root: &Path, uri: &Uri) -> Option<String> {
+    let path = convert::uri_to_path(uri)?;
+    let relative = match path.strip_prefix(root) {
+        Ok(relative) => relative.to_path_buf(),
+        // Clients may name the workspace through a symbolic link.
+        Err(_) => path
+            .parent()
+            .and_then(|p| p.canonicalize().ok())?
+            .join(path.file_name()?)
+            .strip_prefix(root)
+            .ok()?
+            .to_path_buf(),
+    };
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
+    Some(parts?.join("/"))
+}

@@ -1,0 +1,363 @@
+//! In-process protocol tests over `Connection::memory()`: incremental edits, cross-file
+//! republishing, and requests against an in-memory workspace.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lsp_server::{Connection, Message, Notification, Request, RequestId};
+use once_analysis::MemorySystem;
+use serde_json::{Value, json};
+
+struct Client {
+    connection: Connection,
+    server: Option<std::thread::JoinHandle<()>>,
+    next_id: i32,
+    /// Notifications received while waiting for responses.
+    pending: Vec<Notification>,
+}
+
+impl Client {
+    fn start(files: &[(&str, &str)], capabilities: Value) -> Client {
+        let system = MemorySystem::default();
+        for (path, text) in files {
+            system.write(PathBuf::from("/ws").join(path), *text);
+        }
+        let (server_side, connection) = Connection::memory();
+        let server = std::thread::spawn(move || {
+            once_lsp::run_with_system(&server_side, None, Arc::new(system)).unwrap();
+        });
+        let mut client = Client {
+            connection,
+            server: Some(server),
+            next_id: 0,
+            pending: Vec::new(),
+        };
+        let init = client.request(
+            "initialize",
+            json!({"capabilities": capabilities, "rootUri": "file:///ws"}),
+        );
+        assert_eq!(init["serverInfo"]["name"], "once");
+        client.notify("initialized", json!({}));
+        client
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = RequestId::from(self.next_id);
+        self.connection
+            .sender
+            .send(Request::new(id.clone(), method.into(), params).into())
+            .unwrap();
+        loop {
+            match self.recv() {
+                Message::Response(response) if response.id == id => {
+                    return match response.response_result {
+                        Ok(value) => value,
+                        Err(error) => panic!("{method}: {error:?}"),
+                    };
+                }
+                Message::Notification(n) => self.pending.push(n),
+                _ => {}
+            }
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.connection
+            .sender
+            .send(Notification::new(method.into(), params).into())
+            .unwrap();
+    }
+
+    fn recv(&self) -> Message {
+        self.connection
+            .receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server answers")
+    }
+
+    /// The next `publishDiagnostics`: (uri, diagnostics).
+    fn next_diagnostics(&mut self) -> (String, Vec<Value>) {
+        let n = if self.pending.is_empty() {
+            loop {
+                if let Message::Notification(n) = self.recv() {
+                    break n;
+                }
+            }
+        } else {
+            self.pending.remove(0)
+        };
+        assert_eq!(n.method, "textDocument/publishDiagnostics");
+        let uri = n.params["uri"].as_str().unwrap().to_owned();
+        (uri, n.params["diagnostics"].as_array().unwrap().clone())
+    }
+
+    /// Asserts no notification arrives before a round trip completes.
+    fn assert_quiet(&mut self) {
+        let _ = self.request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": "file:///ws/once.toml"}}),
+        );
+        assert!(self.pending.is_empty(), "unexpected: {:?}", self.pending);
+    }
+
+    fn open(&mut self, path: &str, text: &str) -> (String, Vec<Value>) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri(path), "languageId": "toml", "version": 1, "text": text}}),
+        );
+        self.next_diagnostics()
+    }
+
+    fn shutdown(mut self) {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        self.server.take().unwrap().join().unwrap();
+    }
+}
+
+fn uri(path: &str) -> String {
+    format!("file:///ws/{path}")
+}
+
+fn codes(diagnostics: &[Value]) -> Vec<String> {
+    diagnostics
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const LIB: &str = "[[target]]\nname = \"Lib\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\n";
+const APP: &str = "[[target]]\nname = \"App\"\nkind = \"rust_binary\"\nsrcs = [\"src/main.rs\"]\ndeps = [\"lib/Lib\"]\n";
+
+fn workspace() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("once.toml", "[workspace]\n"),
+        ("lib/once.toml", LIB),
+        ("lib/src/lib.rs", ""),
+        ("app/once.toml", APP),
+        ("app/src/main.rs", ""),
+    ]
+}
+
+fn change(path: &str, version: i32, range: [u32; 4], text: &str) -> Value {
+    json!({
+        "textDocument": {"uri": uri(path), "version": version},
+        "contentChanges": [{
+            "range": {"start": {"line": range[0], "character": range[1]}, "end": {"line": range[2], "character": range[3]}},
+            "text": text,
+        }],
+    })
+}
+
+#[test]
+fn incremental_edits_are_analysed_as_typed() {
+    let mut client = Client::start(&workspace(), json!({}));
+    let (u, diagnostics) = client.open("app/once.toml", APP);
+    assert_eq!(u, uri("app/once.toml"));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+
+    // `rust_binary` → `rust_binery`: one character, typed in place.
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 2, [2, 14, 2, 15], "e"),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert_eq!(codes(&diagnostics), ["unknown_target_kind"]);
+    assert_eq!(
+        diagnostics[0]["range"],
+        json!({"start": {"line": 2, "character": 7}, "end": {"line": 2, "character": 20}})
+    );
+    let related = diagnostics[0]["relatedInformation"].as_array().unwrap();
+    assert!(
+        related[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rust_binary"),
+        "{related:?}"
+    );
+
+    // An edit that keeps the same diagnostics publishes nothing.
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 3, [0, 0, 0, 0], "# a comment\n"),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    // The range moved one line down, so this is a change.
+    assert_eq!(diagnostics[0]["range"]["start"]["line"], 3);
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 4, [0, 11, 0, 11], " more"),
+    );
+    client.assert_quiet();
+
+    // Fix it with a multi-line replacement.
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 5, [3, 7, 3, 20], "\"rust_binary\""),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    client.shutdown();
+}
+
+#[test]
+fn deleting_a_target_republishes_its_dependents() {
+    let mut client = Client::start(&workspace(), json!({}));
+    client.open("app/once.toml", APP);
+    client.open("lib/once.toml", LIB);
+    // Rename `Lib` to `Lob` in the library's buffer (unsaved).
+    client.notify(
+        "textDocument/didChange",
+        change("lib/once.toml", 2, [1, 9, 1, 10], "o"),
+    );
+    let (u, diagnostics) = client.next_diagnostics();
+    assert_eq!(u, uri("app/once.toml"), "only the dependent changed");
+    assert_eq!(codes(&diagnostics), ["missing_dependency"]);
+    assert_eq!(
+        diagnostics[0]["range"],
+        json!({"start": {"line": 4, "character": 8}, "end": {"line": 4, "character": 17}})
+    );
+    client.assert_quiet();
+    // Closing the library buffer shows the disk again: the dependency resolves.
+    client.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": uri("lib/once.toml")}}),
+    );
+    let (u, diagnostics) = client.next_diagnostics();
+    assert_eq!(u, uri("app/once.toml"));
+    assert!(diagnostics.is_empty());
+    client.shutdown();
+}
+
+#[test]
+fn positions_use_the_negotiated_encoding() {
+    let app = "[[target]]\nname = \"App\"\nkind = \"rüst_binary\"\n";
+    for (capabilities, end) in [
+        (
+            json!({"general": {"positionEncodings": ["utf-8", "utf-16"]}}),
+            21,
+        ),
+        (json!({}), 20),
+    ] {
+        let mut client = Client::start(
+            &[("once.toml", "[workspace]\n"), ("app/once.toml", app)],
+            capabilities,
+        );
+        let (_, diagnostics) = client.open("app/once.toml", app);
+        assert_eq!(codes(&diagnostics), ["unknown_target_kind"]);
+        assert_eq!(
+            diagnostics[0]["range"]["end"],
+            json!({"line": 2, "character": end})
+        );
+        client.shutdown();
+    }
+}
+
+#[test]
+fn requests_answer_from_the_same_database() {
+    let mut client = Client::start(&workspace(), json!({}));
+    client.open("app/once.toml", APP);
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri("app/once.toml")}, "position": {"line": 4, "character": 10}}),
+    );
+    let text = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        text.contains("lib/Lib") && text.contains("rust_library"),
+        "{text}"
+    );
+    let definition = client.request(
+        "textDocument/definition",
+        json!({"textDocument": {"uri": uri("app/once.toml")}, "position": {"line": 4, "character": 10}}),
+    );
+    assert_eq!(definition[0]["uri"], uri("lib/once.toml"));
+    assert_eq!(
+        definition[0]["range"]["start"],
+        json!({"line": 1, "character": 7})
+    );
+    let references = client.request(
+        "textDocument/references",
+        json!({"textDocument": {"uri": uri("app/once.toml")}, "position": {"line": 4, "character": 10},
+               "context": {"includeDeclaration": true}}),
+    );
+    assert_eq!(references.as_array().unwrap().len(), 2, "{references}");
+    let symbols = client.request(
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": uri("app/once.toml")}}),
+    );
+    assert_eq!(symbols[0]["name"], "App");
+    assert_eq!(symbols[0]["detail"], "rust_binary");
+
+    // Completion of dependency labels inside the `deps` string.
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 2, [4, 17, 4, 17], ", \""),
+    );
+    client.next_diagnostics();
+    let items = client.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": uri("app/once.toml")}, "position": {"line": 4, "character": 20}}),
+    );
+    let labels: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert!(labels.contains(&"lib/Lib"), "{labels:?}");
+    assert!(
+        !labels.contains(&"./App"),
+        "a target does not depend on itself: {labels:?}"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn code_actions_and_formatting() {
+    let broken = "[[target]]\nname = \"App\"\nkind = \"rust_binery\"\nsrcs = [\"src/main.rs\"]\ndeps = [\"//lib:Lib\"]\n";
+    let mut client = Client::start(&workspace(), json!({}));
+    let (_, diagnostics) = client.open("app/once.toml", broken);
+    let mut found = codes(&diagnostics);
+    found.sort();
+    assert_eq!(found, ["invalid_label", "unknown_target_kind"]);
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri("app/once.toml")},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}},
+               "context": {"diagnostics": diagnostics}}),
+    );
+    let titles: Vec<&str> = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains(&"Use kind `rust_binary`"), "{titles:?}");
+    assert!(
+        titles.contains(&"Rewrite `//lib:Lib` as `lib/Lib`"),
+        "{titles:?}"
+    );
+    let fix = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == "Use kind `rust_binary`")
+        .unwrap();
+    let edit = &fix["edit"]["changes"][uri("app/once.toml")][0];
+    assert_eq!(edit["newText"], "\"rust_binary\"");
+    assert_eq!(edit["range"]["start"], json!({"line": 2, "character": 7}));
+
+    client.notify("textDocument/didChange", json!({
+        "textDocument": {"uri": uri("app/once.toml"), "version": 2},
+        "contentChanges": [{"text": "[[target]]\n  name=\"App\"  \n\n\nkind = \"rust_binary\" # k\n"}],
+    }));
+    client.next_diagnostics();
+    let edits = client.request("textDocument/formatting", json!({"textDocument": {"uri": uri("app/once.toml")}, "options": {"tabSize": 4, "insertSpaces": true}}));
+    assert_eq!(
+        edits[0]["newText"],
+        "[[target]]\nname = \"App\"\n\nkind = \"rust_binary\" # k\n"
+    );
+    client.shutdown();
+}
