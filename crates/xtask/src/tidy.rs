@@ -41,9 +41,17 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_starlark",
         ]),
     ),
+    // The network client for external source: a leaf, next to nothing in the workspace.
+    ("once_fetch", Allowed::Only(&[])),
     // The JSON records shared by the CLI and the MCP server.
-    ("once_json", Allowed::Only(&["once_analysis", "once_model"])),
-    ("once_mcp", Allowed::Only(&["once_analysis", "once_json"])),
+    (
+        "once_json",
+        Allowed::Only(&["once_analysis", "once_model", "once_fetch"]),
+    ),
+    (
+        "once_mcp",
+        Allowed::Only(&["once_analysis", "once_json", "once_fetch"]),
+    ),
     ("once_lsp", Allowed::Only(&["once_analysis", "once_json"])),
     ("once_exec", Allowed::Only(&["once_model", "once_db"])),
     ("once_cli", Allowed::Any),
@@ -108,6 +116,7 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
         Placement::OnlyIn(&["once_lsp"]),
         Scope::AllTables,
     ),
+    ("ureq", Placement::OnlyIn(&["once_fetch"]), Scope::AllTables),
 ];
 
 /// Development tools that ship nothing: the external-crate placement does not apply.

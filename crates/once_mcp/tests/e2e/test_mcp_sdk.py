@@ -27,7 +27,11 @@ EXPECTED_TOOLS = [
     "once_query_affected_tests",
     "once_validate_workspace",
     "once_validate_target",
+    "once_fetch_external_source",
 ]
+
+# Tools that reach outside the workspace (the network): open-world, not idempotent.
+OPEN_WORLD_TOOLS = {"once_fetch_external_source"}
 
 
 def server(once_binary: str, workspace: Path, *extra: str) -> StdioServerParameters:
@@ -55,8 +59,9 @@ async def test_lists_tools_with_schemas_and_annotations(once_binary, demo, mode)
             hints = tool.annotations
             assert hints.read_only_hint is True
             assert hints.destructive_hint is False
-            assert hints.idempotent_hint is True
-            assert hints.open_world_hint is False
+            open_world = tool.name in OPEN_WORLD_TOOLS
+            assert hints.idempotent_hint is not open_world
+            assert hints.open_world_hint is open_world
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -124,6 +129,11 @@ async def test_tool_errors_stay_inside_the_result(once_binary, demo, mode):
         bad = await client.call_tool("once_query_targets", {"bogus": 1})
         assert bad.is_error
         assert "unknown argument `bogus`" in bad.content[0].text
+        refused = await client.call_tool(
+            "once_fetch_external_source", {"url": "https://169.254.169.254/latest/meta-data/"}
+        )
+        assert refused.is_error
+        assert "external source address must be public" in refused.content[0].text
 
 
 @pytest.mark.parametrize("mode", MODES)
