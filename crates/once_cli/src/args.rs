@@ -100,13 +100,6 @@ pub enum Query {
         #[arg(long)]
         file: Option<PathBuf>,
     },
-    /// The project-module authoring contract: helpers, invariants, a starter module.
-    ModuleContract,
-    /// Evaluate one workspace-relative `.star` module; exits 1 when invalid.
-    ValidateModule {
-        /// Workspace-relative path, such as `modules/generated_text.star`.
-        path: String,
-    },
     /// Every target with a `test` capability.
     Tests,
     /// Test targets affected by changed workspace-relative paths (all tests when none).

@@ -525,7 +525,11 @@ pub fn module_contract(contract: &once_analysis::ModuleContract) {
     }
     println!();
     println!("{}", paint(BOLD, "Schema invariants:"));
-    for rule in contract.schema_invariants.iter().chain(&contract.load_contract) {
+    for rule in contract
+        .schema_invariants
+        .iter()
+        .chain(&contract.load_contract)
+    {
         println!("  - {rule}");
     }
     println!();
@@ -557,61 +561,6 @@ pub fn module_validation(validation: &once_analysis::ModuleValidation) {
             kinds.join(", ")
         );
     } else {
-        println!(
-            "{} {}",
-            paint(ERROR, "module invalid:"),
-            validation.path
-        );
-    }
-}
-
-pub fn module_contract(contract: &once_analysis::ModuleContract) {
-    println!("{}", paint(BOLD, "Register modules in the root once.toml:"));
-    print!("{}", contract.registration);
-    println!();
-    println!("{}", paint(BOLD, "Declaration helpers:"));
-    for helper in &contract.helpers {
-        println!("  {}", helper.signature);
-        println!("      {}", paint(DIM, &helper.purpose));
-    }
-    println!();
-    println!("{}", paint(BOLD, "Schema invariants:"));
-    for rule in contract.schema_invariants.iter().chain(&contract.load_contract) {
-        println!("  - {rule}");
-    }
-    println!();
-    println!("{}", paint(BOLD, "Maintenance loop:"));
-    for (i, step) in contract.maintenance_loop.iter().enumerate() {
-        println!("  {}. {step}", i + 1);
-    }
-    println!();
-    println!("{} {}", paint(BOLD, "Starter:"), contract.starter_path);
-    print!("{}", contract.starter);
-}
-
-pub fn module_validation(validation: &once_analysis::ModuleValidation) {
-    diagnostics(&validation.diagnostics);
-    if !validation.diagnostics.is_empty() {
-        println!();
-    }
-    let kinds: Vec<&str> = validation
-        .target_kinds
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
-    if validation.valid {
-        println!(
-            "{} {} declares {}: {}",
-            paint(OK, "module valid:"),
-            validation.path,
-            count(kinds.len(), "kind"),
-            kinds.join(", ")
-        );
-    } else {
-        println!(
-            "{} {}",
-            paint(ERROR, "module invalid:"),
-            validation.path
-        );
+        println!("{} {}", paint(ERROR, "module invalid:"), validation.path);
     }
 }

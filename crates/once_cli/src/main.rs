@@ -50,17 +50,6 @@ fn main() -> ExitCode {
         Command::Lsp => {
             // `-C`/`ONCE_WORKSPACE` pin the workspace; otherwise the client's root decides.
             let explicit = args.directory.is_some() || std::env::var_os("ONCE_WORKSPACE").is_some();
-            let root = if explicit { Some(query::workspace_root(&args)) } else { None };
-            match root.transpose() {
-                Ok(root) => once_lsp::run_stdio(root)
-                    .map(|()| Outcome::Success)
-                    .map_err(|e| anyhow::anyhow!("language server: {e}")),
-                Err(e) => Err(e),
-            }
-        }
-        Command::Lsp => {
-            // `-C`/`ONCE_WORKSPACE` pin the workspace; otherwise the client's root decides.
-            let explicit = args.directory.is_some() || std::env::var_os("ONCE_WORKSPACE").is_some();
             let root = if explicit {
                 Some(query::workspace_root(&args))
             } else {

@@ -215,25 +215,6 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 return Ok(Outcome::Invalid);
             }
         }
-        Query::ModuleContract => {
-            let contract = analysis.module_contract();
-            if json {
-                print_json(&once_json::module_contract(&contract))?
-            } else {
-                human::module_contract(&contract)
-            }
-        }
-        Query::ValidateModule { path } => {
-            let validation = answer(analysis.validate_module(path))?.map_err(|e| anyhow!(e))?;
-            if json {
-                print_json(&once_json::module_validation(&validation))?
-            } else {
-                human::module_validation(&validation)
-            }
-            if !validation.valid {
-                return Ok(Outcome::Invalid);
-            }
-        }
         Query::Tests => {
             let tests = answer(analysis.tests())?;
             if json {

@@ -623,16 +623,25 @@ fn with_allow_run_gated_tools_are_listed_and_write_what_the_next_call_sees() {
 #[test]
 fn a_warm_server_follows_project_module_edits() {
     let workspace = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/workspaces/project_modules");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/workspaces/project_modules");
     copy_dir(&fixture, workspace.path());
     let base_path = workspace.path().join("modules/base.star");
     let base = std::fs::read_to_string(&base_path).unwrap();
     let mut server = Server::start_in(workspace, &[]);
     server.initialize("2025-11-25");
     let valid = server.call(1, "once_validate_workspace", json!({}));
-    assert_eq!(valid["structuredContent"]["result"]["valid"], json!(true), "{valid}");
+    assert_eq!(
+        valid["structuredContent"]["result"]["valid"],
+        json!(true),
+        "{valid}"
+    );
 
-    std::fs::write(&base_path, base.replace("attr.string_list(", "attr.string_lst(")).unwrap();
+    std::fs::write(
+        &base_path,
+        base.replace("attr.string_list(", "attr.string_lst("),
+    )
+    .unwrap();
     let broken = server.call(2, "once_validate_workspace", json!({}));
     let result = &broken["structuredContent"]["result"];
     assert_eq!(result["valid"], json!(false), "{broken}");
@@ -648,15 +657,38 @@ fn a_warm_server_follows_project_module_edits() {
             .any(|d| d["code"] == "unknown_target_kind" && d["target"] == "app/Greeting"),
         "{broken}"
     );
-    let module = server.call(3, "once_validate_module", json!({ "path": "modules/app.star" }));
-    assert_eq!(module["structuredContent"]["result"]["valid"], json!(false), "{module}");
+    let module = server.call(
+        3,
+        "once_validate_module",
+        json!({ "path": "modules/app.star" }),
+    );
+    assert_eq!(
+        module["structuredContent"]["result"]["valid"],
+        json!(false),
+        "{module}"
+    );
 
     std::fs::write(&base_path, &base).unwrap();
     let fixed = server.call(4, "once_validate_workspace", json!({}));
-    assert_eq!(fixed["structuredContent"]["result"]["valid"], json!(true), "{fixed}");
-    let module = server.call(5, "once_validate_module", json!({ "path": "modules/app.star" }));
-    assert_eq!(module["structuredContent"]["result"]["valid"], json!(true), "{module}");
+    assert_eq!(
+        fixed["structuredContent"]["result"]["valid"],
+        json!(true),
+        "{fixed}"
+    );
+    let module = server.call(
+        5,
+        "once_validate_module",
+        json!({ "path": "modules/app.star" }),
+    );
+    assert_eq!(
+        module["structuredContent"]["result"]["valid"],
+        json!(true),
+        "{module}"
+    );
     let contract = server.call(6, "once_query_module_contract", json!({}));
-    assert_eq!(contract["structuredContent"]["result"]["language"], json!("Starlark"));
+    assert_eq!(
+        contract["structuredContent"]["result"]["language"],
+        json!("Starlark")
+    );
     assert_eq!(server.finish(), 0);
 }

@@ -32,10 +32,14 @@ pub use graph::{
     DependencyGraph, GraphNode, PackageNode, dependency_cycles, dependency_graph, package_nodes,
     reverse_deps,
 };
-pub use kinds::{KindCatalog, kind_catalog};
+pub use kinds::{
+    KindCatalog, ModuleFiles, ModuleKinds, evaluate_module_source, kind_catalog,
+    module_diagnostics, module_files, module_kinds, module_limits, module_path_problem,
+    prelude_catalog,
+};
 pub use manifests::{
-    Configurable, DepList, Manifest, ModulesDecl, Spanned, TargetDecl, WorkspaceDecl, manifest,
-    parse_manifest, read_manifest_text,
+    Configurable, DepList, Manifest, ModulesDecl, Spanned, TargetDecl, WorkspaceDecl, attr_value,
+    manifest, parse_manifest, read_manifest_text,
 };
 pub use resolve::{
     ResolvedDep, ResolvedPackage, ResolvedTarget, SourcePattern, TargetSummary, Visibility,

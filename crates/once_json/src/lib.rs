@@ -21,11 +21,6 @@ use once_model::{AttrValue, Capability, Example, KindSchema, SourceReference};
 use serde::Serialize;
 use serde_json::Value;
 
-mod modules;
-pub use modules::{
-    ContractEntryDto, ModuleContractDto, ModuleValidationDto, module_contract, module_validation,
-};
-
 /// Serialises a DTO to a JSON value (DTOs cannot fail to serialise).
 pub fn to_value(dto: &impl Serialize) -> Value {
     serde_json::to_value(dto).unwrap_or(Value::Null)

@@ -387,50 +387,12 @@ pub fn module_contract() -> Value {
     properties.extend(texts.iter().map(|&n| (n, plain_string())));
     properties.extend(lists.iter().map(|&n| (n, contract_entries())));
     properties.extend(sentences.iter().map(|&n| (n, strings())));
-    let required: Vec<&str> = texts.iter().chain(&lists).chain(&sentences).copied().collect();
-    object(&properties, &required)
-}
-
-pub fn module_validation() -> Value {
-    object(
-        &[
-            ("valid", boolean()),
-            ("path", plain_string()),
-            ("target_kinds", array(kind_schema())),
-            ("diagnostics", array(diagnostic())),
-        ],
-        &["valid", "path", "target_kinds", "diagnostics"],
-    )
-}
-
-fn contract_entries() -> Value {
-    array(object(
-        &[("signature", plain_string()), ("purpose", plain_string())],
-        &["signature", "purpose"],
-    ))
-}
-
-pub fn module_contract() -> Value {
-    let lists = [
-        "helpers",
-        "attribute_types",
-        "context_fields",
-        "action_primitives",
-    ];
-    let texts = [
-        "language",
-        "registration",
-        "declaration_source",
-        "starter_path",
-        "starter",
-        "starter_target",
-    ];
-    let sentences = ["schema_invariants", "load_contract", "maintenance_loop"];
-    let mut properties: Vec<(&str, Value)> = Vec::new();
-    properties.extend(texts.iter().map(|&n| (n, plain_string())));
-    properties.extend(lists.iter().map(|&n| (n, contract_entries())));
-    properties.extend(sentences.iter().map(|&n| (n, strings())));
-    let required: Vec<&str> = texts.iter().chain(&lists).chain(&sentences).copied().collect();
+    let required: Vec<&str> = texts
+        .iter()
+        .chain(&lists)
+        .chain(&sentences)
+        .copied()
+        .collect();
     object(&properties, &required)
 }
 

@@ -502,44 +502,6 @@ pub fn registry() -> Vec<Tool> {
                 }))
             },
         },
-        Tool {
-            name: "once_query_module_contract",
-            title: "Module authoring contract",
-            description: "Return the complete project-module authoring contract: the exact Starlark declaration helpers with signatures, attribute types, schema invariants, how modules `load()` each other, implementation context fields and generic action primitives, the `[modules]` registration snippet, the maintenance loop, and a starter module that validates.\n\n\
-                Use it when no discovered target kind covers an external rule or plugin: write a project-local kind under `[modules] paths`, then check it with `once_validate_module` and `once_validate_workspace`. \
-                The helper list is generated from the registered globals, so it is exactly what a module can call. The matching command-line operation is `once query module-contract --format json`."
-                .into(),
-            input_schema: object(&[], &[]),
-            result_schema: records::module_contract(),
-            annotations: QUERY,
-            gated: false,
-            handler: |analysis, _| {
-                Ok(Ok(page_none(once_json::to_value(&once_json::module_contract(
-                    &analysis.module_contract(),
-                )))))
-            },
-        },
-        Tool {
-            name: "once_validate_module",
-            title: "Validate a project module",
-            description: "Validate a project-local Starlark module and return its target kind schemas before registering targets that use them.\n\n\
-                Evaluates one workspace-relative `.star` file (registered under `[modules] paths` or not) with the declaration helpers and `load()` of other workspace modules, under step and memory limits. \
-                Returns `{valid, path, target_kinds, diagnostics}`: Starlark syntax and runtime errors with a 1-based line/column range at the failing call, broken helper rules, failed loads, kind names already built in or declared by another module (`duplicate_kind`), and paths leaving the workspace (`invalid_module_path`). \
-                An invalid module is a normal result (`valid: false`); a path that does not name a `.star` file is a tool error. The matching command-line operation is `once query validate-module <path> --format json`."
-                .into(),
-            input_schema: object(
-                &[("path", string("Workspace-relative path to a Starlark module file."))],
-                &["path"],
-            ),
-            result_schema: records::module_validation(),
-            annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
-                Ok(analysis.validate_module(text(arguments, "path"))?.map(|validation| {
-                    page_none(once_json::to_value(&once_json::module_validation(&validation)))
-                }))
-            },
-        },
     ]
 }
 

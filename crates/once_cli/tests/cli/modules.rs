@@ -57,7 +57,13 @@ fn breaking_and_fixing_a_module() {
 
     let module = Once::at(
         &workspace,
-        &["query", "validate-module", "modules/base.star", "--format", "json"],
+        &[
+            "query",
+            "validate-module",
+            "modules/base.star",
+            "--format",
+            "json",
+        ],
     )
     .run();
     assert_eq!(module.code, 1);
@@ -67,7 +73,13 @@ fn breaking_and_fixing_a_module() {
     assert_eq!(validate(&workspace)["valid"], true);
     let module = Once::at(
         &workspace,
-        &["query", "validate-module", "modules/app.star", "--format", "json"],
+        &[
+            "query",
+            "validate-module",
+            "modules/app.star",
+            "--format",
+            "json",
+        ],
     )
     .run();
     assert_eq!(module.code, 0, "{}", module.render());
@@ -90,7 +102,10 @@ fn validate_module_paths_and_the_contract_starter() {
     )
     .run();
     assert_eq!(escape.code, 1);
-    assert_eq!(escape.json()["diagnostics"][0]["code"], "invalid_module_path");
+    assert_eq!(
+        escape.json()["diagnostics"][0]["code"],
+        "invalid_module_path"
+    );
     let not_star = Once::at(&workspace, &["query", "validate-module", "once.toml"]).run();
     assert_eq!(not_star.code, 2, "{}", not_star.render());
     #[cfg(unix)]
@@ -104,15 +119,28 @@ fn validate_module_paths_and_the_contract_starter() {
         .unwrap();
         let linked = Once::at(
             &workspace,
-            &["query", "validate-module", "modules/linked.star", "--format", "json"],
+            &[
+                "query",
+                "validate-module",
+                "modules/linked.star",
+                "--format",
+                "json",
+            ],
         )
         .run();
         assert_eq!(linked.code, 1);
-        assert_eq!(linked.json()["diagnostics"][0]["code"], "invalid_module_path");
+        assert_eq!(
+            linked.json()["diagnostics"][0]["code"],
+            "invalid_module_path"
+        );
     }
 
     // The contract's starter, written where it says, validates and registers its kind.
-    let contract = Once::at(&workspace, &["query", "module-contract", "--format", "json"]).run();
+    let contract = Once::at(
+        &workspace,
+        &["query", "module-contract", "--format", "json"],
+    )
+    .run();
     assert_eq!(contract.code, 0);
     let contract = contract.json();
     let path = contract["starter_path"].as_str().unwrap();
@@ -125,7 +153,13 @@ fn validate_module_paths_and_the_contract_starter() {
     .run();
     assert_eq!(starter.json()["diagnostics"][0]["code"], "duplicate_kind");
     let fresh = Workspace::copy("workspaces/module_not_found");
-    fresh.write("kinds/generated_text.star", contract["starter"].as_str().unwrap());
-    fresh.write("app/once.toml", contract["starter_target"].as_str().unwrap());
+    fresh.write(
+        "kinds/generated_text.star",
+        contract["starter"].as_str().unwrap(),
+    );
+    fresh.write(
+        "app/once.toml",
+        contract["starter_target"].as_str().unwrap(),
+    );
     assert_eq!(validate(&fresh)["valid"], true);
 }
