@@ -478,7 +478,7 @@ pub fn edit_result(outcome: &once_analysis::EditOutcome) {
             let which = failed_operation.map_or(String::new(), |i| format!(" at operations[{i}]"));
             println!(
                 "{} {path} is unchanged",
-                paint(ERROR, &format!("edit rejected{which}:"))
+                paint(ERROR, format!("edit rejected{which}:"))
             );
         }
     }
@@ -500,7 +500,7 @@ pub fn materialized(done: &once_analysis::Materialized) {
             "{} nothing was written",
             paint(
                 ERROR,
-                &format!("{}:", count(plan.conflicts.len(), "conflict"))
+                format!("{}:", count(plan.conflicts.len(), "conflict"))
             )
         );
         return;
