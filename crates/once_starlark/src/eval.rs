@@ -3,12 +3,13 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use once_model::KindSchema;
 use starlark::codemap::{FileSpan, FileSpanRef};
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
-use starlark::eval::{BeforeStmtFunc, Evaluator, FileLoader};
+use starlark::eval::{BeforeStmtFunc, BeforeStmtFuncDyn, Evaluator, FileLoader};
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
 
 use crate::helpers::{attr_namespace, declaration_globals};
@@ -255,17 +256,17 @@ fn evaluate<'v>(
     let ast = AstModule::parse(path, source.to_owned(), &dialect(enable_load))?;
     // The statement about to run. Resource-limit errors carry no span of their own; they
     // are reported at the statement that was executing when the limit tripped.
-    // The last statement of this module itself: errors raised inside a loaded module's
-    // function are placed here, with the inner location in the message.
-    let last_statement: RefCell<Option<FileSpan>> = RefCell::new(None);
-    let last_own: RefCell<Option<FileSpan>> = RefCell::new(None);
-    let record = |span: FileSpanRef, _continued: bool, _: &mut Evaluator<'_, '_, '_>| {
-        let span = span.to_file_span();
-        if span.filename() == path {
-            *last_own.borrow_mut() = Some(span.clone());
-        }
-        *last_statement.borrow_mut() = Some(span);
+    // The statement about to run (resource-limit errors carry no span of their own), and
+    // the last statement of this module itself: errors raised inside a loaded module's
+    // function are placed there, with the inner location in the message.
+    let hook = StatementHook {
+        path: path.to_owned(),
+        max_bytes: limits.max_bytes.max(1),
+        last: Rc::default(),
+        last_own: Rc::default(),
     };
+    let last_statement = hook.last.clone();
+    let last_own = hook.last_own.clone();
     let loader = LoaderFor {
         loads,
         importer: path.to_owned(),
@@ -282,7 +283,7 @@ fn evaluate<'v>(
             .map_err(starlark::Error::new_other)?;
         eval.set_max_callstack_size(limits.max_call_depth.max(1))
             .map_err(starlark::Error::new_other)?;
-        eval.before_stmt_for_dap(BeforeStmtFunc::Fn(&record));
+        eval.before_stmt_for_dap(BeforeStmtFunc::Dyn(Box::new(hook)));
         eval.eval_module(ast, globals())?;
         Ok(())
     })();
@@ -314,6 +315,40 @@ fn evaluate<'v>(
         }
         error
     })
+}
+
+/// Runs before every statement: records where evaluation is, and checks the heap limit.
+/// Starlark itself checks limits only every thousand steps, which lets a short loop of
+/// string or list doubling allocate gigabytes first; checking per statement bounds the
+/// overshoot to what one statement allocates.
+struct StatementHook {
+    path: String,
+    max_bytes: usize,
+    last: Rc<RefCell<Option<FileSpan>>>,
+    last_own: Rc<RefCell<Option<FileSpan>>>,
+}
+
+impl<'e> BeforeStmtFuncDyn<'e> for StatementHook {
+    fn call<'v>(
+        &mut self,
+        span: FileSpanRef,
+        _continued: bool,
+        eval: &mut Evaluator<'v, '_, 'e>,
+    ) -> starlark::Result<()> {
+        let span = span.to_file_span();
+        if span.filename() == self.path {
+            *self.last_own.borrow_mut() = Some(span.clone());
+        }
+        *self.last.borrow_mut() = Some(span);
+        let used = eval.heap().peak_allocated_bytes() + eval.frozen_heap().allocated_bytes();
+        if used > self.max_bytes {
+            return Err(starlark::Error::new_other(anyhow::anyhow!(
+                "heap memory limit of {} bytes exceeded (checked before each statement)",
+                self.max_bytes
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn to_diagnostic(path: &str, error: &starlark::Error, kind: ModuleErrorKind) -> ModuleDiagnostic {

@@ -463,3 +463,21 @@ fn built_in_kind_names_are_duplicates() {
         "#]],
     );
 }
+
+/// Doubling a string takes few steps, so the periodic limit checks would come too late;
+/// the per-statement check stops it near the limit.
+#[test]
+fn memory_limit_stops_doubling_within_a_statement_or_two() {
+    let limits = EvalLimits {
+        max_bytes: 8 << 20,
+        ..EvalLimits::default()
+    };
+    check_with(
+        "s = \"x\"\nfor i in range(64):\n    s = s + s\n",
+        &limits,
+        expect![[r#"
+            error modules/test.star:3:5-3:14: Heap memory limit of 8388608 bytes exceeded.
+            This error is usually emitted some time after the limit is actually exceeded, so the span may not be informative.
+        "#]],
+    );
+}
