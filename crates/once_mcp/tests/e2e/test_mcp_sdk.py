@@ -28,6 +28,8 @@ EXPECTED_TOOLS = [
     "once_validate_workspace",
     "once_validate_target",
     "once_fetch_external_source",
+    "once_query_module_contract",
+    "once_validate_module",
 ]
 
 # Tools that reach outside the workspace (the network): open-world, not idempotent.
@@ -116,6 +118,13 @@ async def test_every_tool_answers_the_demo(once_binary, demo, mode):
         proposed = await call(client, "once_validate_target", {"target": {"name": "Core", "kind": "rust_library", "attrs": {"edition": "2020"}}})
         assert proposed["result"]["valid"] is False
         assert [d["code"] for d in proposed["result"]["diagnostics"]] == ["attr_value_not_allowed"]
+        contract = await call(client, "once_query_module_contract", {})
+        assert contract["result"]["language"] == "Starlark"
+        (demo / "modules").mkdir()
+        (demo / "modules" / "docs.star").write_text(contract["result"]["starter"])
+        module = await call(client, "once_validate_module", {"path": "modules/docs.star"})
+        assert module["result"]["valid"] is True and module["result"]["target_kinds"]
+
         good = await call(client, "once_validate_target", {"target": {"name": "Core", "kind": "rust_library"}})
         assert good["result"] == {"valid": True, "diagnostics": []}
 
