@@ -37,6 +37,10 @@ pub fn generated_files() -> Vec<Generated> {
             path: "docs/modules.md",
             contents: crate::modules_doc::modules_doc(),
         },
+        Generated {
+            path: "docs/once.schema.json",
+            contents: crate::schema::manifest_schema(),
+        },
     ]
 }
 

@@ -19,6 +19,7 @@ mod bench;
 mod codegen;
 mod modules_doc;
 mod reference;
+mod schema;
 mod tidy;
 
 use std::path::{Path, PathBuf};
