@@ -172,7 +172,14 @@ impl Server<'_> {
                     let response = self.on_request(request);
                     self.connection.sender.send(response.into())?;
                 }
-                Message::Notification(notification) => self.on_notification(notification)?,
+                Message::Notification(notification) => {
+                    // A malformed notification is the client's bug; log it and keep serving.
+                    let method = notification.method.clone();
+                    if let Err(error) = self.on_notification(notification) {
+                        use std::io::Write as _;
+                        let _ = writeln!(std::io::stderr(), "once lsp: {method}: {error}");
+                    }
+                }
                 Message::Response(_) => {}
             }
         }

@@ -16,6 +16,7 @@
 )]
 
 mod bench;
+mod bench_lsp;
 mod codegen;
 mod modules_doc;
 mod reference;
@@ -37,6 +38,9 @@ commands:
   bench-mcp [ONCE_BINARY]
                      cold CLI vs warm `once mcp` validate-workspace on 10,000 targets
                      (build first: cargo build --release; default target/release/once)
+  bench-lsp [ONCE_BINARY]
+                     `once lsp` didChange → publishDiagnostics on 10,000 targets (same file
+                     and a dependent file; build first: cargo build --release)
   help       print this message";
 
 fn main() -> ExitCode {
@@ -83,6 +87,18 @@ fn main() -> ExitCode {
                 .first()
                 .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
             finish(bench::bench_mcp(&once, &bench::scratch_dir(), 1000, 10, 15))
+        }
+        ["bench-lsp", rest @ ..] => {
+            let once = rest
+                .first()
+                .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
+            finish(bench_lsp::bench_lsp(
+                &once,
+                &bench::scratch_dir(),
+                1000,
+                10,
+                15,
+            ))
         }
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 pub fn manifest_schema() -> String {
     let kinds = match once_starlark::prelude_kinds() {
         Ok(kinds) => kinds,
-        Err(error) => return format!("{{\"$comment\": \"the prelude failed to evaluate: {error}\"}}\n"),
+        Err(error) => {
+            return format!("{{\"$comment\": \"the prelude failed to evaluate: {error}\"}}\n");
+        }
     };
     let mut text = serde_json::to_string_pretty(&schema(&kinds)).unwrap_or_default();
     text.push('\n');
@@ -113,7 +115,10 @@ fn schema(kinds: &[KindSchema]) -> Value {
 fn role_docs(role: &once_model::DependencyRole) -> String {
     let mut docs = role.docs.trim().to_owned();
     if !role.providers.is_empty() {
-        docs.push_str(&format!(" Accepts targets providing: {}.", role.providers.join(", ")));
+        docs.push_str(&format!(
+            " Accepts targets providing: {}.",
+            role.providers.join(", ")
+        ));
     }
     docs
 }
@@ -175,7 +180,9 @@ fn type_schema(ty: &AttrType) -> Value {
         AttrType::Int => json!({"type": "integer"}),
         AttrType::Float => json!({"type": "number"}),
         AttrType::List(inner) => json!({"type": "array", "items": type_schema(inner)}),
-        AttrType::Dict(inner) => json!({"type": "object", "additionalProperties": type_schema(inner)}),
+        AttrType::Dict(inner) => {
+            json!({"type": "object", "additionalProperties": type_schema(inner)})
+        }
         AttrType::Any => json!({}),
     }
 }
@@ -188,11 +195,18 @@ mod tests {
     fn every_kind_has_its_attributes() {
         let value: Value = serde_json::from_str(&manifest_schema()).unwrap();
         let kinds = once_starlark::prelude_kinds().unwrap();
-        let names = value["definitions"]["target"]["properties"]["kind"]["enum"].as_array().unwrap();
+        let names = value["definitions"]["target"]["properties"]["kind"]["enum"]
+            .as_array()
+            .unwrap();
         assert_eq!(names.len(), kinds.len());
         for kind in &kinds {
             let attrs = &value["definitions"][format!("attrs_{}", kind.name)];
-            assert_eq!(attrs["properties"].as_object().unwrap().len(), kind.attrs.len(), "{}", kind.name);
+            assert_eq!(
+                attrs["properties"].as_object().unwrap().len(),
+                kind.attrs.len(),
+                "{}",
+                kind.name
+            );
         }
     }
 }
