@@ -4,6 +4,9 @@
 //!   targets with real sources and a dependency chain across packages.
 //! - `bench-mcp`: the cold CLI answer to `validate-workspace` next to the warm MCP server's
 //!   answer after editing one manifest, measured over stdio.
+//! - `gen-workspace` ([`synth`]): the deterministic, realistic generator (several kinds,
+//!   hubs, chains, leaves, selects, visibility).
+//! - `bench` ([`harness`]): every measure of the benchmark issue in one run, with Nx beside.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -12,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+
+pub mod harness;
+pub mod synth;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.
 pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> anyhow::Result<()> {
@@ -111,6 +117,18 @@ impl Mcp {
                 return Ok(reply);
             }
         }
+    }
+
+    /// Calls one tool; its `structuredContent`, or an error naming the tool's error.
+    fn call_tool(&mut self, name: &str, arguments: Value) -> anyhow::Result<Value> {
+        let reply = self.request(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        )?;
+        if reply["result"]["isError"] == json!(true) || reply.get("error").is_some() {
+            bail!("`{name}` failed: {reply}");
+        }
+        Ok(reply["result"]["structuredContent"].clone())
     }
 
     fn validate(&mut self) -> anyhow::Result<Value> {

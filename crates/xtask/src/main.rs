@@ -41,6 +41,13 @@ commands:
   bench-lsp [ONCE_BINARY]
                      `once lsp` didChange → publishDiagnostics on 10,000 targets (same file
                      and a dependent file; build first: cargo build --release)
+  gen-workspace --packages P --targets-per-package T [--seed S] --out DIR
+                     write a deterministic, realistic workspace (several kinds, hubs,
+                     chains, leaves, selects, visibility); `--size 1k|10k|100k` presets
+  bench --size 1k|10k|100k [--runs N] [--once BINARY] [--out DIR] [--seed S] [--no-nx] [--smoke]
+                     cold CLI, floor, warm MCP and LSP, and Nx on a generated workspace;
+                     prints a Markdown table and writes DIR/results-<size>.json
+                     (default BINARY target/release/once, DIR target/bench)
   help       print this message";
 
 fn main() -> ExitCode {
@@ -100,6 +107,8 @@ fn main() -> ExitCode {
                 15,
             ))
         }
+        ["gen-workspace", rest @ ..] => finish(gen_workspace(rest)),
+        ["bench", rest @ ..] => finish(bench_command(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -109,6 +118,52 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The value of `--name VALUE` in `args`.
+fn flag<'a>(args: &[&'a str], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| *a == name)
+        .and_then(|i| args.get(i + 1).copied())
+}
+
+fn parsed<T: std::str::FromStr>(args: &[&str], name: &str, default: T) -> anyhow::Result<T> {
+    match flag(args, name) {
+        None => Ok(default),
+        Some(value) => value
+            .parse()
+            .map_err(|_| anyhow::anyhow!("invalid {name} `{value}`")),
+    }
+}
+
+fn gen_workspace(args: &[&str]) -> anyhow::Result<String> {
+    let (default_packages, default_per_package) = match flag(args, "--size") {
+        Some(size) => bench::harness::preset(size)?,
+        None => (100, 10),
+    };
+    let packages = parsed(args, "--packages", default_packages)?;
+    let per_package = parsed(args, "--targets-per-package", default_per_package)?;
+    let seed = parsed(args, "--seed", 1u64)?;
+    let out = flag(args, "--out").ok_or_else(|| anyhow::anyhow!("--out DIR is required"))?;
+    let generated = bench::synth::generate(Path::new(out), packages, per_package, seed)?;
+    Ok(format!(
+        "wrote {} targets in {packages} packages to {out} (seed {seed})",
+        generated.targets
+    ))
+}
+
+fn bench_command(args: &[&str]) -> anyhow::Result<String> {
+    let root = project_root();
+    let options = bench::harness::Options {
+        size: flag(args, "--size").unwrap_or("10k").to_owned(),
+        runs: parsed(args, "--runs", 10)?,
+        once: flag(args, "--once").map_or_else(|| root.join("target/release/once"), PathBuf::from),
+        out_dir: flag(args, "--out").map_or_else(|| root.join("target/bench"), PathBuf::from),
+        seed: parsed(args, "--seed", 1u64)?,
+        nx: !args.contains(&"--no-nx"),
+        smoke: args.contains(&"--smoke"),
+    };
+    bench::harness::run(&options)
 }
 
 /// Prints the outcome of a command.

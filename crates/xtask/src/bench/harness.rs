@@ -1,0 +1,842 @@
+//! The benchmark driver (`bench --size 1k|10k|100k`): generates the workspace, then
+//! measures, round-robin so that ratios stay stable on a noisy machine, the process start,
+//! the cold CLI (wall time and peak RSS), the in-process floor, the warm MCP server over
+//! stdio, the warm LSP server when `once lsp` exists, and Nx on the same graph. It prints
+//! one Markdown table and writes `results-<size>.json`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::Mcp;
+use super::synth::{self, Generated};
+
+/// The Nx release the side by side installs (pinned so that numbers are comparable).
+pub const NX_VERSION: &str = "22.0.2";
+
+/// What `bench` was asked to do.
+pub struct Options {
+    pub size: String,
+    pub runs: usize,
+    pub once: PathBuf,
+    pub out_dir: PathBuf,
+    pub seed: u64,
+    pub nx: bool,
+    pub smoke: bool,
+}
+
+/// Packages and targets per package of a preset size.
+pub fn preset(size: &str) -> anyhow::Result<(usize, usize)> {
+    Ok(match size {
+        "1k" => (100, 10),
+        "10k" => (1_000, 10),
+        "100k" => (10_000, 10),
+        other => bail!("unknown size `{other}` (1k, 10k or 100k)"),
+    })
+}
+
+/// One measured line of the table.
+struct Row {
+    group: &'static str,
+    name: String,
+    samples: Vec<Duration>,
+    rss_kib: Option<u64>,
+    note: String,
+}
+
+impl Row {
+    fn median(&self) -> Option<Duration> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        let mut sorted = self.samples.clone();
+        sorted.sort();
+        Some(sorted[sorted.len() / 2])
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn fmt_ms(duration: Option<Duration>) -> String {
+    match duration {
+        None => "n/a".into(),
+        Some(d) if ms(d) < 10.0 => format!("{:.2} ms", ms(d)),
+        Some(d) => format!("{:.1} ms", ms(d)),
+    }
+}
+
+/// Runs a command to completion, its output captured; the wall time and the output.
+fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Output)> {
+    let started = Instant::now();
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    Ok((started.elapsed(), output))
+}
+
+/// The peak resident set of one run of `once args…`, through `/usr/bin/time -f %M`.
+fn peak_rss_kib(once: &Path, args: &[String], scratch: &Path) -> Option<u64> {
+    let report = scratch.join("rss.txt");
+    let status = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&report)
+        .arg(once)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    let _ = status;
+    std::fs::read_to_string(&report)
+        .ok()?
+        .lines()
+        .last()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The floor: walk the tree and read every manifest's bytes once, in this process.
+fn floor(root: &Path) -> anyhow::Result<(Duration, usize, usize)> {
+    let started = Instant::now();
+    let mut manifests = 0;
+    let mut bytes = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let file_type = entry.file_type()?;
+            if file_type.is_dir() {
+                stack.push(entry.path());
+            } else if entry.file_name() == "once.toml" {
+                bytes += std::fs::read(entry.path())?.len();
+                manifests += 1;
+            }
+        }
+    }
+    Ok((started.elapsed(), manifests, bytes))
+}
+
+/// The machine the numbers were measured on.
+pub fn machine() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    json!({
+        "nproc": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpu": cpu,
+        "memory_gib": (mem_kib as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0,
+    })
+}
+
+/// The 100 changed paths for affected-tests: source files spread over the workspace.
+fn changed_paths(generated: &Generated) -> Vec<String> {
+    let files = &generated.source_files;
+    let step = (files.len() / 100).max(1);
+    files.iter().step_by(step).take(100).cloned().collect()
+}
+
+/// Edits one manifest: a valid change, or (odd runs) an unknown key that is an error.
+fn edited(original: &str, run: usize) -> (String, bool) {
+    let broken = run % 2 == 1;
+    let line = if broken {
+        format!("bogus{run} = 1\n")
+    } else {
+        format!("labels = [\"run{run}\"]\n")
+    };
+    (
+        original.replacen("srcs = [", &format!("{line}srcs = ["), 1),
+        broken,
+    )
+}
+
+/// Runs every measure and reports; the Markdown table is returned.
+pub fn run(options: &Options) -> anyhow::Result<String> {
+    let (packages, per_package) = preset(&options.size)?;
+    let runs = options.runs.max(1);
+    let once = &options.once;
+    anyhow::ensure!(
+        once.exists(),
+        "no `{}`: build it first (cargo build --release)",
+        once.display()
+    );
+    std::fs::create_dir_all(&options.out_dir)?;
+    let scratch = options.out_dir.join("scratch");
+    std::fs::create_dir_all(&scratch)?;
+    let workspace = scratch.join(format!("ws-{}", options.size));
+    let started = Instant::now();
+    let generated = synth::generate(&workspace, packages, per_package, options.seed)?;
+    eprintln!(
+        "generated {} targets in {packages} packages in {:.1} s",
+        generated.targets,
+        started.elapsed().as_secs_f64()
+    );
+    let ws = workspace.to_string_lossy().into_owned();
+    let paths = changed_paths(&generated);
+
+    // --- cold CLI, round-robin ---------------------------------------------------------
+    let cold: Vec<(&'static str, String, Vec<String>)> = vec![
+        ("start", "`once --version`".into(), vec!["--version".into()]),
+        (
+            "cold CLI",
+            "`query targets --format json`".into(),
+            ["query", "targets", "--format", "json", "-C", &ws]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "cold CLI",
+            "`query validate-workspace --format json`".into(),
+            ["query", "validate-workspace", "--format", "json", "-C", &ws]
+                .map(String::from)
+                .to_vec(),
+        ),
+        ("cold CLI", "`query affected-tests` (100 paths)".into(), {
+            let mut args: Vec<String> = ["query", "affected-tests", "--format", "json", "-C", &ws]
+                .map(String::from)
+                .to_vec();
+            args.extend(paths.iter().cloned());
+            args
+        }),
+    ];
+    let mut rows: Vec<Row> = cold
+        .iter()
+        .map(|(group, name, _)| Row {
+            group,
+            name: name.clone(),
+            samples: Vec::new(),
+            rss_kib: None,
+            note: String::new(),
+        })
+        .collect();
+    let mut floor_row = Row {
+        group: "floor",
+        name: "walk + read every manifest (in-process)".into(),
+        samples: Vec::new(),
+        rss_kib: None,
+        note: String::new(),
+    };
+    for run in 0..runs {
+        for (index, (_, _, args)) in cold.iter().enumerate() {
+            let (elapsed, output) = timed(Command::new(once).args(args))?;
+            rows[index].samples.push(elapsed);
+            if run == 0 {
+                check_cold(index, &output, &generated, &mut rows[index])?;
+            }
+        }
+        let (elapsed, manifests, bytes) = floor(&workspace)?;
+        floor_row.samples.push(elapsed);
+        floor_row.note = format!("{manifests} manifests, {} KiB", bytes / 1024);
+    }
+    for (index, (_, _, args)) in cold.iter().enumerate() {
+        rows[index].rss_kib = peak_rss_kib(once, args, &scratch);
+    }
+    rows.push(floor_row);
+
+    // --- warm MCP over stdio -----------------------------------------------------------
+    rows.extend(warm_mcp(once, &workspace, &generated, &paths, runs)?);
+
+    // --- warm LSP ----------------------------------------------------------------------
+    rows.push(warm_lsp(once, &workspace, &generated, runs));
+
+    // --- Nx side by side ---------------------------------------------------------------
+    let nx = if options.nx {
+        Some(nx_side_by_side(options, &generated, runs, &rows))
+    } else {
+        None
+    };
+
+    // --- report ------------------------------------------------------------------------
+    let floor_ms = rows
+        .iter()
+        .find(|r| r.group == "floor")
+        .and_then(Row::median);
+    let mut table = format!(
+        "{} targets in {packages} packages, {} ({}), medians of {runs} runs{}\n\n\
+         | group | measure | median | × floor | peak RSS | note |\n|---|---|---|---|---|---|\n",
+        generated.targets,
+        options.size,
+        once.display(),
+        if options.smoke {
+            " — SMOKE RUN, not a measurement"
+        } else {
+            ""
+        },
+    );
+    let mut json_rows = Vec::new();
+    for row in &rows {
+        let median = row.median();
+        let times_floor = match (median, floor_ms) {
+            (Some(m), Some(f)) if row.group == "cold CLI" && f > Duration::ZERO => {
+                format!("{:.1}×", m.as_secs_f64() / f.as_secs_f64())
+            }
+            _ => String::new(),
+        };
+        let rss = row
+            .rss_kib
+            .map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+            .unwrap_or_default();
+        table.push_str(&format!(
+            "| {} | {} | {} | {times_floor} | {rss} | {} |\n",
+            row.group,
+            row.name,
+            fmt_ms(median),
+            row.note
+        ));
+        json_rows.push(json!({
+            "group": row.group,
+            "measure": row.name,
+            "median_ms": median.map(ms),
+            "samples_ms": row.samples.iter().copied().map(ms).collect::<Vec<_>>(),
+            "peak_rss_kib": row.rss_kib,
+            "note": row.note,
+        }));
+    }
+    if let Some(nx) = &nx {
+        table.push_str(&format!("\n{}\n", nx_table(nx)));
+    }
+    let results = json!({
+        "size": options.size,
+        "targets": generated.targets,
+        "packages": packages,
+        "runs": runs,
+        "seed": options.seed,
+        "smoke": options.smoke,
+        "once": once.display().to_string(),
+        "machine": machine(),
+        "rows": json_rows,
+        "nx": nx,
+    });
+    let file = options
+        .out_dir
+        .join(format!("results-{}.json", options.size));
+    std::fs::write(&file, serde_json::to_string_pretty(&results)? + "\n")?;
+    table.push_str(&format!("\nresults written to {}\n", file.display()));
+    Ok(table)
+}
+
+/// Checks the first answer of each cold command, so that the numbers measure real work.
+fn check_cold(
+    index: usize,
+    output: &std::process::Output,
+    generated: &Generated,
+    row: &mut Row,
+) -> anyhow::Result<()> {
+    if index == 0 {
+        anyhow::ensure!(output.status.success(), "`once --version` failed");
+        return Ok(());
+    }
+    let answer: Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "`{}` answered no JSON: {}",
+            row.name,
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    match index {
+        1 => {
+            let count = answer.as_array().map_or(0, Vec::len);
+            anyhow::ensure!(
+                count == generated.targets,
+                "query targets listed {count} targets, expected {}",
+                generated.targets
+            );
+        }
+        2 => {
+            let diagnostics = answer["diagnostics"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if answer["valid"] != json!(true) || !diagnostics.is_empty() {
+                let first: Vec<&Value> = diagnostics.iter().take(3).collect();
+                bail!(
+                    "the generated workspace has {} diagnostics, e.g. {first:?}",
+                    diagnostics.len()
+                );
+            }
+            row.note = "valid, 0 diagnostics".into();
+        }
+        _ => {
+            let count = answer.as_array().map_or(0, Vec::len);
+            anyhow::ensure!(count > 0, "no affected tests for 100 changed paths");
+            row.note = format!("{count} affected tests");
+        }
+    }
+    Ok(())
+}
+
+fn warm_mcp(
+    once: &Path,
+    workspace: &Path,
+    generated: &Generated,
+    paths: &[String],
+    runs: usize,
+) -> anyhow::Result<Vec<Row>> {
+    let row = |name: &str| Row {
+        group: "warm MCP",
+        name: name.into(),
+        samples: Vec::new(),
+        rss_kib: None,
+        note: String::new(),
+    };
+    let mut load = row("server start + first `once_validate_workspace` (load)");
+    let mut after_edit = row("`once_validate_workspace` after editing one manifest");
+    let mut unchanged = row("`once_validate_workspace`, nothing changed");
+    let mut affected = row("`once_query_affected_tests` (100 paths)");
+    let mut page = row("`once_query_targets` (first page of 200)");
+
+    let started = Instant::now();
+    let mut mcp = Mcp::start(once, workspace)?;
+    let first = mcp.validate()?;
+    load.samples.push(started.elapsed());
+    if first["target_count"] != json!(generated.targets) || first["valid"] != json!(true) {
+        bail!("the server's first answer is wrong: {first}");
+    }
+    let manifest = workspace.join(&generated.edited_manifest);
+    let original = std::fs::read_to_string(&manifest)?;
+    let affected_args = json!({ "changed_paths": paths, "limit": 1000 });
+    for run in 0..runs {
+        let (text, broken) = edited(&original, run);
+        std::fs::write(&manifest, text)?;
+        let started = Instant::now();
+        let answer = mcp.validate()?;
+        after_edit.samples.push(started.elapsed());
+        if answer["valid"] != json!(!broken) {
+            bail!("the warm answer missed the edit of run {run}: {answer}");
+        }
+        let started = Instant::now();
+        mcp.validate()?;
+        unchanged.samples.push(started.elapsed());
+
+        let started = Instant::now();
+        let reply = mcp.call_tool("once_query_affected_tests", affected_args.clone())?;
+        affected.samples.push(started.elapsed());
+        let tests = reply["result"].as_array().map_or(0, Vec::len);
+        anyhow::ensure!(tests > 0, "no affected tests over MCP: {reply}");
+        affected.note = format!("{tests} tests");
+
+        let started = Instant::now();
+        let reply = mcp.call_tool("once_query_targets", json!({}))?;
+        page.samples.push(started.elapsed());
+        let listed = reply["result"].as_array().map_or(0, Vec::len);
+        anyhow::ensure!(listed > 0, "no targets over MCP: {reply}");
+        page.note = format!("{listed} targets");
+    }
+    std::fs::write(&manifest, original)?;
+    after_edit.note = "edit seen (valid flips every run)".into();
+    Ok(vec![load, after_edit, unchanged, affected, page])
+}
+
+/// A language server driven over its stdio with `Content-Length` framing; a reader thread
+/// parses its messages so that a silent server times out instead of hanging the bench.
+struct Lsp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    messages: std::sync::mpsc::Receiver<Value>,
+}
+
+/// Reads one framed message.
+fn read_message(stdout: &mut BufReader<std::process::ChildStdout>) -> anyhow::Result<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            bail!("the language server closed its output");
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length:") {
+            length = Some(value.trim().parse::<usize>()?);
+        }
+    }
+    let mut body = vec![0; length.context("no Content-Length")?];
+    stdout.read_exact(&mut body)?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+impl Lsp {
+    fn start(once: &Path, workspace: &Path) -> anyhow::Result<Lsp> {
+        let mut child = Command::new(once)
+            .arg("lsp")
+            .arg("-C")
+            .arg(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().context("no stdin")?;
+        let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        let (sender, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            while let Ok(message) = read_message(&mut stdout) {
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Lsp {
+            child,
+            stdin,
+            messages,
+        })
+    }
+
+    fn send(&mut self, message: &Value) -> anyhow::Result<()> {
+        let body = message.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len())?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    fn receive(&mut self) -> anyhow::Result<Value> {
+        self.messages
+            .recv_timeout(Duration::from_secs(60))
+            .context("no message from the language server within 60 s")
+    }
+
+    /// Waits for `publishDiagnostics` of `uri` at `version`.
+    fn diagnostics(&mut self, uri: &str, version: i64) -> anyhow::Result<Value> {
+        loop {
+            let message = self.receive()?;
+            if message["method"] == "textDocument/publishDiagnostics"
+                && message["params"]["uri"] == uri
+                && message["params"]["version"] == json!(version)
+            {
+                return Ok(message["params"]["diagnostics"].clone());
+            }
+        }
+    }
+}
+
+impl Drop for Lsp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lsp_available(once: &Path) -> bool {
+    Command::new(once)
+        .arg("--help")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim_start().starts_with("lsp "))
+        })
+        .unwrap_or(false)
+}
+
+fn warm_lsp(once: &Path, workspace: &Path, generated: &Generated, runs: usize) -> Row {
+    let mut row = Row {
+        group: "warm LSP",
+        name: "`didChange` → `publishDiagnostics` (one manifest)".into(),
+        samples: Vec::new(),
+        rss_kib: None,
+        note: String::new(),
+    };
+    if !lsp_available(once) {
+        row.note = "n/a: no `once lsp` in this binary".into();
+        return row;
+    }
+    match lsp_samples(once, workspace, generated, runs) {
+        Ok(samples) => {
+            row.samples = samples;
+            row.note = "full-text change; diagnostics flip every run".into();
+        }
+        Err(err) => row.note = format!("n/a: {err:#}"),
+    }
+    row
+}
+
+fn lsp_samples(
+    once: &Path,
+    workspace: &Path,
+    generated: &Generated,
+    runs: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut lsp = Lsp::start(once, workspace)?;
+    let root_uri = format!("file://{}", workspace.display());
+    lsp.send(
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": null, "rootUri": root_uri, "capabilities": {} } }),
+    )?;
+    loop {
+        if lsp.receive()?["id"] == json!(1) {
+            break;
+        }
+    }
+    lsp.send(&json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }))?;
+    let manifest = workspace.join(&generated.edited_manifest);
+    let uri = format!("file://{}", manifest.display());
+    let original = std::fs::read_to_string(&manifest)?;
+    lsp.send(
+        &json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": { "uri": uri, "languageId": "toml", "version": 0, "text": original } } }),
+    )?;
+    let first = lsp.diagnostics(&uri, 0)?;
+    anyhow::ensure!(
+        first.as_array().is_some_and(Vec::is_empty),
+        "diagnostics on the generated manifest: {first}"
+    );
+    let mut samples = Vec::new();
+    for run in 0..runs {
+        // The server publishes only when a document's diagnostics change, so every edit
+        // flips between broken (first) and valid.
+        let (text, broken) = edited(&original, run + 1);
+        let version = run as i64 + 1;
+        let started = Instant::now();
+        lsp.send(
+            &json!({ "jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": { "uri": uri, "version": version },
+            "contentChanges": [{ "text": text }] } }),
+        )?;
+        let diagnostics = lsp.diagnostics(&uri, version)?;
+        samples.push(started.elapsed());
+        let count = diagnostics.as_array().map_or(0, Vec::len);
+        anyhow::ensure!(
+            (count > 0) == broken,
+            "run {run}: {count} diagnostics after an edit that is {}",
+            if broken { "broken" } else { "valid" }
+        );
+    }
+    let _ = lsp.send(&json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown" }));
+    Ok(samples)
+}
+
+// --- Nx ------------------------------------------------------------------------------------
+
+fn nx_env(command: &mut Command) -> &mut Command {
+    command
+        .env("NX_DAEMON", "false")
+        .env("NX_NO_CLOUD", "true")
+        .env("NX_TUI", "false")
+        .env("NX_SKIP_NX_CACHE", "true")
+        .env("CI", "true")
+}
+
+/// Installs the pinned Nx into `<out>/nx` unless it is there already.
+fn install_nx(dir: &Path) -> anyhow::Result<()> {
+    let installed = dir.join("node_modules/nx/package.json");
+    if let Ok(text) = std::fs::read_to_string(&installed) {
+        let manifest: Value = serde_json::from_str(&text)?;
+        if manifest["version"] == NX_VERSION {
+            return Ok(());
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(
+        dir.join("package.json"),
+        "{ \"name\": \"once-bench-nx\", \"private\": true }\n",
+    )?;
+    let output = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent"])
+        .arg(format!("nx@{NX_VERSION}"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run npm")?;
+    if !output.status.success() {
+        bail!(
+            "npm install nx@{NX_VERSION} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the same graph as one `project.json` per package, `implicitDependencies` for
+/// the package-level edges.
+fn write_nx_workspace(root: &Path, install: &Path, generated: &Generated) -> anyhow::Result<usize> {
+    if root.exists() {
+        std::fs::remove_dir_all(root)?;
+    }
+    std::fs::create_dir_all(root)?;
+    std::fs::write(root.join("nx.json"), "{}\n")?;
+    std::fs::write(
+        root.join("package.json"),
+        "{ \"name\": \"once-bench-graph\", \"private\": true }\n",
+    )?;
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(install.join("node_modules"), root.join("node_modules"))?;
+    let mut edges = 0;
+    for (index, path) in generated.package_paths.iter().enumerate() {
+        let deps: Vec<String> = generated.package_deps[index]
+            .iter()
+            .map(|d| format!("p{d}"))
+            .collect();
+        edges += deps.len();
+        let dir = root.join(path);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("project.json"),
+            serde_json::to_string_pretty(&json!({
+                "name": format!("p{index}"),
+                "root": path,
+                "implicitDependencies": deps,
+            }))? + "\n",
+        )?;
+    }
+    Ok(edges)
+}
+
+fn nx_side_by_side(options: &Options, generated: &Generated, runs: usize, rows: &[Row]) -> Value {
+    match nx_measure(options, generated, runs, rows) {
+        Ok(value) => value,
+        Err(err) => json!({ "version": NX_VERSION, "error": format!("{err:#}") }),
+    }
+}
+
+fn nx_measure(
+    options: &Options,
+    generated: &Generated,
+    runs: usize,
+    rows: &[Row],
+) -> anyhow::Result<Value> {
+    let install = options.out_dir.join("nx");
+    install_nx(&install)?;
+    let root = options
+        .out_dir
+        .join("scratch")
+        .join(format!("nx-{}", options.size));
+    let edges = write_nx_workspace(&root, &install, generated)?;
+    let nx = install.join("node_modules/.bin/nx");
+    let runs = runs.clamp(1, 5);
+    let mut show = Vec::new();
+    let mut graph = Vec::new();
+    for run in 0..runs {
+        // Cold: no project-graph cache from the previous run.
+        let _ = std::fs::remove_dir_all(root.join(".nx"));
+        let (elapsed, output) = timed(nx_env(
+            Command::new(&nx)
+                .args(["show", "projects", "--json"])
+                .current_dir(&root),
+        ))?;
+        if !output.status.success() {
+            bail!(
+                "`nx show projects --json` failed: {}{}",
+                String::from_utf8_lossy(&output.stdout).trim(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        show.push(elapsed);
+        if run == 0 {
+            let projects: Value = serde_json::from_slice(&output.stdout)
+                .context("`nx show projects --json` answered no JSON")?;
+            let count = projects.as_array().map_or(0, Vec::len);
+            anyhow::ensure!(
+                count == generated.package_paths.len(),
+                "Nx listed {count} projects, expected {}",
+                generated.package_paths.len()
+            );
+        }
+        let _ = std::fs::remove_dir_all(root.join(".nx"));
+        let out = root.join("graph.json");
+        let (elapsed, output) = timed(nx_env(
+            Command::new(&nx)
+                .arg("graph")
+                .arg(format!("--file={}", out.display()))
+                .current_dir(&root),
+        ))?;
+        if !output.status.success() {
+            bail!(
+                "`nx graph` failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        graph.push(elapsed);
+        if run == 0 {
+            let written: Value = serde_json::from_slice(&std::fs::read(&out)?)?;
+            let nodes = written["graph"]["nodes"].as_object().map_or(0, |n| n.len());
+            let dependencies: usize = written["graph"]["dependencies"].as_object().map_or(0, |d| {
+                d.values().map(|v| v.as_array().map_or(0, Vec::len)).sum()
+            });
+            anyhow::ensure!(
+                nodes == generated.package_paths.len() && dependencies == edges,
+                "Nx's graph has {nodes} nodes and {dependencies} edges, expected {} and {edges}",
+                generated.package_paths.len()
+            );
+        }
+    }
+    let median = |samples: &mut Vec<Duration>| {
+        samples.sort();
+        samples[samples.len() / 2]
+    };
+    let show_ms = ms(median(&mut show));
+    let graph_ms = ms(median(&mut graph));
+    let once_ms: BTreeMap<&str, f64> = rows
+        .iter()
+        .filter(|r| r.group == "cold CLI")
+        .filter_map(|r| {
+            let key = if r.name.contains("targets") {
+                "targets"
+            } else if r.name.contains("validate") {
+                "validate"
+            } else {
+                return None;
+            };
+            Some((key, ms(r.median()?)))
+        })
+        .collect();
+    let targets_ms = once_ms.get("targets").copied().unwrap_or(f64::NAN);
+    let validate_ms = once_ms.get("validate").copied().unwrap_or(f64::NAN);
+    Ok(json!({
+        "version": NX_VERSION,
+        "projects": generated.package_paths.len(),
+        "edges": edges,
+        "runs": runs,
+        "nx_show_projects_ms": show_ms,
+        "nx_graph_file_ms": graph_ms,
+        "once_query_targets_ms": targets_ms,
+        "once_validate_workspace_ms": validate_ms,
+        "ratio_show_vs_targets": show_ms / targets_ms,
+        "ratio_graph_vs_validate": graph_ms / validate_ms,
+    }))
+}
+
+fn nx_table(nx: &Value) -> String {
+    if let Some(error) = nx["error"].as_str() {
+        return format!("Nx {}: did not run: {error}", nx["version"]);
+    }
+    let f = |key: &str| nx[key].as_f64().unwrap_or(f64::NAN);
+    format!(
+        "Nx {} side by side ({} projects, {} edges, daemon off, no cache, medians of {} runs)\n\n\
+         | Nx | median | once | median | Nx ÷ once |\n|---|---|---|---|---|\n\
+         | `nx show projects --json` | {:.1} ms | `once query targets --format json` | {:.1} ms | {:.1}× |\n\
+         | `nx graph --file=graph.json` | {:.1} ms | `once query validate-workspace` | {:.1} ms | {:.1}× |\n",
+        nx["version"].as_str().unwrap_or(""),
+        nx["projects"],
+        nx["edges"],
+        nx["runs"],
+        f("nx_show_projects_ms"),
+        f("once_query_targets_ms"),
+        f("ratio_show_vs_targets"),
+        f("nx_graph_file_ms"),
+        f("once_validate_workspace_ms"),
+        f("ratio_graph_vs_validate"),
+    )
+}
