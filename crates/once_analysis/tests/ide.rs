@@ -64,7 +64,7 @@ fn apply(text: &str, edits: &[TextEdit]) -> String {
             )
         })
         .collect();
-    spans.sort_by(|a, b| b.0.cmp(&a.0));
+    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (start, end, new) in spans {
         text.replace_range(start..end, new);
     }
