@@ -15,6 +15,8 @@ struct Client {
     next_id: i32,
     /// Notifications received while waiting for responses.
     pending: Vec<Notification>,
+    /// The "disk" under the overlay.
+    disk: MemorySystem,
 }
 
 impl Client {
@@ -24,6 +26,7 @@ impl Client {
             system.write(PathBuf::from("/ws").join(path), *text);
         }
         let (server_side, connection) = Connection::memory();
+        let disk = system.clone();
         let server = std::thread::spawn(move || {
             once_lsp::run_with_system(&server_side, None, Arc::new(system)).unwrap();
         });
@@ -32,6 +35,7 @@ impl Client {
             server: Some(server),
             next_id: 0,
             pending: Vec::new(),
+            disk,
         };
         let init = client.request(
             "initialize",
@@ -359,5 +363,50 @@ fn code_actions_and_formatting() {
         edits[0]["newText"],
         "[[target]]\nname = \"App\"\n\nkind = \"rust_binary\" # k\n"
     );
+    client.shutdown();
+}
+
+#[test]
+fn changes_on_disk_arrive_through_watched_files() {
+    let mut client = Client::start(&workspace(), json!({}));
+    client.open("app/once.toml", APP);
+    // Another tool renames the library's target on disk; the editor only reports the event.
+    client
+        .disk
+        .write("/ws/lib/once.toml", LIB.replace("\"Lib\"", "\"Lob\""));
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("lib/once.toml"), "type": 2}]}),
+    );
+    let (u, diagnostics) = client.next_diagnostics();
+    assert_eq!(u, uri("app/once.toml"));
+    assert_eq!(codes(&diagnostics), ["missing_dependency"]);
+    // The rename is undone on disk.
+    client.disk.write("/ws/lib/once.toml", LIB);
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("lib/once.toml"), "type": 2}]}),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+
+    // The buffer now names a package that does not exist yet; then it is created on disk.
+    client.notify(
+        "textDocument/didChange",
+        change("app/once.toml", 2, [4, 9, 4, 16], "new/New"),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert_eq!(codes(&diagnostics), ["missing_dependency"]);
+    client.disk.write("/ws/new/src/lib.rs", "");
+    client.disk.write(
+        "/ws/new/once.toml",
+        "[[target]]\nname = \"New\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\n",
+    );
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("new/once.toml"), "type": 1}]}),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
     client.shutdown();
 }
