@@ -484,10 +484,20 @@ pub(crate) fn definition(ctx: &Ctx<'_>, position: LineCol) -> Vec<FileRange> {
         if let Some(schema) = kind_catalog(ctx.db, ctx.ws).get(&kind.value)
             && let KindOrigin::Module(path) = &schema.origin
         {
+            // Point at the kind's name in the module (its `target_kind(name = …)`), else
+            // at the module's start.
+            let range = ctx.db.file(path).map(|file| {
+                let text = &source_text(ctx.db, file).text;
+                let quoted = [format!("\"{}\"", kind.value), format!("'{}'", kind.value)];
+                let found = quoted.iter().find_map(|q| text.find(q.as_str()));
+                let start = found.map_or(0, |i| i as u32 + 1);
+                let end = start + found.map_or(0, |_| kind.value.len() as u32);
+                line_index(ctx.db, file).range(TextRange { start, end })
+            });
             let start = LineCol { line: 1, column: 1 };
             return vec![FileRange {
                 file: path.clone(),
-                range: LineColRange { start, end: start },
+                range: range.unwrap_or(LineColRange { start, end: start }),
             }];
         }
         return Vec::new();

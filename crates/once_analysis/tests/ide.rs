@@ -307,3 +307,50 @@ fn adding_a_missing_required_attribute_fixes_the_diagnostic() {
         assert!(fixed.contains("# trailing comment"));
     }
 }
+
+#[test]
+fn definition_of_a_project_kind_is_its_module() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test_data/workspaces/project_modules");
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+    let files = [
+        "once.toml",
+        "app/once.toml",
+        "modules/base.star",
+        "modules/app.star",
+    ];
+    let texts: Vec<String> = files.iter().map(|f| read(f)).collect();
+    let pairs: Vec<(&str, &str)> = files
+        .iter()
+        .zip(&texts)
+        .map(|(f, t)| (*f, t.as_str()))
+        .collect();
+    let fixture = load(&pairs);
+    let app = &texts[1];
+    let line = app
+        .lines()
+        .position(|l| l.starts_with("kind = \"generated_text\""))
+        .unwrap();
+    let at = LineCol {
+        line: line as u32 + 1,
+        column: 10,
+    };
+    let found = fixture
+        .host
+        .analysis()
+        .definition("app/once.toml", at)
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let module = &found[0].file;
+    assert!(
+        module.starts_with("modules/") && module.ends_with(".star"),
+        "{module}"
+    );
+    let text = read(module);
+    let line = text
+        .lines()
+        .nth(found[0].range.start.line as usize - 1)
+        .unwrap();
+    let column = found[0].range.start.column as usize - 1;
+    assert!(line[column..].starts_with("generated_text"), "{line}");
+}
