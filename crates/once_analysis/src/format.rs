@@ -119,7 +119,7 @@ impl Scan {
                     i += 2;
                     continue;
                 }
-                if line[i..].starts_with(close) {
+                if bytes[i..].starts_with(close.as_bytes()) {
                     // A closing delimiter may be followed by up to two more quotes.
                     i += close.len();
                     while i < bytes.len() && bytes[i] == close.as_bytes()[0] {
@@ -136,7 +136,7 @@ impl Scan {
                 b'"' | b'\'' => {
                     let quote = bytes[i];
                     let triple = if quote == b'"' { "\"\"\"" } else { "'''" };
-                    if line[i..].starts_with(triple) {
+                    if bytes[i..].starts_with(triple.as_bytes()) {
                         self.multiline = Some(triple);
                         i += 3;
                         continue;

@@ -354,3 +354,80 @@ fn definition_of_a_project_kind_is_its_module() {
     let column = found[0].range.start.column as usize - 1;
     assert!(line[column..].starts_with("generated_text"), "{line}");
 }
+
+#[test]
+fn formatting_is_idempotent_on_every_manifest_and_parser_golden() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data"),
+        &mut files,
+    );
+    let mut formatted_count = 0;
+    for path in &files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let Some(once) = once_analysis::format_manifest(&text) else {
+            continue;
+        };
+        formatted_count += 1;
+        assert_eq!(
+            once_analysis::format_manifest(&once).as_deref(),
+            Some(once.as_str()),
+            "{}",
+            path.display()
+        );
+        // Comments survive byte for byte.
+        let comments = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| l.trim_start().starts_with('#'))
+                .map(|l| l.trim().to_owned())
+                .collect()
+        };
+        assert_eq!(comments(&text), comments(&once), "{}", path.display());
+    }
+    assert!(formatted_count > 20, "{formatted_count}");
+}
+
+#[test]
+fn formatting_is_idempotent_on_the_toml_test_corpus_when_present() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/toml-test/tests/valid");
+    let Ok(_) = std::fs::metadata(&corpus) else {
+        return;
+    };
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&corpus, &mut files);
+    let mut problems = Vec::new();
+    for path in &files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if let Some(once) = once_analysis::format_manifest(&text)
+            && once_analysis::format_manifest(&once).as_deref() != Some(once.as_str())
+        {
+            problems.push(path.display().to_string());
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
