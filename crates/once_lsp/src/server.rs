@@ -174,10 +174,19 @@ impl Server<'_> {
                 }
                 Message::Notification(notification) => {
                     // A malformed notification is the client's bug; log it and keep serving.
+                    // A bug while handling one is logged, never a dead server.
                     let method = notification.method.clone();
-                    if let Err(error) = self.on_notification(notification) {
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        self.on_notification(notification)
+                    }));
+                    let problem = match outcome {
+                        Ok(Ok(())) => None,
+                        Ok(Err(error)) => Some(error.to_string()),
+                        Err(_) => Some("internal error (panic)".to_owned()),
+                    };
+                    if let Some(problem) = problem {
                         use std::io::Write as _;
-                        let _ = writeln!(std::io::stderr(), "once lsp: {method}: {error}");
+                        let _ = writeln!(std::io::stderr(), "once lsp: {method}: {problem}");
                     }
                 }
                 Message::Response(_) => {}
