@@ -223,3 +223,66 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A client that watches no files (no dynamic registration) still sees disk changes: the
+/// server's own watcher picks them up and republishes.
+#[test]
+fn the_server_watches_the_disk_when_the_client_does_not() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().canonicalize().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/workspaces/valid"),
+        &root,
+    );
+    let mut child = Command::new(ONCE)
+        .arg("-C")
+        .arg(&root)
+        .arg("lsp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let messages = read_messages(child.stdout.take().unwrap());
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+    );
+    let app = std::fs::read_to_string(root.join("app/once.toml")).unwrap();
+    let app_uri = format!("file://{}/app/once.toml", root.display());
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": app_uri, "languageId": "toml", "version": 1, "text": app}}}),
+    );
+    let next_publish = || loop {
+        let message = messages.recv_timeout(Duration::from_secs(20)).unwrap();
+        if message["method"] == "textDocument/publishDiagnostics" {
+            return message["params"]["diagnostics"].as_array().unwrap().clone();
+        }
+    };
+    assert!(next_publish().is_empty());
+    // Another program rewrites the library's manifest without its target.
+    std::fs::write(root.join("lib/once.toml"), "# emptied\n").unwrap();
+    let diagnostics = next_publish();
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["code"] == "missing_dependency"),
+        "{diagnostics:?}"
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null}),
+    );
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "exit", "params": null}),
+    );
+    assert!(child.wait().unwrap().success());
+}

@@ -33,7 +33,7 @@ use lsp_types::{
 };
 use once_analysis::{
     Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LocatedDiagnostic, OsSystem,
-    System, find_workspace_root,
+    System, WorkspaceWatcher, find_workspace_root,
 };
 use serde_json::Value;
 
@@ -45,14 +45,24 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 /// Serves one client on `connection` until `shutdown`/`exit` or the client hangs up.
 /// `root` overrides the workspace the client names.
 pub fn run(connection: &Connection, root: Option<PathBuf>) -> Result<(), Error> {
-    run_with_system(connection, root, Arc::new(OsSystem))
+    serve(connection, root, Arc::new(OsSystem), true)
 }
 
-/// [`run`] over any base system (tests use a `MemorySystem`).
+/// [`run`] over any base system (tests use a `MemorySystem`); disk changes arrive only
+/// through `workspace/didChangeWatchedFiles`.
 pub fn run_with_system(
     connection: &Connection,
     root: Option<PathBuf>,
     base: Arc<dyn System>,
+) -> Result<(), Error> {
+    serve(connection, root, base, false)
+}
+
+fn serve(
+    connection: &Connection,
+    root: Option<PathBuf>,
+    base: Arc<dyn System>,
+    watch_disk: bool,
 ) -> Result<(), Error> {
     let (id, params) = connection.initialize_start()?;
     let params: InitializeParams = serde_json::from_value(params)?;
@@ -78,6 +88,8 @@ pub fn run_with_system(
         .and_then(|w| w.did_change_watched_files)
         .and_then(|w| w.dynamic_registration)
         .unwrap_or(false);
+    // Clients that cannot register file watchers get the server's own watcher.
+    let disk_events = (watch_disk && !watch_registration).then(|| spawn_watcher(&overlay, &root));
     let host = AnalysisHost::load(Arc::new(overlay.clone()), root.clone());
     let mut server = Server {
         connection,
@@ -87,6 +99,7 @@ pub fn run_with_system(
         encoding,
         docs: HashMap::new(),
         published: HashMap::new(),
+        disk_events: disk_events.unwrap_or_else(crossbeam_channel::never),
     };
     if watch_registration {
         server.register_watchers()?;
@@ -159,11 +172,50 @@ struct Server<'c> {
     docs: HashMap<String, Document>,
     /// What was last published, by workspace-relative path.
     published: HashMap<String, Vec<lsp_types::Diagnostic>>,
+    /// Changes seen by the server's own file watcher (when the client watches nothing).
+    disk_events: crossbeam_channel::Receiver<Vec<ChangeEvent>>,
+}
+
+/// Watches the workspace on a thread of its own, forwarding every batch of changes.
+fn spawn_watcher(
+    system: &dyn System,
+    root: &Path,
+) -> crossbeam_channel::Receiver<Vec<ChangeEvent>> {
+    let (sender, receiver) = crossbeam_channel::unbounded();
+    let files = system.walk(root).unwrap_or_default();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || {
+        let mut watcher = WorkspaceWatcher::new(&root, &files);
+        if !watcher.is_active() {
+            return;
+        }
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let events = watcher.sync();
+            if !events.is_empty() && sender.send(events).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
 }
 
 impl Server<'_> {
     fn main_loop(&mut self) -> Result<(), Error> {
-        while let Ok(message) = self.connection.receiver.recv() {
+        loop {
+            let message = crossbeam_channel::select! {
+                recv(self.connection.receiver) -> message => match message {
+                    Ok(message) => message,
+                    Err(_) => return Ok(()),
+                },
+                recv(self.disk_events) -> events => {
+                    if let Ok(events) = events {
+                        self.host.apply_changes(&events);
+                        self.publish()?;
+                    }
+                    continue;
+                }
+            };
             match message {
                 Message::Request(request) => {
                     if self.connection.handle_shutdown(&request)? {
@@ -192,7 +244,6 @@ impl Server<'_> {
                 Message::Response(_) => {}
             }
         }
-        Ok(())
     }
 
     fn register_watchers(&self) -> Result<(), Error> {
