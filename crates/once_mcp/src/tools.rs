@@ -518,10 +518,13 @@ fn text<'a>(arguments: &'a Map<String, Value>, name: &str) -> &'a str {
 }
 
 /// Cuts `items` to one page; the cursor is the offset of the next page.
-fn paginate(
-    items: Vec<Value>,
+/// Cuts `items` to one page and converts only that page to JSON (converting a 100,000-item
+/// list to cut 200 out of it dominated the answer).
+fn paginate<T>(
+    items: &[T],
     arguments: &Map<String, Value>,
     default: usize,
+    convert: impl Fn(&T) -> Value,
 ) -> Result<ToolOutput, ToolError> {
     let limit = arguments
         .get("limit")
@@ -546,7 +549,7 @@ fn paginate(
     let end = offset.saturating_add(limit).min(items.len());
     let next_cursor = (end < items.len()).then(|| format!("offset:{end}"));
     Ok(ToolOutput {
-        result: Value::Array(items[offset..end].to_vec()),
+        result: Value::Array(items[offset..end].iter().map(convert).collect()),
         next_cursor,
     })
 }
@@ -566,11 +569,9 @@ fn query_targets(
         return Ok(Err(not_found.to_string()));
     }
     let targets = analysis.targets(kind)?;
-    let items = targets
-        .iter()
-        .map(|t| once_json::to_value(&once_json::target_summary(t)))
-        .collect();
-    Ok(paginate(items, arguments, DEFAULT_TARGETS_PAGE))
+    Ok(paginate(&targets, arguments, DEFAULT_TARGETS_PAGE, |t| {
+        once_json::to_value(&once_json::target_summary(t))
+    }))
 }
 
 fn list_target_kinds(
@@ -581,11 +582,9 @@ fn list_target_kinds(
         Some(query) => analysis.search_kinds(query)?,
         None => analysis.kinds()?,
     };
-    let items = kinds
-        .iter()
-        .map(|k| once_json::to_value(&once_json::kind_list_entry(k)))
-        .collect();
-    Ok(paginate(items, arguments, DEFAULT_KINDS_PAGE))
+    Ok(paginate(&kinds, arguments, DEFAULT_KINDS_PAGE, |k| {
+        once_json::to_value(&once_json::kind_list_entry(k))
+    }))
 }
 
 fn query_tests(
@@ -593,11 +592,9 @@ fn query_tests(
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ToolOutput, ToolError>> {
     let tests = analysis.tests()?;
-    let items = tests
-        .iter()
-        .map(|t| once_json::to_value(&once_json::test_target(t)))
-        .collect();
-    Ok(paginate(items, arguments, DEFAULT_TESTS_PAGE))
+    Ok(paginate(&tests, arguments, DEFAULT_TESTS_PAGE, |t| {
+        once_json::to_value(&once_json::test_target(t))
+    }))
 }
 
 fn query_affected_tests(
@@ -616,11 +613,9 @@ fn query_affected_tests(
         })
         .unwrap_or_default();
     let affected = analysis.affected_tests(&paths)?;
-    let items = affected
-        .iter()
-        .map(|t| once_json::to_value(&once_json::affected_test(t)))
-        .collect();
-    Ok(paginate(items, arguments, DEFAULT_TESTS_PAGE))
+    Ok(paginate(&affected, arguments, DEFAULT_TESTS_PAGE, |t| {
+        once_json::to_value(&once_json::affected_test(t))
+    }))
 }
 
 fn validate_workspace(
@@ -628,10 +623,11 @@ fn validate_workspace(
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ToolOutput, ToolError>> {
     let validation = analysis.validate_workspace()?;
-    let record = once_json::validation(&validation);
-    let diagnostics: Vec<Value> = record.diagnostics.iter().map(once_json::to_value).collect();
-    Ok(paginate(diagnostics, arguments, DEFAULT_DIAGNOSTICS_PAGE).map(|page| ToolOutput {
-        result: json!({ "valid": record.valid, "target_count": record.target_count, "diagnostics": page.result }),
+    Ok(paginate(&validation.diagnostics, arguments, DEFAULT_DIAGNOSTICS_PAGE, |d| {
+        once_json::to_value(&once_json::diagnostic(d))
+    })
+    .map(|page| ToolOutput {
+        result: json!({ "valid": validation.valid, "target_count": validation.target_count, "diagnostics": page.result }),
         next_cursor: page.next_cursor,
     }))
 }
