@@ -2,10 +2,9 @@
 //! outcome. Exit codes: 0 applied or materialized, 1 rejected or conflicting (nothing
 //! written), 2 usage or I/O errors.
 
-use std::io::Read;
 use std::sync::Arc;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use once_analysis::{AnalysisHost, EditOutcome, OsSystem};
 
 use crate::Outcome;
@@ -19,19 +18,7 @@ pub fn run(args: &Args, edit: &Edit) -> anyhow::Result<Outcome> {
     let json = args.format == Format::Json;
     match edit {
         Edit::Apply { file } => {
-            let text = match file {
-                Some(path) => std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read `{}`", path.display()))?,
-                None => {
-                    let mut text = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .context("cannot read the edit from stdin")?;
-                    text
-                }
-            };
-            let value: serde_json::Value =
-                serde_json::from_str(&text).context("the edit is not valid JSON")?;
+            let value = crate::query::read_json_input(file.as_deref(), "the edit")?;
             let request = once_json::edit_request(&value).map_err(|e| anyhow!(e))?;
             let outcome = host.apply_edit(&request).map_err(|e| anyhow!(e))?;
             if json {

@@ -167,19 +167,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             }
         }
         Query::ValidateTarget { file } => {
-            let text = match file {
-                Some(path) => std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read `{}`", path.display()))?,
-                None => {
-                    let mut text = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .context("cannot read the target from stdin")?;
-                    text
-                }
-            };
-            let value: serde_json::Value =
-                serde_json::from_str(&text).context("the target is not valid JSON")?;
+            let value = read_json_input(file.as_deref(), "the target")?;
             let target = match value.get("target") {
                 Some(inner) if inner.is_object() && value.get("name").is_none() => inner,
                 _ => &value,
@@ -266,4 +254,24 @@ fn external_source(args: &Args, url: &str, max_bytes: usize) -> anyhow::Result<O
         human::external_source(&fetched)
     }
     Ok(Outcome::Success)
+}
+
+/// Reads a JSON document from `file`, or from stdin when there is none; `what` names it
+/// in errors ("the target", "the edit").
+pub(crate) fn read_json_input(
+    file: Option<&std::path::Path>,
+    what: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?,
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .with_context(|| format!("cannot read {what} from stdin"))?;
+            text
+        }
+    };
+    serde_json::from_str(&text).with_context(|| format!("{what} is not valid JSON"))
 }
