@@ -172,16 +172,9 @@ fn file_set_changed(
         // A directory appeared or vanished: its contents need a walk.
         return true;
     }
-    let owner = workspace
-        .packages(db)
-        .iter()
-        .copied()
-        .filter(|package| {
-            let path = package.path(db);
-            path.is_empty() || relative.starts_with(&format!("{path}/"))
-        })
-        .max_by_key(|package| package.path(db).len());
-    let Some(package) = owner else { return false };
+    let Some(package) = workspace.owning_package(db, relative) else {
+        return false;
+    };
     let prefix_len = if package.path(db).is_empty() {
         0
     } else {

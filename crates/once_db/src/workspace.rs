@@ -50,6 +50,24 @@ impl Package {
     }
 }
 
+impl Workspace {
+    /// The package owning a workspace-relative file: the deepest package directory that
+    /// contains it (before include/exclude filtering).
+    pub fn owning_package(self, db: &dyn Db, path: &str) -> Option<Package> {
+        self.packages(db)
+            .iter()
+            .copied()
+            .filter(|package| {
+                let dir = package.path(db);
+                dir.is_empty()
+                    || (path.len() > dir.len()
+                        && path.starts_with(dir.as_str())
+                        && path.as_bytes()[dir.len()] == b'/')
+            })
+            .max_by_key(|package| package.path(db).len())
+    }
+}
+
 /// The absolute root, or an empty path before a workspace is loaded.
 pub fn workspace_root(db: &dyn Db) -> PathBuf {
     match Workspace::try_get(db) {

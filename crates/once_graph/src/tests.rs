@@ -148,7 +148,7 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
             .collect();
     }
     // The deepest package directory containing the path owns it.
-    let Some(package) = owning_package(db, workspace, path) else {
+    let Some(package) = workspace.owning_package(db, path) else {
         return Vec::new();
     };
     if !workspace_packages(db, workspace).contains(&package) {
@@ -181,18 +181,6 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
         })
         .map(|t| owner(t.label.id(), Ownership::Source))
         .collect()
-}
-
-fn owning_package(db: &dyn Db, workspace: Workspace, path: &str) -> Option<Package> {
-    workspace
-        .packages(db)
-        .iter()
-        .copied()
-        .filter(|p| {
-            let dir = p.path(db);
-            dir.is_empty() || path.starts_with(&format!("{dir}/"))
-        })
-        .max_by_key(|p| p.path(db).len())
 }
 
 /// A workspace-relative `/`-separated path: absolute paths inside the root lose the
