@@ -12,6 +12,7 @@ mod format;
 pub mod ide;
 pub mod kind_search;
 pub mod modules;
+mod prime;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub use once_db::{
 pub use once_db::{FileWrite, WriteError};
 pub use once_graph::{AffectedTest, TestTarget};
 pub use once_model::LineCol;
+pub use prime::default_prime_threads;
 
 /// The names closest to `word` (for "did you mean" messages), best first.
 pub fn closest_names<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {

@@ -427,5 +427,19 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
                 history.last().map_or("", String::as_str)
             );
         }
+        // Every tenth step, a fresh database primed on several threads (as the CLI does)
+        // must answer the same, and priming the warm one must not change its answers.
+        if step % 10 == 0 {
+            let primed = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
+            primed.analysis().prime(3).expect("not cancelled");
+            warm.analysis().prime(3).expect("not cancelled");
+            for (which, host) in [("primed fresh", &primed), ("primed warm", &warm)] {
+                let primed_answers = answers(&host.analysis(), &sample);
+                assert!(
+                    primed_answers == cold_answers,
+                    "step {step} (seed {seed}): {which} answers differ\n--- {which} ---\n{primed_answers}\n--- fresh ---\n{cold_answers}"
+                );
+            }
+        }
     }
 }

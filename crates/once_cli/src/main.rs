@@ -22,6 +22,11 @@ use clap::Parser;
 
 use crate::args::{Args, Command, Format};
 
+/// mimalloc instead of the system allocator: parsing and resolving a workspace makes
+/// millions of small allocations, freed by several threads (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,

@@ -73,11 +73,39 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
         return external_source(args, url, *max_bytes);
     }
     let analysis = load(args)?;
+    if reads_every_package(query) {
+        answer(analysis.prime(analysis_threads()?))?;
+    }
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
     // (tens of milliseconds on a large workspace).
     std::mem::forget(analysis);
     outcome
+}
+
+/// The threads that compute packages side by side: `ONCE_THREADS` when set, else one per
+/// core (at most eight).
+fn analysis_threads() -> anyhow::Result<usize> {
+    match std::env::var("ONCE_THREADS") {
+        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<usize>() {
+            Ok(threads) if threads > 0 => Ok(threads),
+            _ => bail!("ONCE_THREADS must be a positive number of threads, not `{value}`"),
+        },
+        _ => Ok(once_analysis::default_prime_threads()),
+    }
+}
+
+/// Whether answering needs every package resolved, so computing them on every core first
+/// pays off (a lookup of one target or kind reads only what it names).
+fn reads_every_package(query: &Query) -> bool {
+    matches!(
+        query,
+        Query::Workspace
+            | Query::Targets { .. }
+            | Query::ValidateWorkspace
+            | Query::Tests
+            | Query::AffectedTests { .. }
+    )
 }
 
 fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Result<Outcome> {

@@ -1078,3 +1078,42 @@ fn completions() {
     let unknown = Once::new(&["completions", "tcsh"]).run();
     assert_eq!(unknown.code, 2, "{}", unknown.render());
 }
+
+/// Computing packages on several threads (`ONCE_THREADS`) never changes an answer, and a
+/// count that is not a positive number is a usage error.
+#[test]
+fn analysis_threads_do_not_change_answers() {
+    let demo = demo();
+    let broken = Workspace::copy("workspaces/dependency_cycle");
+    for workspace in [&demo, &broken] {
+        for query in [
+            &["query", "validate-workspace", "--format", "json"][..],
+            &["query", "targets", "--format", "json"],
+            &["query", "affected-tests", "--format", "json"],
+        ] {
+            let root = workspace.root().to_str().expect("UTF-8 path");
+            let outputs: Vec<String> = ["1", "2", "7"]
+                .iter()
+                .map(|threads| {
+                    let mut args = vec!["-C", root];
+                    args.extend_from_slice(query);
+                    let outcome = Once::new(&args).env("ONCE_THREADS", threads).run();
+                    outcome.render()
+                })
+                .collect();
+            assert!(outputs.iter().all(|o| o == &outputs[0]), "{outputs:#?}");
+        }
+    }
+    check(
+        &[Once::new(&["query", "validate-workspace"])
+            .env("ONCE_THREADS", "none")
+            .workspace(&demo)],
+        &expect![[r#"
+            $ once query validate-workspace
+            exit: 2
+            --- stdout
+            --- stderr
+            once: error: ONCE_THREADS must be a positive number of threads, not `none`
+        "#]],
+    );
+}

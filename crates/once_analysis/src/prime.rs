@@ -1,0 +1,94 @@
+//! Warming the database on several threads before a whole-workspace answer.
+//!
+//! Every per-package fact (parse, resolution, local diagnostics, graph nodes) is its own
+//! query, so the packages of a cold workspace can be computed side by side on database
+//! snapshots; the whole-workspace queries that follow then only collect memos. Workers
+//! take packages from a shared counter, so a slow package does not leave a thread idle.
+//! Salsa makes a worker that needs a query another worker is computing (the kind catalog,
+//! a dependency's target table) wait for that result instead of computing it twice.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use once_db::{Package, RootDatabase, Workspace};
+use once_graph::{file_diagnostics, kind_catalog, manifest, package_nodes, workspace_packages};
+
+use crate::{Analysis, Cancellable};
+
+/// More threads than this do not pay off: the work per package is small and the rest of a
+/// cold start (the directory walk, the final collection) does not scale with them.
+const MAX_THREADS: usize = 8;
+
+/// How many workers [`Analysis::prime`] uses on this machine (1 means no extra thread).
+pub fn default_prime_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(MAX_THREADS)
+}
+
+impl Analysis {
+    /// Computes every package's manifest, diagnostics and graph nodes on `threads` threads
+    /// (this one included), so that a following whole-workspace query only collects.
+    /// With one thread this does nothing: the query computes what it needs itself.
+    pub fn prime(&self, threads: usize) -> Cancellable<()> {
+        if threads <= 1 {
+            return Ok(());
+        }
+        let packages: Vec<Package> = self.with_db(|db, ws| workspace_packages(db, ws).clone())?;
+        if packages.len() < 2 {
+            return Ok(());
+        }
+        let parsed = AtomicUsize::new(0);
+        let checked = AtomicUsize::new(0);
+        let work = Work {
+            packages: &packages,
+            parsed: &parsed,
+            checked: &checked,
+        };
+        let workers = threads.min(packages.len());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..workers)
+                .map(|index| {
+                    let snapshot = self.clone();
+                    let work = &work;
+                    scope.spawn(move || snapshot.with_db(|db, ws| work.run(db, ws, index)))
+                })
+                .collect();
+            let mine = self.with_db(|db, ws| work.run(db, ws, 0));
+            // A worker that panicked for another reason than cancellation is a bug; its
+            // packages are computed again by the query that follows, which reports it.
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap_or(Ok(())))
+                .fold(mine, Result::and)
+        })
+    }
+}
+
+/// The packages and the two shared counters the workers take them from.
+struct Work<'a> {
+    packages: &'a [Package],
+    parsed: &'a AtomicUsize,
+    checked: &'a AtomicUsize,
+}
+
+impl Work<'_> {
+    fn run(&self, db: &RootDatabase, workspace: Workspace, worker: usize) {
+        // Every resolution needs the kind catalog; one worker builds it while the others
+        // parse manifests, which need nothing else.
+        if worker == 0 {
+            kind_catalog(db, workspace);
+        }
+        while let Some(&package) = self.take(self.parsed) {
+            manifest(db, package);
+        }
+        while let Some(&package) = self.take(self.checked) {
+            file_diagnostics(db, package);
+            package_nodes(db, package);
+        }
+    }
+
+    fn take(&self, counter: &AtomicUsize) -> Option<&Package> {
+        self.packages.get(counter.fetch_add(1, Ordering::Relaxed))
+    }
+}
