@@ -2,8 +2,8 @@
 //!
 //! The queries build on each other in this order:
 //!
-//! - [`manifests`]: `parse_manifest` (CST + syntax errors) → `manifest` (typed declarations
-//!   with ranges, structural diagnostics).
+//! - [`manifests`]: `manifest` (typed declarations with ranges, structural diagnostics; it
+//!   parses and keeps no tree) and `parse_manifest` (the CST, on demand).
 //! - [`settings`]: the root manifest's `[workspace]`/`[modules]` tables, the configuration
 //!   tokens `select` uses, and `workspace_packages` after include/exclude.
 //! - [`kinds`]: `module_files` and `module_kinds` (project modules, one query per `.star`
