@@ -7,6 +7,12 @@
 //! order, so every change made before `sync` was called is in its answer. When the
 //! watcher is unavailable or the fence times out, `sync` answers [`ChangeEvent::Rescan`],
 //! which is always correct, only slower.
+//!
+//! On Linux the watches are inotify's, added directly ([`inotify`]); elsewhere they are
+//! `notify`'s recommended watcher's.
+
+#[cfg(target_os = "linux")]
+mod inotify;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,7 +20,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use notify::event::{CreateKind, ModifyKind, RemoveKind};
-use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Event, EventKind};
 
 use crate::changes::ChangeEvent;
 use crate::system::SKIPPED_DIRECTORIES;
@@ -22,10 +28,54 @@ use crate::system::SKIPPED_DIRECTORIES;
 /// How long `sync` waits for its own marker before falling back to a rescan.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// What delivers the events of watched directories into one channel.
+enum Backend {
+    #[cfg(target_os = "linux")]
+    Inotify(inotify::InotifyWatcher),
+    #[cfg(not(target_os = "linux"))]
+    Notify(notify::RecommendedWatcher),
+}
+
+impl Backend {
+    fn new(sender: std::sync::mpsc::Sender<notify::Result<Event>>) -> Option<Backend> {
+        #[cfg(target_os = "linux")]
+        {
+            inotify::InotifyWatcher::new(sender)
+                .ok()
+                .map(Backend::Inotify)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            notify::recommended_watcher(move |event| {
+                let _ = sender.send(event);
+            })
+            .ok()
+            .map(Backend::Notify)
+        }
+    }
+
+    /// Watches one directory, not recursively.
+    fn watch(&mut self, dir: &Path) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            Backend::Inotify(watcher) => watcher.watch(dir).is_ok(),
+            #[cfg(not(target_os = "linux"))]
+            Backend::Notify(watcher) => {
+                use notify::Watcher as _;
+                watcher
+                    .watch(dir, notify::RecursiveMode::NonRecursive)
+                    .is_ok()
+            }
+        }
+    }
+}
+
 /// A watcher over the workspace's directories.
 pub struct WorkspaceWatcher {
     root: PathBuf,
-    watcher: Option<RecommendedWatcher>,
+    watcher: Option<Backend>,
+    /// Declared before `fence_dir`, so it is dropped first: removing the fence directory
+    /// then wakes the Linux reader thread, which finds nobody listening and ends.
     events: Receiver<notify::Result<Event>>,
     watched: BTreeSet<PathBuf>,
     fence_dir: Option<tempfile::TempDir>,
@@ -37,10 +87,7 @@ impl WorkspaceWatcher {
     /// Never fails: without a working watcher, every `sync` is a rescan.
     pub fn new(root: &Path, files: &[String]) -> WorkspaceWatcher {
         let (sender, events) = channel();
-        let watcher = notify::recommended_watcher(move |event| {
-            let _ = sender.send(event);
-        })
-        .ok();
+        let watcher = Backend::new(sender);
         let fence_dir = tempfile::Builder::new()
             .prefix("once-watch-")
             .tempdir()
@@ -85,11 +132,10 @@ impl WorkspaceWatcher {
         if self.watched.contains(dir) {
             return;
         }
-        match watcher.watch(dir, RecursiveMode::NonRecursive) {
-            Ok(()) => {
-                self.watched.insert(dir.to_path_buf());
-            }
-            Err(_) => self.watcher = None,
+        if watcher.watch(dir) {
+            self.watched.insert(dir.to_path_buf());
+        } else {
+            self.watcher = None;
         }
     }
 
@@ -271,5 +317,45 @@ mod tests {
         std::fs::create_dir_all(root.join("target/debug")).unwrap();
         std::fs::write(root.join("target/debug/x"), "").unwrap();
         check(&mut watcher, &root, &[]);
+        // A rename is the old name deleted and the new one created.
+        std::fs::rename(root.join("b/once.toml"), root.join("b/renamed.toml")).unwrap();
+        check(
+            &mut watcher,
+            &root,
+            &["created b/renamed.toml", "deleted b/once.toml"],
+        );
+        // Directories made in one go are watched all the way down.
+        std::fs::create_dir_all(root.join("c/d/e")).unwrap();
+        check(&mut watcher, &root, &["rescan"]);
+        std::fs::write(root.join("c/d/e/once.toml"), "").unwrap();
+        check(&mut watcher, &root, &["created c/d/e/once.toml"]);
+        // A removed directory is a rescan.
+        std::fs::remove_dir_all(root.join("c")).unwrap();
+        check(&mut watcher, &root, &["rescan"]);
+        check(&mut watcher, &root, &[]);
+    }
+
+    /// Dropping a watcher releases its inotify instance and reader thread.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dropped_watchers_release_their_instance() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let open_files = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).ok();
+        let before = open_files();
+        for _ in 0..20 {
+            let mut watcher = WorkspaceWatcher::new(&root, &[]);
+            assert!(watcher.sync().is_empty());
+        }
+        // The readers close their instances asynchronously, right after the drop.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while open_files() > before.map(|n| n + 2) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            open_files() <= before.map(|n| n + 2),
+            "{before:?} -> {:?}",
+            open_files()
+        );
     }
 }

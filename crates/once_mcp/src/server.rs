@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher};
+use once_analysis::{
+    AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher, default_prime_threads,
+};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};
@@ -275,6 +277,9 @@ impl Worker {
             log("file watcher unavailable; every request rescans the workspace");
         }
         let host = AnalysisHost::load(Arc::new(OsSystem), config.root.clone());
+        // Every tool reads the whole graph: compute the packages on every core now (the
+        // first answer then only collects). Cancellation cannot happen yet.
+        let _ = host.analysis().prime(default_prime_threads());
         Worker {
             config,
             shared,
