@@ -214,8 +214,13 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
     for found in discovered {
         let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
         bump(db, manifest);
-        match existing.iter().find(|p| *p.path(db) == found.path) {
-            Some(&package) => {
+        // Both lists are sorted by path.
+        let known = existing
+            .binary_search_by(|p| p.path(db).as_str().cmp(&found.path))
+            .ok()
+            .map(|index| existing[index]);
+        match known {
+            Some(package) => {
                 if *package.files(db) != found.files {
                     package
                         .set_files(db)

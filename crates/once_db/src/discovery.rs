@@ -78,29 +78,34 @@ pub fn manifest_dir(file: &str) -> Option<&str> {
     file.strip_suffix(MANIFEST_NAME)?.strip_suffix('/')
 }
 
+/// The directories that contain a workspace-relative path, deepest first, ending with
+/// `""` (the root); `"a/b/c"` gives `"a/b"`, `"a"`, `""`. A path never contains itself.
+pub fn enclosing_dirs(path: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(path);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let parent = match current.rfind('/') {
+            Some(slash) => &current[..slash],
+            None => "",
+        };
+        rest = (!parent.is_empty()).then_some(parent);
+        // `""` itself has no parent to give.
+        (!current.is_empty()).then_some(parent)
+    })
+}
+
 /// The deepest package containing `file`, with the file's package-relative path.
 fn owning_package<'a, V>(
     packages: &BTreeMap<String, V>,
     file: &'a str,
 ) -> Option<(String, &'a str)> {
-    let mut dir = file;
-    loop {
-        dir = match dir.rfind('/') {
-            Some(slash) => &dir[..slash],
-            None => "",
-        };
-        if packages.contains_key(dir) {
-            let relative = if dir.is_empty() {
-                file
-            } else {
-                &file[dir.len() + 1..]
-            };
-            return Some((dir.to_owned(), relative));
-        }
-        if dir.is_empty() {
-            return None;
-        }
-    }
+    let dir = enclosing_dirs(file).find(|dir| packages.contains_key(*dir))?;
+    let relative = if dir.is_empty() {
+        file
+    } else {
+        &file[dir.len() + 1..]
+    };
+    Some((dir.to_owned(), relative))
 }
 
 #[cfg(test)]
@@ -135,6 +140,14 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&rendered);
+    }
+
+    #[test]
+    fn enclosing_dirs_go_up_to_the_root() {
+        let dirs = |path| enclosing_dirs(path).collect::<Vec<_>>();
+        assert_eq!(dirs("a/b/c.rs"), ["a/b", "a", ""]);
+        assert_eq!(dirs("once.toml"), [""]);
+        assert_eq!(dirs(""), Vec::<&str>::new());
     }
 
     #[test]

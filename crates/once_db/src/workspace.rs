@@ -54,17 +54,13 @@ impl Workspace {
     /// The package owning a workspace-relative file: the deepest package directory that
     /// contains it (before include/exclude filtering).
     pub fn owning_package(self, db: &dyn Db, path: &str) -> Option<Package> {
-        self.packages(db)
-            .iter()
-            .copied()
-            .filter(|package| {
-                let dir = package.path(db);
-                dir.is_empty()
-                    || (path.len() > dir.len()
-                        && path.starts_with(dir.as_str())
-                        && path.as_bytes()[dir.len()] == b'/')
-            })
-            .max_by_key(|package| package.path(db).len())
+        let packages = self.packages(db);
+        crate::discovery::enclosing_dirs(path).find_map(|dir| {
+            packages
+                .binary_search_by(|package| package.path(db).as_str().cmp(dir))
+                .ok()
+                .map(|index| packages[index])
+        })
     }
 }
 

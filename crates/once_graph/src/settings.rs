@@ -150,6 +150,19 @@ pub fn package_by_path(db: &dyn Db, workspace: Workspace) -> PackageIndex {
     PackageIndex { entries }
 }
 
+/// Package lookup by path over every package the walk found, before include/exclude
+/// (which package directory a file is in does not depend on the filters).
+#[salsa::tracked(returns(ref))]
+pub fn package_directories(db: &dyn Db, workspace: Workspace) -> PackageIndex {
+    let mut entries: Vec<(String, Package)> = workspace
+        .packages(db)
+        .iter()
+        .map(|p| (p.path(db).clone(), *p))
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    PackageIndex { entries }
+}
+
 /// A sorted path → package table.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PackageIndex {
@@ -162,6 +175,12 @@ impl PackageIndex {
             .binary_search_by(|(p, _)| p.as_str().cmp(path))
             .ok()
             .map(|i| self.entries[i].1)
+    }
+
+    /// The deepest package whose directory contains the workspace-relative `path` (a
+    /// package directory itself belongs to the package above it).
+    pub fn owner_of(&self, path: &str) -> Option<Package> {
+        once_db::discovery::enclosing_dirs(path).find_map(|dir| self.get(dir))
     }
 }
 

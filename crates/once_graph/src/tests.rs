@@ -8,7 +8,9 @@ use rustc_hash::FxHashSet;
 use crate::graph::{dependency_graph, reverse_deps};
 use crate::kinds::kind_catalog;
 use crate::resolve::{SourcePattern, resolved_targets};
-use crate::settings::{workspace_packages, workspace_settings};
+use crate::settings::{
+    package_by_path, package_directories, workspace_packages, workspace_settings,
+};
 
 /// A target with a `test` capability.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -26,25 +28,34 @@ pub struct TestTarget {
 /// Every test target, sorted by id.
 #[salsa::tracked(returns(ref))]
 pub fn test_targets(db: &dyn Db, workspace: Workspace) -> Vec<TestTarget> {
+    let mut tests: Vec<TestTarget> = workspace_packages(db, workspace)
+        .iter()
+        .flat_map(|&package| package_tests(db, workspace, package).iter().cloned())
+        .collect();
+    tests.sort_by(|a, b| a.id.cmp(&b.id));
+    tests
+}
+
+/// The test targets of one package. Its own query, so that an edit re-derives only the
+/// edited package's tests (and nothing when they stay the same).
+#[salsa::tracked(returns(ref))]
+fn package_tests(db: &dyn Db, workspace: Workspace, package: Package) -> Vec<TestTarget> {
     let catalog = kind_catalog(db, workspace);
     let mut tests = Vec::new();
-    for &package in workspace_packages(db, workspace) {
-        for target in &resolved_targets(db, package).targets {
-            let Some(test) = catalog.get(&target.kind).and_then(|k| k.capability("test")) else {
-                continue;
-            };
-            let id = target.label.id();
-            tests.push(TestTarget {
-                results_path: format!(".once/out/{id}/test/test_results.json"),
-                id,
-                kind: target.kind.clone(),
-                deps: target.deps.iter().map(|d| d.label.id()).collect(),
-                runner: test.runner.clone(),
-                labels: target.labels.clone(),
-            });
-        }
+    for target in &resolved_targets(db, package).targets {
+        let Some(test) = catalog.get(&target.kind).and_then(|k| k.capability("test")) else {
+            continue;
+        };
+        let id = target.label.id();
+        tests.push(TestTarget {
+            results_path: format!(".once/out/{id}/test/test_results.json"),
+            id,
+            kind: target.kind.clone(),
+            deps: target.deps.iter().map(|d| d.label.id()).collect(),
+            runner: test.runner.clone(),
+            labels: target.labels.clone(),
+        });
     }
-    tests.sort_by(|a, b| a.id.cmp(&b.id));
     tests
 }
 
@@ -148,10 +159,12 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
             .collect();
     }
     // The deepest package directory containing the path owns it.
-    let Some(package) = workspace.owning_package(db, path) else {
+    // Through the two indexes, not the package inputs: reading every package's path here
+    // made each call depend on a thousand inputs per changed path.
+    let Some(package) = package_directories(db, workspace).owner_of(path) else {
         return Vec::new();
     };
-    if !workspace_packages(db, workspace).contains(&package) {
+    if package_by_path(db, workspace).get(package.path(db)) != Some(package) {
         return Vec::new();
     }
     let package_path = package.path(db);
@@ -229,62 +242,85 @@ pub fn affected_tests<'db>(
     let graph = dependency_graph(db, workspace);
     let reverse = reverse_deps(db, workspace);
     let test_ids: FxHashSet<&str> = tests.iter().map(|t| t.id.as_str()).collect();
-    let mut reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let is_test: Vec<bool> = graph
+        .nodes
+        .iter()
+        .map(|node| test_ids.contains(node.id.as_str()))
+        .collect();
+    // Every (changed path, owner) pair, and for each test the pairs that reach it, in the
+    // order they do: `true` when the test owns the path itself. Reasons are only written
+    // out for tests at the end; the walks themselves allocate nothing per node.
+    let mut sources: Vec<Owner> = Vec::new();
+    let mut reached: BTreeMap<usize, Vec<(usize, bool)>> = BTreeMap::new();
+    // The source whose walk last visited each node (a visited set without clearing).
+    let mut visited_by = vec![usize::MAX; graph.nodes.len()];
+    let mut queue = Vec::new();
     for path in changed.paths(db) {
         let path = normalize(db, workspace, path);
-        for Owner {
-            target: owner,
-            ownership,
-            path,
-        } in owners(db, workspace, &path)
-        {
-            let Some(start) = graph.index_of(&owner) else {
+        for owner in owners(db, workspace, &path) {
+            let Some(start) = graph.index_of(&owner.target) else {
                 continue;
             };
-            let direct = match ownership {
-                Ownership::Source => format!("changed test input `{path}`"),
-                Ownership::Manifest => format!("changed manifest `{path}`"),
-                Ownership::Module => format!("changed module `{path}`"),
-            };
-            push_reason(&mut reasons, start, direct);
-            // Walk dependents breadth first.
-            let mut seen = FxHashSet::default();
-            seen.insert(start);
-            let mut queue = vec![start];
+            let source = sources.len();
+            sources.push(owner);
+            if is_test[start] {
+                reached.entry(start).or_default().push((source, true));
+            }
+            visited_by[start] = source;
+            queue.clear();
+            queue.push(start);
             while let Some(node) = queue.pop() {
                 for &dependent in &reverse[node] {
-                    if seen.insert(dependent) {
-                        let reason = match ownership {
-                            Ownership::Module => format!("changed module `{path}`"),
-                            Ownership::Source => {
-                                format!("depends on `{owner}`, whose input `{path}` changed")
-                            }
-                            Ownership::Manifest => {
-                                format!("depends on `{owner}`, whose manifest `{path}` changed")
-                            }
-                        };
-                        push_reason(&mut reasons, dependent, reason);
+                    if visited_by[dependent] != source {
+                        visited_by[dependent] = source;
+                        if is_test[dependent] {
+                            reached.entry(dependent).or_default().push((source, false));
+                        }
                         queue.push(dependent);
                     }
                 }
             }
         }
     }
-    reasons
+    reached
         .into_iter()
-        .filter(|(node, _)| test_ids.contains(graph.nodes[*node].id.as_str()))
-        .map(|(node, reasons)| AffectedTest {
-            id: graph.nodes[node].id.clone(),
-            kind: graph.nodes[node].kind.clone(),
-            reasons,
+        .map(|(node, hits)| {
+            let mut reasons = Vec::new();
+            for (source, direct) in hits {
+                push_reason(&mut reasons, reason(&sources[source], direct));
+            }
+            AffectedTest {
+                id: graph.nodes[node].id.clone(),
+                kind: graph.nodes[node].kind.clone(),
+                reasons,
+            }
         })
         .collect()
 }
 
+/// Why a change reaches a test: the test owns the path (`direct`), or depends on its owner.
+fn reason(source: &Owner, direct: bool) -> String {
+    let Owner {
+        target: owner,
+        ownership,
+        path,
+    } = source;
+    match (ownership, direct) {
+        (Ownership::Source, true) => format!("changed test input `{path}`"),
+        (Ownership::Manifest, true) => format!("changed manifest `{path}`"),
+        (Ownership::Module, _) => format!("changed module `{path}`"),
+        (Ownership::Source, false) => {
+            format!("depends on `{owner}`, whose input `{path}` changed")
+        }
+        (Ownership::Manifest, false) => {
+            format!("depends on `{owner}`, whose manifest `{path}` changed")
+        }
+    }
+}
+
 /// Adds a reason once; direct reasons ("changed …") stay ahead of inherited ones
 /// ("depends on …").
-fn push_reason(reasons: &mut BTreeMap<usize, Vec<String>>, node: usize, reason: String) {
-    let list = reasons.entry(node).or_default();
+fn push_reason(list: &mut Vec<String>, reason: String) {
     if list.contains(&reason) {
         return;
     }

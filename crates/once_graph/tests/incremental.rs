@@ -147,3 +147,31 @@ fn editing_a_source_file_reruns_no_manifest_query() {
         );
     }
 }
+
+/// Affected tests after a manifest edit re-derive the edited package's tests only, and
+/// owning a path reads two indexes, not every package.
+#[test]
+fn affected_tests_after_a_manifest_edit_rederive_one_package() {
+    let system = workspace(30);
+    let (mut db, workspace, log) = load(&system);
+    let paths = ChangedPaths::new(&db, vec!["pkgs/p3/src/lib.rs".to_owned()]);
+    assert_eq!(affected_tests(&db, workspace, paths).len(), 27);
+    let cold = executed(&db, &log);
+    // One per package, the root included.
+    assert_eq!(count(&cold, "package_tests"), 31, "{cold:?}");
+
+    let path = format!("{ROOT}/pkgs/p17/once.toml");
+    let text = system
+        .read_to_string(Path::new(&path))
+        .unwrap()
+        .replace("name = \"Test\"", "name = \"Test\"\nlabels = [\"slow\"]");
+    system.write(&path, text);
+    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    let paths = ChangedPaths::new(&db, vec!["pkgs/p3/src/lib.rs".to_owned()]);
+    assert_eq!(affected_tests(&db, workspace, paths).len(), 27);
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "package_tests"), 1, "{warm:?}");
+    // The test list it reads changed (a label), so the answer is computed once more.
+    assert_eq!(count(&warm, "affected_tests"), 1, "{warm:?}");
+    assert_eq!(count(&warm, "package_directories"), 0, "{warm:?}");
+}
