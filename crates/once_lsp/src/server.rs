@@ -33,7 +33,7 @@ use lsp_types::{
 };
 use once_analysis::{
     Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LocatedDiagnostic, OsSystem,
-    System, WorkspaceWatcher, find_workspace_root,
+    System, WorkspaceWatcher, default_prime_threads, find_workspace_root,
 };
 use serde_json::Value;
 
@@ -91,6 +91,8 @@ fn serve(
     // Clients that cannot register file watchers get the server's own watcher.
     let disk_events = (watch_disk && !watch_registration).then(|| spawn_watcher(&overlay, &root));
     let host = AnalysisHost::load(Arc::new(overlay.clone()), root.clone());
+    // The first publish reads every package: compute them on every core first.
+    let _ = host.analysis().prime(default_prime_threads());
     let mut server = Server {
         connection,
         host,
