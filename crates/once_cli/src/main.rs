@@ -48,6 +48,7 @@ fn main() -> ExitCode {
             let config = once_mcp::ServerConfig {
                 root,
                 allow_run: *allow_run,
+                threads: query::analysis_threads()?,
             };
             once_mcp::run_stdio(config)?;
             Ok(Outcome::Success)
@@ -60,8 +61,11 @@ fn main() -> ExitCode {
             } else {
                 None
             };
-            match root.transpose() {
-                Ok(root) => once_lsp::run_stdio(root)
+            match root
+                .transpose()
+                .and_then(|root| Ok((root, query::analysis_threads()?)))
+            {
+                Ok((root, threads)) => once_lsp::run_stdio(root, threads)
                     .map(|()| Outcome::Success)
                     .map_err(|e| anyhow::anyhow!("language server: {e}")),
                 Err(e) => Err(e),

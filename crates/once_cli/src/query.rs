@@ -85,7 +85,7 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
 
 /// The threads that compute packages side by side: `ONCE_THREADS` when set, else one per
 /// core (at most eight).
-fn analysis_threads() -> anyhow::Result<usize> {
+pub(crate) fn analysis_threads() -> anyhow::Result<usize> {
     match std::env::var("ONCE_THREADS") {
         Ok(value) if !value.trim().is_empty() => match value.trim().parse::<usize>() {
             Ok(threads) if threads > 0 => Ok(threads),

@@ -16,10 +16,13 @@ use std::path::PathBuf;
 pub use server::{run, run_with_system};
 
 /// Serves the language server protocol on stdin/stdout. `root` overrides the workspace the
-/// client names (from `once -C DIR lsp`).
-pub fn run_stdio(root: Option<PathBuf>) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// client names (from `once -C DIR lsp`); `threads` compute the packages when it loads.
+pub fn run_stdio(
+    root: Option<PathBuf>,
+    threads: usize,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let (connection, io_threads) = lsp_server::Connection::stdio();
-    server::run(&connection, root)?;
+    server::run(&connection, root, threads)?;
     drop(connection);
     io_threads.join()?;
     Ok(())

@@ -43,9 +43,10 @@ use crate::overlay::Overlay;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Serves one client on `connection` until `shutdown`/`exit` or the client hangs up.
-/// `root` overrides the workspace the client names.
-pub fn run(connection: &Connection, root: Option<PathBuf>) -> Result<(), Error> {
-    serve(connection, root, Arc::new(OsSystem), true)
+/// `root` overrides the workspace the client names; `threads` compute the packages when
+/// the workspace loads.
+pub fn run(connection: &Connection, root: Option<PathBuf>, threads: usize) -> Result<(), Error> {
+    serve(connection, root, Arc::new(OsSystem), true, threads)
 }
 
 /// [`run`] over any base system (tests use a `MemorySystem`); disk changes arrive only
@@ -55,7 +56,7 @@ pub fn run_with_system(
     root: Option<PathBuf>,
     base: Arc<dyn System>,
 ) -> Result<(), Error> {
-    serve(connection, root, base, false)
+    serve(connection, root, base, false, default_prime_threads())
 }
 
 fn serve(
@@ -63,6 +64,7 @@ fn serve(
     root: Option<PathBuf>,
     base: Arc<dyn System>,
     watch_disk: bool,
+    threads: usize,
 ) -> Result<(), Error> {
     let (id, params) = connection.initialize_start()?;
     let params: InitializeParams = serde_json::from_value(params)?;
@@ -92,7 +94,7 @@ fn serve(
     let disk_events = (watch_disk && !watch_registration).then(|| spawn_watcher(&overlay, &root));
     let host = AnalysisHost::load(Arc::new(overlay.clone()), root.clone());
     // The first publish reads every package: compute them on every core first.
-    let _ = host.analysis().prime(default_prime_threads());
+    let _ = host.analysis().prime(threads);
     let mut server = Server {
         connection,
         host,

@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use once_analysis::{
-    AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher, default_prime_threads,
-};
+use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};
@@ -29,6 +27,8 @@ pub struct ServerConfig {
     pub root: PathBuf,
     /// Enables state-changing tools.
     pub allow_run: bool,
+    /// Threads that compute the packages when the workspace loads.
+    pub threads: usize,
 }
 
 /// The request the worker is running, so that the reader can cancel it.
@@ -279,7 +279,7 @@ impl Worker {
         let host = AnalysisHost::load(Arc::new(OsSystem), config.root.clone());
         // Every tool reads the whole graph: compute the packages on every core now (the
         // first answer then only collects). Cancellation cannot happen yet.
-        let _ = host.analysis().prime(default_prime_threads());
+        let _ = host.analysis().prime(config.threads);
         Worker {
             config,
             shared,

@@ -1105,15 +1105,35 @@ fn analysis_threads_do_not_change_answers() {
         }
     }
     check(
-        &[Once::new(&["query", "validate-workspace"])
-            .env("ONCE_THREADS", "none")
-            .workspace(&demo)],
+        &[
+            Once::new(&["query", "validate-workspace"])
+                .env("ONCE_THREADS", "none")
+                .workspace(&demo),
+            Once::new(&["mcp"])
+                .env("ONCE_THREADS", "0")
+                .workspace(&demo),
+            Once::new(&["lsp"])
+                .env("ONCE_THREADS", "-1")
+                .workspace(&demo),
+        ],
         &expect![[r#"
             $ once query validate-workspace
             exit: 2
             --- stdout
             --- stderr
             once: error: ONCE_THREADS must be a positive number of threads, not `none`
+
+            $ once mcp
+            exit: 2
+            --- stdout
+            --- stderr
+            once: error: ONCE_THREADS must be a positive number of threads, not `0`
+
+            $ once lsp
+            exit: 2
+            --- stdout
+            --- stderr
+            once: error: ONCE_THREADS must be a positive number of threads, not `-1`
         "#]],
     );
 }
