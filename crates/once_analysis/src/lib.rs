@@ -63,6 +63,14 @@ impl AnalysisHost {
         AnalysisHost { db, workspace }
     }
 
+    /// Like [`AnalysisHost::load`], from the sorted root-relative files of a walk of `root`
+    /// that already happened.
+    pub fn load_walked(system: Arc<dyn System>, root: PathBuf, files: &[String]) -> AnalysisHost {
+        let mut db = RootDatabase::new(system);
+        let workspace = db.load_walked(root, files);
+        AnalysisHost { db, workspace }
+    }
+
     /// Like [`AnalysisHost::load`], logging every query execution (for tests).
     pub fn load_with_execution_log(
         system: Arc<dyn System>,

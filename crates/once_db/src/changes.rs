@@ -27,8 +27,18 @@ pub enum ChangeEvent {
 }
 
 pub(crate) fn load_workspace(db: &mut RootDatabase, root: PathBuf) -> Workspace {
+    let files = db.system().walk(&root).unwrap_or_default();
+    load_walked_workspace(db, root, &files)
+}
+
+/// [`load_workspace`] from the files of a walk that already happened.
+pub(crate) fn load_walked_workspace(
+    db: &mut RootDatabase,
+    root: PathBuf,
+    files: &[String],
+) -> Workspace {
     let host = db.system().host_platform();
-    let discovered = discover_packages(db.system(), &root).unwrap_or_default();
+    let discovered = crate::discovery::group_into_packages(files);
     let star_files = star_files(db, &discovered);
     let packages = discovered
         .into_iter()

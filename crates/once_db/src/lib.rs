@@ -107,6 +107,12 @@ impl RootDatabase {
         changes::load_workspace(self, root)
     }
 
+    /// Creates the inputs from the sorted root-relative `files` of a walk of `root` that
+    /// already happened (a server's watching walk, [`WorkspaceWatcher::watch_and_walk`]).
+    pub fn load_walked(&mut self, root: std::path::PathBuf, files: &[String]) -> Workspace {
+        changes::load_walked_workspace(self, root, files)
+    }
+
     pub fn system_arc(&self) -> Arc<dyn System> {
         self.system.clone()
     }

@@ -81,50 +81,7 @@ impl System for OsSystem {
     }
 
     fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
-        if !root.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("`{}` is not a directory", root.display()),
-            ));
-        }
-        let walker = ignore::WalkBuilder::new(root)
-            .hidden(true)
-            .git_ignore(true)
-            .git_global(false)
-            .git_exclude(true)
-            .require_git(false)
-            .ignore(false)
-            .parents(false)
-            .follow_links(false)
-            .filter_entry(|entry| {
-                !(entry.depth() > 0
-                    && entry.file_type().is_some_and(|t| t.is_dir())
-                    && entry
-                        .file_name()
-                        .to_str()
-                        .is_some_and(|n| SKIPPED_DIRECTORIES.contains(&n)))
-            })
-            .build_parallel();
-        let found = std::sync::Mutex::new(Vec::new());
-        walker.run(|| {
-            let found = &found;
-            Box::new(move |entry| {
-                if let Ok(entry) = entry
-                    && entry.file_type().is_some_and(|t| t.is_file())
-                    && let Ok(relative) = entry.path().strip_prefix(root)
-                    && let Some(relative) = relative_to_slash(relative)
-                    && let Ok(mut found) = found.lock()
-                {
-                    found.push(relative);
-                }
-                ignore::WalkState::Continue
-            })
-        });
-        let mut files = found
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        files.sort_unstable();
-        Ok(files)
+        walk_directories(root, None)
     }
 
     fn host_platform(&self) -> HostPlatform {
@@ -161,6 +118,74 @@ impl System for OsSystem {
     fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         write_atomic_with(path, contents, |_| Ok(()))
     }
+}
+
+/// Called with every directory a walk is about to read (the root first), from the walk's
+/// threads.
+pub type DirectoryHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+/// [`OsSystem::walk`] on one thread per core; `on_directory` sees every directory before
+/// its entries are read, so a watch added there misses no change made to it later.
+pub fn walk_directories(
+    root: &Path,
+    on_directory: Option<DirectoryHook>,
+) -> io::Result<Vec<String>> {
+    if !root.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("`{}` is not a directory", root.display()),
+        ));
+    }
+    if let Some(hook) = &on_directory {
+        hook(root);
+    }
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .require_git(false)
+        .ignore(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            let skipped = entry.depth() > 0
+                && is_dir
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| SKIPPED_DIRECTORIES.contains(&n));
+            if is_dir
+                && !skipped
+                && entry.depth() > 0
+                && let Some(hook) = &on_directory
+            {
+                hook(entry.path());
+            }
+            !skipped
+        })
+        .build_parallel();
+    let found = std::sync::Mutex::new(Vec::new());
+    walker.run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && let Ok(relative) = entry.path().strip_prefix(root)
+                && let Some(relative) = relative_to_slash(relative)
+                && let Ok(mut found) = found.lock()
+            {
+                found.push(relative);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut files = found
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    files.sort_unstable();
+    Ok(files)
 }
 
 /// [`OsSystem::write_atomic`] with a hook that runs after the temporary file is written

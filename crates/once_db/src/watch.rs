@@ -15,15 +15,18 @@
 mod inotify;
 
 use std::collections::BTreeSet;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{Event, EventKind};
 
 use crate::changes::ChangeEvent;
-use crate::system::SKIPPED_DIRECTORIES;
+use crate::system::{DirectoryHook, SKIPPED_DIRECTORIES, walk_directories};
 
 /// How long `sync` waits for its own marker before falling back to a rescan.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -88,16 +91,12 @@ impl WorkspaceWatcher {
     pub fn new(root: &Path, files: &[String]) -> WorkspaceWatcher {
         let (sender, events) = channel();
         let watcher = Backend::new(sender);
-        let fence_dir = tempfile::Builder::new()
-            .prefix("once-watch-")
-            .tempdir()
-            .ok();
         let mut this = WorkspaceWatcher {
             root: root.to_path_buf(),
             watcher,
             events,
             watched: BTreeSet::new(),
-            fence_dir,
+            fence_dir: new_fence_dir(),
             fence_count: 0,
         };
         let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
@@ -118,6 +117,49 @@ impl WorkspaceWatcher {
             this.watch(&fence);
         }
         this
+    }
+
+    /// Walks `root` like [`crate::OsSystem`]'s walk and watches every directory of it,
+    /// each before the walk reads it, so that no change made during or after the walk is
+    /// missed; returns the watcher and the walk's files (one walk instead of a walk to
+    /// find the directories and another to load). Without a working watcher, every
+    /// `sync` is a rescan.
+    pub fn watch_and_walk(root: &Path) -> (WorkspaceWatcher, io::Result<Vec<String>>) {
+        let (sender, events) = channel();
+        let backend = Backend::new(sender).map(Mutex::new).map(Arc::new);
+        let watched = Arc::new(Mutex::new(Vec::new()));
+        let failed = Arc::new(AtomicBool::new(false));
+        let hook: Option<DirectoryHook> = backend.clone().map(|backend| {
+            let watched = watched.clone();
+            let failed = failed.clone();
+            Arc::new(move |dir: &Path| {
+                let added = backend.lock().is_ok_and(|mut backend| backend.watch(dir));
+                if !added {
+                    failed.store(true, Ordering::Relaxed);
+                } else if let Ok(mut watched) = watched.lock() {
+                    watched.push(dir.to_path_buf());
+                }
+            }) as DirectoryHook
+        });
+        let files = walk_directories(root, hook);
+        // The walk's threads are done: the hook's clones are gone.
+        let watcher = backend
+            .and_then(Arc::into_inner)
+            .and_then(|backend| backend.into_inner().ok())
+            .filter(|_| !failed.load(Ordering::Relaxed));
+        let watched = std::mem::take(&mut *watched.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut this = WorkspaceWatcher {
+            root: root.to_path_buf(),
+            watcher,
+            events,
+            watched: watched.into_iter().collect(),
+            fence_dir: new_fence_dir(),
+            fence_count: 0,
+        };
+        if let Some(fence) = this.fence_dir.as_ref().map(|d| d.path().to_path_buf()) {
+            this.watch(&fence);
+        }
+        (this, files)
     }
 
     /// Whether events are being delivered (false means every sync is a rescan).
@@ -258,6 +300,14 @@ impl WorkspaceWatcher {
     }
 }
 
+/// The private directory the fence's marker files are written in.
+fn new_fence_dir() -> Option<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("once-watch-")
+        .tempdir()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +382,40 @@ mod tests {
         // A removed directory is a rescan.
         std::fs::remove_dir_all(root.join("c")).unwrap();
         check(&mut watcher, &root, &["rescan"]);
+        check(&mut watcher, &root, &[]);
+    }
+
+    /// The watching walk returns what the plain walk returns and watches every directory
+    /// it read, empty ones included, and none it skipped.
+    #[test]
+    fn watch_and_walk_finds_the_files_and_watches_every_walked_directory() {
+        use crate::system::{OsSystem, System};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (path, text) in [
+            ("once.toml", "[workspace]\n"),
+            ("a/once.toml", ""),
+            ("a/src/lib.rs", ""),
+            (".hidden/x.txt", ""),
+            ("target/debug/y", ""),
+        ] {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        std::fs::create_dir_all(root.join("a/empty")).unwrap();
+        let (mut watcher, files) = WorkspaceWatcher::watch_and_walk(&root);
+        assert_eq!(files.unwrap(), OsSystem.walk(&root).unwrap());
+        if !watcher.is_active() {
+            check(&mut watcher, &root, &["rescan"]);
+            return;
+        }
+        check(&mut watcher, &root, &[]);
+        std::fs::write(root.join("a/empty/new.rs"), "").unwrap();
+        check(&mut watcher, &root, &["created a/empty/new.rs"]);
+        std::fs::write(root.join("a/src/lib.rs"), "fn f() {}\n").unwrap();
+        check(&mut watcher, &root, &["changed a/src/lib.rs"]);
+        std::fs::write(root.join("target/debug/z"), "").unwrap();
+        std::fs::write(root.join(".hidden/z"), "").unwrap();
         check(&mut watcher, &root, &[]);
     }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System, WorkspaceWatcher};
+use once_analysis::{AnalysisHost, CancelHandle, OsSystem, WorkspaceWatcher};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};
@@ -271,12 +271,14 @@ struct Worker {
 
 impl Worker {
     fn new(config: ServerConfig, shared: Arc<Shared>) -> Worker {
-        let files = OsSystem.walk(&config.root).unwrap_or_default();
-        let watcher = WorkspaceWatcher::new(&config.root, &files);
+        // One walk finds the files and watches each directory before reading it, so the
+        // database loads from a file list no later change can have slipped past.
+        let (watcher, files) = WorkspaceWatcher::watch_and_walk(&config.root);
         if !watcher.is_active() {
             log("file watcher unavailable; every request rescans the workspace");
         }
-        let host = AnalysisHost::load(Arc::new(OsSystem), config.root.clone());
+        let files = files.unwrap_or_default();
+        let host = AnalysisHost::load_walked(Arc::new(OsSystem), config.root.clone(), &files);
         // Every tool reads the whole graph: compute the packages on every core now (the
         // first answer then only collects). Cancellation cannot happen yet.
         let _ = host.analysis().prime(config.threads);
