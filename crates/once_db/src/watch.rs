@@ -431,6 +431,13 @@ mod tests {
             let mut watcher = WorkspaceWatcher::new(&root, &[]);
             assert!(watcher.sync().is_empty());
         }
+        // A backend dropped while its channel still has a receiver (a watcher that fell
+        // back to rescans keeps the receiver) stops as well.
+        let (sender, receiver) = channel();
+        for _ in 0..20 {
+            let mut backend = inotify::InotifyWatcher::new(sender.clone()).unwrap();
+            backend.watch(&root).unwrap();
+        }
         // The readers close their instances asynchronously, right after the drop.
         let deadline = Instant::now() + Duration::from_secs(5);
         while open_files() > before.map(|n| n + 2) && Instant::now() < deadline {
@@ -441,5 +448,6 @@ mod tests {
             "{before:?} -> {:?}",
             open_files()
         );
+        drop(receiver);
     }
 }

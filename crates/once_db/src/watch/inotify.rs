@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -32,12 +33,13 @@ type Directories = Arc<Mutex<HashMap<WatchDescriptor, PathBuf>>>;
 
 /// An inotify instance whose events a thread of its own forwards.
 ///
-/// The reader ends at the first event after the receiving side of the channel is gone:
-/// the owner drops the receiver and then removes its fence directory, which is such an
-/// event, and the reader closes the instance on its way out.
+/// The reader ends at its first event after this is dropped or after the receiving side
+/// of the channel is gone, and closes the instance (and with it every watch) on its way
+/// out; dropping this removes one watch, which is such an event.
 pub(super) struct InotifyWatcher {
     watches: Watches,
     directories: Directories,
+    stop: Arc<AtomicBool>,
 }
 
 impl InotifyWatcher {
@@ -45,9 +47,11 @@ impl InotifyWatcher {
         let inotify = Inotify::init()?;
         let watches = inotify.watches();
         let directories = Directories::default();
+        let stop = Arc::new(AtomicBool::new(false));
         let reader = Reader {
             inotify,
             directories: directories.clone(),
+            stop: stop.clone(),
             sender,
         };
         std::thread::Builder::new()
@@ -56,6 +60,7 @@ impl InotifyWatcher {
         Ok(InotifyWatcher {
             watches,
             directories,
+            stop,
         })
     }
 
@@ -70,9 +75,22 @@ impl InotifyWatcher {
     }
 }
 
+impl Drop for InotifyWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the reader: removing a watch queues an event for it. (Without any watch
+        // there is nothing to wake it, and nothing it could ever forward either.)
+        let any = lock(&self.directories).keys().next().cloned();
+        if let Some(descriptor) = any {
+            let _ = self.watches.remove(descriptor);
+        }
+    }
+}
+
 struct Reader {
     inotify: Inotify,
     directories: Directories,
+    stop: Arc<AtomicBool>,
     sender: Sender<notify::Result<Event>>,
 }
 
@@ -88,6 +106,9 @@ impl Reader {
                     return;
                 }
             };
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
             for event in events {
                 let Some(event) = self.convert(event.wd, event.mask, event.name) else {
                     continue;
