@@ -74,7 +74,9 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     }
     let analysis = load(args)?;
     if reads_every_package(query) {
-        answer(analysis.prime(analysis_threads()?))?;
+        // Only a head start: the query below computes whatever priming did not, and is
+        // the one whose failure (a bug in a worker shows up as a cancellation) is reported.
+        let _ = analysis.prime(analysis_threads()?);
     }
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
