@@ -90,9 +90,19 @@ fn serve(
         .and_then(|w| w.did_change_watched_files)
         .and_then(|w| w.dynamic_registration)
         .unwrap_or(false);
-    // Clients that cannot register file watchers get the server's own watcher.
-    let disk_events = (watch_disk && !watch_registration).then(|| spawn_watcher(&overlay, &root));
-    let host = AnalysisHost::load(Arc::new(overlay.clone()), root.clone());
+    // Clients that cannot register file watchers get the server's own watcher, whose walk
+    // (each directory watched before it is read) is also the one the database loads from.
+    let (host, disk_events) = if watch_disk && !watch_registration {
+        let (watcher, files) = WorkspaceWatcher::watch_and_walk(&root);
+        let files = files.unwrap_or_default();
+        let host = AnalysisHost::load_walked(Arc::new(overlay.clone()), root.clone(), &files);
+        (host, Some(spawn_watcher(watcher)))
+    } else {
+        (
+            AnalysisHost::load(Arc::new(overlay.clone()), root.clone()),
+            None,
+        )
+    };
     // The first publish reads every package: compute them on every core first.
     let _ = host.analysis().prime(threads);
     let mut server = Server {
@@ -180,16 +190,10 @@ struct Server<'c> {
     disk_events: crossbeam_channel::Receiver<Vec<ChangeEvent>>,
 }
 
-/// Watches the workspace on a thread of its own, forwarding every batch of changes.
-fn spawn_watcher(
-    system: &dyn System,
-    root: &Path,
-) -> crossbeam_channel::Receiver<Vec<ChangeEvent>> {
+/// Syncs the watcher on a thread of its own, forwarding every batch of changes.
+fn spawn_watcher(mut watcher: WorkspaceWatcher) -> crossbeam_channel::Receiver<Vec<ChangeEvent>> {
     let (sender, receiver) = crossbeam_channel::unbounded();
-    let files = system.walk(root).unwrap_or_default();
-    let root = root.to_path_buf();
     std::thread::spawn(move || {
-        let mut watcher = WorkspaceWatcher::new(&root, &files);
         if !watcher.is_active() {
             return;
         }
