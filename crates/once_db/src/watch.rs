@@ -86,39 +86,6 @@ pub struct WorkspaceWatcher {
 }
 
 impl WorkspaceWatcher {
-    /// Watches `root` and every directory holding one of `files` (root-relative paths).
-    /// Never fails: without a working watcher, every `sync` is a rescan.
-    pub fn new(root: &Path, files: &[String]) -> WorkspaceWatcher {
-        let (sender, events) = channel();
-        let watcher = Backend::new(sender);
-        let mut this = WorkspaceWatcher {
-            root: root.to_path_buf(),
-            watcher,
-            events,
-            watched: BTreeSet::new(),
-            fence_dir: new_fence_dir(),
-            fence_count: 0,
-        };
-        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
-        dirs.insert(root.to_path_buf());
-        for file in files {
-            let mut dir = Path::new(file).parent();
-            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-                if !dirs.insert(root.join(d)) {
-                    break;
-                }
-                dir = d.parent();
-            }
-        }
-        for dir in dirs {
-            this.watch(&dir);
-        }
-        if let Some(fence) = this.fence_dir.as_ref().map(|d| d.path().to_path_buf()) {
-            this.watch(&fence);
-        }
-        this
-    }
-
     /// Walks `root` like [`crate::OsSystem`]'s walk and watches every directory of it,
     /// each before the walk reads it, so that no change made during or after the walk is
     /// missed; returns the watcher and the walk's files (one walk instead of a walk to
@@ -341,7 +308,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("a")).unwrap();
         std::fs::write(root.join("a/once.toml"), "").unwrap();
-        let mut watcher = WorkspaceWatcher::new(&root, &["a/once.toml".to_owned()]);
+        let (mut watcher, _) = WorkspaceWatcher::watch_and_walk(&root);
         if !watcher.is_active() {
             // No inotify here: every sync is a rescan, which is correct too.
             check(&mut watcher, &root, &["rescan"]);
@@ -428,7 +395,7 @@ mod tests {
         let open_files = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).ok();
         let before = open_files();
         for _ in 0..20 {
-            let mut watcher = WorkspaceWatcher::new(&root, &[]);
+            let (mut watcher, _) = WorkspaceWatcher::watch_and_walk(&root);
             assert!(watcher.sync().is_empty());
         }
         // A backend dropped while its channel still has a receiver (a watcher that fell
