@@ -266,6 +266,11 @@ pub fn affected_tests<'db>(
             if is_test[start] {
                 reached.entry(start).or_default().push((source, true));
             }
+            if sources[source].ownership == Ownership::Module {
+                // Every target owns a changed module directly; walking dependents would
+                // only find the same reason again.
+                continue;
+            }
             visited_by[start] = source;
             queue.clear();
             queue.push(start);

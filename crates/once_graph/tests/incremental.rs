@@ -175,3 +175,30 @@ fn affected_tests_after_a_manifest_edit_rederive_one_package() {
     assert_eq!(count(&warm, "affected_tests"), 1, "{warm:?}");
     assert_eq!(count(&warm, "package_directories"), 0, "{warm:?}");
 }
+
+/// A changed project module affects every test, each once and for that one reason.
+#[test]
+fn a_changed_module_affects_every_test_once() {
+    let system = workspace(5);
+    system.write(
+        format!("{ROOT}/once.toml"),
+        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
+    );
+    system.write(
+        format!("{ROOT}/modules/extra.star"),
+        "target_kind(\"extra_kind\", \"Unused by the targets.\")\n",
+    );
+    let (db, workspace, _log) = load(&system);
+    let paths = ChangedPaths::new(&db, vec!["modules/extra.star".to_owned()]);
+    let affected = affected_tests(&db, workspace, paths);
+    let rendered: Vec<String> = affected
+        .iter()
+        .map(|t| format!("{}: {}", t.id, t.reasons.join(" | ")))
+        .collect();
+    assert_eq!(
+        rendered,
+        (0..5)
+            .map(|i| format!("pkgs/p{i}/Test: changed module `modules/extra.star`"))
+            .collect::<Vec<_>>()
+    );
+}
