@@ -2,6 +2,8 @@
 //!
 //! - `generate-workspace`: a synthetic workspace of `packages × targets` rust_library
 //!   targets with real sources and a dependency chain across packages.
+//! - `bench-lsp` ([`lsp`]): `didChange` → `publishDiagnostics` in `once lsp`, with the one
+//!   language-server client the benchmarks share.
 //! - `bench-mcp`: the cold CLI answer to `validate-workspace` next to the warm MCP server's
 //!   answer after editing one manifest, measured over stdio.
 //! - `gen-workspace` ([`synth`]): the deterministic, realistic generator (several kinds,
@@ -17,6 +19,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 pub mod harness;
+pub mod lsp;
 pub mod synth;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.
@@ -54,11 +57,13 @@ pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> a
     Ok(())
 }
 
+/// The middle sample.
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }
 
+/// A duration as `12.3 ms`.
 fn ms(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
 }

@@ -16,7 +16,6 @@
 )]
 
 mod bench;
-mod bench_lsp;
 mod codegen;
 mod modules_doc;
 mod reference;
@@ -99,7 +98,7 @@ fn main() -> ExitCode {
             let once = rest
                 .first()
                 .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
-            finish(bench_lsp::bench_lsp(
+            finish(bench::lsp::bench_lsp(
                 &once,
                 &bench::scratch_dir(),
                 1000,

@@ -4,53 +4,95 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-/// An `once lsp` process driven over stdio with `Content-Length` framing.
-struct Lsp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+use super::{median, ms};
+
+/// A language server driven over its stdio with `Content-Length` framing; a reader thread
+/// parses its messages so that a silent server times out instead of hanging the bench.
+pub(crate) struct Lsp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    messages: std::sync::mpsc::Receiver<Value>,
+}
+
+/// Reads one framed message.
+fn read_message(stdout: &mut BufReader<std::process::ChildStdout>) -> anyhow::Result<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line)? == 0 {
+            bail!("the language server closed its output");
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length:") {
+            length = Some(value.trim().parse::<usize>()?);
+        }
+    }
+    let mut body = vec![0; length.context("no Content-Length")?];
+    stdout.read_exact(&mut body)?;
+    Ok(serde_json::from_slice(&body)?)
 }
 
 impl Lsp {
-    fn send(&mut self, message: Value) -> anyhow::Result<()> {
+    pub(crate) fn start(once: &Path, workspace: &Path) -> anyhow::Result<Lsp> {
+        let mut child = Command::new(once)
+            .arg("lsp")
+            .arg("-C")
+            .arg(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().context("no stdin")?;
+        let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        let (sender, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            while let Ok(message) = read_message(&mut stdout) {
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Lsp {
+            child,
+            stdin,
+            messages,
+        })
+    }
+
+    pub(crate) fn send(&mut self, message: &Value) -> anyhow::Result<()> {
         let body = message.to_string();
         write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len())?;
         self.stdin.flush()?;
         Ok(())
     }
 
-    fn receive(&mut self) -> anyhow::Result<Value> {
-        let mut length = None;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line)? == 0 {
-                bail!("the server closed its output");
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(value) = line.strip_prefix("Content-Length: ") {
-                length = Some(value.parse::<usize>()?);
-            }
-        }
-        let mut body = vec![0; length.context("a message without Content-Length")?];
-        self.stdout.read_exact(&mut body)?;
-        Ok(serde_json::from_slice(&body)?)
+    pub(crate) fn receive(&mut self) -> anyhow::Result<Value> {
+        self.messages
+            .recv_timeout(Duration::from_secs(60))
+            .context("no message from the language server within 60 s")
     }
 
-    /// Waits for `publishDiagnostics` on `uri`; returns its diagnostics.
-    fn diagnostics_for(&mut self, uri: &str) -> anyhow::Result<Vec<Value>> {
+    /// Waits for `publishDiagnostics` of `uri` (of that document `version`, when given);
+    /// returns the diagnostics.
+    pub(crate) fn diagnostics(
+        &mut self,
+        uri: &str,
+        version: Option<i64>,
+    ) -> anyhow::Result<Vec<Value>> {
         loop {
             let message = self.receive()?;
             if message["method"] == "textDocument/publishDiagnostics"
                 && message["params"]["uri"] == uri
+                && version.is_none_or(|v| message["params"]["version"] == json!(v))
             {
                 return Ok(message["params"]["diagnostics"]
                     .as_array()
@@ -61,13 +103,11 @@ impl Lsp {
     }
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(duration: Duration) -> String {
-    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+impl Drop for Lsp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Runs the benchmark and returns a markdown table row with its header.
@@ -85,29 +125,14 @@ pub fn bench_lsp(
         );
     }
     let root = scratch.join("lsp-workspace");
-    crate::bench::generate_workspace(&root, packages, per_package)?;
+    super::generate_workspace(&root, packages, per_package)?;
     let root = root.canonicalize()?;
-    let mut child = Command::new(once)
-        .arg("-C")
-        .arg(&root)
-        .arg("lsp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("cannot start `{}`", once.display()))?;
-    let stdin = child.stdin.take().context("no stdin")?;
-    let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
-    let mut lsp = Lsp {
-        child,
-        stdin,
-        stdout,
-    };
+    let mut lsp = Lsp::start(once, &root)?;
     let root_uri = format!("file://{}", root.display());
-    lsp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": root_uri}}))?;
+    lsp.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": root_uri}}))?;
     let start = Instant::now();
     while lsp.receive()?["id"] != 1 {}
-    lsp.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+    lsp.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
     let load = start.elapsed();
 
     // The edited manifest is in the middle of the chain; the next package depends on its
@@ -125,10 +150,10 @@ pub fn bench_lsp(
         (&dependent_uri, &dependent_text),
     ] {
         lsp.send(
-            json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+            &json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
             "textDocument": {"uri": uri, "languageId": "toml", "version": 1, "text": text}}}),
         )?;
-        lsp.diagnostics_for(uri)?;
+        lsp.diagnostics(uri, None)?;
     }
     let open = start.elapsed();
 
@@ -144,10 +169,10 @@ pub fn bench_lsp(
         };
         let start = Instant::now();
         lsp.send(
-            json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            &json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
             "textDocument": {"uri": edited_uri, "version": version}, "contentChanges": [change]}}),
         )?;
-        let diagnostics = lsp.diagnostics_for(&edited_uri)?;
+        let diagnostics = lsp.diagnostics(&edited_uri, None)?;
         local.push(start.elapsed());
         if diagnostics.is_empty() != (run % 2 == 1) {
             bail!("unexpected diagnostics after edit {run}: {diagnostics:?}");
@@ -174,18 +199,18 @@ pub fn bench_lsp(
                             "text": format!("name = \"{name}\"")});
         let start = Instant::now();
         lsp.send(
-            json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            &json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
             "textDocument": {"uri": edited_uri, "version": version}, "contentChanges": [change]}}),
         )?;
-        let diagnostics = lsp.diagnostics_for(&dependent_uri)?;
+        let diagnostics = lsp.diagnostics(&dependent_uri, None)?;
         cross.push(start.elapsed());
         if diagnostics.is_empty() != (run % 2 == 1) {
             bail!("unexpected dependent diagnostics after rename {run}: {diagnostics:?}");
         }
     }
-    lsp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null}))?;
+    lsp.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null}))?;
     while lsp.receive()?["id"] != 2 {}
-    lsp.send(json!({"jsonrpc": "2.0", "method": "exit", "params": null}))?;
+    lsp.send(&json!({"jsonrpc": "2.0", "method": "exit", "params": null}))?;
     lsp.child.wait()?;
     let targets = packages * per_package;
     Ok(format!(
