@@ -24,11 +24,7 @@ pub mod synth;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.
 pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> anyhow::Result<()> {
-    if root.exists() {
-        std::fs::remove_dir_all(root)
-            .with_context(|| format!("cannot clear `{}`", root.display()))?;
-    }
-    std::fs::create_dir_all(root)?;
+    recreate_dir(root)?;
     std::fs::write(
         root.join("once.toml"),
         "[workspace]\ninclude = [\"pkgs/**\"]\n",
@@ -55,6 +51,15 @@ pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> a
         std::fs::write(dir.join("once.toml"), manifest)?;
     }
     Ok(())
+}
+
+/// Removes `root` if it exists and creates it empty (generators start from nothing).
+pub(crate) fn recreate_dir(root: &Path) -> anyhow::Result<()> {
+    if root.exists() {
+        std::fs::remove_dir_all(root)
+            .with_context(|| format!("cannot clear `{}`", root.display()))?;
+    }
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create `{}`", root.display()))
 }
 
 /// The middle sample.
