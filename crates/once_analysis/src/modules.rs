@@ -278,21 +278,7 @@ fn validate_module(
     }
     for kind in &evaluated.kinds {
         if let Some((_, owner)) = taken.iter().find(|(name, _)| *name == kind.name) {
-            let range = evaluated
-                .sites
-                .iter()
-                .find(|(name, _)| *name == kind.name)
-                .map_or(once_model::TextRange::empty(0), |(_, r)| *r);
-            diagnostics.push(
-                Diagnostic::new(
-                    DiagnosticCode::DuplicateKind,
-                    format!("target kind `{}` is already declared by {owner}", kind.name),
-                )
-                .at(path.clone(), range)
-                .with_repair(
-                    "Rename one of the kinds; kind names are unique in a workspace".to_owned(),
-                ),
-            );
+            diagnostics.push(evaluated.duplicate_kind(&path, &kind.name, owner));
         }
     }
     if evaluated.kinds.is_empty() && diagnostics.is_empty() {

@@ -148,6 +148,24 @@ pub struct ModuleKinds {
     pub loads: Vec<String>,
 }
 
+impl ModuleKinds {
+    /// `duplicate_kind` on the `target_kind` call of `kind` in the module at `path`, whose
+    /// name `owner` (the prelude, another module) declared first.
+    pub fn duplicate_kind(&self, path: &str, kind: &str, owner: &str) -> Diagnostic {
+        let range = self
+            .sites
+            .iter()
+            .find(|(name, _)| name == kind)
+            .map_or(TextRange::empty(0), |(_, range)| *range);
+        Diagnostic::new(
+            DiagnosticCode::DuplicateKind,
+            format!("target kind `{kind}` is already declared by {owner}"),
+        )
+        .at(path.to_owned(), range)
+        .with_repair("Rename one of the kinds; kind names are unique in a workspace".to_owned())
+    }
+}
+
 /// The resource limits of project modules.
 pub fn module_limits() -> EvalLimits {
     EvalLimits::default()
@@ -302,21 +320,7 @@ pub fn module_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]
         diagnostics.extend(evaluated.diagnostics.iter().cloned());
         for kind in &evaluated.kinds {
             if let Some((_, owner)) = owners.iter().find(|(name, _)| *name == kind.name) {
-                let range = evaluated
-                    .sites
-                    .iter()
-                    .find(|(name, _)| *name == kind.name)
-                    .map_or(TextRange::empty(0), |(_, range)| *range);
-                diagnostics.push(
-                    Diagnostic::new(
-                        DiagnosticCode::DuplicateKind,
-                        format!("target kind `{}` is already declared by {owner}", kind.name),
-                    )
-                    .at(path.clone(), range)
-                    .with_repair(
-                        "Rename one of the kinds; kind names are unique in a workspace".to_owned(),
-                    ),
-                );
+                diagnostics.push(evaluated.duplicate_kind(path, &kind.name, owner));
             } else {
                 owners.push((kind.name.clone(), format!("`{path}`")));
             }
