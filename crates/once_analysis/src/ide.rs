@@ -798,28 +798,18 @@ pub(crate) fn completions(ctx: &Ctx<'_>, position: LineCol) -> Vec<CompletionIte
             let Some(spec) = schema.and_then(|s| s.attr(attr)) else {
                 return Vec::new();
             };
-            let mut values: Vec<(String, String)> = Vec::new();
-            match string_start {
-                Some(from) => {
-                    for v in &spec.allowed_values {
-                        values.push((v.clone(), v.clone()));
-                    }
-                    return values
-                        .into_iter()
-                        .map(|(l, i)| {
-                            item(
-                                l.clone(),
-                                CompletionKind::Value,
-                                Some(spec.ty.to_string()),
-                                None,
-                                i,
-                                from,
-                                l,
-                            )
-                        })
-                        .collect();
-                }
+            // (label, inserted text) pairs, and where the replaced text starts: inside an
+            // open string only the allowed strings, else literals written whole.
+            let (values, from): (Vec<(String, String)>, usize) = match string_start {
+                Some(from) => (
+                    spec.allowed_values
+                        .iter()
+                        .map(|v| (v.clone(), v.clone()))
+                        .collect(),
+                    from,
+                ),
                 None => {
+                    let mut values = Vec::new();
                     if spec.ty == AttrType::Bool {
                         values.push(("true".into(), "true".into()));
                         values.push(("false".into(), "false".into()));
@@ -827,9 +817,9 @@ pub(crate) fn completions(ctx: &Ctx<'_>, position: LineCol) -> Vec<CompletionIte
                     for v in &spec.allowed_values {
                         values.push((v.clone(), format!("\"{v}\"")));
                     }
+                    (values, lc.prefix.len() - value_prefix.trim_start().len())
                 }
-            }
-            let from = lc.prefix.len() - value_prefix.trim_start().len();
+            };
             values
                 .into_iter()
                 .map(|(l, i)| {
