@@ -56,6 +56,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Panics on purpose (hidden): the tests of the panic guard need a real panic.
+    #[command(name = "debug-panic", hide = true)]
+    DebugPanic,
 }
 
 #[derive(Subcommand, Debug)]

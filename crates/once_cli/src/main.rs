@@ -13,6 +13,7 @@
 mod args;
 mod edit;
 mod human;
+mod panic;
 mod query;
 
 use std::io::Write;
@@ -28,6 +29,12 @@ use crate::args::{Args, Command, Format};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    panic::install_hook();
+    panic::guard(run)
+}
+
+/// Parses the command line and runs the command.
+fn run() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(err) => {
@@ -41,6 +48,9 @@ fn main() -> ExitCode {
         }
     };
     let format = args.format;
+    if format == Format::Json {
+        panic::report_as_json();
+    }
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
@@ -79,6 +89,7 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().write_all(&script);
             Ok(Outcome::Success)
         }
+        Command::DebugPanic => panic!("`once debug-panic` panics on purpose"),
     };
     match outcome {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

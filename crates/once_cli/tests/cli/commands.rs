@@ -1017,6 +1017,52 @@ fn errors_exit_2_with_a_message() {
 }
 
 #[test]
+fn a_panic_is_reported_as_a_bug_and_exits_2() {
+    let report = |lines: &[&str]| {
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines[0].starts_with(concat!(
+                "error: internal error, this is a bug in once ",
+                env!("CARGO_PKG_VERSION"),
+                ": `once debug-panic` panics on purpose (at crates/once_cli/src/main.rs:"
+            )),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("while running: ") && lines[1].contains(" debug-panic"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].starts_with("please report it at https://"),
+            "{lines:?}"
+        );
+    };
+
+    let human = Once::new(&["debug-panic"]).run();
+    assert_eq!(human.code, 2, "{}", human.render());
+    assert!(human.stdout.is_empty(), "{}", human.render());
+    let lines: Vec<&str> = human
+        .stderr
+        .lines()
+        .map(|line| line.strip_prefix("once: ").unwrap_or("missing `once: `"))
+        .collect();
+    report(&lines);
+
+    // `--format json`: one JSON error line, like every other error of that format.
+    let json = Once::new(&["debug-panic", "--format", "json"]).run();
+    assert_eq!(json.code, 2, "{}", json.render());
+    let value: serde_json::Value = serde_json::from_str(json.stderr.trim()).unwrap();
+    assert_eq!(value["error"]["internal"], true, "{value}");
+    let causes: Vec<&str> = value["error"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cause| cause.as_str().unwrap())
+        .collect();
+    report(&causes);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let outcomes = [
         Once::new(&["query", "nonsense"]).run(),
