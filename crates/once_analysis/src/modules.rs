@@ -35,9 +35,11 @@ pub struct ModuleContract {
     pub schema_invariants: Vec<String>,
     /// How modules load each other.
     pub load_contract: Vec<String>,
-    /// What an implementation function receives (contract for the execution release).
+    /// What an implementation function receives; empty while kinds have no
+    /// implementations (capabilities are declared, not executed).
     pub context_fields: Vec<ContractEntry>,
-    /// Generic action primitives (contract for the execution release).
+    /// The action primitives an implementation may call; empty while kinds have no
+    /// implementations.
     pub action_primitives: Vec<ContractEntry>,
     pub maintenance_loop: Vec<String>,
     /// Where the starter goes, and the starter module itself (it validates).
@@ -109,6 +111,7 @@ pub fn module_contract() -> ModuleContract {
             "Dependency roles name the providers they accept; `min` <= `max` bound how many dependencies a role takes.".to_owned(),
             "Capabilities are `build`, `run` or `test`; `requires_outputs` names output groups another capability of the same kind produces; only `test` takes a `runner`.".to_owned(),
             "Example files are relative paths without `.` or `..`, include a `once.toml`, and are not empty.".to_owned(),
+            "A kind declares a schema only: its capabilities are not executed yet, so there are no implementation functions, context fields or action primitives.".to_owned(),
             "Evaluation stops at the first error; kinds declared before it stay available. Evaluation is bounded by a step limit and a heap limit: loops and allocations that exceed them are reported, never hang.".to_owned(),
             "Modules are trusted code but have no host access: no `print`, no file or network reads; `load()` reads only workspace `.star` files.".to_owned(),
         ],
@@ -118,30 +121,17 @@ pub fn module_contract() -> ModuleContract {
             "Symbols of a loaded module are shared; kinds it declares itself belong to it and are registered only if `[modules] paths` matches it. A kind declared by calling a loaded helper belongs to the caller.".to_owned(),
             "Editing a module re-evaluates it and the modules that load it, nothing else.".to_owned(),
         ],
-        context_fields: vec![
-            entry("ctx[\"label\"]", "{package, name, id} of the target being analysed."),
-            entry("ctx[\"attr\"]", "Typed target attributes, selects resolved for the configuration."),
-            entry("ctx[\"srcs\"]", "The target's source patterns and the files they match."),
-            entry("ctx[\"deps\"]", "Provider records of the dependencies of the `deps` role."),
-            entry("ctx[\"deps_by_role\"]", "Role name -> provider records of its dependencies."),
-            entry("ctx[\"build_dir\"]", "The durable output directory, `.once/out/<target id>`."),
-            entry("ctx[\"capability\"]", "The capability being analysed: build, run or test."),
-            entry("ctx[\"configuration\"]", "{os, arch, tokens} of the target configuration."),
-        ],
-        action_primitives: vec![
-            entry("declare_output(name)", "Declare an output file under the build directory; returns its path."),
-            entry("write_path(path, content)", "Declare a portable file-writing action."),
-            entry("run_action(argv, inputs = [], outputs = [], env = {}, cwd = None)", "Run a declared command with explicit inputs and outputs; tools come from the kind's `tools`."),
-            entry("copy_path(source, destination)", "Copy a workspace file or an earlier output into an output."),
-            entry("materialize_host_file(source, destination)", "Snapshot a content-verified absolute host file into a workspace output."),
-        ],
+        // Kinds declare schemas only: no implementation function runs yet, so the
+        // contract lists no context fields and no action primitives rather than promising
+        // ones that do not exist. The execution work fills both from what it implements.
+        context_fields: Vec::new(),
+        action_primitives: Vec::new(),
         maintenance_loop: vec![
             "Read this contract (`once query module-contract`).".to_owned(),
             "Fetch and inspect the authoritative upstream rule (`once query external-source URL`); record it with `source_reference`.".to_owned(),
             "Write or edit the module under a `[modules] paths` pattern.".to_owned(),
             "Validate it: `once query validate-module modules/<name>.star`; repair until valid.".to_owned(),
             "Declare targets of the new kind, then `once query validate-workspace`.".to_owned(),
-            "Run the capability (`build`, `run` or `test`) and check fresh evidence.".to_owned(),
         ],
         starter_path: "modules/generated_text.star".to_owned(),
         starter: STARTER.to_owned(),
@@ -259,7 +249,7 @@ fn validate_module(
     };
     let mut diagnostics: Vec<Diagnostic> = evaluated.diagnostics.clone();
     // Kind names must be unique against the prelude and the other registered modules.
-    let mut taken: Vec<(String, String)> = match prelude_catalog(db, workspace) {
+    let mut taken: Vec<(String, String)> = match prelude_catalog() {
         Ok(kinds) => kinds
             .iter()
             .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))

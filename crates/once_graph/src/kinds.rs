@@ -41,10 +41,9 @@ impl KindCatalog {
     }
 }
 
-/// The built-in kinds. Depends on no input, so it never re-runs.
-#[salsa::tracked(returns(ref))]
-pub fn prelude_catalog(db: &dyn Db, workspace: Workspace) -> Result<Vec<KindSchema>, String> {
-    let _ = (db, workspace);
+/// The built-in kinds: evaluated once per process (they depend on no input), so not a
+/// query.
+pub fn prelude_catalog() -> &'static Result<Vec<KindSchema>, String> {
     once_starlark::prelude_kinds()
 }
 
@@ -283,7 +282,7 @@ pub fn evaluate_module_source(
 /// taken is skipped and reported by [`module_diagnostics`]).
 #[salsa::tracked(returns(ref))]
 pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
-    let (mut kinds, prelude_error) = match prelude_catalog(db, workspace) {
+    let (mut kinds, prelude_error) = match prelude_catalog() {
         Ok(kinds) => (kinds.clone(), None),
         Err(error) => (Vec::new(), Some(error.clone())),
     };
@@ -307,7 +306,7 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
 pub fn module_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]> {
     let selected = module_files(db, workspace);
     let mut diagnostics = selected.diagnostics.clone();
-    let mut owners: Vec<(String, String)> = match prelude_catalog(db, workspace) {
+    let mut owners: Vec<(String, String)> = match prelude_catalog() {
         Ok(kinds) => kinds
             .iter()
             .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))

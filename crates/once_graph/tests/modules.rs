@@ -104,10 +104,6 @@ fn module_kinds_join_the_catalog_and_edits_reevaluate_only_dependents() {
         ["modules/other.star"],
         "{warm:?}"
     );
-    assert!(
-        !warm.iter().any(|e| e.starts_with("prelude_catalog(")),
-        "{warm:?}"
-    );
 
     // Editing a loaded module re-evaluates the module loading it, not the unrelated one.
     edit(
@@ -123,7 +119,6 @@ fn module_kinds_join_the_catalog_and_edits_reevaluate_only_dependents() {
         ["modules/app.star"],
         "{warm:?}"
     );
-    assert!(!warm.iter().any(|e| e.starts_with("prelude_catalog(")));
 
     // Breaking the loaded module: a located diagnostic in app.star, and the target of its
     // kind reports the missing kind.

@@ -150,7 +150,7 @@ pub fn evaluate_module_with_loads(
 pub(crate) fn module_context(path: &str) -> values::DeclarationContext {
     let mut ctx = values::DeclarationContext::new(KindOrigin::Module(path.to_owned()));
     ctx.reserved = match prelude_kinds() {
-        Ok(kinds) => kinds.into_iter().map(|k| k.name).collect(),
+        Ok(kinds) => kinds.iter().map(|k| k.name.clone()).collect(),
         Err(_) => HashSet::new(),
     };
     ctx

@@ -13,9 +13,9 @@ include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
 /// The built-in kinds, evaluated from the embedded prelude. Deterministic; sorted by kind
 /// name. `Err` only on a bug in the prelude (a test guarantees `Ok`).
-pub fn prelude_kinds() -> Result<Vec<KindSchema>, String> {
+pub fn prelude_kinds() -> &'static Result<Vec<KindSchema>, String> {
     static KINDS: OnceLock<Result<Vec<KindSchema>, String>> = OnceLock::new();
-    KINDS.get_or_init(evaluate_prelude).clone()
+    KINDS.get_or_init(evaluate_prelude)
 }
 
 /// The contents of one embedded prelude file, by path relative to `prelude/`

@@ -60,10 +60,16 @@ pub fn modules_doc() -> String {
             helper.signature, helper.purpose
         );
     }
-    out.push_str(
-        "## Declared for the execution release\n\nImplementations are not run yet; this is the \
-         contract they will follow.\n\n| context field | meaning |\n|---|---|\n",
-    );
+    out.push_str("## Implementations\n\n");
+    if contract.context_fields.is_empty() && contract.action_primitives.is_empty() {
+        out.push_str(
+            "A kind declares a schema only: its `build`, `run` and `test` capabilities are not \
+             executed yet, so a module has no implementation functions, context fields or \
+             action primitives to use.\n",
+        );
+        return out;
+    }
+    out.push_str("| context field | meaning |\n|---|---|\n");
     for entry in &contract.context_fields {
         let _ = writeln!(out, "| `{}` | {} |", entry.signature, entry.purpose);
     }

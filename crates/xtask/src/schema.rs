@@ -194,12 +194,12 @@ mod tests {
     #[test]
     fn every_kind_has_its_attributes() {
         let value: Value = serde_json::from_str(&manifest_schema()).unwrap();
-        let kinds = once_starlark::prelude_kinds().unwrap();
+        let kinds = once_starlark::prelude_kinds().as_ref().unwrap();
         let names = value["definitions"]["target"]["properties"]["kind"]["enum"]
             .as_array()
             .unwrap();
         assert_eq!(names.len(), kinds.len());
-        for kind in &kinds {
+        for kind in kinds {
             let attrs = &value["definitions"][format!("attrs_{}", kind.name)];
             assert_eq!(
                 attrs["properties"].as_object().unwrap().len(),

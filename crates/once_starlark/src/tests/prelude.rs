@@ -4,7 +4,7 @@ use crate::prelude_kinds;
 
 fn kinds() -> Vec<once_model::KindSchema> {
     match prelude_kinds() {
-        Ok(kinds) => kinds,
+        Ok(kinds) => kinds.clone(),
         Err(e) => panic!("the prelude does not evaluate:\n{e}"),
     }
 }
