@@ -1,41 +1,66 @@
 //! Editor answers (`once_analysis::ide`) on in-memory workspaces: completion, hover, code
 //! actions and formatting, checked against the kind catalog rather than hard-coded kinds.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use once_analysis::{AnalysisHost, ChangeEvent, CompletionKind, LineCol, MemorySystem, TextEdit};
+use once_analysis::{
+    AnalysisHost, ChangeEvent, CompletionItem, CompletionKind, LineCol, MemorySystem, TextEdit,
+};
+use once_fixture::{Fixture, FixtureFile};
 use once_model::{AttrType, KindSchema};
 
-struct Fixture {
+/// A fixture loaded into an analysis host.
+struct Loaded {
+    fixture: Fixture,
     system: MemorySystem,
     host: AnalysisHost,
 }
 
-fn load(files: &[(&str, &str)]) -> Fixture {
-    let system = MemorySystem::default();
-    for (path, text) in files {
-        system.write(PathBuf::from("/ws").join(path), *text);
-    }
-    let host = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from("/ws"));
-    Fixture { system, host }
+/// Loads an inline fixture (`//- /path` headers, `$0` for the cursor).
+fn load(fixture: &str) -> Loaded {
+    load_fixture(Fixture::parse(fixture))
 }
 
-impl Fixture {
+fn load_fixture(fixture: Fixture) -> Loaded {
+    let system = fixture.system();
+    let host = AnalysisHost::load(Arc::new(system.clone()), once_fixture::path(""));
+    Loaded {
+        fixture,
+        system,
+        host,
+    }
+}
+
+/// `/once.toml` with an empty `[workspace]`, then `a/once.toml` holding `manifest`.
+fn in_package_a(manifest: &str) -> String {
+    format!("//- /once.toml\n[workspace]\n//- /a/once.toml\n{manifest}")
+}
+
+impl Loaded {
+    /// The file and position of the fixture's `$0`.
+    fn cursor(&self) -> (&str, LineCol) {
+        let cursor = self.fixture.cursor.as_ref().expect("the fixture has no `$0`");
+        let at = LineCol {
+            line: cursor.line,
+            column: cursor.column,
+        };
+        (&cursor.path, at)
+    }
+
+    fn completions(&self) -> Vec<CompletionItem> {
+        let (path, at) = self.cursor();
+        self.host.analysis().completions(path, at).unwrap()
+    }
+
+    fn completion_labels(&self) -> Vec<String> {
+        self.completions().into_iter().map(|i| i.label).collect()
+    }
+
     fn write(&mut self, path: &str, text: &str) {
-        self.system.write(PathBuf::from("/ws").join(path), text);
+        self.system.write(once_fixture::path(path), text);
         self.host
-            .apply_changes(&[ChangeEvent::Changed(PathBuf::from("/ws").join(path))]);
+            .apply_changes(&[ChangeEvent::Changed(once_fixture::path(path))]);
     }
-}
-
-/// The 1-based position of the first `|` in `text`, and the text without it.
-fn cursor(text: &str) -> (String, LineCol) {
-    let at = text.find('|').unwrap();
-    let before = &text[..at];
-    let line = before.matches('\n').count() as u32 + 1;
-    let column = before.rsplit('\n').next().unwrap().chars().count() as u32 + 1;
-    (text.replacen('|', "", 1), LineCol { line, column })
 }
 
 fn offset(text: &str, at: LineCol) -> usize {
@@ -72,7 +97,7 @@ fn apply(text: &str, edits: &[TextEdit]) -> String {
 }
 
 fn kinds() -> Vec<KindSchema> {
-    load(&[("once.toml", "[workspace]\n")])
+    load("//- /once.toml\n[workspace]\n")
         .host
         .analysis()
         .kinds()
@@ -91,16 +116,11 @@ fn attribute_completion_puts_required_first_and_skips_present_ones() {
     let kind =
         kind_with(|k| k.attrs.iter().any(|a| a.required) && k.attrs.iter().any(|a| !a.required));
     let present = kind.attrs.iter().find(|a| !a.required).unwrap();
-    let (text, at) = cursor(&format!(
-        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = {}\n|",
-        kind.name, present.name, "0"
-    ));
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let mut items = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap();
+    let fixture = load(&in_package_a(&format!(
+        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = 0\n$0",
+        kind.name, present.name
+    )));
+    let mut items = fixture.completions();
     assert!(items.iter().all(|i| i.kind == CompletionKind::Attribute));
     assert!(!items.iter().any(|i| i.label == present.name));
     items.sort_by(|a, b| a.sort_text.cmp(&b.sort_text));
@@ -127,20 +147,11 @@ fn attribute_completion_puts_required_first_and_skips_present_ones() {
 fn value_completion_offers_bools_and_allowed_values() {
     let kind = kind_with(|k| k.attrs.iter().any(|a| a.ty == AttrType::Bool));
     let attr = kind.attrs.iter().find(|a| a.ty == AttrType::Bool).unwrap();
-    let (text, at) = cursor(&format!(
-        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = |\n",
+    let fixture = load(&in_package_a(&format!(
+        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = $0\n",
         kind.name, attr.name
-    ));
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let labels: Vec<String> = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap()
-        .into_iter()
-        .map(|i| i.label)
-        .collect();
-    assert_eq!(labels, ["true", "false"]);
+    )));
+    assert_eq!(fixture.completion_labels(), ["true", "false"]);
 
     let Some(kind) = kinds()
         .into_iter()
@@ -153,42 +164,50 @@ fn value_completion_offers_bools_and_allowed_values() {
         .iter()
         .find(|a| !a.allowed_values.is_empty())
         .unwrap();
-    let (text, at) = cursor(&format!(
-        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = \"|\"\n",
+    let fixture = load(&in_package_a(&format!(
+        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n{} = \"$0\"\n",
         kind.name, attr.name
-    ));
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let labels: Vec<String> = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap()
-        .into_iter()
-        .map(|i| i.label)
-        .collect();
-    assert_eq!(labels, attr.allowed_values);
+    )));
+    assert_eq!(fixture.completion_labels(), attr.allowed_values);
 }
 
 #[test]
 fn label_completion_uses_relative_forms_inside_the_package() {
-    let lib = "[[target]]\nname = \"Core\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\n\n[[target]]\nname = \"Script\"\nkind = \"sh_binary\"\nsrcs = [\"run.sh\"]\n";
-    let (text, at) = cursor(&format!(
-        "{lib}\n[[target]]\nname = \"Tool\"\nkind = \"rust_binary\"\nsrcs = [\"src/main.rs\"]\ndeps = [\"|\"]\n"
-    ));
-    let fixture = load(&[
-        ("once.toml", "[workspace]\n"),
-        ("a/once.toml", &text),
-        ("a/src/lib.rs", ""),
-        (
-            "b/once.toml",
-            "[[target]]\nname = \"Other\"\nkind = \"rust_library\"\nsrcs = [\"x.rs\"]\nvisibility = [\"private\"]\n\n[[target]]\nname = \"Shared\"\nkind = \"rust_library\"\nsrcs = [\"x.rs\"]\n",
-        ),
-    ]);
-    let items = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap();
+    let fixture = load(
+        r#"
+        //- /once.toml
+        [workspace]
+        //- /a/once.toml
+        [[target]]
+        name = "Core"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+
+        [[target]]
+        name = "Script"
+        kind = "sh_binary"
+        srcs = ["run.sh"]
+
+        [[target]]
+        name = "Tool"
+        kind = "rust_binary"
+        srcs = ["src/main.rs"]
+        deps = ["$0"]
+        //- /a/src/lib.rs
+        //- /b/once.toml
+        [[target]]
+        name = "Other"
+        kind = "rust_library"
+        srcs = ["x.rs"]
+        visibility = ["private"]
+
+        [[target]]
+        name = "Shared"
+        kind = "rust_library"
+        srcs = ["x.rs"]
+        "#,
+    );
+    let items = fixture.completions();
     let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
     assert!(labels.contains(&"./Core"), "{labels:?}");
     assert!(labels.contains(&"b/Shared"), "{labels:?}");
@@ -202,30 +221,12 @@ fn label_completion_uses_relative_forms_inside_the_package() {
 
 #[test]
 fn keys_and_headers_complete() {
-    let (text, at) = cursor("[[target]]\nname = \"A\"\n|\n");
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let labels: Vec<String> = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap()
-        .into_iter()
-        .map(|i| i.label)
-        .collect();
+    let labels = load(&in_package_a("[[target]]\nname = \"A\"\n$0\n")).completion_labels();
     assert!(
         labels.contains(&"kind".to_owned()) && !labels.contains(&"name".to_owned()),
         "{labels:?}"
     );
-    let (text, at) = cursor("[[target]]\nname = \"A\"\n\n[|\n");
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let labels: Vec<String> = fixture
-        .host
-        .analysis()
-        .completions("a/once.toml", at)
-        .unwrap()
-        .into_iter()
-        .map(|i| i.label)
-        .collect();
+    let labels = load(&in_package_a("[[target]]\nname = \"A\"\n\n[$0\n")).completion_labels();
     assert!(
         labels.contains(&"[[target]]".to_owned()) && labels.contains(&"[target.attrs]".to_owned())
     );
@@ -235,17 +236,12 @@ fn keys_and_headers_complete() {
 fn hover_on_an_attribute_shows_its_type_and_docs() {
     let kind = kind_with(|k| !k.attrs.is_empty());
     let attr = &kind.attrs[0];
-    let (text, at) = cursor(&format!(
-        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n|{} = 1\n",
+    let fixture = load(&in_package_a(&format!(
+        "[[target]]\nname = \"A\"\nkind = \"{}\"\n\n[target.attrs]\n$0{} = 1\n",
         kind.name, attr.name
-    ));
-    let fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
-    let hover = fixture
-        .host
-        .analysis()
-        .hover("a/once.toml", at)
-        .unwrap()
-        .unwrap();
+    )));
+    let (path, at) = fixture.cursor();
+    let hover = fixture.host.analysis().hover(path, at).unwrap().unwrap();
     assert!(
         hover.markdown.contains(&format!("`{}`", attr.ty)),
         "{}",
@@ -270,7 +266,7 @@ fn adding_a_missing_required_attribute_fixes_the_diagnostic() {
             "[[target]]\nname = \"A\"\nkind = \"{}\"\n{attrs}\n# trailing comment\n",
             kind.name
         );
-        let mut fixture = load(&[("once.toml", "[workspace]\n"), ("a/once.toml", &text)]);
+        let mut fixture = load(&in_package_a(&text));
         let whole = once_analysis::ide::LineColRange {
             start: LineCol { line: 1, column: 1 },
             end: LineCol {
@@ -320,12 +316,18 @@ fn definition_of_a_project_kind_is_its_module() {
         "modules/app.star",
     ];
     let texts: Vec<String> = files.iter().map(|f| read(f)).collect();
-    let pairs: Vec<(&str, &str)> = files
-        .iter()
-        .zip(&texts)
-        .map(|(f, t)| (*f, t.as_str()))
-        .collect();
-    let fixture = load(&pairs);
+    // The files of a fixture workspace on disk, loaded like an inline fixture.
+    let fixture = load_fixture(Fixture {
+        files: files
+            .iter()
+            .zip(&texts)
+            .map(|(path, text)| FixtureFile {
+                path: (*path).to_owned(),
+                text: text.clone(),
+            })
+            .collect(),
+        cursor: None,
+    });
     let app = &texts[1];
     let line = app
         .lines()

@@ -27,9 +27,18 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ("once_model", Allowed::Only(&[])),
     ("once_starlark", Allowed::Only(&["once_model"])),
     ("once_db", Allowed::Only(&["once_syntax", "once_model"])),
+    // Inline test fixtures loaded into a `MemorySystem`: a dev-dependency of the crates
+    // whose tests build workspaces.
+    ("once_fixture", Allowed::Only(&["once_db"])),
     (
         "once_graph",
-        Allowed::Only(&["once_db", "once_syntax", "once_model", "once_starlark"]),
+        Allowed::Only(&[
+            "once_db",
+            "once_syntax",
+            "once_model",
+            "once_starlark",
+            "once_fixture",
+        ]),
     ),
     (
         "once_analysis",
@@ -39,6 +48,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_syntax",
             "once_model",
             "once_starlark",
+            "once_fixture",
         ]),
     ),
     // The network client for external source: a leaf, next to nothing in the workspace.
