@@ -39,7 +39,11 @@ fn in_package_a(manifest: &str) -> String {
 impl Loaded {
     /// The file and position of the fixture's `$0`.
     fn cursor(&self) -> (&str, LineCol) {
-        let cursor = self.fixture.cursor.as_ref().expect("the fixture has no `$0`");
+        let cursor = self
+            .fixture
+            .cursor
+            .as_ref()
+            .expect("the fixture has no `$0`");
         let at = LineCol {
             line: cursor.line,
             column: cursor.column,

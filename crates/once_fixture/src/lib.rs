@@ -63,7 +63,10 @@ impl Fixture {
             if let Some(header) = line.strip_prefix("//-") {
                 let path = header.trim();
                 let Some(relative) = path.strip_prefix('/') else {
-                    panic!("fixture header `{}`: the path must start with `/`", line.trim_end());
+                    panic!(
+                        "fixture header `{}`: the path must start with `/`",
+                        line.trim_end()
+                    );
                 };
                 assert!(
                     !files.iter().any(|f| f.path == relative),
@@ -138,7 +141,10 @@ fn trim_indent(text: &str) -> String {
         .min()
         .unwrap_or(0);
     text.split_inclusive('\n')
-        .map(|line| line.get(indent..).unwrap_or_else(|| line.trim_start_matches(' ')))
+        .map(|line| {
+            line.get(indent..)
+                .unwrap_or_else(|| line.trim_start_matches(' '))
+        })
         .collect()
 }
 

@@ -5,36 +5,42 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use once_db::{ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, Workspace, apply_changes};
+use once_fixture::Fixture;
 use once_graph::{kind_catalog, workspace_diagnostics};
 use once_model::DiagnosticCode;
 use salsa::plumbing::AsId;
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
 
 fn system() -> MemorySystem {
-    let system = MemorySystem::default();
-    system.write(
-        format!("{ROOT}/once.toml"),
-        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/lib/common.star"),
-        "def text_kind(name):\n    target_kind(name, \"Generated text.\", attrs = {\"lines\": attr.string_list(\"Lines.\")})\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/app.star"),
-        "load(\"lib/common.star\", \"text_kind\")\n\ntext_kind(\"app_text\")\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/other.star"),
-        "target_kind(\"other_kind\", \"Unrelated.\")\n",
-    );
-    system.write(
-        format!("{ROOT}/pkg/once.toml"),
-        "[[target]]\nname = \"Text\"\nkind = \"app_text\"\nattrs = { lines = [\"a\"] }\n\n\
-         [[target]]\nname = \"Other\"\nkind = \"other_kind\"\n",
-    );
-    system
+    Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star"]
+        //- /modules/lib/common.star
+        def text_kind(name):
+            target_kind(name, "Generated text.", attrs = {"lines": attr.string_list("Lines.")})
+        //- /modules/app.star
+        load("lib/common.star", "text_kind")
+
+        text_kind("app_text")
+        //- /modules/other.star
+        target_kind("other_kind", "Unrelated.")
+        //- /pkg/once.toml
+        [[target]]
+        name = "Text"
+        kind = "app_text"
+        attrs = { lines = ["a"] }
+
+        [[target]]
+        name = "Other"
+        kind = "other_kind"
+        "#,
+    )
+    .system()
 }
 
 fn load(system: &MemorySystem) -> (RootDatabase, Workspace, ExecutionLog) {
