@@ -7,7 +7,7 @@ use once_graph::{
     dependency_graph, file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics,
     workspace_packages, workspace_settings,
 };
-use once_model::{AttrValue, Capability, TargetLabel, ToolSpec};
+use once_model::{AttrValue, Capability, SeverityCounts, TargetLabel, ToolSpec};
 
 use crate::{LocatedDiagnostic, locate};
 
@@ -30,7 +30,11 @@ pub struct WorkspaceInfo {
 
 pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> WorkspaceInfo {
     let settings = workspace_settings(db, workspace);
-    let diagnostics = workspace_diagnostics(db, workspace);
+    let counts = SeverityCounts::of(
+        workspace_diagnostics(db, workspace)
+            .iter()
+            .map(|d| d.severity),
+    );
     WorkspaceInfo {
         root: workspace.root(db).clone(),
         os: settings.configuration.os.clone(),
@@ -43,14 +47,8 @@ pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> Workspa
             .collect(),
         target_count: dependency_graph(db, workspace).nodes.len(),
         module_paths: settings.module_paths.clone(),
-        error_count: diagnostics
-            .iter()
-            .filter(|d| d.severity == once_model::Severity::Error)
-            .count(),
-        warning_count: diagnostics
-            .iter()
-            .filter(|d| d.severity == once_model::Severity::Warning)
-            .count(),
+        error_count: counts.errors,
+        warning_count: counts.warnings,
     }
 }
 
@@ -183,6 +181,13 @@ pub struct Validation {
     pub valid: bool,
     pub target_count: usize,
     pub diagnostics: Vec<LocatedDiagnostic>,
+}
+
+impl Validation {
+    /// How many of the diagnostics are errors, warnings and infos.
+    pub fn counts(&self) -> SeverityCounts {
+        SeverityCounts::of(self.diagnostics.iter().map(|d| d.diagnostic.severity))
+    }
 }
 
 /// A proposed `[[target]]` table, as a TOML value (the keys of a `[[target]]`).

@@ -324,26 +324,13 @@ pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
     }
 }
 
-fn severity_counts(validation: &Validation) -> (usize, usize) {
-    let errors = validation
-        .diagnostics
-        .iter()
-        .filter(|d| d.diagnostic.severity == Severity::Error)
-        .count();
-    let warnings = validation
-        .diagnostics
-        .iter()
-        .filter(|d| d.diagnostic.severity == Severity::Warning)
-        .count();
-    (errors, warnings)
-}
-
 pub fn validation(validation: &Validation) {
     diagnostics(&validation.diagnostics);
     if !validation.diagnostics.is_empty() {
         println!();
     }
-    let (errors, warnings) = severity_counts(validation);
+    let counts = validation.counts();
+    let (errors, warnings) = (counts.errors, counts.warnings);
     if validation.valid {
         let suffix = if warnings > 0 {
             format!(" ({})", count(warnings, "warning"))
@@ -371,11 +358,10 @@ pub fn target_validation(validation: &Validation) {
     if validation.valid {
         println!("{}", paint(OK, "target valid"));
     } else {
-        let (errors, _) = severity_counts(validation);
         println!(
             "{} {}",
             paint(ERROR, "target invalid:"),
-            count(errors, "error")
+            count(validation.counts().errors, "error")
         );
     }
 }

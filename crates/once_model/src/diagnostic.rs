@@ -31,6 +31,29 @@ impl fmt::Display for Severity {
     }
 }
 
+/// How many diagnostics of each severity a list holds: the one count every answer
+/// (validation records, workspace summaries, human output) reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeverityCounts {
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+}
+
+impl SeverityCounts {
+    pub fn of(severities: impl IntoIterator<Item = Severity>) -> SeverityCounts {
+        let mut counts = SeverityCounts::default();
+        for severity in severities {
+            match severity {
+                Severity::Error => counts.errors += 1,
+                Severity::Warning => counts.warnings += 1,
+                Severity::Info => counts.infos += 1,
+            }
+        }
+        counts
+    }
+}
+
 macro_rules! diagnostic_codes {
     ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $severity:ident; )*) => {
         /// Every diagnostic code `once` emits.

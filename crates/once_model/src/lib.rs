@@ -15,7 +15,7 @@ pub mod schema;
 pub mod text;
 pub mod value;
 
-pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
+pub use diagnostic::{Diagnostic, DiagnosticCode, Severity, SeverityCounts};
 pub use label::{LabelError, TargetLabel, is_valid_target_name, resolve_reference};
 pub use schema::{
     AttrSpec, AttrType, Capability, DependencyRole, Example, ExampleFile, ExampleSummary,
