@@ -6,8 +6,7 @@
 
 use once_db::{LineIndex, RootDatabase, Workspace};
 use once_graph::{
-    ModuleKinds, evaluate_module_source, module_files, module_kinds, module_path_problem,
-    prelude_catalog,
+    ModuleKinds, evaluate_module_source, kind_owners, module_kinds, module_path_problem,
 };
 use once_model::{Diagnostic, DiagnosticCode, KindSchema};
 
@@ -248,28 +247,15 @@ fn validate_module(
         },
     };
     let mut diagnostics: Vec<Diagnostic> = evaluated.diagnostics.clone();
-    // Kind names must be unique against the prelude and the other registered modules.
-    let mut taken: Vec<(String, String)> = match prelude_catalog() {
-        Ok(kinds) => kinds
-            .iter()
-            .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    for &other in &module_files(db, workspace).files {
-        if *other.path(db) != path {
-            taken.extend(
-                module_kinds(db, other)
-                    .kinds
-                    .iter()
-                    .map(|k| (k.name.clone(), format!("`{}`", other.path(db)))),
-            );
-        }
-    }
-    for kind in &evaluated.kinds {
-        if let Some((_, owner)) = taken.iter().find(|(name, _)| *name == kind.name) {
-            diagnostics.push(evaluated.duplicate_kind(&path, &kind.name, owner));
-        }
+    // Kind names must be unique against the prelude and the registered modules: a name
+    // another owner keeps is a duplicate here (as in the workspace's module diagnostics).
+    let owners = kind_owners(db, workspace);
+    match tracked {
+        Some(file) => diagnostics.extend(evaluated.kinds_owned_elsewhere(db, file, owners)),
+        None => diagnostics.extend(evaluated.kinds.iter().filter_map(|kind| {
+            let owner = owners.owner(&kind.name)?;
+            Some(evaluated.duplicate_kind(&path, &kind.name, &owner.describe(db)))
+        })),
     }
     if evaluated.kinds.is_empty() && diagnostics.is_empty() {
         diagnostics.push(

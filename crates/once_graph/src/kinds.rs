@@ -7,6 +7,8 @@
 //! - [`module_kinds`]: one module evaluated (per file), `load()` reading other modules
 //!   through [`source_text`], so salsa re-runs it exactly when it or a module it loads
 //!   changes.
+//! - [`kind_owners`]: who declares each kind name first (prelude, then modules in path
+//!   order).
 //! - [`kind_catalog`]: prelude + modules, first declaration of a name wins. It holds no
 //!   ranges, so an edit that keeps every kind backdates it and nothing downstream re-runs.
 //! - [`module_diagnostics`]: everything wrong with the modules, placed in the module or
@@ -148,6 +150,26 @@ pub struct ModuleKinds {
 }
 
 impl ModuleKinds {
+    /// `duplicate_kind` for each kind of this module (at `file`) whose name another owner
+    /// keeps: the prelude, or a module earlier in path order.
+    pub fn kinds_owned_elsewhere(
+        &self,
+        db: &dyn Db,
+        file: File,
+        owners: &KindOwners,
+    ) -> Vec<Diagnostic> {
+        let path = file.path(db);
+        self.kinds
+            .iter()
+            .filter_map(|kind| match owners.owner(&kind.name) {
+                Some(owner) if owner != KindOwner::Module(file) => {
+                    Some(self.duplicate_kind(path, &kind.name, &owner.describe(db)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// `duplicate_kind` on the `target_kind` call of `kind` in the module at `path`, whose
     /// name `owner` (the prelude, another module) declared first.
     pub fn duplicate_kind(&self, path: &str, kind: &str, owner: &str) -> Diagnostic {
@@ -278,6 +300,55 @@ pub fn evaluate_module_source(
     }
 }
 
+/// Who declares a kind name first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KindOwner {
+    Prelude,
+    Module(File),
+}
+
+impl KindOwner {
+    /// The owner in a message: "the built-in prelude" or the module's path in backticks.
+    pub fn describe(self, db: &dyn Db) -> String {
+        match self {
+            KindOwner::Prelude => "the built-in prelude".to_owned(),
+            KindOwner::Module(file) => format!("`{}`", file.path(db)),
+        }
+    }
+}
+
+/// The owner of every kind name: the prelude first, then the registered modules in path
+/// order; the first declaration of a name keeps it. The one answer to "whose kind is
+/// this" for the catalog, the module diagnostics and `validate-module`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct KindOwners {
+    owners: std::collections::BTreeMap<String, KindOwner>,
+}
+
+impl KindOwners {
+    pub fn owner(&self, name: &str) -> Option<KindOwner> {
+        self.owners.get(name).copied()
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn kind_owners(db: &dyn Db, workspace: Workspace) -> KindOwners {
+    let mut owners = std::collections::BTreeMap::new();
+    if let Ok(kinds) = prelude_catalog() {
+        for kind in kinds {
+            owners.insert(kind.name.clone(), KindOwner::Prelude);
+        }
+    }
+    for &file in &module_files(db, workspace).files {
+        for kind in &module_kinds(db, file).kinds {
+            owners
+                .entry(kind.name.clone())
+                .or_insert(KindOwner::Module(file));
+        }
+    }
+    KindOwners { owners }
+}
+
 /// The workspace's kind catalog: the prelude, then each module's kinds (a name already
 /// taken is skipped and reported by [`module_diagnostics`]).
 #[salsa::tracked(returns(ref))]
@@ -286,9 +357,10 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
         Ok(kinds) => (kinds.clone(), None),
         Err(error) => (Vec::new(), Some(error.clone())),
     };
+    let owners = kind_owners(db, workspace);
     for &file in &module_files(db, workspace).files {
         for kind in &module_kinds(db, file).kinds {
-            if !kinds.iter().any(|k| k.name == kind.name) {
+            if owners.owner(&kind.name) == Some(KindOwner::Module(file)) {
                 kinds.push(kind.clone());
             }
         }
@@ -305,25 +377,12 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
 #[salsa::tracked(returns(ref))]
 pub fn module_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]> {
     let selected = module_files(db, workspace);
+    let owners = kind_owners(db, workspace);
     let mut diagnostics = selected.diagnostics.clone();
-    let mut owners: Vec<(String, String)> = match prelude_catalog() {
-        Ok(kinds) => kinds
-            .iter()
-            .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
     for &file in &selected.files {
         let evaluated = module_kinds(db, file);
-        let path = file.path(db);
         diagnostics.extend(evaluated.diagnostics.iter().cloned());
-        for kind in &evaluated.kinds {
-            if let Some((_, owner)) = owners.iter().find(|(name, _)| *name == kind.name) {
-                diagnostics.push(evaluated.duplicate_kind(path, &kind.name, owner));
-            } else {
-                owners.push((kind.name.clone(), format!("`{path}`")));
-            }
-        }
+        diagnostics.extend(evaluated.kinds_owned_elsewhere(db, file, owners));
     }
     diagnostics.into_boxed_slice()
 }

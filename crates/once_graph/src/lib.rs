@@ -33,9 +33,9 @@ pub use graph::{
     reverse_deps,
 };
 pub use kinds::{
-    KindCatalog, ModuleFiles, ModuleKinds, evaluate_module_source, kind_catalog,
-    module_diagnostics, module_files, module_kinds, module_limits, module_path_problem,
-    prelude_catalog,
+    KindCatalog, KindOwner, KindOwners, ModuleFiles, ModuleKinds, evaluate_module_source,
+    kind_catalog, kind_owners, module_diagnostics, module_files, module_kinds, module_limits,
+    module_path_problem, prelude_catalog,
 };
 pub use manifests::{
     Configurable, DepList, Manifest, ModulesDecl, Spanned, TargetDecl, WorkspaceDecl, attr_value,
