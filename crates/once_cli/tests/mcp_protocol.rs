@@ -414,6 +414,45 @@ fn a_cancelled_request_gets_no_reply() {
 }
 
 #[test]
+fn a_cancellation_before_its_request_is_ignored_and_nothing_is_kept() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    // The client cancels an id it has not used yet, then sends a request with that id:
+    // the cancellation named no pending request, so the request is answered.
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } }));
+    let reply = server.call(7, "once_query_workspace", json!({}));
+    assert_eq!(reply["isError"], false, "{reply}");
+    // Cancellations of unknown requests with huge ids are not kept.
+    let before = resident_bytes(&server);
+    let huge = "x".repeat(1 << 20);
+    for i in 0..200 {
+        server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": format!("{i}{huge}") } }));
+    }
+    let reply = server.request(8, "ping", json!({}));
+    assert_eq!(reply["result"], json!({}));
+    let grown = resident_bytes(&server).saturating_sub(before);
+    assert!(
+        grown < 100 << 20,
+        "200 cancellations of unknown 1 MiB ids grew the server by {} MiB",
+        grown >> 20
+    );
+    assert_eq!(server.finish(), 0);
+}
+
+/// The server's resident set size, from `/proc`.
+fn resident_bytes(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
+        .expect("the test runs on Linux");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kib * 1024
+}
+
+#[test]
 fn ping_is_answered_while_the_worker_is_busy() {
     // A workspace large enough that loading it takes a while.
     let workspace = tempfile::tempdir().unwrap();
