@@ -262,7 +262,10 @@ impl Server<'_> {
                     Err(_) => return Ok(()),
                 },
                 recv(self.disk_events) -> events => {
-                    if let Ok(events) = events {
+                    if let Ok(mut events) = events {
+                        // Batches that queued up while the server was busy are applied
+                        // (and published) once.
+                        events.extend(self.disk_events.try_iter().flatten());
                         self.host.apply_changes(&events);
                         self.publish()?;
                     }
