@@ -1,6 +1,15 @@
 -- once.toml support in Neovim (0.8+): starts `once lsp` for every `once.toml` buffer.
 -- Put this file in ~/.config/nvim/plugin/ (or `require` it from init.lua).
 
+-- Neovim 0.8 added `vim.lsp.start` and `vim.fs`; on older versions say so once, in one
+-- line, instead of a Lua traceback on every `once.toml` buffer.
+if vim.fn.has("nvim-0.8") == 0 then
+  vim.api.nvim_err_writeln(
+    "once.lua: Neovim 0.8 or newer is required (vim.lsp.start, vim.fs); once lsp is not started"
+  )
+  return
+end
+
 local function workspace_root(file)
   -- The outermost directory whose once.toml declares `[workspace]`, else the file's directory.
   local root = vim.fs.dirname(file)

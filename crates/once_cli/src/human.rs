@@ -50,6 +50,28 @@ fn first_sentence(docs: &str) -> String {
     }
 }
 
+/// Whether `text` has no control character other than newline and tab.
+pub fn is_printable(text: &str) -> bool {
+    !text.chars().any(is_hidden)
+}
+
+fn is_hidden(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// `text` with control characters other than newline and tab shown as `�`, so text that
+/// came from outside (fetched bytes, command-line arguments echoed in errors) cannot drive
+/// the terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if is_printable(text) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| if is_hidden(c) { '\u{FFFD}' } else { c })
+        .collect::<String>()
+        .into()
+}
+
 fn list(items: &[String]) -> String {
     if items.is_empty() {
         "none".into()
@@ -428,17 +450,7 @@ pub fn external_source(fetched: &once_fetch::FetchedSource) {
         fetched.content_type.as_deref().unwrap_or("no content type"),
         fetched.content_digest
     );
-    let shown: String = fetched
-        .content
-        .chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        })
-        .collect();
+    let shown = printable(&fetched.content);
     let mut stdout = anstream::stdout();
     let _ = std::io::Write::write_all(&mut stdout, shown.as_bytes());
     if !shown.is_empty() && !shown.ends_with('\n') {

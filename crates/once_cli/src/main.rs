@@ -38,7 +38,15 @@ fn run() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(err) => {
-            let _ = err.print();
+            // clap echoes the offending argument: when an argument holds control characters,
+            // print the message uncoloured (clap's plain rendering drops escape sequences)
+            // and escaped; otherwise as clap renders it.
+            if !std::env::args_os().all(|a| human::is_printable(&a.to_string_lossy())) {
+                let plain = err.render().to_string();
+                let _ = std::io::stderr().write_all(human::printable(&plain).as_bytes());
+            } else {
+                let _ = err.print();
+            }
             return match err.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                     ExitCode::SUCCESS
@@ -108,7 +116,8 @@ pub enum Outcome {
     Invalid,
 }
 
-/// Prints an error with its whole cause chain to stderr.
+/// Prints an error with its whole cause chain to stderr (control characters escaped in
+/// human output; JSON escapes them itself).
 fn report_error(format: Format, err: &anyhow::Error) {
     let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
     let mut stderr = std::io::stderr().lock();
@@ -119,7 +128,9 @@ fn report_error(format: Format, err: &anyhow::Error) {
             let _ = writeln!(stderr, "{value}");
         }
         Format::Human => {
-            let _ = writeln!(stderr, "once: error: {}", chain.join(": "));
+            // Arguments echoed in a message must not drive the terminal.
+            let message = chain.join(": ");
+            let _ = writeln!(stderr, "once: error: {}", human::printable(&message));
         }
     }
 }

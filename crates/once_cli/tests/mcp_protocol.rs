@@ -414,6 +414,108 @@ fn a_cancelled_request_gets_no_reply() {
 }
 
 #[test]
+fn a_cancellation_before_its_request_is_ignored_and_nothing_is_kept() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    // The client cancels an id it has not used yet, then sends a request with that id:
+    // the cancellation named no pending request, so the request is answered.
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } }));
+    let reply = server.call(7, "once_query_workspace", json!({}));
+    assert_eq!(reply["isError"], false, "{reply}");
+    // Cancellations of unknown requests with huge ids are not kept.
+    let before = resident_bytes(&server);
+    let huge = "x".repeat(1 << 20);
+    for i in 0..200 {
+        server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": format!("{i}{huge}") } }));
+    }
+    let reply = server.request(8, "ping", json!({}));
+    assert_eq!(reply["result"], json!({}));
+    let grown = resident_bytes(&server).saturating_sub(before);
+    assert!(
+        grown < 100 << 20,
+        "200 cancellations of unknown 1 MiB ids grew the server by {} MiB",
+        grown >> 20
+    );
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn a_directory_swapped_with_a_link_thousands_of_times_leaves_calls_prompt() {
+    // `libs/pkg` trades places with a link to a large tree outside the workspace, with no call
+    // in between; the next call then answers promptly and the server stays small.
+    let base = tempfile::tempdir().unwrap();
+    let outside = base.path().join("outside");
+    for i in 0..2000 {
+        std::fs::create_dir_all(outside.join(format!("d{i}"))).unwrap();
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(&demo(), workspace.path());
+    let root = workspace.path().to_path_buf();
+    std::fs::create_dir_all(root.join("libs/pkg/src")).unwrap();
+    std::fs::write(root.join("libs/pkg/src/a.txt"), "a").unwrap();
+    std::fs::write(
+        root.join("libs/pkg/once.toml"),
+        "[[target]]\nname = \"P\"\nkind = \"filegroup\"\nsrcs = [\"src/a.txt\"]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("libs/link")).unwrap();
+    let mut server = Server::start_in(workspace, &[]);
+    server.initialize("2025-11-25");
+    let reply = server.call(1, "once_query_targets", json!({}));
+    assert!(reply.to_string().contains("libs/pkg/P"), "{reply}");
+    let before = resident_bytes(&server);
+
+    let libs = root.join("libs");
+    let (pkg, link, swap) = (libs.join("pkg"), libs.join("link"), libs.join("swap"));
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    let mut swaps = 0;
+    while std::time::Instant::now() < until {
+        for (from, to) in [(&pkg, &swap), (&link, &pkg), (&swap, &link)] {
+            std::fs::rename(from, to).unwrap();
+        }
+        swaps += 1;
+    }
+    // Back to `pkg` being the directory (an even number of swaps).
+    if swaps % 2 == 1 {
+        for (from, to) in [(&pkg, &swap), (&link, &pkg), (&swap, &link)] {
+            std::fs::rename(from, to).unwrap();
+        }
+    }
+    let started = std::time::Instant::now();
+    let reply = server.call(2, "once_query_targets", json!({}));
+    let took = started.elapsed();
+    assert_eq!(reply["isError"], false, "{reply}");
+    assert!(
+        reply.to_string().contains("libs/pkg/P"),
+        "the package is back: {reply}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "the call after {swaps} swaps took {took:?}"
+    );
+    let grown = resident_bytes(&server).saturating_sub(before);
+    assert!(
+        grown < 200 << 20,
+        "{swaps} swaps grew the server by {} MiB",
+        grown >> 20
+    );
+    assert_eq!(server.finish(), 0);
+}
+
+/// The server's resident set size, from `/proc`.
+fn resident_bytes(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
+        .expect("the test runs on Linux");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kib * 1024
+}
+
+#[test]
 fn ping_is_answered_while_the_worker_is_busy() {
     // A workspace large enough that loading it takes a while.
     let workspace = tempfile::tempdir().unwrap();

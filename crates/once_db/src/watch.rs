@@ -10,6 +10,12 @@
 //!
 //! On Linux the watches are inotify's, added directly ([`inotify`]); elsewhere they are
 //! `notify`'s recommended watcher's.
+//!
+//! Churn stays bounded: events wait in a channel of at most [`EVENT_QUEUE_CAPACITY`]
+//! (past it the kernel's own queue overflows, which is a rescan); once a sync knows it
+//! must rescan, the remaining events are only drained; new directories are watched once
+//! per sync however many events name them; and like the walk, the watcher never follows
+//! a symbolic link, so swapping a directory with a link to a large tree costs nothing.
 
 #[cfg(target_os = "linux")]
 mod inotify;
@@ -18,7 +24,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,6 +37,11 @@ use crate::system::{DirectoryHook, SKIPPED_DIRECTORIES, walk_directories};
 /// How long `sync` waits for its own marker before falling back to a rescan.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Events waiting for the next `sync`. When the queue is full the backend waits, the
+/// kernel's queue overflows and the next `sync` rescans: memory stays bounded whatever
+/// the rate of changes between two syncs.
+pub const EVENT_QUEUE_CAPACITY: usize = 16 * 1024;
+
 /// What delivers the events of watched directories into one channel.
 enum Backend {
     #[cfg(target_os = "linux")]
@@ -40,7 +51,7 @@ enum Backend {
 }
 
 impl Backend {
-    fn new(sender: std::sync::mpsc::Sender<notify::Result<Event>>) -> Option<Backend> {
+    fn new(sender: SyncSender<notify::Result<Event>>) -> Option<Backend> {
         #[cfg(target_os = "linux")]
         {
             inotify::InotifyWatcher::new(sender)
@@ -58,19 +69,47 @@ impl Backend {
     }
 
     /// Watches one directory, not recursively.
-    fn watch(&mut self, dir: &Path) -> bool {
-        match self {
-            #[cfg(target_os = "linux")]
-            Backend::Inotify(watcher) => watcher.watch(dir).is_ok(),
-            #[cfg(not(target_os = "linux"))]
+    fn watch(&mut self, dir: &Path) -> Watched {
+        #[cfg(target_os = "linux")]
+        let outcome = match self {
+            Backend::Inotify(watcher) => watcher.watch(dir),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let outcome = match self {
             Backend::Notify(watcher) => {
                 use notify::Watcher as _;
                 watcher
                     .watch(dir, notify::RecursiveMode::NonRecursive)
-                    .is_ok()
+                    .map_err(|e| match e.kind {
+                        notify::ErrorKind::Io(io) => io,
+                        notify::ErrorKind::PathNotFound => io::ErrorKind::NotFound.into(),
+                        _ => io::Error::other(e),
+                    })
             }
+        };
+        match outcome {
+            Ok(()) => Watched::Yes,
+            // The directory went away (or was replaced) since the event naming it: there is
+            // nothing to watch, and the change itself is a rescan.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Watched::Gone
+            }
+            Err(_) => Watched::Failed,
         }
     }
+}
+
+/// What adding one watch did.
+enum Watched {
+    Yes,
+    Gone,
+    /// The backend cannot watch (out of watches, say): fall back to rescans.
+    Failed,
 }
 
 /// A watcher over the workspace's directories.
@@ -92,7 +131,7 @@ impl WorkspaceWatcher {
     /// find the directories and another to load). Without a working watcher, every
     /// `sync` is a rescan.
     pub fn watch_and_walk(root: &Path) -> (WorkspaceWatcher, io::Result<Vec<String>>) {
-        let (sender, events) = channel();
+        let (sender, events) = sync_channel(EVENT_QUEUE_CAPACITY);
         let backend = Backend::new(sender).map(Mutex::new).map(Arc::new);
         let watched = Arc::new(Mutex::new(Vec::new()));
         let failed = Arc::new(AtomicBool::new(false));
@@ -100,7 +139,9 @@ impl WorkspaceWatcher {
             let watched = watched.clone();
             let failed = failed.clone();
             Arc::new(move |dir: &Path| {
-                let added = backend.lock().is_ok_and(|mut backend| backend.watch(dir));
+                let added = backend
+                    .lock()
+                    .is_ok_and(|mut backend| !matches!(backend.watch(dir), Watched::Failed));
                 if !added {
                     failed.store(true, Ordering::Relaxed);
                 } else if let Ok(mut watched) = watched.lock() {
@@ -124,7 +165,7 @@ impl WorkspaceWatcher {
             fence_count: 0,
         };
         if let Some(fence) = this.fence_dir.as_ref().map(|d| d.path().to_path_buf()) {
-            this.watch(&fence);
+            this.watch(&fence, false);
         }
         (this, files)
     }
@@ -134,17 +175,21 @@ impl WorkspaceWatcher {
         self.watcher.is_some() && self.fence_dir.is_some()
     }
 
-    fn watch(&mut self, dir: &Path) {
+    /// Watches `dir` unless it is watched already; `again` adds the watch anyway, so that
+    /// a directory renamed onto a watched path has its events reported under that path.
+    fn watch(&mut self, dir: &Path, again: bool) {
         let Some(watcher) = self.watcher.as_mut() else {
             return;
         };
-        if self.watched.contains(dir) {
+        if !again && self.watched.contains(dir) {
             return;
         }
-        if watcher.watch(dir) {
-            self.watched.insert(dir.to_path_buf());
-        } else {
-            self.watcher = None;
+        match watcher.watch(dir) {
+            Watched::Yes => {
+                self.watched.insert(dir.to_path_buf());
+            }
+            Watched::Gone => {}
+            Watched::Failed => self.watcher = None,
         }
     }
 
@@ -159,14 +204,12 @@ impl WorkspaceWatcher {
         // A new marker file each time: events of earlier markers (their modification,
         // close and removal arrive late) must not end this fence early.
         let previous = fence_dir.join(format!("fence-{}", self.fence_count));
-        self.fence_count += 1;
-        let fence = fence_dir.join(format!("fence-{}", self.fence_count));
         let _ = std::fs::remove_file(&previous);
-        if std::fs::write(&fence, b"").is_err() {
+        let Some(mut fence) = self.write_fence(&fence_dir) else {
             return vec![ChangeEvent::Rescan];
-        }
+        };
         let deadline = Instant::now() + FENCE_TIMEOUT;
-        let mut changes = Vec::new();
+        let mut batch = Batch::default();
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(remaining) {
@@ -177,80 +220,110 @@ impl WorkspaceWatcher {
                     if event.paths.iter().any(|p| p.starts_with(&fence_dir)) {
                         continue;
                     }
-                    self.translate(event, &mut changes);
+                    if event.need_rescan() {
+                        // Events were lost, perhaps the marker's own: write another one
+                        // (the kernel's queue has room again) and wait for that.
+                        batch.rescan = true;
+                        match self.write_fence(&fence_dir) {
+                            Some(next) => fence = next,
+                            None => break,
+                        }
+                        continue;
+                    }
+                    self.translate(event, &mut batch);
                 }
-                Ok(Err(_)) => changes.push(ChangeEvent::Rescan),
+                Ok(Err(_)) => batch.rescan = true,
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                    changes.push(ChangeEvent::Rescan);
+                    batch.rescan = true;
                     break;
                 }
             }
         }
-        if changes.contains(&ChangeEvent::Rescan) {
+        // Each directory an event named is watched once, however many events named it.
+        for (dir, renamed) in std::mem::take(&mut batch.directories) {
+            self.watch_tree(&dir, renamed);
+        }
+        if batch.rescan {
             return vec![ChangeEvent::Rescan];
         }
-        changes.dedup();
-        changes
+        batch.changes.dedup();
+        batch.changes
     }
 
-    fn translate(&mut self, event: Event, changes: &mut Vec<ChangeEvent>) {
-        if event.need_rescan() {
-            changes.push(ChangeEvent::Rescan);
-            return;
-        }
-        for path in event.paths.clone() {
+    /// Writes the next fence marker; `None` when it cannot be written.
+    fn write_fence(&mut self, fence_dir: &Path) -> Option<PathBuf> {
+        self.fence_count += 1;
+        let fence = fence_dir.join(format!("fence-{}", self.fence_count));
+        std::fs::write(&fence, b"").ok().map(|()| fence)
+    }
+
+    fn translate(&mut self, event: Event, batch: &mut Batch) {
+        for path in event.paths {
             if self.is_skipped(&path) {
                 continue;
             }
+            // After a rescan is decided only new directories still matter (to be watched).
+            let changes = &mut batch.changes;
             match event.kind {
                 EventKind::Create(CreateKind::Folder) => {
-                    self.watch_tree(&path);
-                    changes.push(ChangeEvent::Rescan);
+                    batch.directories.insert(path, false);
+                    batch.rescan = true;
                 }
-                EventKind::Create(_) => {
-                    if path.is_dir() {
-                        self.watch_tree(&path);
-                        changes.push(ChangeEvent::Rescan);
-                    } else {
-                        changes.push(ChangeEvent::Created(path));
+                EventKind::Create(_) => match entry(&path) {
+                    Entry::Directory => {
+                        batch.directories.insert(path, false);
+                        batch.rescan = true;
                     }
-                }
-                EventKind::Remove(RemoveKind::Folder) => changes.push(ChangeEvent::Rescan),
+                    // The walk does not follow links: let it decide what one means.
+                    Entry::Link => batch.rescan = true,
+                    Entry::File | Entry::Missing if batch.rescan => {}
+                    Entry::File | Entry::Missing => changes.push(ChangeEvent::Created(path)),
+                },
+                EventKind::Remove(RemoveKind::Folder) => batch.rescan = true,
                 EventKind::Remove(_) => {
                     if self.watched.contains(&path) {
-                        changes.push(ChangeEvent::Rescan);
-                    } else {
+                        batch.rescan = true;
+                    } else if !batch.rescan {
                         changes.push(ChangeEvent::Deleted(path));
                     }
                 }
-                EventKind::Modify(ModifyKind::Name(_)) => {
-                    if path.is_dir() || self.watched.contains(&path) {
-                        self.watch_tree(&path);
-                        changes.push(ChangeEvent::Rescan);
-                    } else if path.exists() {
-                        changes.push(ChangeEvent::Created(path));
-                    } else {
-                        changes.push(ChangeEvent::Deleted(path));
+                EventKind::Modify(ModifyKind::Name(_)) => match entry(&path) {
+                    Entry::Directory => {
+                        batch.directories.insert(path, true);
+                        batch.rescan = true;
                     }
-                }
+                    _ if self.watched.contains(&path) => batch.rescan = true,
+                    Entry::Link => batch.rescan = true,
+                    _ if batch.rescan => {}
+                    Entry::File => changes.push(ChangeEvent::Created(path)),
+                    Entry::Missing => changes.push(ChangeEvent::Deleted(path)),
+                },
                 EventKind::Modify(ModifyKind::Metadata(_)) | EventKind::Access(_) => {}
                 EventKind::Modify(_) | EventKind::Any | EventKind::Other => {
-                    changes.push(ChangeEvent::Changed(path));
+                    if !batch.rescan {
+                        changes.push(ChangeEvent::Changed(path));
+                    }
                 }
             }
         }
     }
 
-    /// Watches a new directory and every directory below it.
-    fn watch_tree(&mut self, dir: &Path) {
-        let mut pending = vec![dir.to_path_buf()];
-        while let Some(dir) = pending.pop() {
-            if !dir.is_dir() || self.is_skipped(&dir) {
+    /// Watches a new (or renamed) directory and every directory below it, never through a
+    /// symbolic link (the walk does not follow them either).
+    fn watch_tree(&mut self, dir: &Path, renamed: bool) {
+        let mut pending = vec![(dir.to_path_buf(), renamed)];
+        while let Some((dir, again)) = pending.pop() {
+            if entry(&dir) != Entry::Directory || self.is_skipped(&dir) {
                 continue;
             }
-            self.watch(&dir);
+            self.watch(&dir, again);
             if let Ok(entries) = std::fs::read_dir(&dir) {
-                pending.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+                pending.extend(
+                    entries
+                        .flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| (e.path(), again)),
+                );
             }
         }
     }
@@ -264,6 +337,34 @@ impl WorkspaceWatcher {
             let name = c.as_os_str().to_string_lossy();
             name.starts_with('.') || SKIPPED_DIRECTORIES.contains(&name.as_ref())
         })
+    }
+}
+
+/// What one `sync` collected.
+#[derive(Default)]
+struct Batch {
+    changes: Vec<ChangeEvent>,
+    /// Only a rescan is correct: `changes` stops growing.
+    rescan: bool,
+    /// Directories to watch after the fence, each with whether it was renamed.
+    directories: std::collections::BTreeMap<PathBuf, bool>,
+}
+
+/// What is at a path, without following a symbolic link.
+#[derive(PartialEq)]
+enum Entry {
+    Directory,
+    Link,
+    File,
+    Missing,
+}
+
+fn entry(path: &Path) -> Entry {
+    match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => Entry::Directory,
+        Ok(m) if m.file_type().is_symlink() => Entry::Link,
+        Ok(_) => Entry::File,
+        Err(_) => Entry::Missing,
     }
 }
 
@@ -386,6 +487,72 @@ mod tests {
         check(&mut watcher, &root, &[]);
     }
 
+    /// A directory swapped with a symbolic link to a large outside tree, thousands of
+    /// times between two syncs: the watcher never walks or watches through the link, the
+    /// next sync answers promptly with a rescan, and the watcher keeps working.
+    #[cfg(unix)]
+    #[test]
+    fn churn_through_a_symbolic_link_stays_cheap() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        let outside = base.join("outside");
+        for i in 0..1000 {
+            std::fs::create_dir_all(outside.join(format!("d{i}"))).unwrap();
+        }
+        std::fs::create_dir_all(root.join("pkg/src")).unwrap();
+        std::fs::write(root.join("pkg/once.toml"), "").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        let (mut watcher, _) = WorkspaceWatcher::watch_and_walk(&root);
+        if !watcher.is_active() {
+            check(&mut watcher, &root, &["rescan"]);
+            return;
+        }
+        check(&mut watcher, &root, &[]);
+        let watched_before = watcher.watched.len();
+
+        // `pkg` and `link` trade places (three renames) until the deadline, ending where
+        // they started.
+        let churn = |rounds_until: Instant| {
+            let (pkg, link, swap) = (root.join("pkg"), root.join("link"), root.join("swap"));
+            let mut rounds = 0;
+            while Instant::now() < rounds_until {
+                for _ in 0..100 {
+                    std::fs::rename(&pkg, &swap).unwrap();
+                    std::fs::rename(&link, &pkg).unwrap();
+                    std::fs::rename(&swap, &link).unwrap();
+                    std::fs::rename(&link, &swap).unwrap();
+                    std::fs::rename(&pkg, &link).unwrap();
+                    std::fs::rename(&swap, &pkg).unwrap();
+                    rounds += 1;
+                }
+            }
+            rounds
+        };
+        let rounds = churn(Instant::now() + Duration::from_secs(3));
+        let started = Instant::now();
+        let changes = watcher.sync();
+        let took = started.elapsed();
+        assert_eq!(changes, [ChangeEvent::Rescan]);
+        assert!(
+            took < Duration::from_secs(5),
+            "the sync after {rounds} swaps took {took:?}"
+        );
+        assert!(
+            watcher.is_active(),
+            "a vanished directory is no watch failure"
+        );
+        assert!(
+            watcher.watched.len() <= watched_before + 2,
+            "nothing is watched through the link: {} watches, {watched_before} before",
+            watcher.watched.len()
+        );
+        // Settled: no change, and changes inside the directory are seen again.
+        check(&mut watcher, &root, &[]);
+        std::fs::write(root.join("pkg/src/lib.rs"), "").unwrap();
+        check(&mut watcher, &root, &["created pkg/src/lib.rs"]);
+    }
+
     /// Dropping a watcher releases its inotify instance and reader thread.
     #[cfg(target_os = "linux")]
     #[test]
@@ -400,7 +567,7 @@ mod tests {
         }
         // A backend dropped while its channel still has a receiver (a watcher that fell
         // back to rescans keeps the receiver) stops as well.
-        let (sender, receiver) = channel();
+        let (sender, receiver) = sync_channel(EVENT_QUEUE_CAPACITY);
         for _ in 0..20 {
             let mut backend = inotify::InotifyWatcher::new(sender.clone()).unwrap();
             backend.watch(&root).unwrap();

@@ -3,13 +3,14 @@
 //!
 //! **Architecture Invariant:** this crate converts and dispatches, nothing else. Every
 //! fact comes from `once_analysis`; this crate owns the `lsp-server` main loop
-//! ([`server`]), the overlay of open documents ([`overlay`]) and the conversion of
-//! positions between the analysis' Unicode-scalar columns and the negotiated UTF-16 or
-//! UTF-8 encoding ([`convert`]).
+//! ([`server`]), its stdio framing ([`transport`]), the overlay of open documents
+//! ([`overlay`]) and the conversion of positions between the analysis' Unicode-scalar
+//! columns and the negotiated UTF-16 or UTF-8 encoding ([`convert`]).
 
 pub mod convert;
 pub mod overlay;
 pub mod server;
+pub mod transport;
 
 use std::path::PathBuf;
 
@@ -21,9 +22,9 @@ pub fn run_stdio(
     root: Option<PathBuf>,
     threads: usize,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let (connection, io_threads) = lsp_server::Connection::stdio();
-    server::run(&connection, root, threads)?;
+    let (connection, io_threads) = transport::stdio()?;
+    let outcome = server::run(&connection, root, threads);
     drop(connection);
-    io_threads.join()?;
-    Ok(())
+    io_threads.join();
+    outcome
 }

@@ -5,6 +5,9 @@
 //! change events, then diagnostics are recomputed (incrementally, through salsa) and
 //! published for every open manifest whose diagnostics differ from what was last sent.
 //! Requests are answered from a snapshot, each under `catch_unwind`.
+//!
+//! The loop ends only on `exit` or when the client hangs up: requests before `initialize`
+//! and after `shutdown` get the protocol's errors, and malformed notifications are logged.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -66,8 +69,9 @@ fn serve(
     watch_disk: bool,
     threads: usize,
 ) -> Result<(), Error> {
-    let (id, params) = connection.initialize_start()?;
-    let params: InitializeParams = serde_json::from_value(params)?;
+    let Some((id, params)) = initialize_request(connection)? else {
+        return Ok(());
+    };
     let encoding = negotiate_encoding(&params);
     let start = root
         .or_else(|| client_root(&params))
@@ -82,7 +86,10 @@ fn serve(
             version: Some(env!("CARGO_PKG_VERSION").into()),
         }),
     };
-    connection.initialize_finish(id, serde_json::to_value(result)?)?;
+    // `initialized` is then handled (ignored) by the main loop like any notification.
+    connection
+        .sender
+        .send(Response::new_ok(id, serde_json::to_value(result)?).into())?;
     let watch_registration = params
         .capabilities
         .workspace
@@ -119,6 +126,43 @@ fn serve(
         server.register_watchers()?;
     }
     server.main_loop()
+}
+
+/// Waits for a valid `initialize` request, answering every other request with the
+/// protocol's error; `None` when the client exits or hangs up first.
+fn initialize_request(
+    connection: &Connection,
+) -> Result<Option<(RequestId, InitializeParams)>, Error> {
+    for message in &connection.receiver {
+        match message {
+            Message::Request(request) if request.method == "initialize" => {
+                match serde_json::from_value(request.params) {
+                    Ok(params) => return Ok(Some((request.id, params))),
+                    Err(error) => connection.sender.send(
+                        Response::new_err(
+                            request.id,
+                            ErrorCode::InvalidParams as i32,
+                            format!("invalid `initialize` params: {error}"),
+                        )
+                        .into(),
+                    )?,
+                }
+            }
+            Message::Request(request) => connection.sender.send(
+                Response::new_err(
+                    request.id,
+                    ErrorCode::ServerNotInitialized as i32,
+                    format!("`{}` before `initialize`", request.method),
+                )
+                .into(),
+            )?,
+            Message::Notification(notification) if notification.method == "exit" => {
+                return Ok(None);
+            }
+            Message::Notification(_) | Message::Response(_) => {}
+        }
+    }
+    Ok(None)
 }
 
 fn negotiate_encoding(params: &InitializeParams) -> Encoding {
@@ -210,6 +254,7 @@ fn spawn_watcher(mut watcher: WorkspaceWatcher) -> crossbeam_channel::Receiver<V
 
 impl Server<'_> {
     fn main_loop(&mut self) -> Result<(), Error> {
+        let mut shut_down = false;
         loop {
             let message = crossbeam_channel::select! {
                 recv(self.connection.receiver) -> message => match message {
@@ -217,7 +262,10 @@ impl Server<'_> {
                     Err(_) => return Ok(()),
                 },
                 recv(self.disk_events) -> events => {
-                    if let Ok(events) = events {
+                    if let Ok(mut events) = events {
+                        // Batches that queued up while the server was busy are applied
+                        // (and published) once.
+                        events.extend(self.disk_events.try_iter().flatten());
                         self.host.apply_changes(&events);
                         self.publish()?;
                     }
@@ -225,13 +273,27 @@ impl Server<'_> {
                 }
             };
             match message {
+                Message::Request(request) if shut_down => {
+                    let response = Response::new_err(
+                        request.id,
+                        ErrorCode::InvalidRequest as i32,
+                        format!("`{}` after `shutdown`", request.method),
+                    );
+                    self.connection.sender.send(response.into())?;
+                }
+                Message::Request(request) if request.method == "shutdown" => {
+                    shut_down = true;
+                    let response = Response::new_ok(request.id, ());
+                    self.connection.sender.send(response.into())?;
+                }
                 Message::Request(request) => {
-                    if self.connection.handle_shutdown(&request)? {
-                        return Ok(());
-                    }
                     let response = self.on_request(request);
                     self.connection.sender.send(response.into())?;
                 }
+                Message::Notification(notification) if notification.method == "exit" => {
+                    return Ok(());
+                }
+                Message::Notification(_) if shut_down => {}
                 Message::Notification(notification) => {
                     // A malformed notification is the client's bug; log it and keep serving.
                     // A bug while handling one is logged, never a dead server.

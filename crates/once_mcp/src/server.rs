@@ -2,12 +2,16 @@
 //! cancellations at once; every other message goes, in order, to the worker thread that
 //! owns the database. Before each tool call the worker syncs the file watcher, so an
 //! answer always reflects the files on disk when the call arrived.
+//!
+//! Cancellation follows the MCP spec: only a request that was read and not yet answered
+//! can be cancelled (its reply is then suppressed); a cancellation naming any other id
+//! (unknown, finished, or not sent yet) is ignored and leaves nothing behind.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use once_analysis::{AnalysisHost, CancelHandle, OsSystem, WorkspaceWatcher};
@@ -42,8 +46,62 @@ struct Shared {
     /// The version `initialize` negotiated; `None` before.
     session: Mutex<Option<&'static str>>,
     in_flight: Mutex<Option<InFlight>>,
-    /// Ids of requests the client cancelled: their replies are suppressed.
-    cancelled: Mutex<HashSet<String>>,
+    /// Requests read and not yet answered, by id: what a cancellation can name.
+    pending: Mutex<PendingRequests>,
+}
+
+/// The requests between the reader and the worker's reply, keyed by the id's JSON text.
+/// Entries exist only while a request is queued or running, so the map is as small as
+/// the queue, whatever ids and cancellations the client sends.
+#[derive(Default)]
+struct PendingRequests {
+    by_id: HashMap<String, PendingRequest>,
+}
+
+#[derive(Default)]
+struct PendingRequest {
+    /// Requests with this id not yet answered (a client may reuse an id).
+    count: usize,
+    /// The client cancelled this id while it was pending: its reply is suppressed.
+    cancelled: bool,
+}
+
+impl PendingRequests {
+    /// The reader queued a request with `id`.
+    fn begin(&mut self, id: &Value) {
+        self.by_id.entry(id.to_string()).or_default().count += 1;
+    }
+
+    /// `notifications/cancelled` for `id`: marks it if pending; returns whether it was.
+    fn cancel(&mut self, id: &Value) -> bool {
+        match self.by_id.get_mut(&id.to_string()) {
+            Some(pending) => {
+                pending.cancelled = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn is_cancelled(&self, id: &Value) -> bool {
+        self.by_id
+            .get(&id.to_string())
+            .is_some_and(|pending| pending.cancelled)
+    }
+
+    /// The worker is done with one request with `id`: returns whether it was cancelled.
+    fn finish(&mut self, id: &Value) -> bool {
+        let key = id.to_string();
+        let Some(pending) = self.by_id.get_mut(&key) else {
+            return false;
+        };
+        let cancelled = pending.cancelled;
+        pending.count = pending.count.saturating_sub(1);
+        if pending.count == 0 {
+            self.by_id.remove(&key);
+        }
+        cancelled
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,14 +120,36 @@ impl Shared {
     }
 
     fn is_cancelled(&self, id: &Value) -> bool {
-        lock(&self.cancelled).contains(&id.to_string())
+        lock(&self.pending).is_cancelled(id)
+    }
+
+    /// Queues `message` for the worker, registering it first when it is a request.
+    fn queue(&self, jobs: &Sender<Job>, job: Job) -> bool {
+        {
+            let mut pending = lock(&self.pending);
+            for message in job.messages() {
+                if let Message::Request { id, .. } = message {
+                    pending.begin(id);
+                }
+            }
+        }
+        jobs.send(job).is_ok()
     }
 }
 
 /// A unit of work for the worker.
 enum Job {
     Single(Message),
-    Batch(Vec<Value>),
+    Batch(Vec<Message>),
+}
+
+impl Job {
+    fn messages(&self) -> &[Message] {
+        match self {
+            Job::Single(message) => std::slice::from_ref(message),
+            Job::Batch(messages) => messages,
+        }
+    }
 }
 
 /// Serves MCP over stdin/stdout until stdin closes.
@@ -88,7 +168,7 @@ pub fn run(
         output: Mutex::new(output),
         session: Mutex::new(None),
         in_flight: Mutex::new(None),
-        cancelled: Mutex::new(HashSet::new()),
+        pending: Mutex::new(PendingRequests::default()),
     });
     let (jobs, receiver) = channel::<Job>();
     let worker = {
@@ -154,8 +234,11 @@ pub fn run(
                     jsonrpc::INVALID_REQUEST,
                     "an empty batch is not a request",
                 ));
-            } else if jobs.send(Job::Batch(items)).is_err() {
-                break;
+            } else {
+                let batch = items.into_iter().map(jsonrpc::classify).collect();
+                if !shared.queue(&jobs, Job::Batch(batch)) {
+                    break;
+                }
             }
             continue;
         }
@@ -170,7 +253,7 @@ pub fn run(
                 cancel(&shared, &params);
             }
             message => {
-                if jobs.send(Job::Single(message)).is_err() {
+                if !shared.queue(&jobs, Job::Single(message)) {
                     break;
                 }
             }
@@ -229,12 +312,16 @@ fn read_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<LineR
     }
 }
 
-/// `notifications/cancelled`: stop the request if it runs, and never answer it.
+/// `notifications/cancelled`: stop the request if it runs, and never answer it. A
+/// cancellation of a request that is not pending is ignored (MCP: the receiver may ignore
+/// a cancellation of an unknown or finished request).
 fn cancel(shared: &Shared, params: &Map<String, Value>) {
     let Some(id) = params.get("requestId") else {
         return;
     };
-    lock(&shared.cancelled).insert(id.to_string());
+    if !lock(&shared.pending).cancel(id) {
+        return;
+    }
     if let Some(in_flight) = lock(&shared.in_flight).as_ref()
         && in_flight.id == *id
     {
@@ -299,16 +386,19 @@ impl Worker {
                         self.shared.send(&response);
                     }
                 }
-                Job::Batch(items) => {
-                    let responses: Vec<Value> = items
+                Job::Batch(messages) => {
+                    let responses: Vec<Value> = messages
                         .into_iter()
-                        .filter_map(|item| match jsonrpc::classify(item) {
+                        .filter_map(|message| match message {
                             Message::Request { id, method, .. } if method == "initialize" => {
-                                Some(jsonrpc::error(
-                                    &id,
-                                    jsonrpc::INVALID_REQUEST,
-                                    "`initialize` must not be part of a batch",
-                                ))
+                                let cancelled = lock(&self.shared.pending).finish(&id);
+                                (!cancelled).then(|| {
+                                    jsonrpc::error(
+                                        &id,
+                                        jsonrpc::INVALID_REQUEST,
+                                        "`initialize` must not be part of a batch",
+                                    )
+                                })
                             }
                             message => self.handle_guarded(message),
                         })
@@ -329,11 +419,12 @@ impl Worker {
         };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.handle(message)));
         *lock(&self.shared.in_flight) = None;
+        let cancelled = id
+            .as_ref()
+            .is_some_and(|id| lock(&self.shared.pending).finish(id));
         match outcome {
-            Ok(response) => {
-                let suppressed = id.as_ref().is_some_and(|id| self.shared.is_cancelled(id));
-                if suppressed { None } else { response }
-            }
+            Ok(_) if cancelled => None,
+            Ok(response) => response,
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<String>()
@@ -561,4 +652,46 @@ fn tool_error(message: String) -> Value {
 )]
 fn log(message: &str) {
     eprintln!("once mcp: {message}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_pending_requests_can_be_cancelled_and_nothing_outlives_its_request() {
+        let mut pending = PendingRequests::default();
+        // Cancellations of ids never sent (or sent later) leave nothing behind.
+        for i in 0..50 {
+            assert!(!pending.cancel(&json!(format!("{i}-{}", "x".repeat(1000)))));
+        }
+        assert!(pending.by_id.is_empty());
+        assert!(!pending.cancel(&json!(7)));
+        pending.begin(&json!(7));
+        assert!(
+            !pending.is_cancelled(&json!(7)),
+            "an earlier cancel is forgotten"
+        );
+        assert!(!pending.finish(&json!(7)), "so the request is answered");
+        assert!(pending.by_id.is_empty());
+
+        // A cancellation of a queued request suppresses its reply, then is forgotten.
+        pending.begin(&json!("a"));
+        assert!(pending.cancel(&json!("a")));
+        assert!(pending.is_cancelled(&json!("a")));
+        assert!(pending.finish(&json!("a")));
+        assert!(pending.by_id.is_empty());
+        assert!(
+            !pending.cancel(&json!("a")),
+            "a finished request is unknown"
+        );
+
+        // A reused id stays pending until its last request is answered.
+        pending.begin(&json!(1));
+        pending.begin(&json!(1));
+        assert!(!pending.finish(&json!(1)));
+        assert!(pending.cancel(&json!(1)));
+        assert!(pending.finish(&json!(1)));
+        assert!(pending.by_id.is_empty());
+    }
 }

@@ -1183,3 +1183,39 @@ fn analysis_threads_do_not_change_answers() {
         "#]],
     );
 }
+
+#[test]
+fn control_characters_in_arguments_are_escaped_in_errors() {
+    let demo = demo();
+    let coloured = "a\u{1b}[31mb\u{7}";
+    let outcomes = [
+        Once::at(&demo, &["query", "target", coloured]).run(),
+        Once::at(&demo, &["query", "schema", coloured]).run(),
+        Once::new(&["query", coloured]).run(),
+        Once::new(&["-C", coloured, "query", "workspace"]).run(),
+    ];
+    for outcome in &outcomes {
+        assert_eq!(outcome.code, 2, "{}", outcome.render());
+        assert!(
+            !outcome.stderr.contains(['\u{1b}', '\u{7}']),
+            "a control character reached the terminal: {:?}",
+            outcome.stderr
+        );
+    }
+    // Our own messages show where the control characters were.
+    for outcome in [&outcomes[0], &outcomes[1], &outcomes[3]] {
+        assert!(
+            outcome.stderr.contains("a\u{FFFD}[31mb\u{FFFD}"),
+            "{:?}",
+            outcome.stderr
+        );
+    }
+    // JSON output carries the exact argument, escaped by JSON itself.
+    let json = Once::at(&demo, &["query", "target", coloured, "--format", "json"]).run();
+    assert_eq!(json.code, 2);
+    assert!(
+        json.stderr.contains("a\\u001b[31mb\\u0007"),
+        "{}",
+        json.stderr
+    );
+}

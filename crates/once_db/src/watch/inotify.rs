@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
@@ -43,7 +43,7 @@ pub(super) struct InotifyWatcher {
 }
 
 impl InotifyWatcher {
-    pub(super) fn new(sender: Sender<notify::Result<Event>>) -> io::Result<InotifyWatcher> {
+    pub(super) fn new(sender: SyncSender<notify::Result<Event>>) -> io::Result<InotifyWatcher> {
         let inotify = Inotify::init()?;
         let watches = inotify.watches();
         let directories = Directories::default();
@@ -91,7 +91,7 @@ struct Reader {
     inotify: Inotify,
     directories: Directories,
     stop: Arc<AtomicBool>,
-    sender: Sender<notify::Result<Event>>,
+    sender: SyncSender<notify::Result<Event>>,
 }
 
 impl Reader {
