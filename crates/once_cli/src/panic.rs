@@ -75,16 +75,8 @@ fn describe(info: &panic::PanicHookInfo<'_>) -> String {
 /// The message a user sees for a panic, line by line: it is our bug, what ran, and where
 /// to report it.
 fn bug_report(description: &str) -> [String; 3] {
-    // An argument with control characters is shown quoted and escaped, never raw.
     let command: Vec<String> = std::env::args_os()
-        .map(|arg| {
-            let arg = arg.to_string_lossy();
-            if arg.chars().any(char::is_control) {
-                format!("{arg:?}")
-            } else {
-                arg.into_owned()
-            }
-        })
+        .map(|arg| crate::human::printable(&arg.to_string_lossy()).into_owned())
         .collect();
     [
         format!(
