@@ -6,7 +6,7 @@
 //! tables are dropped (the workspace already has a root). Only those strings and tables
 //! change; every other byte is shipped as written.
 
-use once_db::writes::{Existing, FileWrite, absolute, check_confined, normalize_relative};
+use once_db::writes::{FileWrite, normalize_relative};
 use once_db::{Db, RootDatabase, Workspace};
 use once_model::{AttrValue, Example};
 use once_syntax::value::{Value, ValueKind};
@@ -102,24 +102,19 @@ pub fn plan_materialize(
         if is_manifest {
             plan.packages.push(package_of(&target));
         }
-        match check_confined(system, &root, &target) {
-            Err(reason) => plan.conflicts.push((target, reason)),
-            Ok(Existing::Missing) => {
+        match system.read_confined(&root, &target) {
+            Err(reason) => plan.conflicts.push((target, reason.to_string())),
+            Ok(None) => {
                 plan.created.push(target.clone());
                 plan.writes.push(FileWrite {
                     path: target,
                     contents,
                 });
             }
-            Ok(Existing::File) => match system.read_bytes(&absolute(&root, &target)) {
-                Ok(existing) if existing == contents => plan.unchanged.push(target),
-                Ok(_) => plan
-                    .conflicts
-                    .push((target, "an existing file has different contents".to_owned())),
-                Err(e) => plan
-                    .conflicts
-                    .push((target, format!("could not read the existing file: {e}"))),
-            },
+            Ok(Some(existing)) if existing == contents => plan.unchanged.push(target),
+            Ok(Some(_)) => plan
+                .conflicts
+                .push((target, "an existing file has different contents".to_owned())),
         }
     }
     if !plan.conflicts.is_empty() {
