@@ -271,4 +271,14 @@ mod tests {
             "new\n"
         );
     }
+
+    #[test]
+    fn temporary_files_are_never_discovered() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/once.toml"), "").unwrap();
+        std::fs::write(dir.path().join("pkg/.once-write-4242-0"), "").unwrap();
+        let walked = crate::system::walk_directories(dir.path(), None).unwrap();
+        assert_eq!(walked, ["pkg/once.toml"]);
+    }
 }

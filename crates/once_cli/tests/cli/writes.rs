@@ -64,3 +64,67 @@ fn two_concurrent_writers_lose_no_edit() {
     let lost: Vec<&String> = applied.iter().filter(|n| !names.contains(n)).collect();
     assert!(lost.is_empty(), "applied but not in the manifest: {lost:?}");
 }
+
+/// Runs `once -C root edit apply` from a shell with `umask`, the edit on stdin.
+fn apply_with_umask(root: &Path, umask: &str, edit: &str) {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" -C \"$1\" edit apply"))
+        .arg(env!("CARGO_BIN_EXE_once"))
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), edit.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn new_files_get_the_umask_mode_and_rewrites_keep_theirs() {
+    let workspace = Workspace::copy("workspaces/valid");
+    let root = workspace.root();
+    let manifest = root.join("pkg/once.toml");
+    apply_with_umask(root, "022", &create_target("First"));
+    assert_eq!(mode(&manifest), 0o644, "a new file: 0666 less the umask");
+    assert_eq!(
+        mode(&root.join("pkg")),
+        0o755,
+        "a new directory: 0777 less the umask"
+    );
+    std::fs::remove_file(&manifest).unwrap();
+    apply_with_umask(root, "002", &create_target("Second"));
+    assert_eq!(mode(&manifest), 0o664);
+    std::fs::set_permissions(
+        &manifest,
+        std::os::unix::fs::PermissionsExt::from_mode(0o640),
+    )
+    .unwrap();
+    apply_with_umask(root, "022", &create_target("Third"));
+    assert_eq!(mode(&manifest), 0o640, "a rewritten file keeps its mode");
+}
+
+#[test]
+fn leftover_temporary_files_are_removed_by_the_next_write() {
+    let workspace = Workspace::copy("workspaces/valid");
+    let root = workspace.root();
+    // What a writer killed between creating its temporary file and the rename leaves.
+    let leftover = workspace.write("lib/.once-write-4242-0", "[[target]]\nname = \"Ghost\"\n");
+    let edit = create_target("New").replace("\"pkg\"", "\"lib\"");
+    assert!(apply(root, &edit));
+    assert!(!leftover.exists(), "the stale temporary file is removed");
+    let names: Vec<String> = std::fs::read_dir(root.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".once-write-")),
+        "{names:?}"
+    );
+}
