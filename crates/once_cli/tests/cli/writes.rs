@@ -128,3 +128,49 @@ fn leftover_temporary_files_are_removed_by_the_next_write() {
         "{names:?}"
     );
 }
+
+/// `once -C root edit apply <args…>` with stdin from `stdin`; the outcome must come
+/// within a generous bound (it read until memory ran out before).
+fn edit_apply_from(root: &Path, args: &[&str], stdin: Stdio) -> (i32, String) {
+    let started = std::time::Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_once"))
+        .arg("-C")
+        .arg(root)
+        .args(["edit", "apply"])
+        .args(args)
+        .stdin(stdin)
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    (
+        output.status.code().unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn endless_or_special_json_input_is_refused() {
+    let workspace = Workspace::copy("workspaces/valid");
+    let root = workspace.root();
+    let zero = || Stdio::from(std::fs::File::open("/dev/zero").unwrap());
+    let (code, stderr) = edit_apply_from(root, &[], zero());
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "once: error: cannot read the edit from stdin: the edit is larger than the 16 MiB limit\n"
+    );
+    let (code, stderr) = edit_apply_from(root, &["--file", "/dev/zero"], Stdio::null());
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "once: error: cannot read `/dev/zero`: not a regular file (give the edit on stdin instead)\n"
+    );
+    let large = workspace.write("large.json", &" ".repeat(16 * 1024 * 1024 + 1));
+    let large = large.display().to_string();
+    let (code, stderr) = edit_apply_from(root, &["--file", &large], Stdio::null());
+    assert_eq!(code, 2);
+    assert!(
+        stderr.ends_with("the edit is larger than the 16 MiB limit\n"),
+        "{stderr}"
+    );
+}
