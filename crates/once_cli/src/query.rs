@@ -12,11 +12,15 @@ use crate::Outcome;
 use crate::args::{Args, Format, Query};
 use crate::human;
 
-/// The workspace root: `-C DIR`, else `ONCE_WORKSPACE`, else the nearest ancestor of the
+/// The workspace root: `-C DIR` (or `--directory`/`--workspace`, named as typed in
+/// errors), else `ONCE_WORKSPACE`, else the nearest ancestor of the
 /// current directory whose `once.toml` has `[workspace]`, else the current directory.
 pub fn workspace_root(args: &Args) -> anyhow::Result<PathBuf> {
     let explicit = match &args.directory {
-        Some(dir) => Some((dir.clone(), "-C")),
+        Some(dir) => Some((
+            dir.clone(),
+            crate::args::directory_flag(std::env::args_os().skip(1)),
+        )),
         None => std::env::var_os("ONCE_WORKSPACE")
             .filter(|v| !v.is_empty())
             .map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),

@@ -174,3 +174,33 @@ fn endless_or_special_json_input_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn materializing_outside_the_workspace_include_warns() {
+    let workspace = Workspace::copy("demo");
+    let outcome = Once::at(
+        &workspace,
+        &[
+            "edit",
+            "materialize-example",
+            "filegroup",
+            "filegroup-minimal",
+            "--destination",
+            "extra",
+        ],
+    )
+    .run();
+    expect_test::expect![[r#"
+        $ once -C $WORKSPACE edit materialize-example filegroup filegroup-minimal --destination extra
+        exit: 0
+        --- stdout
+        created   extra/fixtures/once.toml
+        created   extra/fixtures/settings.json
+        created   extra/fixtures/users.json
+        warning: the package `extra/fixtures` is outside `[workspace] include` (`apps/*`, `libs/*`, `data`, `tools`, `tools/*`), so its files are written but its targets are not part of the workspace; change `[workspace]` in the root `once.toml` to add it
+
+        workspace valid: 17 targets
+        --- stderr
+    "#]]
+    .assert_eq(&outcome.render());
+}
