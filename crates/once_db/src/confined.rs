@@ -34,21 +34,18 @@ pub const LOCK_FILE: &str = ".once/write.lock";
 const NEW_FILE_MODE: u32 = 0o666;
 const NEW_DIRECTORY_MODE: u32 = 0o777;
 
+/// `e` as an I/O error of the same kind, its message prefixed with `context`.
+fn with_context(e: Errno, context: impl std::fmt::Display) -> io::Error {
+    let error = io::Error::from(e);
+    io::Error::new(error.kind(), format!("{context}: {error}"))
+}
+
 fn open_root(root: &Path) -> io::Result<OwnedFd> {
-    openat(
-        CWD,
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| {
-        io::Error::new(
-            io::Error::from(e).kind(),
-            format!(
-                "cannot open the workspace root `{}`: {}",
-                root.display(),
-                io::Error::from(e)
-            ),
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    openat(CWD, root, flags, Mode::empty()).map_err(|e| {
+        with_context(
+            e,
+            format_args!("cannot open the workspace root `{}`", root.display()),
         )
     })
 }
@@ -75,8 +72,7 @@ fn refusal(directory: &OwnedFd, name: &str, so_far: &str, relative: &str, e: Err
             "`{so_far}` is not a directory, but `{relative}` needs it to be one"
         )),
         Some(FileType::Directory | FileType::RegularFile) | None => {
-            let error = io::Error::from(e);
-            io::Error::new(error.kind(), format!("cannot open `{so_far}`: {error}"))
+            with_context(e, format_args!("cannot open `{so_far}`"))
         }
         Some(_) if last => refused(format!("`{so_far}` is not a regular file")),
         Some(_) => refused(format!(
@@ -105,12 +101,9 @@ fn open_directory(
             match mkdirat(&directory, *part, Mode::from_raw_mode(NEW_DIRECTORY_MODE)) {
                 Ok(()) | Err(Errno::EXIST) => {}
                 Err(e) => {
-                    return Err(io::Error::new(
-                        io::Error::from(e).kind(),
-                        format!(
-                            "cannot create the directory `{so_far}`: {}",
-                            io::Error::from(e)
-                        ),
+                    return Err(with_context(
+                        e,
+                        format_args!("cannot create the directory `{so_far}`"),
                     ));
                 }
             }
@@ -148,10 +141,7 @@ pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>>
     };
     let stat = fstat(&fd)?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("`{relative}` is not a regular file"),
-        ));
+        return Err(refusal(&directory, name, relative, relative, Errno::INVAL));
     }
     let mut bytes = Vec::new();
     File::from(fd).read_to_end(&mut bytes)?;
@@ -268,6 +258,42 @@ mod tests {
             std::fs::read_to_string(dir.path().join("once.toml")).unwrap(),
             "new\n"
         );
+    }
+
+    #[test]
+    fn links_special_files_and_files_in_the_way_are_refused_with_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.join("dangling")).unwrap();
+        std::fs::write(root.join("file"), "").unwrap();
+        std::fs::create_dir(root.join("dir")).unwrap();
+        rustix::fs::mkfifoat(CWD, root.join("fifo"), Mode::from_raw_mode(0o600)).unwrap();
+        let refusal = |relative: &str| {
+            let read = read_confined(root, relative).unwrap_err().to_string();
+            let write = write_confined(root, relative, b"x", || Ok(()))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(read, write, "{relative}");
+            read
+        };
+        let reasons: Vec<String> = ["link/x", "dangling", "file/x", "dir", "fifo"]
+            .into_iter()
+            .map(refusal)
+            .collect();
+        expect_test::expect![[r#"
+            [
+                "`link` is a symbolic link; once does not write through links, which may lead outside the workspace",
+                "`dangling` is a symbolic link; once does not write through links, which may lead outside the workspace",
+                "`file` is not a directory, but `file/x` needs it to be one",
+                "an existing directory occupies the file path `dir`",
+                "`fifo` is not a regular file",
+            ]
+        "#]]
+        .assert_debug_eq(&reasons);
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        assert_eq!(read_confined(root, "missing/x").unwrap(), None);
     }
 
     #[test]
