@@ -61,12 +61,18 @@ fn refusal(directory: &OwnedFd, name: &str, so_far: &str, relative: &str, e: Err
         .map(|stat| FileType::from_raw_mode(stat.st_mode));
     let last = so_far == relative;
     let refused = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+    const NO_LINKS: &str =
+        "once does not write through links, which may lead outside the workspace";
     match kind {
-        Some(FileType::Symlink) => refused(format!(
-            "`{so_far}` is a symbolic link; once does not write through links, which may lead outside the workspace"
-        )),
+        // `O_NOFOLLOW` met a link (it may be gone again by now).
+        _ if e == Errno::LOOP => refused(format!("`{so_far}` is a symbolic link; {NO_LINKS}")),
+        Some(FileType::Symlink) => refused(format!("`{so_far}` is a symbolic link; {NO_LINKS}")),
         Some(FileType::Directory) if last => refused(format!(
             "an existing directory occupies the file path `{so_far}`"
+        )),
+        // Not a directory when opened, one now: swapped, by a link or otherwise.
+        Some(FileType::Directory) if e == Errno::NOTDIR => refused(format!(
+            "`{so_far}` was replaced while it was opened (perhaps by a symbolic link); {NO_LINKS}"
         )),
         Some(FileType::RegularFile) if !last => refused(format!(
             "`{so_far}` is not a directory, but `{relative}` needs it to be one"
