@@ -46,6 +46,16 @@ pub fn mcp_doc() -> String {
             if tool.gated { "yes" } else { "no" }
         );
     }
+    let gated: Vec<String> = tools
+        .iter()
+        .filter(|t| t.gated)
+        .map(|t| format!("`{}`", t.name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nWithout `--allow-run`, the tools that need it ({}) are not listed by `tools/list`; calling one anyway is a tool error saying how to enable it.",
+        gated.join(", ")
+    );
     for tool in &tools {
         let _ = write!(out, "\n### `{}`\n\n", tool.name);
         for paragraph in tool.description.split("\n\n") {
@@ -114,6 +124,8 @@ once mcp --workspace /absolute/path/to/repo      # or: once -C /absolute/path/to
 once mcp --workspace /absolute/path/to/repo --allow-run   # also enable state-changing tools
 ```
 
+The state-changing tools, which write into the workspace, are only listed with `--allow-run` (see [Tools](#tools)).
+
 Without `--workspace` or `-C`, the root comes from `ONCE_WORKSPACE`, else the nearest ancestor of the current directory whose `once.toml` has a `[workspace]` table.
 A missing or non-directory workspace is reported on stderr and the process exits with status 2.
 The server exits with status 0 when its input closes.
@@ -169,7 +181,7 @@ or, in the project's `.mcp.json`:
 | Malformed `tools/call` params (no `name`, `arguments` not an object) | JSON-RPC error `-32602` |
 | Unknown tool, missing or unknown argument, wrong argument type | tool result with `isError: true` |
 | No matching target, kind or example | tool result with `isError: true`, naming the closest matches |
-| A state-changing tool without `--allow-run` | tool result with `isError: true`, saying how to enable it |
+| A state-changing tool without `--allow-run` (it is not listed then) | tool result with `isError: true`, saying how to enable it |
 | A bug in `once` | JSON-RPC error `-32603`; the server keeps serving |
 
 Outcomes such as an invalid workspace are ordinary results (`valid: false`), not errors.
