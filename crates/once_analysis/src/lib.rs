@@ -32,8 +32,9 @@ pub use ide::{
 };
 pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
+pub use once_db::LineIndex;
 pub use once_db::{
-    ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
+    ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
     WorkspaceWatcher, find_workspace_root,
 };
 pub use once_db::{FileWrite, WriteError};
