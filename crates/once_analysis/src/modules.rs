@@ -4,6 +4,8 @@
 //! The helper list of the contract comes from `once_starlark::helpers`, which a test
 //! keeps equal to the registered globals; the rest is the fixed text of the contract.
 
+use std::collections::HashMap;
+
 use once_db::{LineIndex, RootDatabase, Workspace};
 use once_graph::{
     ModuleKinds, evaluate_module_source, module_files, module_kinds, module_path_problem,
@@ -259,25 +261,25 @@ fn validate_module(
     };
     let mut diagnostics: Vec<Diagnostic> = evaluated.diagnostics.clone();
     // Kind names must be unique against the prelude and the other registered modules.
-    let mut taken: Vec<(String, String)> = match prelude_catalog(db, workspace) {
+    // Name → its first owner: the prelude, then the other modules in path order.
+    let mut taken: HashMap<String, String> = match prelude_catalog(db, workspace) {
         Ok(kinds) => kinds
             .iter()
             .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))
             .collect(),
-        Err(_) => Vec::new(),
+        Err(_) => HashMap::new(),
     };
     for &other in &module_files(db, workspace).files {
         if *other.path(db) != path {
-            taken.extend(
-                module_kinds(db, other)
-                    .kinds
-                    .iter()
-                    .map(|k| (k.name.clone(), format!("`{}`", other.path(db)))),
-            );
+            for kind in &module_kinds(db, other).kinds {
+                taken
+                    .entry(kind.name.clone())
+                    .or_insert_with(|| format!("`{}`", other.path(db)));
+            }
         }
     }
     for kind in &evaluated.kinds {
-        if let Some((_, owner)) = taken.iter().find(|(name, _)| *name == kind.name) {
+        if let Some(owner) = taken.get(&kind.name) {
             diagnostics.push(evaluated.duplicate_kind(&path, &kind.name, owner));
         }
     }

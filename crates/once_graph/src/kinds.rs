@@ -15,6 +15,7 @@
 use once_db::{Db, File, LineIndex, Workspace, source_text};
 use once_model::{Diagnostic, DiagnosticCode, KindSchema, LineCol, TextRange};
 use once_starlark::{EvalLimits, KindSite, ModuleErrorKind, ModuleSource};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::manifests::manifest;
 use crate::resolve::SourcePattern;
@@ -287,9 +288,10 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
         Ok(kinds) => (kinds.clone(), None),
         Err(error) => (Vec::new(), Some(error.clone())),
     };
+    let mut taken: FxHashSet<String> = kinds.iter().map(|k| k.name.clone()).collect();
     for &file in &module_files(db, workspace).files {
         for kind in &module_kinds(db, file).kinds {
-            if !kinds.iter().any(|k| k.name == kind.name) {
+            if taken.insert(kind.name.clone()) {
                 kinds.push(kind.clone());
             }
         }
@@ -307,22 +309,22 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
 pub fn module_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]> {
     let selected = module_files(db, workspace);
     let mut diagnostics = selected.diagnostics.clone();
-    let mut owners: Vec<(String, String)> = match prelude_catalog(db, workspace) {
+    let mut owners: FxHashMap<String, String> = match prelude_catalog(db, workspace) {
         Ok(kinds) => kinds
             .iter()
             .map(|k| (k.name.clone(), "the built-in prelude".to_owned()))
             .collect(),
-        Err(_) => Vec::new(),
+        Err(_) => FxHashMap::default(),
     };
     for &file in &selected.files {
         let evaluated = module_kinds(db, file);
         let path = file.path(db);
         diagnostics.extend(evaluated.diagnostics.iter().cloned());
         for kind in &evaluated.kinds {
-            if let Some((_, owner)) = owners.iter().find(|(name, _)| *name == kind.name) {
+            if let Some(owner) = owners.get(&kind.name) {
                 diagnostics.push(evaluated.duplicate_kind(path, &kind.name, owner));
             } else {
-                owners.push((kind.name.clone(), format!("`{path}`")));
+                owners.insert(kind.name.clone(), format!("`{path}`"));
             }
         }
     }
