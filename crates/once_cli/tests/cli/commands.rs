@@ -619,6 +619,12 @@ fn affected_tests_normalise_paths_and_warn_about_the_rest() {
         .json();
         assert_eq!(answer, canonical, "{spelling}");
     }
+    // A package that `[workspace] exclude` leaves out owns no target.
+    let excluded = Workspace::copy("demo");
+    let root_manifest = std::fs::read_to_string(excluded.root().join("once.toml"))
+        .expect("the demo has a root manifest")
+        .replace("include = [", "exclude = [\"libs/shout\"]\ninclude = [");
+    excluded.write("once.toml", &root_manifest);
     check(
         &[
             Once::at(
@@ -637,9 +643,13 @@ fn affected_tests_normalise_paths_and_warn_about_the_rest() {
                     "affected-tests",
                     "--format",
                     "json",
-                    "libs/text/src/lib.rs",
                     "/etc/passwd",
+                    "README.md",
                 ],
+            ),
+            Once::at(
+                &excluded,
+                &["query", "affected-tests", "libs/shout/shout.c"],
             ),
         ],
         &expect![[r#"
@@ -651,45 +661,22 @@ fn affected_tests_normalise_paths_and_warn_about_the_rest() {
             warning: `../elsewhere/lib.rs` is outside the workspace `$WORKSPACE`: it selects no test (changed paths are relative to the workspace root)
             --- stderr
 
-            $ once -C $WORKSPACE query affected-tests --format json libs/text/src/lib.rs /etc/passwd
+            $ once -C $WORKSPACE query affected-tests --format json /etc/passwd README.md
             exit: 0
             --- stdout
             {
-              "tests": [
-                {
-                  "id": "apps/greeter/GreeterSmokeTest",
-                  "kind": "sh_test",
-                  "reasons": [
-                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                  ]
-                },
-                {
-                  "id": "libs/greeting/GreetingIntegrationTest",
-                  "kind": "rust_test",
-                  "reasons": [
-                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                  ]
-                },
-                {
-                  "id": "libs/greeting/GreetingTest",
-                  "kind": "rust_test",
-                  "reasons": [
-                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                  ]
-                },
-                {
-                  "id": "libs/text/TextTest",
-                  "kind": "rust_test",
-                  "reasons": [
-                    "changed test input `libs/text/src/lib.rs`",
-                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                  ]
-                }
-              ],
+              "tests": [],
               "warnings": [
                 "`/etc/passwd` is outside the workspace `$WORKSPACE`: it selects no test (changed paths are relative to the workspace root)"
               ]
             }
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests libs/shout/shout.c
+            exit: 0
+            --- stdout
+            affected tests: none
+            warning: `libs/shout/shout.c` is in no package of the workspace (no `once.toml` above it is included): it selects no test
             --- stderr
         "#]],
     );
