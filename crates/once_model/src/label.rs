@@ -222,6 +222,38 @@ pub fn resolve_reference(package: &str, reference: &str) -> Result<TargetLabel, 
 mod tests {
     use super::*;
 
+    /// Bidirectional controls, zero-width characters and other invisible format characters
+    /// are not part of a valid name (a right-to-left override makes one name read as
+    /// another); references naming such a target are refused too, with the character
+    /// escaped in the message.
+    #[test]
+    fn invisible_characters_make_a_name_invalid() {
+        for c in [
+            '\u{202E}',
+            '\u{2066}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{E0041}',
+        ] {
+            let name = format!("app{c}run");
+            assert!(!is_valid_target_name(&name), "{c:?}");
+            assert_eq!(first_invisible(&name), Some((3, c)));
+            let error = resolve_reference("pkg", &format!("./{name}")).map(|l| l.id());
+            assert_eq!(
+                error.map_err(|e| e.to_string()),
+                Err(format!(
+                    "`app\\u{{{:04X}}}run` is not a valid target name",
+                    u32::from(c)
+                ))
+            );
+        }
+        for name in ["Core", "café", "日本", "a-b_c.d", "😀"] {
+            assert!(is_valid_target_name(name), "{name}");
+        }
+    }
+
     fn check(package: &str, reference: &str, expected: &str) {
         let actual = match resolve_reference(package, reference) {
             Ok(label) => label.id(),
