@@ -221,21 +221,104 @@ pub(crate) fn validate_target(
         let _ = once_model::value::write_toml_key(&mut line, key);
         text.push_str(&format!("{line} = {value}\n"));
     }
-    let diagnostics: Vec<LocatedDiagnostic> =
-        crate::edit::check_manifest_text(db, workspace, "<proposed target>", "", &text)
-            .into_iter()
-            .map(|mut diagnostic| {
-                diagnostic.file = None;
-                diagnostic.range = None;
-                LocatedDiagnostic {
-                    diagnostic,
-                    range: None,
-                }
-            })
-            .collect();
+    let checked = crate::edit::check_manifest_text(db, workspace, "<proposed target>", "", &text);
+    let diagnostics: Vec<LocatedDiagnostic> = once_graph::cap_diagnostics(checked)
+        .into_iter()
+        .map(|mut diagnostic| {
+            diagnostic.file = None;
+            diagnostic.range = None;
+            LocatedDiagnostic {
+                diagnostic,
+                range: None,
+            }
+        })
+        .collect();
     Validation {
         valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
         target_count: 1,
         diagnostics,
+    }
+}
+
+/// The tests a change affects, and why some changed paths could select none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AffectedTests {
+    pub tests: Vec<once_graph::AffectedTest>,
+    /// One sentence per changed path that lies outside the workspace or in no package of
+    /// it, so that a job started in the wrong directory does not silently select nothing.
+    pub warnings: Vec<String>,
+}
+
+pub(crate) fn affected_tests(
+    db: &RootDatabase,
+    workspace: Workspace,
+    changed_paths: &[String],
+) -> AffectedTests {
+    let root = workspace.root(db);
+    let mut paths = Vec::with_capacity(changed_paths.len());
+    let mut warnings = Vec::new();
+    for path in changed_paths {
+        let shown = shown_path(path);
+        let Some(normalized) = workspace_relative(db, root, path) else {
+            warnings.push(format!(
+                "`{shown}` is outside the workspace `{}`: it selects no test (changed paths are relative to the workspace root)",
+                root.display()
+            ));
+            continue;
+        };
+        if !once_graph::in_some_package(db, workspace, &normalized) {
+            warnings.push(format!(
+                "`{shown}` is in no package of the workspace (no `once.toml` above it is included): it selects no test"
+            ));
+            continue;
+        }
+        paths.push(normalized);
+    }
+    let tests = if paths.is_empty() && !changed_paths.is_empty() {
+        Vec::new()
+    } else {
+        let changed = once_graph::ChangedPaths::new(db, paths);
+        once_graph::affected_tests(db, workspace, changed).clone()
+    };
+    AffectedTests { tests, warnings }
+}
+
+/// A path as quoted in a warning: control and invisible characters as `\u{XXXX}`.
+fn shown_path(path: &str) -> String {
+    path.chars()
+        .map(|c| {
+            if c.is_control() || once_model::is_invisible(c) {
+                format!("\\u{{{:04X}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A changed path relative to the workspace root, normalised lexically. An absolute path
+/// outside the root spelled through a symbolic link (the root is canonical) is tried once
+/// more with its longest existing ancestor resolved.
+fn workspace_relative(db: &RootDatabase, root: &std::path::Path, path: &str) -> Option<String> {
+    if let Some(relative) = once_graph::normalize_changed_path(root, path) {
+        return Some(relative);
+    }
+    let path = std::path::Path::new(path);
+    if !path.is_absolute() {
+        return None;
+    }
+    let system = once_db::Db::system(db);
+    let mut ancestor = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(canonical) = system.canonicalize(ancestor) {
+            let resolved = rest
+                .iter()
+                .rev()
+                .fold(canonical, |acc: PathBuf, part| acc.join(part));
+            return once_graph::normalize_changed_path(root, &resolved.to_string_lossy());
+        }
+        rest.push(ancestor.file_name()?.to_owned());
+        ancestor = ancestor.parent()?;
     }
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use once_db::{RootDatabase, Workspace, apply_changes, line_index};
 use once_graph::{
-    ChangedPaths, affected_tests, dependency_graph, kind_catalog, manifest, resolved_targets,
-    test_targets, workspace_diagnostics, workspace_packages, workspace_settings,
+    dependency_graph, kind_catalog, manifest, resolved_targets, test_targets,
+    workspace_diagnostics, workspace_packages, workspace_settings,
 };
 use once_model::{Diagnostic, KindSchema, LineColRange};
 
@@ -32,8 +32,9 @@ pub use ide::{
 };
 pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
+pub use once_db::LineIndex;
 pub use once_db::{
-    ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
+    ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
     WorkspaceWatcher, find_workspace_root,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
@@ -411,13 +412,12 @@ impl Analysis {
         self.with_db(|db, ws| test_targets(db, ws).clone())
     }
 
-    /// Tests affected by changed workspace-relative paths; none selects every test.
-    pub fn affected_tests(&self, changed_paths: &[String]) -> Cancellable<Vec<AffectedTest>> {
+    /// Tests affected by changed paths (workspace-relative, or absolute inside the
+    /// workspace; normalised lexically); none selects every test. Paths outside the
+    /// workspace or in no package are warnings.
+    pub fn affected_tests(&self, changed_paths: &[String]) -> Cancellable<AffectedTests> {
         let paths = changed_paths.to_vec();
-        self.with_db(move |db, ws| {
-            let changed = ChangedPaths::new(db, paths);
-            affected_tests(db, ws, changed).clone()
-        })
+        self.with_db(move |db, ws| answers::affected_tests(db, ws, &paths))
     }
 
     /// Number of packages after include/exclude, and their paths.

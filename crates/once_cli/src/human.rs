@@ -15,8 +15,8 @@ macro_rules! println {
 }
 use anstyle::{AnsiColor, Style};
 use once_analysis::{
-    AffectedTest, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget, Validation,
-    WorkspaceInfo,
+    AffectedTest, AffectedTests, LocatedDiagnostic, TargetDetails, TargetSummaryInfo, TestTarget,
+    Validation, WorkspaceInfo,
 };
 use once_model::{Example, KindSchema, Severity};
 
@@ -412,11 +412,19 @@ pub fn tests(tests: &[TestTarget]) {
     }
 }
 
-pub fn affected_tests(tests: &[AffectedTest]) {
+pub fn affected_tests(affected: &AffectedTests) {
+    let tests = &affected.tests;
     if tests.is_empty() {
         println!("affected tests: none");
-        return;
+    } else {
+        affected_test_list(tests);
     }
+    for warning in &affected.warnings {
+        println!("{}: {warning}", paint(WARNING, "warning"));
+    }
+}
+
+fn affected_test_list(tests: &[AffectedTest]) {
     println!(
         "{}",
         paint(BOLD, format!("affected tests ({}):", tests.len()))

@@ -254,12 +254,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             all.extend(changed_paths.iter().cloned());
             let affected = answer(analysis.affected_tests(&all))?;
             if json {
-                print_json(
-                    &affected
-                        .iter()
-                        .map(once_json::affected_test)
-                        .collect::<Vec<_>>(),
-                )?
+                print_json(&once_json::affected_tests(&affected))?
             } else {
                 human::affected_tests(&affected)
             }

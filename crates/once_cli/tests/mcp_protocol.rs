@@ -821,3 +821,55 @@ fn materializing_outside_the_workspace_include_says_so() {
     assert_eq!(inside["structuredContent"]["result"]["warnings"], json!([]));
     assert_eq!(server.finish(), 0);
 }
+
+/// Changed paths are normalised (`./`, `//`, `x/..`, absolute inside the workspace); the
+/// ones outside the workspace are `warnings` beside `result` instead of a silent "none".
+#[test]
+fn affected_tests_normalise_paths_and_warn_about_the_rest() {
+    let mut server = Server::start(&[]);
+    server.initialize("2025-11-25");
+    let absolute = server._workspace.path().join("libs/text/src/lib.rs");
+    let spellings = [
+        "libs/text/src/lib.rs".to_owned(),
+        "libs/text/./src/lib.rs".to_owned(),
+        "libs//text/src/lib.rs".to_owned(),
+        "libs/x/../text/src/lib.rs".to_owned(),
+        absolute.to_string_lossy().into_owned(),
+    ];
+    let mut answers = Vec::new();
+    for (id, path) in spellings.iter().enumerate() {
+        let result = server.call(
+            id as i64 + 1,
+            "once_query_affected_tests",
+            json!({ "changed_paths": [path] }),
+        );
+        assert_eq!(result["isError"], false, "{path}: {result}");
+        assert_eq!(result["structuredContent"]["warnings"], json!([]), "{path}");
+        answers.push(result["structuredContent"]["result"].clone());
+    }
+    assert_eq!(answers[0].as_array().map(Vec::len), Some(4));
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+
+    let result = server.call(
+        10,
+        "once_query_affected_tests",
+        json!({ "changed_paths": ["/etc/passwd", "../elsewhere/lib.rs"] }),
+    );
+    let content = &result["structuredContent"];
+    assert_eq!(content["result"], json!([]));
+    let warnings = content["warnings"].as_array().expect("warnings are a list");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .is_some_and(|w| w.starts_with("`/etc/passwd` is outside the workspace")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1]
+            .as_str()
+            .is_some_and(|w| w.starts_with("`../elsewhere/lib.rs` is outside the workspace")),
+        "{warnings:?}"
+    );
+    assert_eq!(server.finish(), 0);
+}

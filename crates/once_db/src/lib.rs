@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 
 pub use changes::{ChangeEvent, apply_changes};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
-pub use files::{File, LineIndex, SourceText, line_index, source_text};
+pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
 pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System, WriteLock};
 pub use watch::WorkspaceWatcher;

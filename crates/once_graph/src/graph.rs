@@ -2,7 +2,7 @@
 
 use once_db::{Db, Package, Workspace};
 use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::resolve::resolved_targets;
 use crate::settings::{package_by_path, workspace_packages};
@@ -137,6 +137,7 @@ pub fn reverse_deps(db: &dyn Db, workspace: Workspace) -> Vec<Vec<usize>> {
 pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
     let graph = dependency_graph(db, workspace);
     let mut cycles: Vec<Vec<usize>> = Vec::new();
+    let mut known_cycles: FxHashSet<Vec<usize>> = FxHashSet::default();
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         New,
@@ -144,6 +145,8 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
         Done,
     }
     let mut state = vec![State::New; graph.nodes.len()];
+    // Where each node on the stack sits in it, so closing a cycle does not search the stack.
+    let mut stack_position = vec![0usize; graph.nodes.len()];
     for start in 0..graph.nodes.len() {
         if state[start] != State::New {
             continue;
@@ -151,16 +154,18 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
         // Iterative depth-first search: (node, next edge to visit).
         let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
         state[start] = State::OnStack;
+        stack_position[start] = 0;
         while let Some(&mut (node, ref mut next)) = stack.last_mut() {
             if let Some(&(to, ..)) = graph.nodes[node].edges.get(*next) {
                 *next += 1;
                 match state[to] {
                     State::New => {
                         state[to] = State::OnStack;
+                        stack_position[to] = stack.len();
                         stack.push((to, 0));
                     }
                     State::OnStack => {
-                        let position = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
+                        let position = stack_position[to];
                         let mut cycle: Vec<usize> =
                             stack[position..].iter().map(|&(n, _)| n).collect();
                         let smallest = cycle
@@ -169,7 +174,7 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
                             .min_by_key(|(_, n)| **n)
                             .map_or(0, |(i, _)| i);
                         cycle.rotate_left(smallest);
-                        if !cycles.contains(&cycle) {
+                        if known_cycles.insert(cycle.clone()) {
                             cycles.push(cycle);
                         }
                     }
@@ -181,6 +186,7 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
             }
         }
     }
+    let mut targets_by_name = TargetsByName::default();
     cycles
         .into_iter()
         .map(|cycle| {
@@ -188,12 +194,10 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
             let second = cycle.get(1).copied().unwrap_or(cycle[0]);
             let mut path: Vec<&str> = cycle.iter().map(|&n| graph.nodes[n].id.as_str()).collect();
             path.push(first.id.as_str());
-            let attribute = first
-                .edges
-                .iter()
-                .find(|(to, _)| *to == second)
-                .map_or_else(|| "deps".to_owned(), |(_, a)| a.clone());
-            let range = edge_range(
+            let attribute = targets_by_name
+                .edge_attribute(graph, cycle[0], second)
+                .to_owned();
+            let range = targets_by_name.edge_range(
                 db,
                 workspace,
                 &first.id,
@@ -215,26 +219,67 @@ pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// The text range of the reference from `from` to `to` in `from`'s manifest.
-fn edge_range(
-    db: &dyn Db,
-    workspace: Workspace,
-    from: &str,
-    to: &str,
-    attribute: &str,
-) -> TextRange {
-    let label = TargetLabel::from_id(from);
-    let Some(package) = package_by_path(db, workspace).get(&label.package) else {
-        return TextRange::default();
-    };
-    resolved_targets(db, package)
-        .targets
-        .iter()
-        .find(|t| t.label.name == label.name)
-        .and_then(|t| {
-            t.deps
+/// Each package's targets by name, and each target's references by (target id, attribute),
+/// built for the targets a cycle passes through, so that placing many cycles in one
+/// package or on one target does not search its targets or references once per cycle.
+#[derive(Default)]
+struct TargetsByName {
+    packages: FxHashMap<Package, FxHashMap<String, usize>>,
+    references: FxHashMap<(Package, usize), FxHashMap<(String, String), TextRange>>,
+    /// Graph node → the attribute of its first edge to each dependency.
+    edges: FxHashMap<usize, FxHashMap<usize, String>>,
+}
+
+impl TargetsByName {
+    /// The attribute of the first edge from node `from` to node `to` (`deps` when none).
+    fn edge_attribute(&mut self, graph: &DependencyGraph, from: usize, to: usize) -> &str {
+        let edges = self.edges.entry(from).or_insert_with(|| {
+            let mut edges = FxHashMap::default();
+            for (dependency, attribute) in &graph.nodes[from].edges {
+                edges
+                    .entry(*dependency)
+                    .or_insert_with(|| attribute.clone());
+            }
+            edges
+        });
+        edges.get(&to).map_or("deps", String::as_str)
+    }
+
+    /// The text range of the reference from `from` to `to` in `from`'s manifest.
+    fn edge_range(
+        &mut self,
+        db: &dyn Db,
+        workspace: Workspace,
+        from: &str,
+        to: &str,
+        attribute: &str,
+    ) -> TextRange {
+        let label = TargetLabel::from_id(from);
+        let Some(package) = package_by_path(db, workspace).get(&label.package) else {
+            return TextRange::default();
+        };
+        let targets = &resolved_targets(db, package).targets;
+        let by_name = self.packages.entry(package).or_insert_with(|| {
+            targets
                 .iter()
-                .find(|d| d.label.id() == to && role_attribute(&d.role) == attribute)
-        })
-        .map_or_else(TextRange::default, |d| d.range)
+                .enumerate()
+                .map(|(i, t)| (t.label.name.clone(), i))
+                .collect()
+        });
+        let Some(&index) = by_name.get(&label.name) else {
+            return TextRange::default();
+        };
+        let references = self.references.entry((package, index)).or_insert_with(|| {
+            let mut references = FxHashMap::default();
+            for dep in &targets[index].deps {
+                let key = (dep.label.id(), role_attribute(&dep.role));
+                references.entry(key).or_insert(dep.range);
+            }
+            references
+        });
+        references
+            .get(&(to.to_owned(), attribute.to_owned()))
+            .copied()
+            .unwrap_or_default()
+    }
 }

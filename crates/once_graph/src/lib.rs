@@ -49,6 +49,9 @@ pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
 };
 pub use tests::{
-    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, owners, test_targets,
+    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
+    normalize_changed_path, owners, test_targets,
 };
-pub use validate::{file_diagnostics, workspace_diagnostics};
+pub use validate::{
+    MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, file_diagnostics, workspace_diagnostics,
+};

@@ -194,12 +194,22 @@ pub fn read_manifest_text(file: &str, package: &str, text: &str) -> Manifest {
 
 fn read_parsed(mut reader: Reader, parse: &once_syntax::Parse) -> Manifest {
     let document = once_syntax::value::document(parse);
-    for error in &document.errors {
-        reader.diagnostics.push(
-            Diagnostic::new(DiagnosticCode::SyntaxError, error.message.clone())
-                .at(reader.file.clone(), range(error.range)),
-        );
+    // Only the syntax errors that will be reported become diagnostics: a broken file can
+    // hold millions, and the rest are only counted.
+    let cap = crate::validate::MAX_DIAGNOSTICS_PER_CODE;
+    let syntax_error = |error: &once_syntax::SyntaxError| {
+        Diagnostic::new(DiagnosticCode::SyntaxError, error.message.clone())
+            .at(reader.file.clone(), range(error.range))
+    };
+    let mut diagnostics: Vec<Diagnostic> =
+        document.errors.iter().take(cap).map(syntax_error).collect();
+    if let Some(first_omitted) = document.errors.get(cap) {
+        diagnostics.push(crate::validate::omitted(
+            &syntax_error(first_omitted),
+            document.errors.len() - cap,
+        ));
     }
+    reader.diagnostics.extend(diagnostics);
     reader.read_document(&document.root)
 }
 
@@ -237,7 +247,8 @@ impl Reader {
             targets,
             workspace,
             modules,
-            diagnostics: self.diagnostics,
+            // A broken file can hold millions of errors: keep what is worth reading.
+            diagnostics: crate::validate::cap_diagnostics(self.diagnostics),
         }
     }
 

@@ -13,9 +13,9 @@ use globset::{GlobBuilder, GlobMatcher};
 use once_db::{Db, Package, Workspace};
 use once_model::{
     AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, KindSchema, TargetLabel, TextRange,
-    is_valid_target_name, resolve_reference,
+    escape_invisible, first_invisible, is_invisible, is_valid_target_name, resolve_reference,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::kinds::{KindCatalog, kind_catalog};
 use crate::manifests::{
@@ -145,7 +145,7 @@ pub fn resolve_manifest(
     files: Option<&[String]>,
 ) -> ResolvedPackage {
     let mut out = ResolvedPackage::default();
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: FxHashSet<String> = FxHashSet::default();
     for (index, decl) in manifest.targets.iter().enumerate() {
         let mut checker = TargetChecker {
             manifest,
@@ -174,10 +174,12 @@ pub fn resolve_manifest(
                 );
                 continue;
             }
-            seen.push(resolved.label.name.clone());
+            seen.insert(resolved.label.name.clone());
             out.targets.push(resolved);
         }
     }
+    // Kept (and cloned by every reader) only as far as they are reported.
+    out.diagnostics = crate::validate::cap_diagnostics(out.diagnostics);
     out
 }
 
@@ -235,6 +237,27 @@ impl TargetChecker<'_> {
                 )
                 .repairs
                 .push("Add `name = \"…\"`, one path segment such as `Core`".into());
+                None
+            }
+            Some(name) if let Some((offset, c)) = first_invisible(&name.value) => {
+                let message = format!(
+                    "target name `{}` contains U+{:04X}, an invisible or bidirectional control character",
+                    escape_invisible(&name.value),
+                    u32::from(c)
+                );
+                let repair = format!(
+                    "Remove the invisible characters: `{}`",
+                    suggest_name(&name.value)
+                );
+                let range = character_range(name, offset, c);
+                self.report(
+                    DiagnosticCode::InvalidTargetName,
+                    message,
+                    range,
+                    Some("name"),
+                )
+                .repairs
+                .push(repair);
                 None
             }
             Some(name) if !is_valid_target_name(&name.value) => {
@@ -397,7 +420,7 @@ impl TargetChecker<'_> {
                 }
             };
             if let Some(files) = files
-                && !files.iter().any(|f| matcher.matches(f))
+                && !matcher.matches_any(files)
             {
                 let place = if package.is_empty() {
                     "the root package".to_owned()
@@ -736,9 +759,10 @@ impl TargetChecker<'_> {
             return false;
         }
         if !spec.allowed_values.is_empty() {
+            let allowed: FxHashSet<&str> = spec.allowed_values.iter().map(String::as_str).collect();
             let bad = string_elements(value)
                 .into_iter()
-                .find(|(s, _)| !spec.allowed_values.iter().any(|a| a == s));
+                .find(|(s, _)| !allowed.contains(s));
             if let Some((bad, bad_range)) = bad {
                 let allowed = spec.allowed_values.join(", ");
                 let place = branch.map_or(String::new(), |b| format!(" in select branch `{b}`"));
@@ -827,9 +851,25 @@ fn valid_package_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The source range of character `c` at byte `offset` of a string value: exact when the
+/// string is written on one line without escapes (its text is then the value between two
+/// quotes: every escape is longer than what it stands for), else the whole value.
+fn character_range(value: &Spanned<String>, offset: usize, c: char) -> TextRange {
+    let written = value.range.end.saturating_sub(value.range.start) as usize;
+    if written != value.value.len() + 2 {
+        return value.range;
+    }
+    let start = value.range.start + 1 + offset as u32;
+    TextRange {
+        start,
+        end: start + c.len_utf8() as u32,
+    }
+}
+
 fn suggest_name(name: &str) -> String {
     let cleaned: String = name
         .chars()
+        .filter(|&c| !is_invisible(c))
         .map(|c| {
             if matches!(c, '/' | '\\' | ':') || c.is_whitespace() {
                 '_'
@@ -898,6 +938,28 @@ impl SourcePattern {
         let compiled = SourcePattern::new(pattern).map(Arc::new);
         entries.insert(pattern.to_owned(), compiled.clone());
         compiled
+    }
+
+    /// Whether any of the sorted package-relative `files` matches. A literal is two binary
+    /// searches (the file itself, then the files below it as a directory), so checking a
+    /// manifest's literal `srcs` costs a logarithm per entry, not the package's file count.
+    pub fn matches_any(&self, sorted_files: &[String]) -> bool {
+        match self {
+            SourcePattern::Literal(literal) => {
+                if sorted_files
+                    .binary_search_by(|f| f.as_str().cmp(literal))
+                    .is_ok()
+                {
+                    return true;
+                }
+                let directory = format!("{literal}/");
+                let first = sorted_files.partition_point(|f| f.as_str() < directory.as_str());
+                sorted_files
+                    .get(first)
+                    .is_some_and(|f| f.starts_with(&directory))
+            }
+            SourcePattern::Glob(_) => sorted_files.iter().any(|f| self.matches(f)),
+        }
     }
 
     /// Whether a package-relative file matches (a literal directory matches its files).

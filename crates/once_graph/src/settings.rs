@@ -177,6 +177,22 @@ impl PackageIndex {
             .map(|i| self.entries[i].1)
     }
 
+    /// Whether a package lies at `path` or below it (every package, for the root `""`).
+    pub fn has_at_or_below(&self, path: &str) -> bool {
+        if path.is_empty() {
+            return !self.entries.is_empty();
+        }
+        let directory = format!("{path}/");
+        let first = self
+            .entries
+            .partition_point(|(p, _)| p.as_str() < directory.as_str());
+        self.get(path).is_some()
+            || self
+                .entries
+                .get(first)
+                .is_some_and(|(p, _)| p.starts_with(&directory))
+    }
+
     /// The deepest package whose directory contains the workspace-relative `path` (a
     /// package directory itself belongs to the package above it).
     pub fn owner_of(&self, path: &str) -> Option<Package> {

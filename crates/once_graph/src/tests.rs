@@ -90,7 +90,9 @@ pub struct Owner {
 
 /// The targets that own `path`, with why. A directory stands for every file below it.
 pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
-    let path = normalize(db, workspace, path);
+    let Some(path) = normalize_changed_path(workspace.root(db), path) else {
+        return Vec::new();
+    };
     let mut found = file_owners(db, workspace, &path);
     if found.is_empty() {
         for file in files_below(db, workspace, &path) {
@@ -146,12 +148,7 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
         ownership,
         path: path.to_owned(),
     };
-    let settings = workspace_settings(db, workspace);
-    let is_module = settings
-        .module_paths
-        .iter()
-        .any(|pattern| SourcePattern::cached(pattern).is_ok_and(|p| p.matches(path)));
-    if is_module {
+    if is_module_path(db, workspace, path) {
         return dependency_graph(db, workspace)
             .nodes
             .iter()
@@ -196,20 +193,57 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
         .collect()
 }
 
-/// A workspace-relative `/`-separated path: absolute paths inside the root lose the
-/// root, `./` and trailing `/` are dropped.
-fn normalize(db: &dyn Db, workspace: Workspace, path: &str) -> String {
-    let root = workspace.root(db);
-    let path = match std::path::Path::new(path).strip_prefix(root) {
-        Ok(relative) => relative.to_string_lossy().into_owned(),
-        Err(_) => path.to_owned(),
-    };
+/// Whether a workspace-relative path is a registered project module.
+fn is_module_path(db: &dyn Db, workspace: Workspace, path: &str) -> bool {
+    workspace_settings(db, workspace)
+        .module_paths
+        .iter()
+        .any(|pattern| SourcePattern::cached(pattern).is_ok_and(|p| p.matches(path)))
+}
+
+/// Whether a normalised workspace-relative path can reach a target at all: it lies in a
+/// package the workspace includes, is a directory holding one, or is a project module.
+pub fn in_some_package(db: &dyn Db, workspace: Workspace, path: &str) -> bool {
+    let included = package_by_path(db, workspace);
+    package_directories(db, workspace)
+        .owner_of(path)
+        .is_some_and(|package| included.get(package.path(db)) == Some(package))
+        || included.has_at_or_below(path)
+        || is_module_path(db, workspace, path)
+}
+
+/// A changed path as a workspace-relative `/`-separated path, lexically: `\` is a
+/// separator, empty and `.` segments are dropped, `..` removes the segment before it, and
+/// an absolute path must lie under `root` (which it loses). `None` when the path leaves
+/// the workspace. The file system is not consulted; a deleted file normalises like any other.
+pub fn normalize_changed_path(root: &std::path::Path, path: &str) -> Option<String> {
     let path = path.replace('\\', "/");
-    let path = path.trim_start_matches("./");
-    if path == "." {
-        return String::new();
+    let absolute = path.starts_with('/');
+    let segments = lexical_segments(&path, absolute)?;
+    if !absolute {
+        return Some(segments.join("/"));
     }
-    path.trim_end_matches('/').to_owned()
+    let root = root.to_string_lossy().replace('\\', "/");
+    let root_segments = lexical_segments(&root, true)?;
+    Some(segments.strip_prefix(root_segments.as_slice())?.join("/"))
+}
+
+/// The segments of a `/`-separated path without empty, `.` and `..` segments. `None` when
+/// a relative path climbs above its start; an absolute one stays at `/`.
+fn lexical_segments(path: &str, absolute: bool) -> Option<Vec<&str>> {
+    let mut segments = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if segments.pop().is_none() && !absolute {
+                    return None;
+                }
+            }
+            segment => segments.push(segment),
+        }
+    }
+    Some(segments)
 }
 
 /// A test selected by a change, with the reasons.
@@ -256,8 +290,7 @@ pub fn affected_tests<'db>(
     let mut visited_by = vec![usize::MAX; graph.nodes.len()];
     let mut queue = Vec::new();
     for path in changed.paths(db) {
-        let path = normalize(db, workspace, path);
-        for owner in owners(db, workspace, &path) {
+        for owner in owners(db, workspace, path) {
             let Some(start) = graph.index_of(&owner.target) else {
                 continue;
             };
@@ -290,10 +323,17 @@ pub fn affected_tests<'db>(
     reached
         .into_iter()
         .map(|(node, hits)| {
-            let mut reasons = Vec::new();
+            // Direct reasons ("changed …") first, then inherited ones ("depends on …"),
+            // each once, in the order the walks found them.
+            let mut seen = FxHashSet::default();
+            let (mut reasons, mut inherited) = (Vec::new(), Vec::new());
             for (source, direct) in hits {
-                push_reason(&mut reasons, reason(&sources[source], direct));
+                let reason = reason(&sources[source], direct);
+                if seen.insert(reason.clone()) {
+                    if direct { &mut reasons } else { &mut inherited }.push(reason);
+                }
             }
+            reasons.append(&mut inherited);
             AffectedTest {
                 id: graph.nodes[node].id.clone(),
                 kind: graph.nodes[node].kind.clone(),
@@ -320,22 +360,5 @@ fn reason(source: &Owner, direct: bool) -> String {
         (Ownership::Manifest, false) => {
             format!("depends on `{owner}`, whose manifest `{path}` changed")
         }
-    }
-}
-
-/// Adds a reason once; direct reasons ("changed …") stay ahead of inherited ones
-/// ("depends on …").
-fn push_reason(list: &mut Vec<String>, reason: String) {
-    if list.contains(&reason) {
-        return;
-    }
-    if reason.starts_with("changed ") {
-        let first_inherited = list
-            .iter()
-            .position(|r| !r.starts_with("changed "))
-            .unwrap_or(list.len());
-        list.insert(first_inherited, reason);
-    } else {
-        list.push(reason);
     }
 }

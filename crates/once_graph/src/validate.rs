@@ -2,6 +2,7 @@
 
 use once_db::{Db, Package, PackageFilter, Workspace};
 use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
+use rustc_hash::FxHashMap;
 
 use crate::graph::dependency_cycles;
 use crate::kinds::{kind_catalog, module_diagnostics};
@@ -182,7 +183,85 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     diagnostics.sort_by(|a, b| {
         (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code))
     });
-    diagnostics.into_boxed_slice()
+    cap_diagnostics(diagnostics).into_boxed_slice()
+}
+
+/// How many diagnostics of one code one file reports; the rest are counted in one
+/// `diagnostics_omitted` diagnostic.
+pub const MAX_DIAGNOSTICS_PER_CODE: usize = 100;
+
+/// Keeps the first [`MAX_DIAGNOSTICS_PER_CODE`] diagnostics of each code in each file, in
+/// their order, and puts one `diagnostics_omitted` diagnostic in place of the first one left
+/// out, saying how many were (a file of 40,000 broken lines, or 400,000 missing sources,
+/// would otherwise answer with that many diagnostics). Applying it twice changes nothing.
+pub fn cap_diagnostics(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    if diagnostics.len() <= MAX_DIAGNOSTICS_PER_CODE {
+        return diagnostics;
+    }
+    let mut totals: FxHashMap<(Option<&str>, DiagnosticCode), usize> = FxHashMap::default();
+    for d in &diagnostics {
+        *totals.entry((d.file.as_deref(), d.code)).or_default() += 1;
+    }
+    if totals
+        .values()
+        .all(|&total| total <= MAX_DIAGNOSTICS_PER_CODE)
+    {
+        return diagnostics;
+    }
+    let totals: FxHashMap<(Option<String>, DiagnosticCode), usize> = totals
+        .into_iter()
+        .map(|((file, code), total)| ((file.map(str::to_owned), code), total))
+        .collect();
+    // Per (file, code): how many were seen, and where the summary went.
+    let mut seen: FxHashMap<(Option<String>, DiagnosticCode), (usize, Option<usize>)> =
+        FxHashMap::default();
+    let mut kept = Vec::with_capacity(totals.len() * (MAX_DIAGNOSTICS_PER_CODE + 1));
+    for diagnostic in diagnostics {
+        let key = (diagnostic.file.clone(), diagnostic.code);
+        let total = totals.get(&key).copied().unwrap_or(0);
+        let (count, summary) = seen.entry(key).or_insert((0, None));
+        *count += 1;
+        if *count <= MAX_DIAGNOSTICS_PER_CODE {
+            kept.push(diagnostic);
+            continue;
+        }
+        match *summary {
+            Some(at) => {
+                let summary: &mut Diagnostic = &mut kept[at];
+                summary.severity = summary.severity.min(diagnostic.severity);
+            }
+            None => {
+                *summary = Some(kept.len());
+                kept.push(omitted(&diagnostic, total - MAX_DIAGNOSTICS_PER_CODE));
+            }
+        }
+    }
+    kept
+}
+
+/// The `diagnostics_omitted` diagnostic for `omitted` diagnostics of `first`'s code.
+pub(crate) fn omitted(first: &Diagnostic, omitted: usize) -> Diagnostic {
+    let code = first.code;
+    let place = match &first.file {
+        Some(_) => " in this file",
+        None => "",
+    };
+    let (plural, verb) = if omitted == 1 {
+        ("", "is")
+    } else {
+        ("s", "are")
+    };
+    let mut diagnostic = Diagnostic::new(
+        DiagnosticCode::DiagnosticsOmitted,
+        format!(
+            "{omitted} more `{code}` diagnostic{plural}{place} {verb} not shown: only the first {MAX_DIAGNOSTICS_PER_CODE} of each code are reported"
+        ),
+    )
+    .with_repair("Fix the reported ones and validate again to see the rest");
+    diagnostic.severity = first.severity;
+    diagnostic.file = first.file.clone();
+    diagnostic.range = first.range;
+    diagnostic
 }
 
 /// Diagnostics of the root manifest's `[workspace]` and `[modules]` tables.
@@ -273,5 +352,5 @@ pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnost
         ))
     });
     diagnostics.dedup();
-    diagnostics.into_boxed_slice()
+    cap_diagnostics(diagnostics).into_boxed_slice()
 }

@@ -577,6 +577,22 @@ pub fn affected_test(t: &AffectedTest) -> AffectedTestDto {
     }
 }
 
+/// `once query affected-tests --format json`: the tests, and the changed paths that could
+/// select none (outside the workspace, or in no package). Over MCP the tests are the
+/// tool's `result` and `warnings` sits beside it.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct AffectedTestsDto {
+    pub tests: Vec<AffectedTestDto>,
+    pub warnings: Vec<String>,
+}
+
+pub fn affected_tests(answer: &once_analysis::AffectedTests) -> AffectedTestsDto {
+    AffectedTestsDto {
+        tests: answer.tests.iter().map(affected_test).collect(),
+        warnings: answer.warnings.clone(),
+    }
+}
+
 /// Reads an `apply-edit` request: `{package, operations: [{op, …}]}`.
 pub fn edit_request(value: &Value) -> Result<once_analysis::EditRequest, String> {
     use once_analysis::EditOperation;

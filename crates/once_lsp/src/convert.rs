@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use lsp_types::{Position, Range, Uri};
-use once_analysis::LineCol;
 use once_analysis::ide::LineColRange;
+use once_analysis::{ColumnUnit, LineCol, LineIndex};
 
 /// The position encoding agreed in `initialize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,78 +19,61 @@ pub enum Encoding {
     Utf16,
 }
 
-fn line_text(text: &str, line0: usize) -> &str {
-    let line = text.split('\n').nth(line0).unwrap_or("");
-    line.strip_suffix('\r').unwrap_or(line)
+impl Encoding {
+    fn unit(self) -> ColumnUnit {
+        match self {
+            Encoding::Utf8 => ColumnUnit::Utf8,
+            Encoding::Utf16 => ColumnUnit::Utf16,
+        }
+    }
 }
 
-/// A protocol position → the analysis' line/column in `text`.
-pub fn from_position(text: &str, encoding: Encoding, position: Position) -> LineCol {
-    let line = line_text(text, position.line as usize);
-    let mut units = 0u32;
-    let mut column = 0u32;
-    for c in line.chars() {
-        if units >= position.character {
-            break;
-        }
-        units += match encoding {
-            Encoding::Utf8 => c.len_utf8() as u32,
-            Encoding::Utf16 => c.len_utf16() as u32,
-        };
-        column += 1;
-    }
+/// A protocol position → the analysis' line/column in the indexed text.
+///
+/// Every conversion goes through a [`LineIndex`] built once per text, so converting all
+/// of a document's diagnostics costs a lookup each, not a scan of the text each.
+pub fn from_position(index: &LineIndex, encoding: Encoding, position: Position) -> LineCol {
+    let column = index
+        .offset_in_line(position.line as usize, position.character, encoding.unit())
+        .map_or(0, |offset| index.column_units(offset, ColumnUnit::Scalar));
     LineCol {
         line: position.line + 1,
         column: column + 1,
     }
 }
 
-/// The analysis' line/column in `text` → a protocol position.
-pub fn to_position(text: &str, encoding: Encoding, at: LineCol) -> Position {
+/// The analysis' line/column in the indexed text → a protocol position.
+pub fn to_position(index: &LineIndex, encoding: Encoding, at: LineCol) -> Position {
     let line0 = at.line.saturating_sub(1);
-    let line = line_text(text, line0 as usize);
-    let character = line
-        .chars()
-        .take(at.column.saturating_sub(1) as usize)
-        .map(|c| match encoding {
-            Encoding::Utf8 => c.len_utf8() as u32,
-            Encoding::Utf16 => c.len_utf16() as u32,
-        })
-        .sum();
+    let character = index
+        .offset_in_line(
+            line0 as usize,
+            at.column.saturating_sub(1),
+            ColumnUnit::Scalar,
+        )
+        .map_or(0, |offset| index.column_units(offset, encoding.unit()));
     Position::new(line0, character)
 }
 
-pub fn to_range(text: &str, encoding: Encoding, range: LineColRange) -> Range {
+pub fn to_range(index: &LineIndex, encoding: Encoding, range: LineColRange) -> Range {
     Range::new(
-        to_position(text, encoding, range.start),
-        to_position(text, encoding, range.end),
+        to_position(index, encoding, range.start),
+        to_position(index, encoding, range.end),
     )
 }
 
-pub fn from_range(text: &str, encoding: Encoding, range: Range) -> LineColRange {
+pub fn from_range(index: &LineIndex, encoding: Encoding, range: Range) -> LineColRange {
     LineColRange {
-        start: from_position(text, encoding, range.start),
-        end: from_position(text, encoding, range.end),
+        start: from_position(index, encoding, range.start),
+        end: from_position(index, encoding, range.end),
     }
 }
 
-/// The byte offset of a protocol position in `text` (clamped).
-pub fn offset(text: &str, encoding: Encoding, position: Position) -> usize {
-    let at = from_position(text, encoding, position);
-    let mut start = 0;
-    for _ in 1..at.line {
-        match text[start..].find('\n') {
-            Some(nl) => start += nl + 1,
-            None => return text.len(),
-        }
-    }
-    let line_end = text[start..].find('\n').map_or(text.len(), |nl| start + nl);
-    let line = &text[start..line_end];
-    start
-        + line
-            .char_indices()
-            .nth(at.column.saturating_sub(1) as usize)
-            .map_or(line.len(), |(i, _)| i)
+/// The byte offset of a protocol position in the indexed text (clamped).
+pub fn offset(index: &LineIndex, encoding: Encoding, position: Position) -> usize {
+    index
+        .offset_in_line(position.line as usize, position.character, encoding.unit())
+        .map_or(index.text().len(), |offset| offset as usize)
 }
 
 /// A `file:` URI → a path (percent-decoded).
@@ -139,7 +122,8 @@ mod tests {
 
     #[test]
     fn utf16_and_utf8_columns() {
-        let text = "a = \"😀é\"\nb";
+        let index = LineIndex::new("a = \"😀é\"\nb".into());
+        let text = &index;
         // After the emoji: 1 scalar, 2 UTF-16 units, 4 UTF-8 bytes.
         let at = LineCol { line: 1, column: 7 };
         assert_eq!(to_position(text, Encoding::Utf16, at), Position::new(0, 7));
@@ -152,7 +136,27 @@ mod tests {
         assert_eq!(offset(text, Encoding::Utf16, Position::new(0, 7)), 9);
         assert_eq!(
             offset(text, Encoding::Utf16, Position::new(1, 1)),
-            text.len()
+            text.text().len()
+        );
+    }
+
+    /// A position on line `n` costs a lookup, not a walk over `n` lines: converting one
+    /// diagnostic per line of a 100,000-line document (the ranges the server publishes)
+    /// took minutes when each conversion split the text from its start.
+    #[test]
+    fn converting_a_position_per_line_is_linear() {
+        let index = LineIndex::new("=\n".repeat(100_000).into());
+        let started = std::time::Instant::now();
+        for line in 1..=100_000 {
+            let at = LineCol { line, column: 2 };
+            let position = to_position(&index, Encoding::Utf16, at);
+            assert_eq!(position, Position::new(line - 1, 1));
+            assert_eq!(from_position(&index, Encoding::Utf16, position), at);
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
         );
     }
 

@@ -35,8 +35,8 @@ use lsp_types::{
     TextDocumentSyncSaveOptions, Uri, WorkspaceEdit,
 };
 use once_analysis::{
-    Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LocatedDiagnostic, OsSystem,
-    System, WorkspaceWatcher, default_prime_threads, find_workspace_root,
+    Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LineIndex, LocatedDiagnostic,
+    OsSystem, System, WorkspaceWatcher, default_prime_threads, find_workspace_root,
 };
 use serde_json::Value;
 
@@ -379,8 +379,9 @@ impl Server<'_> {
                 for change in params.content_changes {
                     match change.range {
                         Some(range) => {
-                            let start = convert::offset(&doc.text, encoding, range.start);
-                            let end = convert::offset(&doc.text, encoding, range.end).max(start);
+                            let index = LineIndex::new(doc.text.as_str().into());
+                            let start = convert::offset(&index, encoding, range.start);
+                            let end = convert::offset(&index, encoding, range.end).max(start);
                             doc.text.replace_range(start..end, &change.text);
                         }
                         None => doc.text = change.text,
@@ -453,9 +454,11 @@ impl Server<'_> {
         let mut outgoing = Vec::new();
         for (path, doc) in &self.docs {
             let located = by_file.get(path).map(Vec::as_slice).unwrap_or_default();
+            // One index per document: each diagnostic's conversion is then a lookup.
+            let index = LineIndex::new(doc.text.as_str().into());
             let diagnostics: Vec<lsp_types::Diagnostic> = located
                 .iter()
-                .map(|d| to_diagnostic(&doc.uri, &doc.text, self.encoding, d))
+                .map(|d| to_diagnostic(&doc.uri, &index, self.encoding, d))
                 .collect();
             if self.published.get(path) != Some(&diagnostics) {
                 self.published.insert(path.clone(), diagnostics.clone());
@@ -546,12 +549,21 @@ fn json<T: serde::Serialize>(value: T) -> Value {
 }
 
 impl Snapshot {
-    /// The text of a workspace file: the open buffer, else what the database read.
-    fn text(&self, path: &str) -> Cancellable<String> {
-        if let Some(text) = self.docs.get(path) {
-            return Ok(text.clone());
+    /// The line index of a workspace file: the open buffer, else what the database read.
+    fn text_index(&self, path: &str) -> Cancellable<LineIndex> {
+        if let Some(index) = self.document_index(path) {
+            return Ok(index);
         }
-        Ok(self.analysis.file_text(path)?.unwrap_or_default())
+        Ok(LineIndex::new(
+            self.analysis.file_text(path)?.unwrap_or_default().into(),
+        ))
+    }
+
+    /// The line index of an open document (empty when it is not open).
+    fn document_index(&self, path: &str) -> Option<LineIndex> {
+        self.docs
+            .get(path)
+            .map(|text| LineIndex::new(text.as_str().into()))
     }
 
     fn location(
@@ -559,30 +571,32 @@ impl Snapshot {
         file: &str,
         range: once_analysis::ide::LineColRange,
     ) -> Cancellable<Option<Location>> {
-        let text = self.text(file)?;
+        let index = self.text_index(file)?;
         Ok(
             convert::path_to_uri(&self.root.join(file)).map(|uri| Location {
                 uri,
-                range: convert::to_range(&text, self.encoding, range),
+                range: convert::to_range(&index, self.encoding, range),
             }),
         )
     }
 
     fn dispatch(&self, method: &str, params: Value) -> Result<Cancellable<Value>, RequestError> {
         let position_params =
-            |params: Value| -> Result<(String, String, once_analysis::LineCol), RequestError> {
+            |params: Value| -> Result<(String, LineIndex, once_analysis::LineCol), RequestError> {
                 let p: lsp_types::TextDocumentPositionParams = parse(params)?;
                 let path = relative_path(&self.root, &p.text_document.uri).ok_or_else(|| {
                     RequestError::BadParams("document outside the workspace".into())
                 })?;
-                let text = self.docs.get(&path).cloned().unwrap_or_default();
-                let at = convert::from_position(&text, self.encoding, p.position);
-                Ok((path, text, at))
+                let index = self
+                    .document_index(&path)
+                    .unwrap_or_else(|| LineIndex::new("".into()));
+                let at = convert::from_position(&index, self.encoding, p.position);
+                Ok((path, index, at))
             };
         Ok(match method {
             Completion::METHOD => {
                 let p: lsp_types::CompletionParams = parse(params)?;
-                let (path, text, at) = position_params(json(p.text_document_position))?;
+                let (path, index, at) = position_params(json(p.text_document_position))?;
                 self.analysis.completions(&path, at).map(|items| {
                     let items: Vec<lsp_types::CompletionItem> = items
                         .into_iter()
@@ -606,7 +620,7 @@ impl Snapshot {
                             sort_text: Some(item.sort_text),
                             filter_text: Some(item.label),
                             text_edit: Some(CompletionTextEdit::Edit(lsp_types::TextEdit {
-                                range: convert::to_range(&text, self.encoding, item.replace),
+                                range: convert::to_range(&index, self.encoding, item.replace),
                                 new_text: item.insert_text,
                             })),
                             ..Default::default()
@@ -617,14 +631,14 @@ impl Snapshot {
             }
             HoverRequest::METHOD => {
                 let p: lsp_types::HoverParams = parse(params)?;
-                let (path, text, at) = position_params(json(p.text_document_position_params))?;
+                let (path, index, at) = position_params(json(p.text_document_position_params))?;
                 self.analysis.hover(&path, at).map(|hover| {
                     json(hover.map(|h| Hover {
                         contents: HoverContents::Markup(MarkupContent {
                             kind: MarkupKind::Markdown,
                             value: h.markdown,
                         }),
-                        range: Some(convert::to_range(&text, self.encoding, h.range)),
+                        range: Some(convert::to_range(&index, self.encoding, h.range)),
                     }))
                 })
             }
@@ -644,7 +658,9 @@ impl Snapshot {
             DocumentSymbolRequest::METHOD => {
                 let p: lsp_types::DocumentSymbolParams = parse(params)?;
                 let path = self.document(&p.text_document.uri)?;
-                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                let index = self
+                    .document_index(&path)
+                    .unwrap_or_else(|| LineIndex::new("".into()));
                 self.analysis.document_symbols(&path).map(|symbols| {
                     #[allow(deprecated, reason = "`deprecated` is a required field of the struct")]
                     let symbols: Vec<DocumentSymbol> = symbols
@@ -655,9 +671,9 @@ impl Snapshot {
                             kind: SymbolKind::OBJECT,
                             tags: None,
                             deprecated: None,
-                            range: convert::to_range(&text, self.encoding, s.range),
+                            range: convert::to_range(&index, self.encoding, s.range),
                             selection_range: convert::to_range(
-                                &text,
+                                &index,
                                 self.encoding,
                                 s.selection_range,
                             ),
@@ -670,15 +686,17 @@ impl Snapshot {
             CodeActionRequest::METHOD => {
                 let p: lsp_types::CodeActionParams = parse(params)?;
                 let path = self.document(&p.text_document.uri)?;
-                let text = self.docs.get(&path).cloned().unwrap_or_default();
-                let range = convert::from_range(&text, self.encoding, p.range);
+                let index = self
+                    .document_index(&path)
+                    .unwrap_or_else(|| LineIndex::new("".into()));
+                let range = convert::from_range(&index, self.encoding, p.range);
                 let uri = p.text_document.uri.clone();
                 self.analysis.code_actions(&path, range).map(|actions| {
                     let actions: Vec<CodeActionOrCommand> = actions
                         .into_iter()
                         .map(|a| {
                             let diagnostic_range =
-                                convert::to_range(&text, self.encoding, a.diagnostic_range);
+                                convert::to_range(&index, self.encoding, a.diagnostic_range);
                             let diagnostics: Vec<lsp_types::Diagnostic> = p
                                 .context
                                 .diagnostics
@@ -693,7 +711,7 @@ impl Snapshot {
                                 .edits
                                 .into_iter()
                                 .map(|e| lsp_types::TextEdit {
-                                    range: convert::to_range(&text, self.encoding, e.range),
+                                    range: convert::to_range(&index, self.encoding, e.range),
                                     new_text: e.new_text,
                                 })
                                 .collect();
@@ -721,12 +739,14 @@ impl Snapshot {
             Formatting::METHOD => {
                 let p: lsp_types::DocumentFormattingParams = parse(params)?;
                 let path = self.document(&p.text_document.uri)?;
-                let text = self.docs.get(&path).cloned().unwrap_or_default();
+                let index = self
+                    .document_index(&path)
+                    .unwrap_or_else(|| LineIndex::new("".into()));
                 self.analysis.format(&path).map(|edit| {
                     let edits: Vec<lsp_types::TextEdit> = edit
                         .into_iter()
                         .map(|e| lsp_types::TextEdit {
-                            range: convert::to_range(&text, self.encoding, e.range),
+                            range: convert::to_range(&index, self.encoding, e.range),
                             new_text: e.new_text,
                         })
                         .collect();
@@ -757,14 +777,14 @@ impl Snapshot {
 /// A located diagnostic as a protocol diagnostic; repairs become related information.
 fn to_diagnostic(
     uri: &Uri,
-    text: &str,
+    index: &LineIndex,
     encoding: Encoding,
     located: &LocatedDiagnostic,
 ) -> lsp_types::Diagnostic {
     let d = &located.diagnostic;
     let range = located
         .range
-        .map(|r| convert::to_range(text, encoding, r))
+        .map(|r| convert::to_range(index, encoding, r))
         .unwrap_or_default();
     let related: Vec<DiagnosticRelatedInformation> = d
         .repairs

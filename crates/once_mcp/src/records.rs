@@ -408,10 +408,16 @@ pub fn module_validation() -> Value {
     )
 }
 
-/// The `structuredContent` envelope: `{"result": …, "next_cursor"?: …}`.
+/// The `structuredContent` envelope: `{"result": …, "warnings"?: […], "next_cursor"?: …}`.
+/// `warnings` are inputs the answer could not use (`once_query_affected_tests`: changed
+/// paths outside the workspace or in no package).
 pub fn envelope(result: Value) -> Value {
     object(
-        &[("result", result), ("next_cursor", plain_string())],
+        &[
+            ("result", result),
+            ("warnings", strings()),
+            ("next_cursor", plain_string()),
+        ],
         &["result"],
     )
 }

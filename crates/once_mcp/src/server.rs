@@ -627,6 +627,9 @@ impl Worker {
             Ok(Err(message)) => Ok(tool_error(message)),
             Ok(Ok(output)) => {
                 let mut structured = json!({ "result": output.result });
+                if let Some(warnings) = output.warnings {
+                    structured["warnings"] = json!(warnings);
+                }
                 if let Some(cursor) = output.next_cursor {
                     structured["next_cursor"] = json!(cursor);
                 }

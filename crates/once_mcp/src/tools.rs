@@ -101,6 +101,9 @@ pub struct ToolOutput {
     pub result: Value,
     /// Set when a list was cut: pass it back as `cursor` for the next page.
     pub next_cursor: Option<String>,
+    /// Inputs the answer could not use, beside `result` (always set by the tools that
+    /// report them, even when empty).
+    pub warnings: Option<Vec<String>>,
 }
 
 /// Why a tool failed (a tool error: `isError: true` with this message).
@@ -320,7 +323,8 @@ pub fn registry() -> Vec<Tool> {
             title: "Tests affected by changes",
             description: format!(
                 "Return the test targets affected by changed workspace paths, each with the reasons: a path belongs to a target through its `srcs` or its manifest, and every test depending on that target, directly or transitively, is affected.\n\n\
-                Directories stand for every file below them. An empty list returns every test target. {PAGING_NOTE} \
+                Directories stand for every file below them; paths are normalised (`a/./b`, `a//b`, `a/x/../b`), and absolute paths inside the workspace are accepted. \
+                Paths outside the workspace or in no package select nothing and are listed in `warnings` beside `result`. An empty list returns every test target. {PAGING_NOTE} \
                 The matching command-line operation is `once query affected-tests <path>… --format json`."
             ),
             input_schema: paged_object(vec![("changed_paths", json!({
@@ -509,6 +513,7 @@ fn page_none(result: Value) -> ToolOutput {
     ToolOutput {
         result,
         next_cursor: None,
+        warnings: None,
     }
 }
 
@@ -551,6 +556,7 @@ fn paginate<T>(
     Ok(ToolOutput {
         result: Value::Array(items[offset..end].iter().map(convert).collect()),
         next_cursor,
+        warnings: None,
     })
 }
 
@@ -613,9 +619,15 @@ fn query_affected_tests(
         })
         .unwrap_or_default();
     let affected = analysis.affected_tests(&paths)?;
-    Ok(paginate(&affected, arguments, DEFAULT_TESTS_PAGE, |t| {
-        once_json::to_value(&once_json::affected_test(t))
-    }))
+    Ok(
+        paginate(&affected.tests, arguments, DEFAULT_TESTS_PAGE, |t| {
+            once_json::to_value(&once_json::affected_test(t))
+        })
+        .map(|page| ToolOutput {
+            warnings: Some(affected.warnings),
+            ..page
+        }),
+    )
 }
 
 fn validate_workspace(
@@ -629,6 +641,7 @@ fn validate_workspace(
     .map(|page| ToolOutput {
         result: json!({ "valid": validation.valid, "target_count": validation.target_count, "diagnostics": page.result }),
         next_cursor: page.next_cursor,
+        warnings: None,
     }))
 }
 

@@ -184,6 +184,11 @@ diagnostic_codes! {
     /// A project module declares a target kind whose name is built in or already declared
     /// by another module (modules are read in path order; the first declaration wins).
     DuplicateKind = "duplicate_kind", Error;
+    /// A file has more diagnostics of one code than are worth reading: only the first 100
+    /// of each code per file are reported (like a compiler's error limit), and this one,
+    /// placed at the first left out, says how many more there are. Its severity is that of
+    /// the most severe diagnostic it stands for. Fix the reported ones and validate again.
+    DiagnosticsOmitted = "diagnostics_omitted", Warning;
 }
 
 impl fmt::Display for DiagnosticCode {

@@ -51,14 +51,69 @@ impl fmt::Display for TargetLabel {
 }
 
 /// Whether `name` is one path segment: not empty, not `.`/`..`, no `/`, `\`, `:`, or
-/// whitespace and control characters.
+/// whitespace, control and invisible characters ([`is_invisible`]).
 pub fn is_valid_target_name(name: &str) -> bool {
     !name.is_empty()
         && name != "."
         && name != ".."
-        && !name
-            .chars()
-            .any(|c| matches!(c, '/' | '\\' | ':') || c.is_whitespace() || c.is_control())
+        && !name.chars().any(|c| {
+            matches!(c, '/' | '\\' | ':') || c.is_whitespace() || c.is_control() || is_invisible(c)
+        })
+}
+
+/// Characters that change how text around them is displayed without showing themselves:
+/// the bidirectional controls (Unicode `Bidi_Control`: U+061C, U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069), zero-width spaces and joiners, and every other format
+/// character (general category `Cf`) or default-ignorable code point (soft hyphen,
+/// variation selectors, Hangul fillers, tags, …). Two names that differ only by them look
+/// the same, and a right-to-left override makes a name read as another.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+/// `text` with every invisible character written as `\u{XXXX}`, for messages that quote it.
+pub fn escape_invisible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_invisible(c) {
+            out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The byte offset and character of the first invisible character of `name`.
+pub fn first_invisible(name: &str) -> Option<(usize, char)> {
+    name.char_indices().find(|&(_, c)| is_invisible(c))
 }
 
 /// Why a reference could not be resolved; `Display` is the user-facing message.
@@ -98,7 +153,7 @@ impl fmt::Display for LabelError {
             LabelError::InvalidCharacter(c) => write!(f, "must not contain `{c}`"),
             LabelError::EscapesRoot => f.write_str("must not escape the workspace root"),
             LabelError::InvalidName(name) => {
-                write!(f, "`{name}` is not a valid target name")
+                write!(f, "`{}` is not a valid target name", escape_invisible(name))
             }
         }
     }
@@ -166,6 +221,38 @@ pub fn resolve_reference(package: &str, reference: &str) -> Result<TargetLabel, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bidirectional controls, zero-width characters and other invisible format characters
+    /// are not part of a valid name (a right-to-left override makes one name read as
+    /// another); references naming such a target are refused too, with the character
+    /// escaped in the message.
+    #[test]
+    fn invisible_characters_make_a_name_invalid() {
+        for c in [
+            '\u{202E}',
+            '\u{2066}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{E0041}',
+        ] {
+            let name = format!("app{c}run");
+            assert!(!is_valid_target_name(&name), "{c:?}");
+            assert_eq!(first_invisible(&name), Some((3, c)));
+            let error = resolve_reference("pkg", &format!("./{name}")).map(|l| l.id());
+            assert_eq!(
+                error.map_err(|e| e.to_string()),
+                Err(format!(
+                    "`app\\u{{{:04X}}}run` is not a valid target name",
+                    u32::from(c)
+                ))
+            );
+        }
+        for name in ["Core", "café", "日本", "a-b_c.d", "😀"] {
+            assert!(is_valid_target_name(name), "{name}");
+        }
+    }
 
     fn check(package: &str, reference: &str, expected: &str) {
         let actual = match resolve_reference(package, reference) {

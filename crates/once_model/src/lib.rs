@@ -16,7 +16,10 @@ pub mod text;
 pub mod value;
 
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity, SeverityCounts};
-pub use label::{LabelError, TargetLabel, is_valid_target_name, resolve_reference};
+pub use label::{
+    LabelError, TargetLabel, escape_invisible, first_invisible, is_invisible, is_valid_target_name,
+    resolve_reference,
+};
 pub use schema::{
     AttrSpec, AttrType, Capability, DependencyRole, Example, ExampleFile, ExampleSummary,
     KindOrigin, KindSchema, SourceReference, ToolSpec, TypeMismatch,

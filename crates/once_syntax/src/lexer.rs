@@ -97,7 +97,7 @@ fn run_len(input: &str, pred: impl Fn(char) -> bool) -> usize {
 }
 
 /// Length up to (not including) the line end: `\n` or `\r\n`.
-fn line_content_len(input: &str) -> usize {
+pub(crate) fn line_content_len(input: &str) -> usize {
     let bytes = input.as_bytes();
     let mut index = 0;
     while let Some(&byte) = bytes.get(index) {

@@ -469,21 +469,24 @@ impl Parser<'_> {
     }
 
     /// Consumes tokens up to, not including, the next line end.
+    ///
+    /// Tokens are lexed from the rest of this line only, so skipping a line costs its
+    /// length once: a multi-line string opening in skipped text ends at the line end (as
+    /// an `ERROR_TOKEN`) instead of being lexed through the rest of the file.
     fn skip_line_tokens(&mut self) {
-        while let Some(lexeme) = self.peek(Mode::Value) {
-            if lexeme.kind == NEWLINE {
+        let line_end = self.pos + lexer::line_content_len(self.rest());
+        while self.pos < line_end {
+            let Some(line_rest) = self.text.get(self.pos..line_end) else {
                 break;
-            }
-            let line_len = self.rest().find('\n').unwrap_or(self.rest().len());
-            if lexeme.len > line_len && line_len > 0 {
+            };
+            let Some(lexeme) = lexer::lex(line_rest, Mode::Value) else {
+                break;
+            };
+            if lexeme.kind.is_multi_line_string() && lexeme.error.is_some() {
                 // A multi-line string opening in skipped text: keep to this line.
-                let line_only = self
-                    .rest()
-                    .get(..line_len)
-                    .map_or(line_len, |line| line.trim_end_matches('\r').len());
                 self.bump_silently(Lexeme {
                     kind: ERROR_TOKEN,
-                    len: line_only.max(1),
+                    len: line_rest.len(),
                     error: None,
                 });
                 continue;

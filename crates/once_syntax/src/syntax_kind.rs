@@ -92,6 +92,11 @@ impl SyntaxKind {
         )
     }
 
+    /// `"""…"""` or `'''…'''`.
+    pub fn is_multi_line_string(self) -> bool {
+        matches!(self, MULTI_LINE_BASIC_STRING | MULTI_LINE_LITERAL_STRING)
+    }
+
     /// A token or node that can stand in value position.
     pub fn is_value(self) -> bool {
         self.is_string()

@@ -9,6 +9,8 @@
 //! - `gen-workspace` ([`synth`]): the deterministic, realistic generator (several kinds,
 //!   hubs, chains, leaves, selects, visibility).
 //! - `bench` ([`harness`]): every measure of the benchmark issue in one run, with Nx beside.
+//! - `bench-worst-cases` ([`worst_cases`]): hostile inputs that were quadratic or
+//!   unbounded, each measured (also a section of `bench`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 pub mod harness;
 pub mod lsp;
 pub mod synth;
+pub mod worst_cases;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.
 pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> anyhow::Result<()> {

@@ -40,6 +40,11 @@ commands:
   bench-lsp [ONCE_BINARY]
                      `once lsp` didChange → publishDiagnostics on 10,000 targets (same file
                      and a dependent file; build first: cargo build --release)
+  bench-worst-cases [--once BINARY] [--runs N]
+                     hostile inputs that were quadratic or unbounded (a 6 MB line, 400,000
+                     missing sources, 100,000 targets in one manifest, 2 million broken
+                     lines, 200,000 bad deps over MCP, 40,000 broken lines in the LSP),
+                     medians of N runs, default 5 (also a section of `bench`)
   gen-workspace --packages P --targets-per-package T [--seed S] --out DIR
                      write a deterministic, realistic workspace (several kinds, hubs,
                      chains, leaves, selects, visibility); `--size 1k|10k|100k` presets
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
                 15,
             ))
         }
+        ["bench-worst-cases", rest @ ..] => finish(bench_worst_cases(rest)),
         ["gen-workspace", rest @ ..] => finish(gen_workspace(rest)),
         ["bench", rest @ ..] => finish(bench_command(rest)),
         ["help" | "--help" | "-h"] => {
@@ -149,6 +155,13 @@ fn gen_workspace(args: &[&str]) -> anyhow::Result<String> {
         "wrote {} targets in {packages} packages to {out} (seed {seed})",
         generated.targets
     ))
+}
+
+fn bench_worst_cases(args: &[&str]) -> anyhow::Result<String> {
+    let once = flag(args, "--once")
+        .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
+    let runs = parsed(args, "--runs", 5)?;
+    bench::worst_cases::run(&once, &bench::scratch_dir(), runs).map(|(table, _)| table)
 }
 
 fn bench_command(args: &[&str]) -> anyhow::Result<String> {

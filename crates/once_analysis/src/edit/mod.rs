@@ -10,6 +10,8 @@
 mod cst;
 mod materialize;
 
+use std::collections::HashMap;
+
 use once_db::writes::{FileWrite, normalize_relative};
 use once_db::{RootDatabase, Workspace};
 use once_graph::{kind_catalog, read_manifest_text, resolve_manifest, workspace_settings};
@@ -127,18 +129,18 @@ fn key(d: &Diagnostic) -> Key {
 
 /// Error diagnostics of `after` that `before` does not have (as a multiset).
 fn introduced(before: &[Diagnostic], after: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    let mut remaining: Vec<Key> = before.iter().map(key).collect();
+    let mut remaining: HashMap<Key, usize> = HashMap::new();
+    for d in before {
+        *remaining.entry(key(d)).or_default() += 1;
+    }
     after
         .into_iter()
-        .filter(|d| {
-            let k = key(d);
-            match remaining.iter().position(|r| *r == k) {
-                Some(i) => {
-                    remaining.swap_remove(i);
-                    false
-                }
-                None => d.is_error(),
+        .filter(|d| match remaining.get_mut(&key(d)) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                false
             }
+            _ => d.is_error(),
         })
         .collect()
 }
@@ -171,7 +173,10 @@ pub(crate) fn plan_edit(
     let reject = |failed_operation, diagnostics: Vec<Diagnostic>| EditOutcome::Rejected {
         path: path.clone(),
         failed_operation,
-        diagnostics: diagnostics.into_iter().map(unlocated).collect(),
+        diagnostics: once_graph::cap_diagnostics(diagnostics)
+            .into_iter()
+            .map(unlocated)
+            .collect(),
     };
     let mut previous = check_manifest_text(db, workspace, &path, &package, &original);
     let syntax: Vec<Diagnostic> = previous

@@ -488,37 +488,40 @@ fn affected_tests_of_a_deep_source() {
             $ once -C $WORKSPACE query affected-tests libs/text/src/lib.rs --format json
             exit: 0
             --- stdout
-            [
-              {
-                "id": "apps/greeter/GreeterSmokeTest",
-                "kind": "sh_test",
-                "reasons": [
-                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                ]
-              },
-              {
-                "id": "libs/greeting/GreetingIntegrationTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                ]
-              },
-              {
-                "id": "libs/greeting/GreetingTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                ]
-              },
-              {
-                "id": "libs/text/TextTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "changed test input `libs/text/src/lib.rs`",
-                  "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
-                ]
-              }
-            ]
+            {
+              "tests": [
+                {
+                  "id": "apps/greeter/GreeterSmokeTest",
+                  "kind": "sh_test",
+                  "reasons": [
+                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                  ]
+                },
+                {
+                  "id": "libs/greeting/GreetingIntegrationTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                  ]
+                },
+                {
+                  "id": "libs/greeting/GreetingTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                  ]
+                },
+                {
+                  "id": "libs/text/TextTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "changed test input `libs/text/src/lib.rs`",
+                    "depends on `libs/text/Text`, whose input `libs/text/src/lib.rs` changed"
+                  ]
+                }
+              ],
+              "warnings": []
+            }
             --- stderr
         "#]],
     );
@@ -582,6 +585,103 @@ fn affected_tests_of_other_changes() {
     );
 }
 
+/// Spellings of one path select the same tests; paths outside the workspace (or in no
+/// package) are warnings in the answer, not a silent "none".
+#[test]
+fn affected_tests_normalise_paths_and_warn_about_the_rest() {
+    let demo = demo();
+    let absolute = demo.root().join("libs/text/src/lib.rs");
+    let absolute = absolute.to_str().expect("a UTF-8 path");
+    let canonical = Once::at(
+        &demo,
+        &[
+            "query",
+            "affected-tests",
+            "--format",
+            "json",
+            "libs/text/src/lib.rs",
+        ],
+    )
+    .run()
+    .json();
+    assert_eq!(canonical["tests"].as_array().map(Vec::len), Some(4));
+    for spelling in [
+        "libs/text/./src/lib.rs",
+        "libs//text/src/lib.rs",
+        "libs/x/../text/src/lib.rs",
+        absolute,
+    ] {
+        let answer = Once::at(
+            &demo,
+            &["query", "affected-tests", "--format", "json", spelling],
+        )
+        .run()
+        .json();
+        assert_eq!(answer, canonical, "{spelling}");
+    }
+    // A package that `[workspace] exclude` leaves out owns no target.
+    let excluded = Workspace::copy("demo");
+    let root_manifest = std::fs::read_to_string(excluded.root().join("once.toml"))
+        .expect("the demo has a root manifest")
+        .replace("include = [", "exclude = [\"libs/shout\"]\ninclude = [");
+    excluded.write("once.toml", &root_manifest);
+    check(
+        &[
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "affected-tests",
+                    "/etc/passwd",
+                    "../elsewhere/lib.rs",
+                ],
+            ),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "affected-tests",
+                    "--format",
+                    "json",
+                    "/etc/passwd",
+                    "README.md",
+                ],
+            ),
+            Once::at(
+                &excluded,
+                &["query", "affected-tests", "libs/shout/shout.c"],
+            ),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query affected-tests /etc/passwd ../elsewhere/lib.rs
+            exit: 0
+            --- stdout
+            affected tests: none
+            warning: `/etc/passwd` is outside the workspace `$WORKSPACE`: it selects no test (changed paths are relative to the workspace root)
+            warning: `../elsewhere/lib.rs` is outside the workspace `$WORKSPACE`: it selects no test (changed paths are relative to the workspace root)
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests --format json /etc/passwd README.md
+            exit: 0
+            --- stdout
+            {
+              "tests": [],
+              "warnings": [
+                "`/etc/passwd` is outside the workspace `$WORKSPACE`: it selects no test (changed paths are relative to the workspace root)"
+              ]
+            }
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests libs/shout/shout.c
+            exit: 0
+            --- stdout
+            affected tests: none
+            warning: `libs/shout/shout.c` is in no package of the workspace (no `once.toml` above it is included): it selects no test
+            --- stderr
+        "#]],
+    );
+}
+
 #[test]
 fn affected_tests_without_paths_selects_every_test() {
     let demo = demo();
@@ -616,64 +716,67 @@ fn affected_tests_without_paths_selects_every_test() {
             $ once -C $WORKSPACE query affected-tests --format json
             exit: 0
             --- stdout
-            [
-              {
-                "id": "apps/greeter/GreeterSmokeTest",
-                "kind": "sh_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "libs/greeting-js/GreetingJsTest",
-                "kind": "node_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "libs/greeting/GreetingIntegrationTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "libs/greeting/GreetingTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "libs/shout/ShoutTest",
-                "kind": "c_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "libs/text/TextTest",
-                "kind": "rust_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "tools/ReleaseTest",
-                "kind": "sh_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              },
-              {
-                "id": "tools/msgcheck/MsgCheckTest",
-                "kind": "pytest_test",
-                "reasons": [
-                  "no changed paths given: every test target is selected"
-                ]
-              }
-            ]
+            {
+              "tests": [
+                {
+                  "id": "apps/greeter/GreeterSmokeTest",
+                  "kind": "sh_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "libs/greeting-js/GreetingJsTest",
+                  "kind": "node_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "libs/greeting/GreetingIntegrationTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "libs/greeting/GreetingTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "libs/shout/ShoutTest",
+                  "kind": "c_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "libs/text/TextTest",
+                  "kind": "rust_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "tools/ReleaseTest",
+                  "kind": "sh_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                },
+                {
+                  "id": "tools/msgcheck/MsgCheckTest",
+                  "kind": "pytest_test",
+                  "reasons": [
+                    "no changed paths given: every test target is selected"
+                  ]
+                }
+              ],
+              "warnings": []
+            }
             --- stderr
         "#]],
     );
@@ -687,7 +790,7 @@ fn affected_tests_without_paths_selects_every_test() {
             .map(|t| t["id"].clone())
             .collect::<Vec<_>>()
     };
-    assert_eq!(ids(&outcomes[1].json()), ids(&tests));
+    assert_eq!(ids(&outcomes[1].json()["tests"]), ids(&tests));
 }
 
 const VALID_TARGET: &str = r#"{"target": {"name": "Hello", "kind": "sh_binary", "srcs": ["hello.sh"], "deps": ["apps/greeter/Greeter"], "attrs": {"args": ["--loud"]}}}"#;

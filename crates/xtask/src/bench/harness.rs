@@ -73,7 +73,7 @@ fn fmt_ms(duration: Option<Duration>) -> String {
 }
 
 /// Runs a command to completion, its output captured; the wall time and the output.
-fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Output)> {
+pub(super) fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Output)> {
     let started = Instant::now();
     let output = command
         .stdin(Stdio::null())
@@ -82,8 +82,14 @@ fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Outpu
     Ok((started.elapsed(), output))
 }
 
+/// A peak RSS for the table (empty when not measured).
+pub(super) fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+        .unwrap_or_default()
+}
+
 /// The peak resident set of one run of `once args…`, through `/usr/bin/time -f %M`.
-fn peak_rss_kib(once: &Path, args: &[String], scratch: &Path) -> Option<u64> {
+pub(super) fn peak_rss_kib(once: &Path, args: &[String], scratch: &Path) -> Option<u64> {
     let report = scratch.join("rss.txt");
     let status = Command::new("/usr/bin/time")
         .arg("-f")
@@ -273,6 +279,9 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     // --- warm LSP ----------------------------------------------------------------------
     rows.push(warm_lsp(once, &workspace, &generated, runs)?);
 
+    // --- worst cases (hostile inputs, each in a workspace of its own) -------------------
+    let (worst_cases, worst_case_rows) = super::worst_cases::run(once, &scratch, runs.min(5))?;
+
     // --- Nx side by side ---------------------------------------------------------------
     let nx = if options.nx {
         Some(nx_side_by_side(options, &generated, runs, &rows))
@@ -306,10 +315,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
             }
             _ => String::new(),
         };
-        let rss = row
-            .rss_kib
-            .map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
-            .unwrap_or_default();
+        let rss = mib(row.rss_kib);
         table.push_str(&format!(
             "| {} | {} | {} | {times_floor} | {rss} | {} |\n",
             row.group,
@@ -326,6 +332,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
             "note": row.note,
         }));
     }
+    table.push_str(&format!("\n{worst_cases}"));
     if let Some(nx) = &nx {
         table.push_str(&format!("\n{}\n", nx_table(nx)));
     }
@@ -339,6 +346,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
         "once": once.display().to_string(),
         "machine": machine(),
         "rows": json_rows,
+        "worst_cases": worst_case_rows,
         "nx": nx,
     });
     let file = options
