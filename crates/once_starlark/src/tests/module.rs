@@ -241,10 +241,10 @@ fn step_limit_stops_infinite_loop() {
         ..EvalLimits::default()
     };
     check_with(
-        "def spin():\n    n = 0\n    for i in range(2147483647):\n        n += i\n    return n\n\nspin()\n",
+        "def spin():\n    n = 0\n    for i in range(100000):\n        for j in range(100000):\n            n += j\n    return n\n\nspin()\n",
         &limits,
         expect![[r#"
-            error modules/test.star:4:9-4:15: Execution duration limit of 100000 ticks has been exceeded
+            error modules/test.star:5:13-5:19: Execution duration limit of 100000 ticks has been exceeded
         "#]],
     );
 }
