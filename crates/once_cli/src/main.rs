@@ -13,6 +13,7 @@
 mod args;
 mod edit;
 mod human;
+mod isolation;
 mod query;
 
 use std::io::Write;
@@ -41,6 +42,11 @@ fn main() -> ExitCode {
         }
     };
     let format = args.format;
+    if !matches!(args.command, Command::EvaluateModule)
+        && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
+    {
+        once_starlark::install_isolation(Box::new(isolation));
+    }
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
@@ -71,6 +77,7 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Command::EvaluateModule => isolation::run_worker().map(|()| Outcome::Success),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();

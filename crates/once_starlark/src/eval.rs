@@ -269,6 +269,13 @@ fn evaluate<'v>(
     module: &Module<'v>,
 ) -> starlark::Result<()> {
     let ast = AstModule::parse(path, source.to_owned(), &dialect(enable_load))?;
+    if let Some((span, message)) = crate::guards::check_literal_repetitions(&ast, limits.max_bytes)
+    {
+        let at = ast.file_span(span);
+        let mut error = starlark::Error::new_other(anyhow::anyhow!(message));
+        error.set_span(at.span, &at.file);
+        return Err(error);
+    }
     // The statement about to run. Resource-limit errors carry no span of their own; they
     // are reported at the statement that was executing when the limit tripped.
     // The statement about to run (resource-limit errors carry no span of their own), and

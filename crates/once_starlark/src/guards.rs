@@ -9,9 +9,14 @@
 //!   limit (a small value that shares itself, `x = [x, x]` forty times, expands to 2^40
 //!   elements), is refused before the recursive conversion starts.
 //!
-//! Operators cannot be replaced (`"x" * n`, `==` on a deeply shared value); those are
-//! bounded by the evaluation thread's deadline and, in the binary, by the isolated
-//! evaluator process (see `crate::runner`).
+//! - A repetition of literals (`"x" * 2000000000`, `[0] * 2000000000`) whose result is
+//!   larger than the heap limit is refused before evaluation starts
+//!   ([`check_literal_repetitions`]): starlark folds constant operations while it compiles
+//!   a statement, before any per-statement check could run.
+//!
+//! Other operators cannot be replaced (`s * n` with a computed `n`, `==` on a deeply
+//! shared value); those are bounded by the evaluation thread's deadline and, in the
+//! binary, by the isolated evaluator process (see `crate::runner`).
 
 use std::collections::HashMap;
 use std::num::NonZeroI32;
@@ -27,6 +32,10 @@ use starlark::values::string::StarlarkStr;
 use starlark::values::structs::StructRef;
 use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, StringValue, Value, ValueIdentity};
+
+use starlark::syntax::AstModule;
+use starlark_syntax::lexer::TokenInt;
+use starlark_syntax::syntax::ast::{AstExpr, AstLiteral, BinOp, Expr};
 
 use crate::values::DeclarationContext;
 
@@ -206,4 +215,69 @@ pub(crate) fn json_namespace(builder: &mut GlobalsBuilder) {
     fn decode<'v>(#[starlark(require = pos)] x: &str, heap: Heap<'v>) -> anyhow::Result<Value<'v>> {
         Ok(heap.alloc(serde_json::from_str::<serde_json::Value>(x)?))
     }
+}
+
+/// How many bytes an expression built from literals, `+` and `*` evaluates to, at least
+/// (`None` when it depends on anything else). List and tuple elements count 8 bytes.
+fn literal_size(expr: &AstExpr) -> Option<u128> {
+    match &expr.node {
+        Expr::Literal(AstLiteral::String(text)) => Some(text.node.len() as u128),
+        Expr::Literal(AstLiteral::Bytes(bytes)) => Some(bytes.node.len() as u128),
+        Expr::List(items) | Expr::Tuple(items) => Some(8 * items.len() as u128),
+        Expr::Op(left, BinOp::Add, right) => {
+            Some(literal_size(left)?.saturating_add(literal_size(right)?))
+        }
+        Expr::Op(left, BinOp::Multiply, right) => match (literal_int(left), literal_int(right)) {
+            (_, Some(count)) => Some(literal_size(left)?.saturating_mul(count)),
+            (Some(count), _) => Some(literal_size(right)?.saturating_mul(count)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The value of a non-negative integer literal (saturated), `None` for anything else.
+fn literal_int(expr: &AstExpr) -> Option<u128> {
+    match &expr.node {
+        Expr::Literal(AstLiteral::Int(int)) => match &int.node {
+            TokenInt::I32(n) => Some(u128::try_from(*n).unwrap_or(0)),
+            TokenInt::BigInt(_) => Some(u128::MAX),
+        },
+        _ => None,
+    }
+}
+
+/// The first repetition of literals in `ast` whose result exceeds `max_bytes`, with a
+/// message.
+pub(crate) fn check_literal_repetitions(
+    ast: &AstModule,
+    max_bytes: usize,
+) -> Option<(starlark::codemap::Span, String)> {
+    fn visit(
+        expr: &AstExpr,
+        max_bytes: u128,
+        found: &mut Option<(starlark::codemap::Span, String)>,
+    ) {
+        if found.is_some() {
+            return;
+        }
+        if let Expr::Op(_, BinOp::Multiply, _) = &expr.node
+            && let Some(size) = literal_size(expr)
+            && size > max_bytes
+        {
+            *found = Some((
+                expr.span,
+                format!(
+                    "this repetition makes a value of at least {size} bytes, more than the heap \
+                     limit of {max_bytes} bytes"
+                ),
+            ));
+            return;
+        }
+        expr.visit_expr(|child| visit(child, max_bytes, found));
+    }
+    let mut found = None;
+    ast.statement()
+        .visit_expr(|expr| visit(expr, max_bytes as u128, &mut found));
+    found
 }

@@ -30,8 +30,8 @@ use once_model::{KindOrigin, KindSchema};
 pub use contract::{HelperDoc, helpers, registered_helper_names};
 pub use prelude::{prelude_file, prelude_kinds};
 pub use runner::{
-    DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvaluationProgress, Isolation, StatementLocation,
-    evaluate_on_thread, install_isolation, over_deadline, stopped,
+    DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvaluationProgress, FirstSight, Isolation,
+    StatementLocation, evaluate_on_thread, install_isolation, over_deadline, stopped,
 };
 
 /// Resource limits for evaluating a project module (docs/modules.md, "Limits").

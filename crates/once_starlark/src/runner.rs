@@ -13,6 +13,7 @@
 //! evaluation first in a child process with memory and CPU limits, killed on timeout,
 //! so nothing a module does can hang, exhaust or abort the process that asked.
 
+use std::collections::HashSet;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -35,24 +36,59 @@ pub struct StatementLocation {
     pub end_column: u32,
 }
 
+/// Called with each statement location the first time evaluation reaches it.
+pub type FirstSight = Arc<dyn Fn(StatementLocation) + Send + Sync>;
+
 /// The statement of the evaluated module that is running, shared with whoever watches
 /// the evaluation (the caller's deadline, an isolated evaluator's progress reports).
-#[derive(Clone, Debug, Default)]
-pub struct EvaluationProgress(Arc<Mutex<Option<StatementLocation>>>);
+#[derive(Clone, Default)]
+pub struct EvaluationProgress {
+    current: Arc<Mutex<Option<StatementLocation>>>,
+    /// Statements reached so far, and who hears of new ones at once.
+    first_sight: Option<(Arc<Mutex<HashSet<StatementLocation>>>, FirstSight)>,
+}
+
+impl std::fmt::Debug for EvaluationProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("EvaluationProgress")
+            .field(&self.current())
+            .finish()
+    }
+}
 
 impl EvaluationProgress {
+    /// Progress that also calls `first_sight` (on the evaluation thread) for every
+    /// statement reached for the first time: a watcher that may lose the evaluation
+    /// abruptly (a crashed process) still knows the statement that started last.
+    pub fn with_first_sight(first_sight: FirstSight) -> EvaluationProgress {
+        EvaluationProgress {
+            current: Arc::default(),
+            first_sight: Some((Arc::default(), first_sight)),
+        }
+    }
+
     /// The statement running now (or last), if one started.
     pub fn current(&self) -> Option<StatementLocation> {
-        match self.0.lock() {
+        match self.current.lock() {
             Ok(location) => *location,
             Err(poisoned) => *poisoned.into_inner(),
         }
     }
 
-    pub(crate) fn set(&self, location: StatementLocation) {
-        match self.0.lock() {
+    /// Records the statement running now.
+    pub fn set(&self, location: StatementLocation) {
+        match self.current.lock() {
             Ok(mut current) => *current = Some(location),
             Err(poisoned) => *poisoned.into_inner() = Some(location),
+        }
+        if let Some((seen, first_sight)) = &self.first_sight {
+            let new = seen
+                .lock()
+                .map(|mut seen| seen.insert(location))
+                .unwrap_or(false);
+            if new {
+                first_sight(location);
+            }
         }
     }
 }
@@ -129,19 +165,23 @@ pub(crate) fn evaluate(
         modules,
         &EvaluationProgress::default(),
     )
+    .unwrap_or_else(|stopped| stopped)
 }
 
 /// Evaluates a module on a fresh thread with [`EVALUATION_STACK_BYTES`] of stack,
 /// serving its `load()`s from `modules` on this thread, and gives up (with a diagnostic
 /// at the running statement) [`DEADLINE_GRACE`] after `limits.deadline`. `progress`
 /// follows the statement being run.
+///
+/// `Err` when the evaluation did not end by itself (the thread still runs, or died): the
+/// result is then one diagnostic at the statement that was running.
 pub fn evaluate_on_thread(
     path: &str,
     source: &str,
     limits: &EvalLimits,
     modules: &dyn ModuleSource,
     progress: &EvaluationProgress,
-) -> ModuleEvaluation {
+) -> Result<ModuleEvaluation, ModuleEvaluation> {
     let started = Instant::now();
     let (requests, from_evaluation) = mpsc::channel();
     let (answer, answers) = mpsc::channel();
@@ -169,11 +209,11 @@ pub fn evaluate_on_thread(
             let _ = requests.send(FromEvaluation::Done(evaluation));
         });
     if let Err(error) = spawned {
-        return stopped(
+        return Err(stopped(
             path,
             progress,
             format!("module evaluation could not start a thread: {error}"),
-        );
+        ));
     }
     let give_up = started + limits.deadline + DEADLINE_GRACE;
     let mut loaded = Vec::new();
@@ -187,23 +227,23 @@ pub fn evaluate_on_thread(
                     break;
                 }
             }
-            Ok(FromEvaluation::Done(evaluation)) => return evaluation,
+            Ok(FromEvaluation::Done(evaluation)) => return Ok(evaluation),
             Err(RecvTimeoutError::Timeout) => {
                 let mut evaluation = stopped(path, progress, over_deadline(limits));
                 loaded.sort();
                 loaded.dedup();
                 evaluation.loads = loaded;
-                return evaluation;
+                return Err(evaluation);
             }
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    stopped(
+    Err(stopped(
         path,
         progress,
         "module evaluation failed inside the interpreter (an internal error in a builtin)"
             .to_owned(),
-    )
+    ))
 }
 
 /// The message of an evaluation stopped at its deadline.
