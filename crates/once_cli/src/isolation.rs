@@ -7,7 +7,9 @@
 //! with the same outcome, for its kinds.
 //!
 //! The protocol is JSON lines. Parent to child: one request
-//! `{"path", "source", "max_steps", "max_bytes", "max_call_depth", "deadline_ms"}`, then
+//! `{"path", "source", "max_steps", "max_bytes", "max_call_depth", "deadline_ms",
+//! "reserved"}` (`reserved`: the prelude's kind names, so the child need not evaluate the
+//! prelude again), then
 //! one answer per `load()`: `{"text": …}` or `{"error": …}`. Child to parent:
 //! `{"load": path}`, `{"at": [line, column, end_line, end_column]}` while statements run,
 //! and last `{"done": true}` or `{"stopped": message}`.
@@ -15,7 +17,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -98,6 +99,7 @@ impl Isolation for ProcessIsolation {
             "max_bytes": limits.max_bytes,
             "max_call_depth": limits.max_call_depth,
             "deadline_ms": u64::try_from(limits.deadline.as_millis()).unwrap_or(u64::MAX),
+            "reserved": once_starlark::reserved_kind_names(),
         });
         send(&mut stdin, &request);
         let give_up = started + limits.deadline + 2 * DEADLINE_GRACE;
@@ -265,6 +267,15 @@ pub fn run_worker() -> anyhow::Result<()> {
         deadline: Duration::from_millis(number("deadline_ms")?),
     };
     limit_resources(&limits);
+    let reserved = request
+        .get("reserved")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow::anyhow!("the request has no `reserved`"))?;
+    once_starlark::preset_reserved_kind_names(
+        reserved
+            .iter()
+            .filter_map(|name| name.as_str().map(str::to_owned)),
+    );
     let output: Output = Arc::new(Mutex::new(std::io::stdout()));
     // A statement reached for the first time is reported at once (a crash in it must not
     // lose its location); the reporter thread follows statements run again (loops).
@@ -272,7 +283,7 @@ pub fn run_worker() -> anyhow::Result<()> {
         let output = output.clone();
         Arc::new(move |at: StatementLocation| report(&output, &at_message(at)))
     });
-    let finished = Arc::new(AtomicBool::new(false));
+    let (finished, finishing) = mpsc::channel::<()>();
     let send_location = {
         let (output, progress) = (output.clone(), progress.clone());
         let mut sent = None;
@@ -287,12 +298,10 @@ pub fn run_worker() -> anyhow::Result<()> {
         }
     };
     let reporter = {
-        let finished = finished.clone();
         let mut send_location = send_location.clone();
         std::thread::spawn(move || {
-            while !finished.load(Ordering::Relaxed) {
+            while let Err(RecvTimeoutError::Timeout) = finishing.recv_timeout(PROGRESS_INTERVAL) {
                 send_location();
-                std::thread::sleep(PROGRESS_INTERVAL);
             }
         })
     };
@@ -301,7 +310,7 @@ pub fn run_worker() -> anyhow::Result<()> {
         input: Mutex::new(input),
     };
     let outcome = once_starlark::evaluate_on_thread(&path, &source, &limits, &modules, &progress);
-    finished.store(true, Ordering::Relaxed);
+    drop(finished);
     let _ = reporter.join();
     let mut send_location = send_location;
     send_location();

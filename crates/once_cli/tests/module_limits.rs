@@ -227,7 +227,6 @@ fn the_mcp_server_keeps_answering() {
         json!({ "name": "once_query_targets", "arguments": {} }),
     );
     assert!(workspace.to_string().contains("app/Files"), "{workspace}");
-    drop(request);
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -24,6 +24,7 @@ mod values;
 mod tests;
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use once_model::{KindOrigin, KindSchema};
 
@@ -175,11 +176,24 @@ pub(crate) fn evaluate_here(
 
 pub(crate) fn module_context(path: &str) -> values::DeclarationContext {
     let mut ctx = values::DeclarationContext::new(KindOrigin::Module(path.to_owned()));
-    ctx.reserved = match prelude_kinds() {
+    ctx.reserved = reserved_kind_names().clone();
+    ctx
+}
+
+static RESERVED_KIND_NAMES: OnceLock<HashSet<String>> = OnceLock::new();
+
+/// The kind names a module may not declare: those of the prelude.
+pub fn reserved_kind_names() -> &'static HashSet<String> {
+    RESERVED_KIND_NAMES.get_or_init(|| match prelude_kinds() {
         Ok(kinds) => kinds.into_iter().map(|k| k.name).collect(),
         Err(_) => HashSet::new(),
-    };
-    ctx
+    })
+}
+
+/// Sets [`reserved_kind_names`] before any evaluation instead of evaluating the prelude:
+/// the isolated evaluator receives them from its parent. `false` if already set.
+pub fn preset_reserved_kind_names(names: impl IntoIterator<Item = String>) -> bool {
+    RESERVED_KIND_NAMES.set(names.into_iter().collect()).is_ok()
 }
 
 /// The public declaration helpers: signatures, defaults and validation rules, written as
