@@ -167,11 +167,11 @@ fn runaway_modules_are_stopped_and_reported() {
     let system = system();
     system.write(
         format!("{ROOT}/modules/spin.star"),
-        "def spin():\n    n = 0\n    for i in range(2147483647):\n        n += i\n    return n\n\nspin()\n",
+        "def spin():\n    n = 0\n    for i in range(2000000):\n        for j in range(2000000):\n            n += j\n    return n\n\nspin()\n",
     );
     system.write(
         format!("{ROOT}/modules/hog.star"),
-        "parts = []\nfor i in range(100000000):\n    parts.append(\"x\" * 1000 + str(i))\n",
+        "parts = []\nfor i in range(2000000):\n    parts.append(\"x\" * 1000 + str(i))\n",
     );
     let (db, workspace, _log) = load(&system);
     let started = std::time::Instant::now();
