@@ -102,9 +102,11 @@ impl Isolation for ProcessIsolation {
             "reserved": once_starlark::reserved_kind_names(),
         });
         send(&mut stdin, &request);
-        let give_up = started + limits.deadline + 2 * DEADLINE_GRACE;
+        let give_up = started.checked_add(limits.deadline.saturating_add(2 * DEADLINE_GRACE));
         let verdict = loop {
-            let left = give_up.saturating_duration_since(Instant::now());
+            let left = give_up.map_or(Duration::MAX, |at| {
+                at.saturating_duration_since(Instant::now())
+            });
             let line = match from_child.recv_timeout(left) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => {
@@ -220,7 +222,7 @@ impl ModuleSource for ParentModules {
 fn limit_resources(limits: &EvalLimits) {
     use rustix::process::{Resource, Rlimit, setrlimit};
     let address_space = WORKER_ADDRESS_SPACE + EVALUATION_STACK_BYTES as u64;
-    let cpu_seconds = limits.deadline.as_secs() + 2;
+    let cpu_seconds = limits.deadline.as_secs().saturating_add(2);
     for (resource, value) in [
         (Resource::As, address_space),
         (Resource::Cpu, cpu_seconds),

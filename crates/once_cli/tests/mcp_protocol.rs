@@ -695,6 +695,7 @@ fn a_warm_server_follows_project_module_edits() {
 
 /// A module that never finishes, one that exhausts memory inside one statement and a FIFO
 /// named as a module: each validation is answered (invalid), and so is the next request.
+#[cfg(unix)]
 #[test]
 fn runaway_modules_and_fifos_do_not_stop_the_server() {
     let workspace = tempfile::tempdir().unwrap();

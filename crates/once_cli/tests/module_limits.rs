@@ -3,6 +3,8 @@
 //! `invalid_module` (or unreadable-module) diagnostic in bounded time, and `once query
 //! targets` still answers. (`once mcp` with such modules: `mcp_protocol.rs`.)
 
+#![cfg(unix)]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -39,7 +39,8 @@ pub(crate) struct Loads<'a> {
     limits: &'a EvalLimits,
     frozen: RefCell<BTreeMap<String, FrozenModule>>,
     stack: RefCell<Vec<String>>,
-    deadline: Instant,
+    /// `None` when the deadline is too far away to be represented (no deadline).
+    deadline: Option<Instant>,
     /// Follows the statements of the module the evaluation started with.
     progress: Option<EvaluationProgress>,
 }
@@ -50,13 +51,12 @@ impl<'a> Loads<'a> {
         limits: &'a EvalLimits,
         progress: Option<EvaluationProgress>,
     ) -> Loads<'a> {
-        let now = Instant::now();
         Loads {
             source,
             limits,
             frozen: RefCell::default(),
             stack: RefCell::default(),
-            deadline: now.checked_add(limits.deadline).unwrap_or(now),
+            deadline: Instant::now().checked_add(limits.deadline),
             progress,
         }
     }
@@ -354,7 +354,7 @@ fn evaluate<'v>(
 struct StatementHook {
     path: String,
     max_bytes: usize,
-    deadline: Instant,
+    deadline: Option<Instant>,
     /// Set for the module the evaluation started with, not for the modules it loads.
     progress: Option<EvaluationProgress>,
     last: Rc<RefCell<Option<FileSpan>>>,
@@ -389,7 +389,10 @@ impl<'e> BeforeStmtFuncDyn<'e> for StatementHook {
                 self.max_bytes
             )));
         }
-        if Instant::now() > self.deadline {
+        if self
+            .deadline
+            .is_some_and(|deadline| Instant::now() > deadline)
+        {
             return Err(starlark::Error::new_other(anyhow::anyhow!(
                 "module evaluation did not finish within the time limit (checked before each \
                  statement)"

@@ -182,6 +182,9 @@ pub fn evaluate_on_thread(
     modules: &dyn ModuleSource,
     progress: &EvaluationProgress,
 ) -> Result<ModuleEvaluation, ModuleEvaluation> {
+    // The prelude (evaluated once per process, for the reserved kind names) does not
+    // count against the module's deadline.
+    crate::reserved_kind_names();
     let started = Instant::now();
     let (requests, from_evaluation) = mpsc::channel();
     let (answer, answers) = mpsc::channel();
@@ -215,10 +218,12 @@ pub fn evaluate_on_thread(
             format!("module evaluation could not start a thread: {error}"),
         ));
     }
-    let give_up = started + limits.deadline + DEADLINE_GRACE;
+    let give_up = started.checked_add(limits.deadline.saturating_add(DEADLINE_GRACE));
     let mut loaded = Vec::new();
     loop {
-        let left = give_up.saturating_duration_since(Instant::now());
+        let left = give_up.map_or(Duration::MAX, |at| {
+            at.saturating_duration_since(Instant::now())
+        });
         match from_evaluation.recv_timeout(left) {
             Ok(FromEvaluation::Load(module)) => {
                 let text = modules.read(&module);

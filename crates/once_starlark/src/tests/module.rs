@@ -238,6 +238,8 @@ fn example_rules() {
 fn step_limit_stops_infinite_loop() {
     let limits = EvalLimits {
         max_steps: 100_000,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(
@@ -253,6 +255,8 @@ fn step_limit_stops_infinite_loop() {
 fn memory_limit_stops_huge_allocation() {
     let limits = EvalLimits {
         max_bytes: 8 << 20,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(
@@ -470,6 +474,8 @@ fn built_in_kind_names_are_duplicates() {
 fn memory_limit_stops_doubling_within_a_statement_or_two() {
     let limits = EvalLimits {
         max_bytes: 8 << 20,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(
