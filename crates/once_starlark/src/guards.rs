@@ -20,18 +20,20 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroI32;
+use std::sync::OnceLock;
 
 use anyhow::bail;
-use starlark::environment::GlobalsBuilder;
+use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension};
 use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::dict::DictRef;
 use starlark::values::list::ListRef;
+use starlark::values::namespace::FrozenNamespace;
 use starlark::values::range::Range;
 use starlark::values::string::StarlarkStr;
 use starlark::values::structs::StructRef;
 use starlark::values::tuple::TupleRef;
-use starlark::values::{Heap, StringValue, Value, ValueIdentity};
+use starlark::values::{FrozenValue, StringValue, Value, ValueIdentity, ValueLike};
 
 use starlark::syntax::AstModule;
 use starlark_syntax::lexer::TokenInt;
@@ -198,9 +200,26 @@ pub(crate) fn guarded_globals(builder: &mut GlobalsBuilder) {
     }
 }
 
-/// The `json` namespace: `encode` refuses values too deep or too large to render.
-#[starlark_module]
+/// The `json` namespace: the standard one, with an `encode` that refuses values too deep
+/// or too large to render.
 pub(crate) fn json_namespace(builder: &mut GlobalsBuilder) {
+    guarded_json_encode(builder);
+    if let Some(decode) = standard_json_decode() {
+        builder.set("decode", decode);
+    }
+}
+
+/// The standard `json.decode` (its nesting is limited by the JSON parser). The globals it
+/// lives in are kept for the life of the process, as the value points into them.
+fn standard_json_decode() -> Option<FrozenValue> {
+    static STANDARD: OnceLock<Globals> = OnceLock::new();
+    let standard = STANDARD.get_or_init(|| Globals::extended_by(&[LibraryExtension::Json]));
+    let (_, json) = standard.iter().find(|(name, _)| *name == "json")?;
+    json.downcast_ref::<FrozenNamespace>()?.get("decode")
+}
+
+#[starlark_module]
+fn guarded_json_encode(builder: &mut GlobalsBuilder) {
     /// The JSON text of a value (`None`, bools, numbers, strings, lists, tuples, dicts
     /// with string keys, structs).
     fn encode(
@@ -209,11 +228,6 @@ pub(crate) fn json_namespace(builder: &mut GlobalsBuilder) {
     ) -> anyhow::Result<String> {
         check_renderable(x, "json.encode()", bounds(eval).1)?;
         x.to_json()
-    }
-
-    /// The value of a JSON text (nesting is limited by the JSON parser).
-    fn decode<'v>(#[starlark(require = pos)] x: &str, heap: Heap<'v>) -> anyhow::Result<Value<'v>> {
-        Ok(heap.alloc(serde_json::from_str::<serde_json::Value>(x)?))
     }
 }
 
