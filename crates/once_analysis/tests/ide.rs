@@ -437,3 +437,131 @@ fn formatting_is_idempotent_on_the_toml_test_corpus_when_present() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// A workspace whose project module declares `demo`, a kind with a value-restricted,
+/// a bool and a required attribute and a `tools` dependency role; `manifest` is `a/once.toml`.
+fn with_demo_kind(manifest: &str) -> String {
+    format!(
+        r#"//- /once.toml
+[workspace]
+
+[modules]
+paths = ["modules/*.star"]
+//- /modules/demo.star
+target_kind(
+    name = "demo",
+    docs = "A demo kind.",
+    attrs = {{
+        "mode": attr.string("How it runs.", values = ["fast", "slow"]),
+        "strict": attr.bool("Fail on warnings."),
+        "output": attr.string("The output.", required = True),
+    }},
+    deps = [dep(providers = ["files"]), dep("tools", "Helpers.", providers = ["files"])],
+    providers = ["files"],
+)
+//- /b/once.toml
+[[target]]
+name = "Lib"
+kind = "demo"
+//- /a/once.toml
+{manifest}"#
+    )
+}
+
+/// Completion items as `kind label => insert @ replaced range` lines.
+fn render_completions(items: &[CompletionItem]) -> String {
+    items
+        .iter()
+        .map(|i| {
+            let r = i.replace;
+            format!(
+                "{:?} {} => {:?} @ {}:{}-{}:{}\n",
+                i.kind,
+                i.label,
+                i.insert_text,
+                r.start.line,
+                r.start.column,
+                r.end.line,
+                r.end.column
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn completion_context_comes_from_the_syntax_tree() {
+    let cases = [
+        ("a header", "[[target]]\nname = \"A\"\n\n[target.a$0\n"),
+        (
+            "[target.attrs]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\n\n[target.attrs]\nmode = \"dev\"\n$0\n",
+        ),
+        (
+            "a value in [target.attrs]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\n\n[target.attrs]\nmode = \"f$0\"\n",
+        ),
+        (
+            "an inline attrs table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs = { strict = true, $0 }\n",
+        ),
+        (
+            "a value in an inline attrs table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs = { strict = $0 }\n",
+        ),
+        (
+            "deps = [...]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\ndeps = [\"b/Lib\", \"$0\"]\n",
+        ),
+        (
+            "an inline dependencies table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\ndependencies = { tools = [\"b/$0\n",
+        ),
+        (
+            "a dotted attrs key",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs.mo$0\n",
+        ),
+        ("[workspace]", "[workspace]\n$0\n"),
+        ("a comment", "[[target]]\nname = \"A\" # $0\n"),
+        ("after a complete value", "[[target]]\nname = \"A\" $0\n"),
+    ];
+    let rendered: String = cases
+        .iter()
+        .map(|(what, manifest)| {
+            let items = load(&with_demo_kind(manifest)).completions();
+            format!("-- {what}\n{}", render_completions(&items))
+        })
+        .collect();
+    expect_test::expect![[r#"
+        -- a header
+        Table [[target]] => "[[target]]" @ 4:1-4:10
+        Table [target.attrs] => "[target.attrs]" @ 4:1-4:10
+        Table [target.dependencies] => "[target.dependencies]" @ 4:1-4:10
+        Table [workspace] => "[workspace]" @ 4:1-4:10
+        Table [workspace.configuration] => "[workspace.configuration]" @ 4:1-4:10
+        Table [modules] => "[modules]" @ 4:1-4:10
+        -- [target.attrs]
+        Attribute strict => "strict = " @ 7:1-7:1
+        Attribute output => "output = " @ 7:1-7:1
+        -- a value in [target.attrs]
+        Value fast => "fast" @ 6:9-6:10
+        Value slow => "slow" @ 6:9-6:10
+        -- an inline attrs table
+        Attribute mode => "mode = " @ 4:26-4:26
+        Attribute output => "output = " @ 4:26-4:26
+        -- a value in an inline attrs table
+        Value true => "true" @ 4:20-4:20
+        Value false => "false" @ 4:20-4:20
+        -- deps = [...]
+        Label b/Lib => "b/Lib" @ 4:19-4:19
+        -- an inline dependencies table
+        Label b/Lib => "b/Lib" @ 4:28-4:30
+        -- a dotted attrs key
+        Attribute mode => "mode = " @ 4:7-4:9
+        Attribute strict => "strict = " @ 4:7-4:9
+        Attribute output => "output = " @ 4:7-4:9
+        -- [workspace]
+        -- a comment
+        -- after a complete value
+    "#]]
+    .assert_eq(&rendered);
+}

@@ -1,0 +1,160 @@
+//! Hover: the kind, attribute, dependency role or target under the cursor, as markdown.
+
+use once_db::{RootDatabase, Workspace};
+use once_graph::{kind_catalog, package_by_path, target_summaries};
+use once_model::{KindSchema, LineCol, TargetLabel, resolve_reference};
+
+use super::HoverInfo;
+use super::context::{Ctx, contains, dep_entries};
+
+pub(super) fn kind_markdown(kind: &KindSchema) -> String {
+    let mut out = format!("**kind** `{}`\n\n{}", kind.name, kind.docs.trim());
+    if !kind.capabilities.is_empty() {
+        let caps: Vec<String> = kind
+            .capabilities
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect();
+        out.push_str(&format!("\n\nCapabilities: {}", caps.join(", ")));
+    }
+    if !kind.providers.is_empty() {
+        out.push_str(&format!("\n\nProvides: {}", backticked(&kind.providers)));
+    }
+    let required: Vec<String> = kind
+        .attrs
+        .iter()
+        .filter(|a| a.required)
+        .map(|a| a.name.clone())
+        .collect();
+    if !required.is_empty() {
+        out.push_str(&format!(
+            "\n\nRequired attributes: {}",
+            backticked(&required)
+        ));
+    }
+    out
+}
+
+pub(super) fn backticked(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(super) fn attr_markdown(kind: &KindSchema, attr: &once_model::AttrSpec) -> String {
+    let mut out = format!(
+        "**attribute** `{}`: `{}`{}\n\n{}",
+        attr.name,
+        attr.ty,
+        if attr.required { " (required)" } else { "" },
+        attr.docs.trim()
+    );
+    if let Some(default) = &attr.default {
+        out.push_str(&format!("\n\nDefault: `{default}`"));
+    }
+    if !attr.allowed_values.is_empty() {
+        out.push_str(&format!(
+            "\n\nAllowed: {}",
+            backticked(&attr.allowed_values)
+        ));
+    }
+    out.push_str(&format!("\n\nOf kind `{}`.", kind.name));
+    out
+}
+
+/// The summary of a resolved label, as markdown, or `None` when it names nothing.
+fn target_markdown(db: &RootDatabase, ws: Workspace, label: &TargetLabel) -> Option<String> {
+    let package = package_by_path(db, ws).get(&label.package)?;
+    let summaries = target_summaries(db, package);
+    let summary = summaries.iter().find(|s| s.name == label.name)?;
+    let mut out = format!("**target** `{}`", label.id());
+    match &summary.kind {
+        Some(kind) => {
+            out.push_str(&format!("\n\nKind: `{kind}`"));
+            if let Some(schema) = kind_catalog(db, ws).get(kind) {
+                let caps: Vec<String> =
+                    schema.capabilities.iter().map(|c| c.name.clone()).collect();
+                if !caps.is_empty() {
+                    out.push_str(&format!("\n\nCapabilities: {}", backticked(&caps)));
+                }
+            }
+        }
+        None => out.push_str("\n\nKind: unknown"),
+    }
+    if !summary.providers.is_empty() {
+        out.push_str(&format!("\n\nProvides: {}", backticked(&summary.providers)));
+    }
+    out.push_str(&format!(
+        "\n\nDeclared in `{}`",
+        package.manifest(db).path(db)
+    ));
+    Some(out)
+}
+
+pub(crate) fn hover(ctx: &Ctx<'_>, position: LineCol) -> Option<HoverInfo> {
+    let offset = ctx.offset(position);
+    let decl = ctx.target_at(offset)?;
+    let catalog = kind_catalog(ctx.db, ctx.ws);
+    let schema = decl.kind.as_ref().and_then(|k| catalog.get(&k.value));
+    if let Some(kind) = &decl.kind
+        && contains(kind.range, offset)
+    {
+        let markdown = match schema {
+            Some(schema) => kind_markdown(schema),
+            None => format!("target kind `{}` is not known", kind.value),
+        };
+        return Some(HoverInfo {
+            markdown,
+            range: ctx.range(kind.range),
+        });
+    }
+    for (key, _) in &decl.attrs {
+        if contains(key.range, offset)
+            && let Some(schema) = schema
+            && let Some(spec) = schema.attr(&key.value)
+        {
+            return Some(HoverInfo {
+                markdown: attr_markdown(schema, spec),
+                range: ctx.range(key.range),
+            });
+        }
+    }
+    for (role, _) in &decl.dependencies {
+        if contains(role.range, offset)
+            && let Some(schema) = schema
+            && let Some(spec) = schema.dependency_role(&role.value)
+        {
+            let mut markdown = format!(
+                "**dependency role** `{}`\n\n{}",
+                spec.name,
+                spec.docs.trim()
+            );
+            if !spec.providers.is_empty() {
+                markdown.push_str(&format!(
+                    "\n\nAccepts targets providing: {}",
+                    backticked(&spec.providers)
+                ));
+            }
+            return Some(HoverInfo {
+                markdown,
+                range: ctx.range(role.range),
+            });
+        }
+    }
+    for (_, entry) in dep_entries(decl) {
+        if contains(entry.range, offset) {
+            let markdown = match resolve_reference(ctx.package_path(), &entry.value) {
+                Ok(label) => target_markdown(ctx.db, ctx.ws, &label)
+                    .unwrap_or_else(|| format!("no target `{}` in the workspace", label.id())),
+                Err(err) => format!("`{}` {err}", entry.value),
+            };
+            return Some(HoverInfo {
+                markdown,
+                range: ctx.range(entry.range),
+            });
+        }
+    }
+    None
+}
