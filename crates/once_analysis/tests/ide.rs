@@ -520,7 +520,15 @@ fn completion_context_comes_from_the_syntax_tree() {
             "a dotted attrs key",
             "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs.mo$0\n",
         ),
-        ("[workspace]", "[workspace]\n$0\n"),
+        (
+            "a [[target]] (keys written are left out)",
+            "[[target]]\nname = \"A\"\nsrcs = []\n$0\n\n[target.attrs]\n",
+        ),
+        ("[workspace]", "[workspace]\ninclude = []\n$0\n"),
+        (
+            "[workspace.configuration]",
+            "[workspace.configuration]\n$0\n",
+        ),
         ("a comment", "[[target]]\nname = \"A\" # $0\n"),
         ("after a complete value", "[[target]]\nname = \"A\" $0\n"),
     ];
@@ -559,7 +567,20 @@ fn completion_context_comes_from_the_syntax_tree() {
         Attribute mode => "mode = " @ 4:7-4:9
         Attribute strict => "strict = " @ 4:7-4:9
         Attribute output => "output = " @ 4:7-4:9
+        -- a [[target]] (keys written are left out)
+        Key kind => "kind = " @ 4:1-4:1
+        Key deps => "deps = " @ 4:1-4:1
+        Key visibility => "visibility = " @ 4:1-4:1
+        Key labels => "labels = " @ 4:1-4:1
+        Key attrs => "attrs = " @ 4:1-4:1
+        Key dependencies => "dependencies = " @ 4:1-4:1
         -- [workspace]
+        Key exclude => "exclude = " @ 3:1-3:1
+        Key configuration => "configuration = " @ 3:1-3:1
+        -- [workspace.configuration]
+        Key os => "os = " @ 2:1-2:1
+        Key arch => "arch = " @ 2:1-2:1
+        Key tokens => "tokens = " @ 2:1-2:1
         -- a comment
         -- after a complete value
     "#]]

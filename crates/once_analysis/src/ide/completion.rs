@@ -4,61 +4,13 @@
 use once_graph::{
     KindCatalog, TargetDecl, kind_catalog, parse_manifest, target_summaries, workspace_packages,
 };
-use once_model::{AttrSpec, AttrType, KindSchema, LineCol, TargetLabel, TextRange};
+use once_model::vocabulary::table_headers;
+use once_model::{AttrSpec, AttrType, KindSchema, LineCol, ManifestTable, TargetLabel, TextRange};
 
 use super::context::Ctx;
 use super::cursor::{Place, cursor_at};
 use super::hover::{attr_markdown, backticked, kind_markdown};
 use super::{CompletionItem, CompletionKind};
-
-/// The keys a `[[target]]` table may hold, with their docs.
-const TARGET_KEYS: &[(&str, &str)] = &[
-    ("name", "The target's name, unique in its package."),
-    (
-        "kind",
-        "The target kind; `once query target-kinds` lists them.",
-    ),
-    ("srcs", "Package-relative source globs."),
-    (
-        "deps",
-        "Targets this one depends on (the kind's `deps` role).",
-    ),
-    (
-        "dependencies",
-        "Dependencies by named role: `{ role = [\"label\"] }`.",
-    ),
-    (
-        "visibility",
-        "Who may depend on this target: `public`, `private`, `package:<pkg>`, `subtree:<pkg>` or a target.",
-    ),
-    (
-        "labels",
-        "Free-form tags (`integration`, …) used to select tests.",
-    ),
-    ("attrs", "The kind's attributes."),
-];
-
-/// Table headers a manifest may hold.
-const TABLE_HEADERS: &[(&str, &str)] = &[
-    ("[[target]]", "Declares one target."),
-    ("[target.attrs]", "The attributes of the target above."),
-    (
-        "[target.dependencies]",
-        "The named dependency roles of the target above.",
-    ),
-    (
-        "[workspace]",
-        "Root manifest only: package include/exclude.",
-    ),
-    (
-        "[workspace.configuration]",
-        "Root manifest only: the configuration `select` resolves against.",
-    ),
-    (
-        "[modules]",
-        "Root manifest only: project Starlark modules declaring kinds.",
-    ),
-];
 
 pub(crate) fn completions(ctx: &Ctx<'_>, position: LineCol) -> Vec<CompletionItem> {
     let offset = ctx.offset(position);
@@ -80,7 +32,7 @@ pub(crate) fn completions(ctx: &Ctx<'_>, position: LineCol) -> Vec<CompletionIte
     let table: Vec<&str> = cursor.table.iter().map(String::as_str).collect();
     match cursor.place {
         Place::Header { from } => site.headers(from),
-        Place::Key { from } => site.keys(&table, from),
+        Place::Key { from, present } => site.keys(&table, from, &present),
         Place::Value { key, string, from } => site.values(&table, &key, string, from),
     }
 }
@@ -114,37 +66,47 @@ impl Site<'_> {
     }
 
     fn headers(&self, from: u32) -> Vec<CompletionItem> {
-        TABLE_HEADERS
-            .iter()
+        table_headers()
+            .into_iter()
             .enumerate()
-            .map(|(i, (header, docs))| CompletionItem {
-                documentation: Some(docs.to_string()),
+            .map(|(i, (header, key))| CompletionItem {
+                documentation: Some(key.docs.to_owned()),
                 sort_text: format!("{i:02}"),
-                ..self.item(*header, CompletionKind::Table, from)
+                ..self.item(header, CompletionKind::Table, from)
             })
             .collect()
     }
 
-    fn keys(&self, table: &[&str], from: u32) -> Vec<CompletionItem> {
+    fn keys(&self, table: &[&str], from: u32, present: &[String]) -> Vec<CompletionItem> {
         match table {
-            ["target"] => self.target_keys(from),
             ["target", "attrs"] => self.attr_keys(from),
             ["target", "dependencies"] => self.role_keys(from),
-            _ => Vec::new(),
+            [_, ..] => match ManifestTable::at(table) {
+                Some(table) => self.vocabulary_keys(table, from, present),
+                None => Vec::new(),
+            },
+            // Top-level keys are tables: they are written as headers.
+            [] => Vec::new(),
         }
     }
 
-    fn target_keys(&self, from: u32) -> Vec<CompletionItem> {
-        let present: Vec<&str> = self.decl.map(present_target_keys).unwrap_or_default();
-        TARGET_KEYS
-            .iter()
+    /// The keys of a manifest table not yet written, in write order.
+    fn vocabulary_keys(
+        &self,
+        table: ManifestTable,
+        from: u32,
+        present: &[String],
+    ) -> Vec<CompletionItem> {
+        table
+            .keys()
             .enumerate()
-            .filter(|(_, (key, _))| !present.contains(key))
-            .map(|(i, (key, docs))| CompletionItem {
-                documentation: Some(docs.to_string()),
-                insert_text: format!("{key} = "),
+            .filter(|(_, key)| !present.iter().any(|p| p == key.name))
+            .map(|(i, key)| CompletionItem {
+                detail: Some(key.shape.describe().to_owned()),
+                documentation: Some(key.docs.to_owned()),
+                insert_text: format!("{} = ", key.name),
                 sort_text: format!("{i:02}"),
-                ..self.item(*key, CompletionKind::Key, from)
+                ..self.item(key.name, CompletionKind::Key, from)
             })
             .collect()
     }
@@ -279,20 +241,6 @@ fn literal_values(spec: &AttrSpec, in_string: bool) -> Vec<(String, String)> {
 
 fn first_line(docs: &str) -> String {
     docs.trim().lines().next().unwrap_or("").to_owned()
-}
-
-fn present_target_keys(decl: &TargetDecl) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if decl.name.is_some() {
-        out.push("name");
-    }
-    if decl.kind.is_some() {
-        out.push("kind");
-    }
-    if decl.deps.is_some() {
-        out.push("deps");
-    }
-    out
 }
 
 /// Labels of every visible target whose providers the role accepts: `(label, detail)`.

@@ -10,8 +10,9 @@ use once_syntax::{SyntaxKind, SyntaxNode, SyntaxToken, TextSize};
 pub(super) enum Place {
     /// A table header; the replaced text starts at `from`.
     Header { from: u32 },
-    /// A key of the table; the typed key starts at `from`.
-    Key { from: u32 },
+    /// A key of the table; the typed key starts at `from`. `present` are the keys already
+    /// written in the table around the cursor.
+    Key { from: u32, present: Vec<String> },
     /// The value of `key`: `string` is where the content of the open string under the cursor
     /// starts, `from` where the typed value starts.
     Value {
@@ -37,9 +38,12 @@ pub(super) fn cursor_at(root: &SyntaxNode, offset: u32) -> Option<Cursor> {
     if token.kind() == SyntaxKind::COMMENT || u32::from(token.text_range().start()) >= offset {
         // On a comment, or before the first token: only a key at the very start.
         let at_start = token.kind() != SyntaxKind::COMMENT && offset == 0;
-        return at_start.then_some(Cursor {
+        return at_start.then(|| Cursor {
             table: Vec::new(),
-            place: Place::Key { from: offset },
+            place: Place::Key {
+                from: offset,
+                present: present_keys(root, &[], offset),
+            },
         });
     }
     if let Some(header) = token.parent_ancestors().find(|n| {
@@ -75,12 +79,26 @@ pub(super) fn cursor_at(root: &SyntaxNode, offset: u32) -> Option<Cursor> {
         table.extend(key_segments(pair).into_iter().map(|(segment, _)| segment));
     }
     let Some(innermost) = innermost else {
+        let container = token.parent_ancestors().find(|n| {
+            matches!(
+                n.kind(),
+                SyntaxKind::INLINE_TABLE | SyntaxKind::TABLE | SyntaxKind::ARRAY_TABLE
+            )
+        });
+        let present = present_keys(&container.unwrap_or_else(|| root.clone()), &[], offset);
         return starts_a_key(&token).then_some(Cursor {
             table,
-            place: Place::Key { from: offset },
+            place: Place::Key {
+                from: offset,
+                present,
+            },
         });
     };
-    let place = place_in_pair(innermost, &token, offset, &mut table)?;
+    let outer = table.len();
+    let mut place = place_in_pair(innermost, &token, offset, &mut table)?;
+    if let (Place::Key { present, .. }, Some(container)) = (&mut place, innermost.parent()) {
+        *present = present_keys(&container, &table[outer..], offset);
+    }
     Some(Cursor { table, place })
 }
 
@@ -96,6 +114,20 @@ fn starts_a_key(token: &SyntaxToken) -> bool {
         }
     }
     true
+}
+
+/// The keys written in `container` below the dotted `prefix`, but for the one at `offset`.
+fn present_keys(container: &SyntaxNode, prefix: &[String], offset: u32) -> Vec<String> {
+    container
+        .children()
+        .filter(|n| n.kind() == SyntaxKind::KEY_VALUE)
+        .filter(|n| !n.text_range().contains_inclusive(TextSize::from(offset)))
+        .filter_map(|pair| {
+            let segments: Vec<String> = key_segments(&pair).into_iter().map(|(s, _)| s).collect();
+            let rest = segments.strip_prefix(prefix)?;
+            rest.first().cloned()
+        })
+        .collect()
 }
 
 /// The key path of the `[table]` or `[[table]]` holding the token; empty at the top level.
@@ -151,7 +183,10 @@ fn place_in_pair(
         .find(|t| t.kind() == SyntaxKind::EQ)
         .map(|eq| u32::from(eq.text_range().end()));
     if eq_end.is_none_or(|end| offset < end) {
-        return Some(Place::Key { from: key_start });
+        return Some(Place::Key {
+            from: key_start,
+            present: Vec::new(),
+        });
     }
     let start = u32::from(token.text_range().start());
     let string = (is_open_string_at(token, offset)).then_some(start + 1);
