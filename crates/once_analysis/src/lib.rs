@@ -36,7 +36,7 @@ pub use once_db::{
     ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
     WorkspaceWatcher, find_workspace_root,
 };
-pub use once_db::{FileWrite, WriteError};
+pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::{AffectedTest, TestTarget};
 pub use once_model::LineCol;
 pub use prime::default_prime_threads;
@@ -85,20 +85,46 @@ impl AnalysisHost {
         apply_changes(&mut self.db, changes);
     }
 
-    /// Writes planned files through the `System` (each atomically, every path confined to
-    /// the workspace and checked before the first write) and applies the changes at once,
-    /// so the next snapshot sees them. Returns the written workspace-relative paths.
+    /// Takes the workspace's write lock; hold it from reading what a write is based on
+    /// until the write is done.
+    fn lock_writes(&self) -> Result<WriteLock, String> {
+        let root = self.workspace.root(&self.db);
+        self.db
+            .system_arc()
+            .lock_writes(root)
+            .map_err(|e| format!("cannot lock the workspace for writing: {e}"))
+    }
+
+    /// Writes planned files through the `System` (each atomically and confined to the
+    /// workspace, every path read before the first write, under the workspace's write
+    /// lock) and applies the changes at once, so the next snapshot sees them. Returns the
+    /// written workspace-relative paths.
     pub fn write_files(&mut self, writes: &[FileWrite]) -> Result<Vec<String>, WriteError> {
+        let lock = self.lock_writes().map_err(|message| WriteError {
+            written: Vec::new(),
+            message,
+        })?;
+        self.write_files_locked(&lock, writes)
+    }
+
+    fn write_files_locked(
+        &mut self,
+        lock: &WriteLock,
+        writes: &[FileWrite],
+    ) -> Result<Vec<String>, WriteError> {
         let root = self.workspace.root(&self.db).clone();
         let system = self.db.system_arc();
-        let events = once_db::write_files(&*system, &root, writes)?;
+        let events = once_db::write_files(&*system, lock, &root, writes)?;
         self.apply_changes(&events);
         Ok(writes.iter().map(|w| w.path.clone()).collect())
     }
 
     /// Plans a batch of edits and, when every operation passed and the text changed,
-    /// writes the manifest. The next snapshot sees the change.
+    /// writes the manifest. The write lock is held from reading the manifest until it is
+    /// written, so concurrent writers (other servers, `once edit apply`) never lose each
+    /// other's edits. The next snapshot sees the change.
     pub fn apply_edit(&mut self, request: &EditRequest) -> Result<EditOutcome, String> {
+        let lock = self.lock_writes()?;
         let outcome = self
             .analysis()
             .plan_edit(request)
@@ -107,14 +133,15 @@ impl AnalysisHost {
             write: Some(write), ..
         } = &outcome
         {
-            self.write_files(std::slice::from_ref(write))
+            self.write_files_locked(&lock, std::slice::from_ref(write))
                 .map_err(|e| e.to_string())?;
         }
         Ok(outcome)
     }
 
-    /// Plans a starter under `destination` and, without conflicts, writes its files and
-    /// validates the workspace afterwards.
+    /// Plans a starter under `destination` and, without conflicts, writes its files (under
+    /// the write lock, like [`AnalysisHost::apply_edit`]) and validates the workspace
+    /// afterwards.
     pub fn materialize_example(
         &mut self,
         kind: &str,
@@ -122,6 +149,7 @@ impl AnalysisHost {
         destination: &str,
     ) -> Result<Materialized, String> {
         let cancelled = |_| "materializing was cancelled".to_owned();
+        let lock = self.lock_writes()?;
         let plan = self
             .analysis()
             .plan_materialize(kind, slug, destination)
@@ -133,8 +161,9 @@ impl AnalysisHost {
                 validation: None,
             });
         }
-        self.write_files(&plan.writes)
+        self.write_files_locked(&lock, &plan.writes)
             .map_err(|e| format!("materializing `{kind}`/`{slug}` failed: {e}"))?;
+        drop(lock);
         let analysis = self.analysis();
         let targets = analysis
             .targets(None)

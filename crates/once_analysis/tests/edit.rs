@@ -515,3 +515,59 @@ fn materialize_destinations_outside_the_workspace_are_refused() {
     );
     assert!(!system.is_file(Path::new("/ws/out/Cargo.toml")));
 }
+
+/// The text an edit writes for `x`, parsed back by the manifest parser.
+fn float_round_trip(x: f64) -> (String, Result<f64, String>) {
+    use once_syntax::value::ValueKind;
+    let text = AttrValue::Float(once_model::Float(x)).to_string();
+    let document = once_syntax::value::document(&once_syntax::parse(&format!("x = {text}\n")));
+    let parsed = match (document.errors.first(), document.root.get("x")) {
+        (Some(error), _) => Err(format!("{error:?}")),
+        (None, Some(entry)) => match &entry.value.kind {
+            ValueKind::Float(f) => Ok(f.0),
+            other => Err(format!("read back as {other:?}")),
+        },
+        (None, None) => Err("no value".to_owned()),
+    };
+    (text, parsed)
+}
+
+#[test]
+fn floats_written_by_edits_read_back_as_the_same_floats() {
+    let special = [
+        1e308,
+        -1e308,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        5e-324,
+        1e16,
+        1e15,
+        123456789012345680.0,
+        0.1,
+        1.0,
+        -0.0,
+        0.0,
+        2.5e-10,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let shown: Vec<String> = special.iter().map(|x| float_round_trip(*x).0).collect();
+    expect![[r#"1e308 -1e308 1.7976931348623157e308 2.2250738585072014e-308 5e-324 1e16 1000000000000000.0 1.2345678901234568e17 0.1 1.0 -0.0 0.0 2.5e-10 inf -inf nan"#]]
+        .assert_eq(&shown.join(" "));
+    // And a deterministic spread of bit patterns (xorshift), every one exact.
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let random = (0..20_000).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        f64::from_bits(state)
+    });
+    for x in special.into_iter().chain(random) {
+        let (text, parsed) = float_round_trip(x);
+        match parsed {
+            Ok(y) if y.to_bits() == x.to_bits() || (x.is_nan() && y.is_nan()) => {}
+            other => panic!("{x:e} written as `{text}` reads back as {other:?}"),
+        }
+    }
+}

@@ -26,6 +26,27 @@ pub struct Args {
     pub command: Command,
 }
 
+/// How the workspace flag was spelled in `argv` (`-C`, `--directory` or `--workspace`),
+/// so messages name the flag the user typed; `-C` when none is found.
+pub fn directory_flag(argv: impl IntoIterator<Item = std::ffi::OsString>) -> &'static str {
+    let mut used = "-C";
+    for arg in argv {
+        let Some(arg) = arg.to_str() else { continue };
+        if arg == "--" {
+            break;
+        }
+        let long = |name: &str| arg == name || arg.starts_with(&format!("{name}="));
+        if long("--workspace") {
+            used = "--workspace";
+        } else if long("--directory") {
+            used = "--directory";
+        } else if arg.starts_with("-C") {
+            used = "-C";
+        }
+    }
+    used
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// Readable text; coloured on a terminal.

@@ -506,6 +506,9 @@ pub fn materialized(done: &once_analysis::Materialized) {
     for target in &done.targets {
         println!("target    {} ({})", target.id, target.kind);
     }
+    for warning in &plan.warnings {
+        println!("{} {warning}", paint(WARNING, "warning:"));
+    }
     if let Some(validation) = &done.validation {
         println!();
         self::validation(validation);

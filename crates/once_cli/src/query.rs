@@ -12,11 +12,15 @@ use crate::Outcome;
 use crate::args::{Args, Format, Query};
 use crate::human;
 
-/// The workspace root: `-C DIR`, else `ONCE_WORKSPACE`, else the nearest ancestor of the
+/// The workspace root: `-C DIR` (or `--directory`/`--workspace`, named as typed in
+/// errors), else `ONCE_WORKSPACE`, else the nearest ancestor of the
 /// current directory whose `once.toml` has `[workspace]`, else the current directory.
 pub fn workspace_root(args: &Args) -> anyhow::Result<PathBuf> {
     let explicit = match &args.directory {
-        Some(dir) => Some((dir.clone(), "-C")),
+        Some(dir) => Some((
+            dir.clone(),
+            crate::args::directory_flag(std::env::args_os().skip(1)),
+        )),
         None => std::env::var_os("ONCE_WORKSPACE")
             .filter(|v| !v.is_empty())
             .map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),
@@ -286,22 +290,49 @@ fn external_source(args: &Args, url: &str, max_bytes: usize) -> anyhow::Result<O
     Ok(Outcome::Success)
 }
 
+/// The most JSON a command reads from `--file` or stdin: the MCP server's line limit.
+pub(crate) const MAX_JSON_INPUT_BYTES: usize = once_mcp::MAX_LINE_BYTES;
+
 /// Reads a JSON document from `file`, or from stdin when there is none; `what` names it
-/// in errors ("the target", "the edit").
+/// in errors ("the target", "the edit"). `file` must be a regular file (a device or a
+/// FIFO could block or never end; pipe such input to stdin instead), and neither may hold
+/// more than [`MAX_JSON_INPUT_BYTES`].
 pub(crate) fn read_json_input(
     file: Option<&std::path::Path>,
     what: &str,
 ) -> anyhow::Result<serde_json::Value> {
-    let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read `{}`", path.display()))?,
-        None => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .with_context(|| format!("cannot read {what} from stdin"))?;
-            text
+    let bytes = match file {
+        Some(path) => {
+            let metadata = std::fs::metadata(path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            if !metadata.is_file() {
+                bail!(
+                    "cannot read `{}`: not a regular file (give {what} on stdin instead)",
+                    path.display()
+                );
+            }
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            read_bounded(file, what).with_context(|| format!("cannot read `{}`", path.display()))?
         }
+        None => read_bounded(std::io::stdin().lock(), what)
+            .with_context(|| format!("cannot read {what} from stdin"))?,
     };
+    let text = String::from_utf8(bytes).map_err(|_| anyhow!("{what} is not UTF-8"))?;
     serde_json::from_str(&text).with_context(|| format!("{what} is not valid JSON"))
+}
+
+/// Reads at most [`MAX_JSON_INPUT_BYTES`], failing when there is more.
+fn read_bounded(reader: impl Read, what: &str) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_JSON_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() > MAX_JSON_INPUT_BYTES {
+        bail!(
+            "{what} is larger than the {} MiB limit",
+            MAX_JSON_INPUT_BYTES / (1024 * 1024)
+        );
+    }
+    Ok(bytes)
 }

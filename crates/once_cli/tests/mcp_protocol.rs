@@ -553,7 +553,7 @@ fn a_missing_workspace_is_a_startup_error() {
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("/nonexistent/once-mcp-workspace"),
+        stderr.contains("/nonexistent/once-mcp-workspace` (from --workspace)"),
         "{stderr}"
     );
 }
@@ -792,5 +792,32 @@ fn a_warm_server_follows_project_module_edits() {
         contract["structuredContent"]["result"]["language"],
         json!("Starlark")
     );
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn materializing_outside_the_workspace_include_says_so() {
+    let mut server = Server::start(&["--allow-run"]);
+    server.initialize("2025-11-25");
+    let result = server.call(
+        1,
+        "once_materialize_example",
+        json!({ "kind": "filegroup", "slug": "filegroup-minimal", "destination": "extra" }),
+    );
+    let answer = &result["structuredContent"]["result"];
+    assert_eq!(answer["materialized"], json!(true), "{result}");
+    assert_eq!(answer["targets"], json!([]));
+    assert_eq!(
+        answer["warnings"],
+        json!([
+            "the package `extra/fixtures` is outside `[workspace] include` (`apps/*`, `libs/*`, `data`, `tools`, `tools/*`), so its files are written but its targets are not part of the workspace; change `[workspace]` in the root `once.toml` to add it"
+        ])
+    );
+    let inside = server.call(
+        2,
+        "once_materialize_example",
+        json!({ "kind": "filegroup", "slug": "filegroup-minimal", "destination": "libs" }),
+    );
+    assert_eq!(inside["structuredContent"]["result"]["warnings"], json!([]));
     assert_eq!(server.finish(), 0);
 }

@@ -14,6 +14,8 @@
 //! except through [`System`]; inputs are set only by [`apply_changes`] and [`RootDatabase::load`].
 
 pub mod changes;
+#[cfg(unix)]
+mod confined;
 pub mod discovery;
 pub mod files;
 pub mod package_filter;
@@ -28,7 +30,7 @@ pub use changes::{ChangeEvent, apply_changes};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
-pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System};
+pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System, WriteLock};
 pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
 pub use writes::{FileWrite, WriteError, write_files};

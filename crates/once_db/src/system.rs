@@ -48,11 +48,41 @@ pub trait System: Send + Sync + fmt::Debug {
     /// The absolute path with every symbolic link resolved (the path must exist).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 
-    /// Replaces (or creates) the file at `path` atomically: the contents go to a temporary
-    /// file in the same directory, are flushed to disk, and the temporary file is renamed
-    /// over `path`. Missing parent directories are created. Callers check confinement first
-    /// ([`crate::writes`]).
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+    /// Reads the regular file at the workspace-relative, normalised path `relative` below
+    /// `root` without following any symbolic link; `None` when it (or a directory above
+    /// it) does not exist. A link, a special file or a file where a directory is needed is
+    /// an error.
+    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>>;
+
+    /// Takes the workspace's write lock (`.once/write.lock`), waiting while another writer,
+    /// in this process or another, holds it. Every write goes through it
+    /// ([`System::write_confined`] asks for the guard), held from reading the files a write
+    /// is based on until the write is done, so concurrent writers never lose each other's
+    /// changes.
+    fn lock_writes(&self, root: &Path) -> io::Result<WriteLock>;
+
+    /// Replaces (or creates) the file at the workspace-relative, normalised path `relative`
+    /// below `root` atomically, confined to the workspace: every step goes through a
+    /// directory handle of the root without following symbolic links (missing directories
+    /// are created), the contents go to a temporary file in the final directory, are
+    /// flushed to disk and renamed over the file. New files get mode 0666 less the umask,
+    /// rewritten ones keep their mode. Leftover temporary files of writers that died are
+    /// removed. Returns whether the file existed.
+    fn write_confined(
+        &self,
+        lock: &WriteLock,
+        root: &Path,
+        relative: &str,
+        contents: &[u8],
+    ) -> io::Result<bool>;
+}
+
+/// Proof that the workspace's write lock is held ([`System::lock_writes`]); dropping it
+/// releases the lock.
+#[derive(Debug)]
+pub struct WriteLock {
+    /// The locked file (`None` for [`MemorySystem`], which has no other writers).
+    _held: Option<std::fs::File>,
 }
 
 /// What a path names, without following a final symbolic link.
@@ -115,9 +145,51 @@ impl System for OsSystem {
         std::fs::canonicalize(path)
     }
 
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        write_atomic_with(path, contents, |_| Ok(()))
+    #[cfg(unix)]
+    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+        crate::confined::read_confined(root, relative)
     }
+
+    #[cfg(unix)]
+    fn lock_writes(&self, root: &Path) -> io::Result<WriteLock> {
+        crate::confined::lock_writes(root).map(|file| WriteLock { _held: Some(file) })
+    }
+
+    #[cfg(unix)]
+    fn write_confined(
+        &self,
+        _lock: &WriteLock,
+        root: &Path,
+        relative: &str,
+        contents: &[u8],
+    ) -> io::Result<bool> {
+        crate::confined::write_confined(root, relative, contents, || Ok(()))
+    }
+
+    #[cfg(not(unix))]
+    fn read_confined(&self, _root: &Path, _relative: &str) -> io::Result<Option<Vec<u8>>> {
+        Err(confined_unsupported())
+    }
+
+    #[cfg(not(unix))]
+    fn lock_writes(&self, _root: &Path) -> io::Result<WriteLock> {
+        Err(confined_unsupported())
+    }
+
+    #[cfg(not(unix))]
+    fn write_confined(&self, _: &WriteLock, _: &Path, _: &str, _: &[u8]) -> io::Result<bool> {
+        Err(confined_unsupported())
+    }
+}
+
+/// Confined reads and writes need `openat` without following links, which once only
+/// implements for Unix.
+#[cfg(not(unix))]
+fn confined_unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "writing into the workspace is only supported on Unix",
+    )
 }
 
 /// Called with every directory a walk is about to read (the root first), from the walk's
@@ -188,37 +260,6 @@ pub fn walk_directories(
     Ok(files)
 }
 
-/// [`OsSystem::write_atomic`] with a hook that runs after the temporary file is written
-/// and flushed and before it is renamed over `path` (tests inject failures there). When
-/// the hook or any step fails, the temporary file is removed and `path` is untouched.
-pub fn write_atomic_with(
-    path: &Path,
-    contents: &[u8],
-    before_rename: impl FnOnce(&Path) -> io::Result<()>,
-) -> io::Result<()> {
-    use std::io::Write as _;
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .ok_or_else(|| io::Error::other(format!("`{}` has no parent directory", path.display())))?;
-    std::fs::create_dir_all(parent)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".once-write-")
-        .tempfile_in(parent)?;
-    temp.write_all(contents)?;
-    if let Ok(metadata) = std::fs::metadata(path) {
-        temp.as_file().set_permissions(metadata.permissions())?;
-    }
-    temp.as_file().sync_all()?;
-    before_rename(temp.path())?;
-    temp.persist(path).map_err(|e| e.error)?;
-    // Make the rename itself durable; not every platform can open a directory.
-    if let Ok(directory) = std::fs::File::open(parent) {
-        let _ = directory.sync_all();
-    }
-    Ok(())
-}
-
 /// Converts a relative path to `/`-separated UTF-8, or `None` if it is not UTF-8.
 pub fn relative_to_slash(path: &Path) -> Option<String> {
     let mut out = String::new();
@@ -279,6 +320,41 @@ impl MemorySystem {
         if let Ok(mut files) = self.files.write() {
             files.remove(path);
         }
+    }
+
+    /// The absolute path of `relative` below `root`, refusing what the disk would refuse:
+    /// a symbolic link or a file on the way, a directory at the file's place.
+    fn check_confined(&self, root: &Path, relative: &str) -> io::Result<PathBuf> {
+        let refuse = |message: String| Err(io::Error::new(io::ErrorKind::InvalidInput, message));
+        let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() {
+            return refuse("the path names the workspace root, not a file".to_owned());
+        }
+        let mut path = root.to_path_buf();
+        for (index, part) in parts.iter().enumerate() {
+            path.push(part);
+            let so_far = parts[..=index].join("/");
+            let last = index + 1 == parts.len();
+            match self.entry_kind(&path)? {
+                Some(EntryKind::Symlink) => {
+                    return refuse(format!(
+                        "`{so_far}` is a symbolic link; once does not write through links, which may lead outside the workspace"
+                    ));
+                }
+                Some(EntryKind::Directory) if last => {
+                    return refuse(format!(
+                        "an existing directory occupies the file path `{so_far}`"
+                    ));
+                }
+                Some(EntryKind::File) if !last => {
+                    return refuse(format!(
+                        "`{so_far}` is not a directory, but `{relative}` needs it to be one"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(path)
     }
 }
 
@@ -353,10 +429,31 @@ impl System for MemorySystem {
         Ok(path.to_path_buf())
     }
 
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+        let path = self.check_confined(root, relative)?;
+        match self.read_bytes(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn lock_writes(&self, _root: &Path) -> io::Result<WriteLock> {
+        Ok(WriteLock { _held: None })
+    }
+
+    fn write_confined(
+        &self,
+        _lock: &WriteLock,
+        root: &Path,
+        relative: &str,
+        contents: &[u8],
+    ) -> io::Result<bool> {
+        let path = self.check_confined(root, relative)?;
         let text = String::from_utf8(contents.to_vec())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))?;
-        self.write(path.to_path_buf(), text);
-        Ok(())
+        let existed = self.is_file(&path);
+        self.write(path, text);
+        Ok(existed)
     }
 }

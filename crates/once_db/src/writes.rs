@@ -1,17 +1,16 @@
 //! Writing planned files into the workspace, confined to it.
 //!
 //! Editing operations are planned as pure data ([`FileWrite`]s with workspace-relative
-//! paths); this module is where they reach the disk. Every path is checked twice: lexically
-//! ([`normalize_relative`]: no absolute paths, no `..`) and against the file system
-//! ([`check_confined`]: no component is a symbolic link or a file where a directory is
-//! needed, and the canonical parent stays below the canonical root). Each file is written
-//! atomically through [`System::write_atomic`].
+//! paths); this module is where they reach the disk. Paths are checked lexically
+//! ([`normalize_relative`]: no absolute paths, no `..`); confinement on the file system is
+//! the job of [`System::write_confined`], which never follows a symbolic link and never
+//! checks a path before using it. Writers hold the workspace's [`WriteLock`] from reading
+//! what a write is based on until it is done.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::ChangeEvent;
-use crate::system::{EntryKind, System};
+use crate::system::{System, WriteLock};
 
 /// One file to write: a workspace-relative `/`-separated path and its new contents.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -52,55 +51,6 @@ pub fn absolute(root: &Path, relative: &str) -> PathBuf {
     path
 }
 
-/// What a confined path currently holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Existing {
-    Missing,
-    File,
-}
-
-/// Checks that writing the file `relative` (already normalised) stays inside the workspace:
-/// walking down from the root, no component may be a symbolic link, every parent must be
-/// a directory (or missing), and the path itself must be a regular file or missing.
-pub fn check_confined(
-    system: &dyn System,
-    root: &Path,
-    relative: &str,
-) -> Result<Existing, String> {
-    let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
-    if parts.is_empty() {
-        return Err("the path names the workspace root, not a file".to_owned());
-    }
-    let mut current = root.to_path_buf();
-    for (index, part) in parts.iter().enumerate() {
-        current.push(part);
-        let last = index + 1 == parts.len();
-        let so_far = parts[..=index].join("/");
-        match system.entry_kind(&current) {
-            Err(e) => return Err(format!("could not inspect `{so_far}`: {e}")),
-            Ok(None) => return Ok(Existing::Missing),
-            Ok(Some(EntryKind::Symlink)) => {
-                return Err(format!(
-                    "`{so_far}` is a symbolic link; once does not write through links, which may lead outside the workspace"
-                ));
-            }
-            Ok(Some(EntryKind::Directory)) if last => {
-                return Err(format!(
-                    "an existing directory occupies the file path `{so_far}`"
-                ));
-            }
-            Ok(Some(EntryKind::Directory)) => {}
-            Ok(Some(EntryKind::File)) if last => return Ok(Existing::File),
-            Ok(Some(_)) => {
-                return Err(format!(
-                    "`{so_far}` is not a directory, but `{relative}` needs it to be one"
-                ));
-            }
-        }
-    }
-    Ok(Existing::File)
-}
-
 /// Why a write stopped.
 #[derive(Debug)]
 pub struct WriteError {
@@ -121,74 +71,48 @@ impl std::fmt::Display for WriteError {
 
 impl std::error::Error for WriteError {}
 
-/// Writes every file, each atomically, after checking all of them for confinement. Returns
-/// the change events to apply to the database.
+/// Writes every file, each atomically and confined ([`System::write_confined`]), under the
+/// held write lock. Every path is read first without following links, so a refused path
+/// (a link, a file in the way) stops the batch before anything is written. Returns the
+/// change events to apply to the database.
 pub fn write_files(
     system: &dyn System,
+    lock: &WriteLock,
     root: &Path,
     writes: &[FileWrite],
 ) -> Result<Vec<ChangeEvent>, WriteError> {
     let fail = |written: Vec<String>, message: String| WriteError { written, message };
-    let canonical_root = system.canonicalize(root).map_err(|e| {
-        fail(
-            Vec::new(),
-            format!("cannot resolve the workspace root: {e}"),
-        )
-    })?;
-    let mut existing = Vec::with_capacity(writes.len());
+    let mut relatives = Vec::with_capacity(writes.len());
     for write in writes {
         let relative = normalize_relative(&write.path).map_err(|e| fail(Vec::new(), e))?;
-        let state = check_confined(system, root, &relative)
-            .map_err(|e| fail(Vec::new(), format!("refusing to write `{relative}`: {e}")))?;
-        // Belt and braces: the deepest existing ancestor resolves below the root.
-        let mut ancestor = absolute(root, &relative);
-        while ancestor.pop() && ancestor.starts_with(root) && ancestor != root {
-            if let Ok(Some(_)) = system.entry_kind(&ancestor) {
-                break;
-            }
+        if let Err(e) = system.read_confined(root, &relative) {
+            return Err(fail(
+                Vec::new(),
+                format!("refusing to write `{relative}`: {e}"),
+            ));
         }
-        if !ancestor.starts_with(root) {
-            ancestor = root.to_path_buf();
-        }
-        match system.canonicalize(&ancestor) {
-            Ok(resolved) if resolved.starts_with(&canonical_root) => {}
-            Ok(resolved) => {
-                return Err(fail(
-                    Vec::new(),
-                    format!(
-                        "refusing to write `{relative}`: it resolves to `{}`, outside the workspace",
-                        resolved.display()
-                    ),
-                ));
-            }
-            Err(e) => {
-                return Err(fail(
-                    Vec::new(),
-                    format!("cannot resolve `{relative}`: {e}"),
-                ));
-            }
-        }
-        existing.push((relative, state));
+        relatives.push(relative);
     }
     let mut events = Vec::new();
     let mut written = Vec::new();
-    for (write, (relative, state)) in writes.iter().zip(existing) {
+    for (write, relative) in writes.iter().zip(relatives) {
+        let existed = system
+            .write_confined(lock, root, &relative, &write.contents)
+            .map_err(|e| {
+                fail(
+                    written.clone(),
+                    format!("could not write `{relative}`: {e}"),
+                )
+            })?;
         let path = absolute(root, &relative);
-        if let Err(e) = system.write_atomic(&path, &write.contents) {
-            return Err(fail(written, format!("could not write `{relative}`: {e}")));
-        }
-        events.push(match state {
-            Existing::File => ChangeEvent::Changed(path),
-            Existing::Missing => ChangeEvent::Created(path),
+        events.push(if existed {
+            ChangeEvent::Changed(path)
+        } else {
+            ChangeEvent::Created(path)
         });
         written.push(relative);
     }
     Ok(events)
-}
-
-/// Reads the current bytes of a confined file, `None` when it does not exist.
-pub fn read_existing(system: &dyn System, root: &Path, relative: &str) -> io::Result<Vec<u8>> {
-    system.read_bytes(&absolute(root, relative))
 }
 
 #[cfg(test)]
@@ -214,25 +138,17 @@ mod tests {
         system.symlink("/ws/link", "/etc");
         let root = Path::new("/ws");
         assert_eq!(
-            check_confined(&system, root, "once.toml"),
-            Ok(Existing::File)
+            system.read_confined(root, "once.toml").unwrap(),
+            Some(Vec::new())
         );
-        assert_eq!(
-            check_confined(&system, root, "new/once.toml"),
-            Ok(Existing::Missing)
-        );
-        assert!(
-            check_confined(&system, root, "link/once.toml")
-                .unwrap_err()
-                .contains("symbolic link")
-        );
-        assert!(
-            check_confined(&system, root, "file/once.toml")
-                .unwrap_err()
-                .contains("not a directory")
-        );
+        assert_eq!(system.read_confined(root, "new/once.toml").unwrap(), None);
+        let refusal = |path: &str| system.read_confined(root, path).unwrap_err().to_string();
+        assert!(refusal("link/once.toml").contains("symbolic link"));
+        assert!(refusal("file/once.toml").contains("not a directory"));
+        let lock = system.lock_writes(root).unwrap();
         let refused = write_files(
             &system,
+            &lock,
             root,
             &[
                 FileWrite {
@@ -252,30 +168,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_injected_failure_before_the_rename_leaves_the_original_intact() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("once.toml");
-        std::fs::write(&path, "original\n").unwrap();
-        let result = crate::system::write_atomic_with(&path, b"new\n", |_| {
-            Err(io::Error::other("simulated crash"))
-        });
-        assert!(result.is_err());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "original\n");
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "the temporary file is removed");
-        crate::system::write_atomic_with(&path, b"new\n", |_| Ok(())).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
-    }
-
     #[cfg(unix)]
     #[test]
     fn a_real_symlink_to_outside_is_refused() {
         let outside = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), ws.path().join("escape")).unwrap();
+        let system = crate::OsSystem;
+        let lock = system.lock_writes(ws.path()).unwrap();
         let result = write_files(
-            &crate::OsSystem,
+            &system,
+            &lock,
             ws.path(),
             &[FileWrite {
                 path: "escape/once.toml".into(),

@@ -713,6 +713,8 @@ pub struct MaterializeDto {
     pub unchanged_files: Vec<String>,
     pub conflicts: Vec<ConflictDto>,
     pub targets: Vec<TargetDto>,
+    /// Such as packages `[workspace] include/exclude` leave out.
+    pub warnings: Vec<String>,
     pub workspace_validation: Option<ValidationDto>,
 }
 
@@ -737,6 +739,7 @@ pub fn materialize(
             })
             .collect(),
         targets: targets.iter().map(target_summary).collect(),
+        warnings: plan.warnings.clone(),
         workspace_validation: after.map(validation),
     }
 }

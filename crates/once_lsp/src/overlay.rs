@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use once_analysis::{EntryKind, HostPlatform, System};
+use once_analysis::{EntryKind, HostPlatform, System, WriteLock};
 
 /// Open buffers over a base system. Cloning shares the buffers.
 #[derive(Clone, Debug)]
@@ -109,7 +109,21 @@ impl System for Overlay {
         }
     }
 
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        self.base.write_atomic(path, contents)
+    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+        self.base.read_confined(root, relative)
+    }
+
+    fn lock_writes(&self, root: &Path) -> io::Result<WriteLock> {
+        self.base.lock_writes(root)
+    }
+
+    fn write_confined(
+        &self,
+        lock: &WriteLock,
+        root: &Path,
+        relative: &str,
+        contents: &[u8],
+    ) -> io::Result<bool> {
+        self.base.write_confined(lock, root, relative, contents)
     }
 }

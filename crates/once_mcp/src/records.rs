@@ -452,6 +452,7 @@ pub fn materialize() -> Value {
                 )),
             ),
             ("targets", array(target())),
+            ("warnings", strings()),
             ("workspace_validation", {
                 let mut nullable = validation();
                 nullable["type"] = serde_json::json!(["object", "null"]);
@@ -467,6 +468,7 @@ pub fn materialize() -> Value {
             "unchanged_files",
             "conflicts",
             "targets",
+            "warnings",
             "workspace_validation",
         ],
     )

@@ -413,7 +413,7 @@ pub fn registry() -> Vec<Tool> {
             description: "Write a kind's starter example (manifests and sources) under a workspace-relative destination, without passing the files through the conversation.\n\n\
                 Idempotent: files that already exist with identical bytes count as unchanged. If any destination file exists with different content, or a path component is a symbolic link or a file where a directory is needed, nothing at all is written and every conflict is listed. \
                 Under a non-empty destination, references between the starter's own targets are prefixed with the destination and its root-only `[workspace]` table is left out. \
-                Returns created and unchanged files, conflicts, the targets of the starter's packages and the workspace validation after the write. \
+                Returns created and unchanged files, conflicts, the targets of the starter's packages, warnings (such as a destination that `[workspace] include` leaves out: its files are written but its targets are not part of the workspace) and the workspace validation after the write. \
                 Find kinds and slugs with `once_list_target_kinds`. The matching command-line operation is `once edit materialize-example <kind> <slug> --destination <dir>`."
                 .into(),
             input_schema: object(

@@ -67,10 +67,10 @@ impl fmt::Display for AttrValue {
                     f.write_str("nan")
                 } else if x.is_infinite() {
                     f.write_str(if x > 0.0 { "inf" } else { "-inf" })
-                } else if x.fract() == 0.0 && x.abs() < 1e16 {
-                    write!(f, "{x:.1}")
                 } else {
-                    write!(f, "{x}")
+                    // The shortest text that reads back as `x`, always with a `.` or an
+                    // exponent (`1.0`, `0.1`, `1e308`), so TOML never reads an integer.
+                    write!(f, "{x:?}")
                 }
             }
             AttrValue::Bool(b) => write!(f, "{b}"),

@@ -46,6 +46,16 @@ pub fn mcp_doc() -> String {
             if tool.gated { "yes" } else { "no" }
         );
     }
+    let gated: Vec<String> = tools
+        .iter()
+        .filter(|t| t.gated)
+        .map(|t| format!("`{}`", t.name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nWithout `--allow-run`, the tools that need it ({}) are not listed by `tools/list`; calling one anyway is a tool error saying how to enable it.",
+        gated.join(", ")
+    );
     for tool in &tools {
         let _ = write!(out, "\n### `{}`\n\n", tool.name);
         for paragraph in tool.description.split("\n\n") {
@@ -114,6 +124,8 @@ once mcp --workspace /absolute/path/to/repo      # or: once -C /absolute/path/to
 once mcp --workspace /absolute/path/to/repo --allow-run   # also enable state-changing tools
 ```
 
+The state-changing tools, which write into the workspace, are only listed with `--allow-run` (see [Tools](#tools)).
+
 Without `--workspace` or `-C`, the root comes from `ONCE_WORKSPACE`, else the nearest ancestor of the current directory whose `once.toml` has a `[workspace]` table.
 A missing or non-directory workspace is reported on stderr and the process exits with status 2.
 The server exits with status 0 when its input closes.
@@ -155,7 +167,7 @@ or, in the project's `.mcp.json`:
 - **Batches:** JSON arrays are accepted only in a `2025-03-26` session; elsewhere they get one `-32600`.
 - **Older versions:** `2024-11-05` sessions get no annotations; sessions older than `2025-06-18` get no `title`, `outputSchema` or `structuredContent` (the text block carries the same JSON).
 - **Other methods:** `ping` → `{}`; `resources/list`, `resources/templates/list` and `prompts/list` return empty catalogs.
-- **Cancellation:** `notifications/cancelled` stops the named request where possible and its reply is never sent. `ping` is answered while a tool runs.
+- **Cancellation:** `notifications/cancelled` stops the named request where possible and its reply is never sent. A cancellation naming a request that is not pending (unknown, already answered, or not sent yet) is ignored, so a later request with that id is answered. `ping` is answered while a tool runs.
 - **Freshness:** the server keeps one database for its lifetime and watches the workspace; before each tool call it waits until every change made before the call has been seen, so answers always reflect the files on disk, and only what changed is recomputed.
 
 ## Errors
@@ -169,7 +181,7 @@ or, in the project's `.mcp.json`:
 | Malformed `tools/call` params (no `name`, `arguments` not an object) | JSON-RPC error `-32602` |
 | Unknown tool, missing or unknown argument, wrong argument type | tool result with `isError: true` |
 | No matching target, kind or example | tool result with `isError: true`, naming the closest matches |
-| A state-changing tool without `--allow-run` | tool result with `isError: true`, saying how to enable it |
+| A state-changing tool without `--allow-run` (it is not listed then) | tool result with `isError: true`, saying how to enable it |
 | A bug in `once` | JSON-RPC error `-32603`; the server keeps serving |
 
 Outcomes such as an invalid workspace are ordinary results (`valid: false`), not errors.

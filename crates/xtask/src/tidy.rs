@@ -520,7 +520,7 @@ mod tests {
                 "[dev-dependencies]\nonce_analysis = { path = \"../once_analysis\" }\n"
             ),
             "crates/once_graph/Cargo.toml: `once_graph` must not depend on `once_analysis` ([dev-dependencies]); \
-             it may depend on: once_db, once_syntax, once_model, once_starlark"
+             it may depend on: once_db, once_syntax, once_model, once_starlark, once_fixture"
         );
         assert_eq!(
             check(

@@ -6,8 +6,9 @@
 //! tables are dropped (the workspace already has a root). Only those strings and tables
 //! change; every other byte is shipped as written.
 
-use once_db::writes::{Existing, FileWrite, absolute, check_confined, normalize_relative};
-use once_db::{Db, RootDatabase, Workspace};
+use once_db::writes::{FileWrite, normalize_relative};
+use once_db::{Db, PackageFilter, RootDatabase, Workspace};
+use once_graph::workspace_settings;
 use once_model::{AttrValue, Example};
 use once_syntax::value::{Value, ValueKind};
 
@@ -30,6 +31,9 @@ pub struct MaterializePlan {
     pub writes: Vec<FileWrite>,
     /// Packages (workspace-relative) the starter's manifests define.
     pub packages: Vec<String>,
+    /// What the caller should know, such as packages `[workspace] include/exclude` leave
+    /// out (their files are written, but their targets are not part of the workspace).
+    pub warnings: Vec<String>,
 }
 
 fn join(destination: &str, path: &str) -> String {
@@ -76,6 +80,7 @@ pub fn plan_materialize(
         conflicts: Vec::new(),
         writes: Vec::new(),
         packages: Vec::new(),
+        warnings: Vec::new(),
     };
     for file in &example.files {
         let relative = normalize_relative(&file.path)
@@ -102,24 +107,19 @@ pub fn plan_materialize(
         if is_manifest {
             plan.packages.push(package_of(&target));
         }
-        match check_confined(system, &root, &target) {
-            Err(reason) => plan.conflicts.push((target, reason)),
-            Ok(Existing::Missing) => {
+        match system.read_confined(&root, &target) {
+            Err(reason) => plan.conflicts.push((target, reason.to_string())),
+            Ok(None) => {
                 plan.created.push(target.clone());
                 plan.writes.push(FileWrite {
                     path: target,
                     contents,
                 });
             }
-            Ok(Existing::File) => match system.read_bytes(&absolute(&root, &target)) {
-                Ok(existing) if existing == contents => plan.unchanged.push(target),
-                Ok(_) => plan
-                    .conflicts
-                    .push((target, "an existing file has different contents".to_owned())),
-                Err(e) => plan
-                    .conflicts
-                    .push((target, format!("could not read the existing file: {e}"))),
-            },
+            Ok(Some(existing)) if existing == contents => plan.unchanged.push(target),
+            Ok(Some(_)) => plan
+                .conflicts
+                .push((target, "an existing file has different contents".to_owned())),
         }
     }
     if !plan.conflicts.is_empty() {
@@ -127,7 +127,43 @@ pub fn plan_materialize(
         plan.created.clear();
     }
     plan.packages.sort();
+    plan.warnings = packages_left_out(db, workspace, &plan.packages);
     Ok(plan)
+}
+
+/// A warning for each package that `[workspace] include/exclude` leave out, naming the
+/// globs.
+fn packages_left_out(db: &RootDatabase, workspace: Workspace, packages: &[String]) -> Vec<String> {
+    let settings = workspace_settings(db, workspace);
+    let globs = |globs: &[String]| {
+        globs
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (included, ..) = PackageFilter::new(&settings.include, &[]);
+    let (filter, ..) = PackageFilter::new(&settings.include, &settings.exclude);
+    packages
+        .iter()
+        .filter(|package| !filter.includes(package))
+        .map(|package| {
+            let reason = if included.includes(package) {
+                format!(
+                    "matches `[workspace] exclude` ({})",
+                    globs(&settings.exclude)
+                )
+            } else {
+                format!(
+                    "is outside `[workspace] include` ({})",
+                    globs(&settings.include)
+                )
+            };
+            format!(
+                "the package `{package}` {reason}, so its files are written but its targets are not part of the workspace; change `[workspace]` in the root `once.toml` to add it"
+            )
+        })
+        .collect()
 }
 
 /// Rewrites a starter manifest for a destination; `None` when nothing but root-only

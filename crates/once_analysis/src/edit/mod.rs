@@ -10,7 +10,7 @@
 mod cst;
 mod materialize;
 
-use once_db::writes::{Existing, FileWrite, check_confined, normalize_relative};
+use once_db::writes::{FileWrite, normalize_relative};
 use once_db::{RootDatabase, Workspace};
 use once_graph::{kind_catalog, read_manifest_text, resolve_manifest, workspace_settings};
 use once_model::{AttrValue, Diagnostic, DiagnosticCode, ManifestTable, value::write_toml_key};
@@ -160,13 +160,13 @@ pub(crate) fn plan_edit(
     };
     let root = workspace.root(db).clone();
     let system = db.system();
-    let original = match check_confined(system, &root, &path)
+    let original = match system
+        .read_confined(&root, &path)
         .map_err(|e| format!("invalid `package`: {e}"))?
     {
-        Existing::Missing => String::new(),
-        Existing::File => system
-            .read_to_string(&once_db::writes::absolute(&root, &path))
-            .map_err(|e| format!("cannot read `{path}`: {e}"))?,
+        None => String::new(),
+        Some(bytes) => String::from_utf8(bytes)
+            .map_err(|_| format!("cannot read `{path}`: it is not UTF-8"))?,
     };
     let reject = |failed_operation, diagnostics: Vec<Diagnostic>| EditOutcome::Rejected {
         path: path.clone(),

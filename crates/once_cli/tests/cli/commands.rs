@@ -998,6 +998,17 @@ fn errors_exit_2_with_a_message() {
                 "json",
             ]),
             Once::new(&["query", "workspace"]).env("ONCE_WORKSPACE", "/nonexistent/once-workspace"),
+            Once::new(&[
+                "--workspace",
+                "/nonexistent/once-workspace",
+                "query",
+                "workspace",
+            ]),
+            Once::new(&[
+                "query",
+                "workspace",
+                "--directory=/nonexistent/once-workspace",
+            ]),
             Once::at(&demo, &["query", "target", "apps/greeter/Greter"]),
             Once::at(&demo, &["query", "capabilities", "nothing/like/this"]),
             Once::at(

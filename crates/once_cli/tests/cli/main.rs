@@ -4,3 +4,4 @@ mod commands;
 mod fixtures;
 mod modules;
 mod support;
+mod writes;

@@ -1,0 +1,314 @@
+//! [`OsSystem`](crate::OsSystem)'s confined file access: every step relative to a
+//! directory handle of the workspace root, never following a symbolic link.
+//!
+//! A path is never checked first and used later. Each component below the root is opened
+//! with `openat(O_DIRECTORY | O_NOFOLLOW)` from the handle of its parent (missing ones are
+//! made with `mkdirat`), the new contents go to a temporary file created with
+//! `openat(O_CREAT | O_EXCL | O_NOFOLLOW)` in the final directory's handle, and `renameat`
+//! within that same handle puts it in place. A directory swapped for a link while this
+//! runs makes the write fail; it cannot redirect it outside the workspace.
+//!
+//! Writers of one workspace are serialised by an advisory lock on `.once/write.lock`
+//! ([`lock_writes`]); while it is held, any `.once-write-*` file is a leftover of a writer
+//! that died and is removed.
+
+use std::fs::File;
+use std::io::{self, Read as _, Write as _};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{
+    AtFlags, CWD, Dir, FileType, FlockOperation, Mode, OFlags, fchmod, flock, fstat, mkdirat,
+    openat, renameat, statat, unlinkat,
+};
+use rustix::io::Errno;
+
+/// The prefix of temporary files; discovery skips them (they are hidden files).
+pub const TEMPORARY_PREFIX: &str = ".once-write-";
+
+/// The workspace's write lock, relative to the root.
+pub const LOCK_FILE: &str = ".once/write.lock";
+
+/// Mode bits of new files and directories before the umask, as `open`/`mkdir` use.
+const NEW_FILE_MODE: u32 = 0o666;
+const NEW_DIRECTORY_MODE: u32 = 0o777;
+
+/// `e` as an I/O error of the same kind, its message prefixed with `context`.
+fn with_context(e: Errno, context: impl std::fmt::Display) -> io::Error {
+    let error = io::Error::from(e);
+    io::Error::new(error.kind(), format!("{context}: {error}"))
+}
+
+fn open_root(root: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    openat(CWD, root, flags, Mode::empty()).map_err(|e| {
+        with_context(
+            e,
+            format_args!("cannot open the workspace root `{}`", root.display()),
+        )
+    })
+}
+
+fn components(relative: &str) -> Vec<&str> {
+    relative.split('/').filter(|p| !p.is_empty()).collect()
+}
+
+/// Why `so_far` (opened as a directory or file without following links) was refused.
+fn refusal(directory: &OwnedFd, name: &str, so_far: &str, relative: &str, e: Errno) -> io::Error {
+    let kind = statat(directory, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|stat| FileType::from_raw_mode(stat.st_mode));
+    let last = so_far == relative;
+    let refused = |message: String| io::Error::new(io::ErrorKind::InvalidInput, message);
+    const NO_LINKS: &str =
+        "once does not write through links, which may lead outside the workspace";
+    match kind {
+        // `O_NOFOLLOW` met a link (it may be gone again by now).
+        _ if e == Errno::LOOP => refused(format!("`{so_far}` is a symbolic link; {NO_LINKS}")),
+        Some(FileType::Symlink) => refused(format!("`{so_far}` is a symbolic link; {NO_LINKS}")),
+        Some(FileType::Directory) if last => refused(format!(
+            "an existing directory occupies the file path `{so_far}`"
+        )),
+        // Not a directory when opened, one now: swapped, by a link or otherwise.
+        Some(FileType::Directory) if e == Errno::NOTDIR => refused(format!(
+            "`{so_far}` was replaced while it was opened (perhaps by a symbolic link); {NO_LINKS}"
+        )),
+        Some(FileType::RegularFile) if !last => refused(format!(
+            "`{so_far}` is not a directory, but `{relative}` needs it to be one"
+        )),
+        Some(FileType::Directory | FileType::RegularFile) | None => {
+            with_context(e, format_args!("cannot open `{so_far}`"))
+        }
+        Some(_) if last => refused(format!("`{so_far}` is not a regular file")),
+        Some(_) => refused(format!(
+            "`{so_far}` is not a directory, but `{relative}` needs it to be one"
+        )),
+    }
+}
+
+/// Opens the directory `parts` below `root`, one component at a time without following
+/// links. Missing directories are created when `create`, else `Ok(None)`.
+fn open_directory(
+    root: OwnedFd,
+    parts: &[&str],
+    relative: &str,
+    create: bool,
+) -> io::Result<Option<OwnedFd>> {
+    let mut directory = root;
+    for (index, part) in parts.iter().enumerate() {
+        let so_far = parts[..=index].join("/");
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut opened = openat(&directory, *part, flags, Mode::empty());
+        if matches!(opened, Err(Errno::NOENT)) {
+            if !create {
+                return Ok(None);
+            }
+            match mkdirat(&directory, *part, Mode::from_raw_mode(NEW_DIRECTORY_MODE)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => {
+                    return Err(with_context(
+                        e,
+                        format_args!("cannot create the directory `{so_far}`"),
+                    ));
+                }
+            }
+            opened = openat(&directory, *part, flags, Mode::empty());
+        }
+        directory = opened.map_err(|e| refusal(&directory, part, &so_far, relative, e))?;
+    }
+    Ok(Some(directory))
+}
+
+/// Splits a workspace-relative file path into its directories and file name.
+fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
+    let mut parts = components(relative);
+    let name = parts.pop().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path names the workspace root, not a file",
+        )
+    })?;
+    Ok((parts, name))
+}
+
+/// Reads the regular file `relative` below `root` without following links; `None` when
+/// it (or a directory above it) does not exist.
+pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+    let (directories, name) = split_file(relative)?;
+    let Some(directory) = open_directory(open_root(root)?, &directories, relative, false)? else {
+        return Ok(None);
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match openat(&directory, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(refusal(&directory, name, relative, relative, e)),
+    };
+    let stat = fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(refusal(&directory, name, relative, relative, Errno::INVAL));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Takes the workspace's write lock, waiting while another writer holds it. The lock is
+/// released when the returned file is closed.
+pub fn lock_writes(root: &Path) -> io::Result<File> {
+    let (directories, name) = split_file(LOCK_FILE)?;
+    let directory = open_directory(open_root(root)?, &directories, LOCK_FILE, true)?
+        .ok_or_else(|| io::Error::other("the lock directory could not be created"))?;
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(&directory, name, flags, Mode::from_raw_mode(NEW_FILE_MODE))
+        .map_err(|e| refusal(&directory, name, LOCK_FILE, LOCK_FILE, e))?;
+    flock(&fd, FlockOperation::LockExclusive)?;
+    Ok(File::from(fd))
+}
+
+/// Removes leftover temporary files of writers that died (the caller holds the lock, so
+/// no live writer has one).
+fn remove_stale_temporaries(directory: &OwnedFd) {
+    let Ok(entries) = Dir::read_from(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_bytes().starts_with(TEMPORARY_PREFIX.as_bytes()) {
+            let _ = unlinkat(directory, name, AtFlags::empty());
+        }
+    }
+}
+
+static TEMPORARY_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Creates a new temporary file in `directory` (mode 0666 less the umask).
+fn create_temporary(directory: &OwnedFd) -> io::Result<(String, File)> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    loop {
+        let count = TEMPORARY_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{TEMPORARY_PREFIX}{}-{count}", std::process::id());
+        match openat(directory, &name, flags, Mode::from_raw_mode(NEW_FILE_MODE)) {
+            Ok(fd) => return Ok((name, File::from(fd))),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Replaces (or creates) the file `relative` below `root` atomically and confined; see
+/// the module documentation. `before_rename` runs after the temporary file is written and
+/// flushed (tests inject failures there); when it or any step fails, the temporary file
+/// is removed and the target is untouched. Returns whether the file existed. The caller
+/// holds the write lock.
+pub fn write_confined(
+    root: &Path,
+    relative: &str,
+    contents: &[u8],
+    before_rename: impl FnOnce() -> io::Result<()>,
+) -> io::Result<bool> {
+    let (directories, name) = split_file(relative)?;
+    let directory = open_directory(open_root(root)?, &directories, relative, true)?
+        .ok_or_else(|| io::Error::other(format!("cannot create the directory of `{relative}`")))?;
+    let existing_mode = match statat(&directory, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile => {
+            Some(Mode::from_raw_mode(stat.st_mode) & Mode::from_raw_mode(0o7777))
+        }
+        Ok(_) => return Err(refusal(&directory, name, relative, relative, Errno::INVAL)),
+        Err(Errno::NOENT) => None,
+        Err(e) => return Err(refusal(&directory, name, relative, relative, e)),
+    };
+    remove_stale_temporaries(&directory);
+    let (temporary, mut file) = create_temporary(&directory)?;
+    let written = (|| {
+        file.write_all(contents)?;
+        if let Some(mode) = existing_mode {
+            fchmod(&file, mode)?;
+        }
+        file.sync_all()?;
+        before_rename()?;
+        renameat(&directory, temporary.as_str(), &directory, name)?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = unlinkat(&directory, temporary.as_str(), AtFlags::empty());
+        return Err(e);
+    }
+    // Make the rename itself durable.
+    let _ = rustix::fs::fsync(&directory);
+    Ok(existing_mode.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_injected_failure_before_the_rename_leaves_the_original_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("once.toml"), "original\n").unwrap();
+        let result = write_confined(dir.path(), "once.toml", b"new\n", || {
+            Err(io::Error::other("simulated crash"))
+        });
+        assert!(result.is_err());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("once.toml")).unwrap(),
+            "original\n"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "the temporary file is removed");
+        let existed = write_confined(dir.path(), "once.toml", b"new\n", || Ok(())).unwrap();
+        assert!(existed, "the file existed");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("once.toml")).unwrap(),
+            "new\n"
+        );
+    }
+
+    #[test]
+    fn links_special_files_and_files_in_the_way_are_refused_with_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.join("dangling")).unwrap();
+        std::fs::write(root.join("file"), "").unwrap();
+        std::fs::create_dir(root.join("dir")).unwrap();
+        rustix::fs::mkfifoat(CWD, root.join("fifo"), Mode::from_raw_mode(0o600)).unwrap();
+        let refusal = |relative: &str| {
+            let read = read_confined(root, relative).unwrap_err().to_string();
+            let write = write_confined(root, relative, b"x", || Ok(()))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(read, write, "{relative}");
+            read
+        };
+        let reasons: Vec<String> = ["link/x", "dangling", "file/x", "dir", "fifo"]
+            .into_iter()
+            .map(refusal)
+            .collect();
+        expect_test::expect![[r#"
+            [
+                "`link` is a symbolic link; once does not write through links, which may lead outside the workspace",
+                "`dangling` is a symbolic link; once does not write through links, which may lead outside the workspace",
+                "`file` is not a directory, but `file/x` needs it to be one",
+                "an existing directory occupies the file path `dir`",
+                "`fifo` is not a regular file",
+            ]
+        "#]]
+        .assert_debug_eq(&reasons);
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        assert_eq!(read_confined(root, "missing/x").unwrap(), None);
+    }
+
+    #[test]
+    fn temporary_files_are_never_discovered() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::fs::write(dir.path().join("pkg/once.toml"), "").unwrap();
+        std::fs::write(dir.path().join("pkg/.once-write-4242-0"), "").unwrap();
+        let walked = crate::system::walk_directories(dir.path(), None).unwrap();
+        assert_eq!(walked, ["pkg/once.toml"]);
+    }
+}
