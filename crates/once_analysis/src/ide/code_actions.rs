@@ -2,7 +2,7 @@
 
 use once_graph::{kind_catalog, workspace_diagnostics};
 use once_model::{
-    AttrType, DiagnosticCode, LabelError, LineColRange, TextRange, resolve_reference,
+    AttrType, Diagnostic, DiagnosticCode, LabelError, LineColRange, TextRange, resolve_reference,
 };
 
 use super::context::{Ctx, trim_end};
@@ -27,95 +27,110 @@ pub(crate) fn code_actions(ctx: &Ctx<'_>, range: LineColRange) -> Vec<CodeAction
     let path = ctx.file.path(ctx.db).clone();
     let start = ctx.offset(range.start);
     let end = ctx.offset(range.end);
-    let catalog = kind_catalog(ctx.db, ctx.ws);
     let mut out = Vec::new();
     for diagnostic in workspace_diagnostics(ctx.db, ctx.ws).iter() {
-        let (Some(file), Some(drange)) = (&diagnostic.file, diagnostic.range) else {
+        let (Some(file), Some(at)) = (&diagnostic.file, diagnostic.range) else {
             continue;
         };
-        if *file != path || drange.end < start || drange.start > end {
+        if *file != path || at.end < start || at.start > end {
             continue;
         }
-        let diagnostic_range = ctx.range(drange);
-        let code = diagnostic.code.as_str().to_owned();
-        let action = |title: String, edits: Vec<TextEdit>, preferred: bool| CodeAction {
-            title,
-            code: code.clone(),
-            diagnostic_range,
-            file: path.clone(),
-            edits,
-            preferred,
-        };
-        let written = ctx
-            .text
-            .get(drange.start as usize..drange.end as usize)
-            .unwrap_or("");
-        let unquoted = written.trim_matches('"');
-        match diagnostic.code {
-            DiagnosticCode::UnknownTargetKind => {
-                for (i, name) in once_graph::text::closest(unquoted, catalog.names(), 3)
-                    .into_iter()
-                    .enumerate()
-                {
-                    out.push(action(
-                        format!("Use kind `{name}`"),
-                        vec![TextEdit {
-                            range: diagnostic_range,
-                            new_text: format!("\"{name}\""),
-                        }],
-                        i == 0,
-                    ));
-                }
-            }
-            DiagnosticCode::UnknownAttr => {
-                let schema = ctx
-                    .target_at(drange.start)
-                    .and_then(|d| d.kind.as_ref())
-                    .and_then(|k| catalog.get(&k.value));
-                if let Some(schema) = schema
-                    && let Some(best) = once_graph::text::closest(
-                        written,
-                        schema.attrs.iter().map(|a| a.name.as_str()),
-                        1,
-                    )
-                    .into_iter()
-                    .next()
-                {
-                    out.push(action(
-                        format!("Rename `{written}` to `{best}`"),
-                        vec![TextEdit {
-                            range: diagnostic_range,
-                            new_text: best,
-                        }],
-                        true,
-                    ));
-                }
-            }
-            DiagnosticCode::InvalidLabel | DiagnosticCode::InvalidVisibility => {
-                if let Err(LabelError::BazelSyntax { suggestion }) =
-                    resolve_reference(ctx.package_path(), unquoted)
-                    && !suggestion.is_empty()
-                {
-                    out.push(action(
-                        format!("Rewrite `{unquoted}` as `{suggestion}`"),
-                        vec![TextEdit {
-                            range: diagnostic_range,
-                            new_text: format!("\"{suggestion}\""),
-                        }],
-                        true,
-                    ));
-                }
-            }
-            DiagnosticCode::MissingRequiredAttr => {
-                if let Some(edit) = add_required_attr(ctx, drange, diagnostic.attribute.as_deref())
-                {
-                    out.push(action(edit.0, vec![edit.1], true));
-                }
-            }
-            _ => {}
-        }
+        let diagnostic_range = ctx.range(at);
+        out.extend(
+            fixes(ctx, diagnostic, at)
+                .into_iter()
+                .map(|fix| CodeAction {
+                    title: fix.title,
+                    code: diagnostic.code.as_str().to_owned(),
+                    diagnostic_range,
+                    file: path.clone(),
+                    edits: vec![fix.edit],
+                    preferred: fix.preferred,
+                }),
+        );
     }
     out
+}
+
+/// One mechanical fix: a single edit.
+struct Fix {
+    title: String,
+    edit: TextEdit,
+    preferred: bool,
+}
+
+/// The fixes of a diagnostic at `at` of the manifest.
+fn fixes(ctx: &Ctx<'_>, diagnostic: &Diagnostic, at: TextRange) -> Vec<Fix> {
+    let written = ctx
+        .text
+        .get(at.start as usize..at.end as usize)
+        .unwrap_or("");
+    let replace = |title: String, new_text: String, preferred: bool| Fix {
+        title,
+        edit: TextEdit {
+            range: ctx.range(at),
+            new_text,
+        },
+        preferred,
+    };
+    match diagnostic.code {
+        DiagnosticCode::UnknownTargetKind => {
+            let unquoted = written.trim_matches('"');
+            let catalog = kind_catalog(ctx.db, ctx.ws);
+            once_graph::text::closest(unquoted, catalog.names(), 3)
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    replace(format!("Use kind `{name}`"), format!("\"{name}\""), i == 0)
+                })
+                .collect()
+        }
+        DiagnosticCode::UnknownAttr => closest_attr(ctx, at, written)
+            .map(|best| replace(format!("Rename `{written}` to `{best}`"), best, true))
+            .into_iter()
+            .collect(),
+        DiagnosticCode::InvalidLabel | DiagnosticCode::InvalidVisibility => {
+            let unquoted = written.trim_matches('"');
+            bazel_rewrite(ctx, unquoted)
+                .map(|s| {
+                    replace(
+                        format!("Rewrite `{unquoted}` as `{s}`"),
+                        format!("\"{s}\""),
+                        true,
+                    )
+                })
+                .into_iter()
+                .collect()
+        }
+        DiagnosticCode::MissingRequiredAttr => {
+            add_required_attr(ctx, at, diagnostic.attribute.as_deref())
+                .map(|(title, edit)| Fix {
+                    title,
+                    edit,
+                    preferred: true,
+                })
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The attribute of the kind of the target at `at` closest to the `written` one.
+fn closest_attr(ctx: &Ctx<'_>, at: TextRange, written: &str) -> Option<String> {
+    let catalog = kind_catalog(ctx.db, ctx.ws);
+    let schema = catalog.get(&ctx.target_at(at.start)?.kind.as_ref()?.value)?;
+    once_graph::text::closest(written, schema.attrs.iter().map(|a| a.name.as_str()), 1)
+        .into_iter()
+        .next()
+}
+
+/// The `once` form of a Bazel-style label (`//a:b` → `a/b`).
+fn bazel_rewrite(ctx: &Ctx<'_>, written: &str) -> Option<String> {
+    match resolve_reference(ctx.package_path(), written) {
+        Err(LabelError::BazelSyntax { suggestion }) if !suggestion.is_empty() => Some(suggestion),
+        _ => None,
+    }
 }
 
 /// The edit adding the missing required attribute of the target at `at`.

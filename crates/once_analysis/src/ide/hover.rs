@@ -1,8 +1,8 @@
 //! Hover: the kind, attribute, dependency role or target under the cursor, as markdown.
 
 use once_db::{RootDatabase, Workspace};
-use once_graph::{kind_catalog, package_by_path, target_summaries};
-use once_model::{KindSchema, LineCol, TargetLabel, resolve_reference};
+use once_graph::{TargetDecl, kind_catalog, package_by_path, target_summaries};
+use once_model::{KindSchema, LineCol, TargetLabel, TextRange, resolve_reference};
 
 use super::HoverInfo;
 use super::context::{Ctx, contains, dep_entries};
@@ -96,65 +96,71 @@ fn target_markdown(db: &RootDatabase, ws: Workspace, label: &TargetLabel) -> Opt
 pub(crate) fn hover(ctx: &Ctx<'_>, position: LineCol) -> Option<HoverInfo> {
     let offset = ctx.offset(position);
     let decl = ctx.target_at(offset)?;
-    let catalog = kind_catalog(ctx.db, ctx.ws);
-    let schema = decl.kind.as_ref().and_then(|k| catalog.get(&k.value));
-    if let Some(kind) = &decl.kind
-        && contains(kind.range, offset)
-    {
-        let markdown = match schema {
-            Some(schema) => kind_markdown(schema),
-            None => format!("target kind `{}` is not known", kind.value),
-        };
-        return Some(HoverInfo {
-            markdown,
-            range: ctx.range(kind.range),
-        });
+    let schema = decl
+        .kind
+        .as_ref()
+        .and_then(|k| kind_catalog(ctx.db, ctx.ws).get(&k.value));
+    let (markdown, range) = kind_hover(decl, schema, offset)
+        .or_else(|| attr_hover(decl, schema?, offset))
+        .or_else(|| role_hover(decl, schema?, offset))
+        .or_else(|| entry_hover(ctx, decl, offset))?;
+    Some(HoverInfo {
+        markdown,
+        range: ctx.range(range),
+    })
+}
+
+/// On the kind: its contract, or that it is unknown.
+fn kind_hover(
+    decl: &TargetDecl,
+    schema: Option<&KindSchema>,
+    offset: u32,
+) -> Option<(String, TextRange)> {
+    let kind = decl.kind.as_ref().filter(|k| contains(k.range, offset))?;
+    let markdown = match schema {
+        Some(schema) => kind_markdown(schema),
+        None => format!("target kind `{}` is not known", kind.value),
+    };
+    Some((markdown, kind.range))
+}
+
+/// On an attribute's name: its type and docs.
+fn attr_hover(decl: &TargetDecl, schema: &KindSchema, offset: u32) -> Option<(String, TextRange)> {
+    let (key, _) = decl.attrs.iter().find(|(k, _)| contains(k.range, offset))?;
+    let spec = schema.attr(&key.value)?;
+    Some((attr_markdown(schema, spec), key.range))
+}
+
+/// On a dependency role's name: its docs and the providers it accepts.
+fn role_hover(decl: &TargetDecl, schema: &KindSchema, offset: u32) -> Option<(String, TextRange)> {
+    let (role, _) = decl
+        .dependencies
+        .iter()
+        .find(|(r, _)| contains(r.range, offset))?;
+    let spec = schema.dependency_role(&role.value)?;
+    let mut markdown = format!(
+        "**dependency role** `{}`\n\n{}",
+        spec.name,
+        spec.docs.trim()
+    );
+    if !spec.providers.is_empty() {
+        markdown.push_str(&format!(
+            "\n\nAccepts targets providing: {}",
+            backticked(&spec.providers)
+        ));
     }
-    for (key, _) in &decl.attrs {
-        if contains(key.range, offset)
-            && let Some(schema) = schema
-            && let Some(spec) = schema.attr(&key.value)
-        {
-            return Some(HoverInfo {
-                markdown: attr_markdown(schema, spec),
-                range: ctx.range(key.range),
-            });
-        }
-    }
-    for (role, _) in &decl.dependencies {
-        if contains(role.range, offset)
-            && let Some(schema) = schema
-            && let Some(spec) = schema.dependency_role(&role.value)
-        {
-            let mut markdown = format!(
-                "**dependency role** `{}`\n\n{}",
-                spec.name,
-                spec.docs.trim()
-            );
-            if !spec.providers.is_empty() {
-                markdown.push_str(&format!(
-                    "\n\nAccepts targets providing: {}",
-                    backticked(&spec.providers)
-                ));
-            }
-            return Some(HoverInfo {
-                markdown,
-                range: ctx.range(role.range),
-            });
-        }
-    }
-    for (_, entry) in dep_entries(decl) {
-        if contains(entry.range, offset) {
-            let markdown = match resolve_reference(ctx.package_path(), &entry.value) {
-                Ok(label) => target_markdown(ctx.db, ctx.ws, &label)
-                    .unwrap_or_else(|| format!("no target `{}` in the workspace", label.id())),
-                Err(err) => format!("`{}` {err}", entry.value),
-            };
-            return Some(HoverInfo {
-                markdown,
-                range: ctx.range(entry.range),
-            });
-        }
-    }
-    None
+    Some((markdown, role.range))
+}
+
+/// On a dependency entry: the target it names, or why it names none.
+fn entry_hover(ctx: &Ctx<'_>, decl: &TargetDecl, offset: u32) -> Option<(String, TextRange)> {
+    let (_, entry) = dep_entries(decl)
+        .into_iter()
+        .find(|(_, e)| contains(e.range, offset))?;
+    let markdown = match resolve_reference(ctx.package_path(), &entry.value) {
+        Ok(label) => target_markdown(ctx.db, ctx.ws, &label)
+            .unwrap_or_else(|| format!("no target `{}` in the workspace", label.id())),
+        Err(err) => format!("`{}` {err}", entry.value),
+    };
+    Some((markdown, entry.range))
 }

@@ -30,26 +30,7 @@ pub(crate) fn definition(ctx: &Ctx<'_>, position: LineCol) -> Vec<FileRange> {
     if let Some(kind) = &decl.kind
         && contains(kind.range, offset)
     {
-        if let Some(schema) = kind_catalog(ctx.db, ctx.ws).get(&kind.value)
-            && let KindOrigin::Module(path) = &schema.origin
-        {
-            // Point at the kind's name in the module (its `target_kind(name = …)`), else
-            // at the module's start.
-            let range = ctx.db.file(path).map(|file| {
-                let text = &source_text(ctx.db, file).text;
-                let quoted = [format!("\"{}\"", kind.value), format!("'{}'", kind.value)];
-                let found = quoted.iter().find_map(|q| text.find(q.as_str()));
-                let start = found.map_or(0, |i| i as u32 + 1);
-                let end = start + found.map_or(0, |_| kind.value.len() as u32);
-                line_index(ctx.db, file).range(TextRange { start, end })
-            });
-            let start = LineCol { line: 1, column: 1 };
-            return vec![FileRange {
-                file: path.clone(),
-                range: range.unwrap_or(LineColRange { start, end: start }),
-            }];
-        }
-        return Vec::new();
+        return kind_definition(ctx, &kind.value).into_iter().collect();
     }
     for (_, entry) in dep_entries(decl) {
         if contains(entry.range, offset) {
@@ -61,6 +42,28 @@ pub(crate) fn definition(ctx: &Ctx<'_>, position: LineCol) -> Vec<FileRange> {
         }
     }
     Vec::new()
+}
+
+/// Where a project kind is declared: its name in its module's `target_kind(name = …)`,
+/// else the module's start. Built-in kinds have no file to go to.
+fn kind_definition(ctx: &Ctx<'_>, kind: &str) -> Option<FileRange> {
+    let schema = kind_catalog(ctx.db, ctx.ws).get(kind)?;
+    let KindOrigin::Module(path) = &schema.origin else {
+        return None;
+    };
+    let range = ctx.db.file(path).map(|file| {
+        let text = &source_text(ctx.db, file).text;
+        let quoted = [format!("\"{kind}\""), format!("'{kind}'")];
+        let found = quoted.iter().find_map(|q| text.find(q.as_str()));
+        let start = found.map_or(0, |i| i as u32 + 1);
+        let end = start + found.map_or(0, |_| kind.len() as u32);
+        line_index(ctx.db, file).range(TextRange { start, end })
+    });
+    let start = LineCol { line: 1, column: 1 };
+    Some(FileRange {
+        file: path.clone(),
+        range: range.unwrap_or(LineColRange { start, end: start }),
+    })
 }
 
 pub(crate) fn references(
