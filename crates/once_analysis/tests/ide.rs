@@ -586,3 +586,42 @@ fn completion_context_comes_from_the_syntax_tree() {
     "#]]
     .assert_eq(&rendered);
 }
+
+#[test]
+fn hover_on_a_manifest_key_shows_the_vocabulary_docs() {
+    let cases = [
+        "[[target]]\nname = \"A\"\nsr$0cs = []\n",
+        "[[tar$0get]]\nname = \"A\"\n",
+        "[[target]]\nname = \"A\"\n\n[target.at$0trs]\n",
+        "[workspace]\n$0include = []\n",
+        "[workspace]\nconfiguration = { o$0s = \"linux\" }\n",
+        "[workspace]\nnot_a_k$0ey = 1\n",
+    ];
+    let rendered: String = cases
+        .iter()
+        .map(|manifest| {
+            let fixture = load(&in_package_a(manifest));
+            let (path, at) = fixture.cursor();
+            let hover = fixture.host.analysis().hover(path, at).unwrap();
+            match hover {
+                Some(h) => format!(
+                    "{}:{}-{}:{} {}\n",
+                    h.range.start.line,
+                    h.range.start.column,
+                    h.range.end.line,
+                    h.range.end.column,
+                    h.markdown.replace("\n\n", " | ")
+                ),
+                None => "none\n".to_owned(),
+            }
+        })
+        .collect();
+    expect_test::expect![[r#"
+        3:1-3:5 **key** `target.srcs`: list of strings | Source files, as paths or globs relative to the package.
+        1:3-1:9 **key** `target`: array of tables | Declares one target: a name, a kind, and the kind's attributes.
+        4:9-4:14 **key** `target.attrs`: table | The kind's attributes; values are typed by the kind.
+        2:1-2:8 **key** `workspace.include`: list of strings | Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent.
+        2:19-2:21 **key** `workspace.configuration.os`: string | The operating system; the host's when absent.
+        none
+    "#]].assert_eq(&rendered);
+}

@@ -223,3 +223,51 @@ fn is_punctuation(kind: SyntaxKind) -> bool {
         EQ | DOT | COMMA | L_BRACK | R_BRACK | L_BRACE | R_BRACE
     )
 }
+
+/// A key of a manifest under the cursor, in a pair or a header.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct KeyAt {
+    /// The key path of the table the key belongs to.
+    pub(super) table: Vec<String>,
+    pub(super) name: String,
+    /// Byte offsets of the key's text.
+    pub(super) start: u32,
+    pub(super) end: u32,
+}
+
+/// The key segment touching `offset`, with the path of the table it is a key of.
+pub(super) fn key_at(root: &SyntaxNode, offset: u32) -> Option<KeyAt> {
+    let token = root
+        .token_at_offset(TextSize::from(offset))
+        .find(|t| t.kind().is_key_segment())?;
+    let owner = token.parent()?.parent()?;
+    let start = u32::from(token.text_range().start());
+    let end = u32::from(token.text_range().end());
+    let segments = key_segments(&owner);
+    let index = segments.iter().position(|(_, s)| *s == start)?;
+    let mut table = match owner.kind() {
+        SyntaxKind::TABLE_HEADER | SyntaxKind::ARRAY_TABLE_HEADER => Vec::new(),
+        SyntaxKind::KEY_VALUE => {
+            let mut table = table_path(&token);
+            let outer: Vec<SyntaxNode> = owner
+                .ancestors()
+                .skip(1)
+                .take_while(|n| !matches!(n.kind(), SyntaxKind::TABLE | SyntaxKind::ARRAY_TABLE))
+                .filter(|n| n.kind() == SyntaxKind::KEY_VALUE)
+                .collect();
+            for pair in outer.iter().rev() {
+                table.extend(key_segments(pair).into_iter().map(|(s, _)| s));
+            }
+            table
+        }
+        _ => return None,
+    };
+    let mut segments = segments.into_iter().map(|(s, _)| s);
+    table.extend(segments.by_ref().take(index));
+    Some(KeyAt {
+        table,
+        name: segments.next()?,
+        start,
+        end,
+    })
+}

@@ -1,11 +1,13 @@
-//! Hover: the kind, attribute, dependency role or target under the cursor, as markdown.
+//! Hover: the kind, attribute, dependency role or target under the cursor, or a key of the
+//! manifest vocabulary, as markdown.
 
 use once_db::{RootDatabase, Workspace};
-use once_graph::{TargetDecl, kind_catalog, package_by_path, target_summaries};
-use once_model::{KindSchema, LineCol, TargetLabel, TextRange, resolve_reference};
+use once_graph::{TargetDecl, kind_catalog, package_by_path, parse_manifest, target_summaries};
+use once_model::{KindSchema, LineCol, ManifestTable, TargetLabel, TextRange, resolve_reference};
 
 use super::HoverInfo;
 use super::context::{Ctx, contains, dep_entries};
+use super::cursor::key_at;
 
 pub(super) fn kind_markdown(kind: &KindSchema) -> String {
     let mut out = format!("**kind** `{}`\n\n{}", kind.name, kind.docs.trim());
@@ -95,19 +97,45 @@ fn target_markdown(db: &RootDatabase, ws: Workspace, label: &TargetLabel) -> Opt
 
 pub(crate) fn hover(ctx: &Ctx<'_>, position: LineCol) -> Option<HoverInfo> {
     let offset = ctx.offset(position);
+    let (markdown, range) =
+        target_hover(ctx, offset).or_else(|| manifest_key_hover(ctx, offset))?;
+    Some(HoverInfo {
+        markdown,
+        range: ctx.range(range),
+    })
+}
+
+/// On a part of a target that its kind describes, or on a dependency entry.
+fn target_hover(ctx: &Ctx<'_>, offset: u32) -> Option<(String, TextRange)> {
     let decl = ctx.target_at(offset)?;
     let schema = decl
         .kind
         .as_ref()
         .and_then(|k| kind_catalog(ctx.db, ctx.ws).get(&k.value));
-    let (markdown, range) = kind_hover(decl, schema, offset)
+    kind_hover(decl, schema, offset)
         .or_else(|| attr_hover(decl, schema?, offset))
         .or_else(|| role_hover(decl, schema?, offset))
-        .or_else(|| entry_hover(ctx, decl, offset))?;
-    Some(HoverInfo {
-        markdown,
-        range: ctx.range(range),
-    })
+        .or_else(|| entry_hover(ctx, decl, offset))
+}
+
+/// On a key of the manifest vocabulary (in a pair or a header): its shape and docs.
+fn manifest_key_hover(ctx: &Ctx<'_>, offset: u32) -> Option<(String, TextRange)> {
+    let root = parse_manifest(ctx.db, ctx.file).syntax();
+    let at = key_at(&root, offset)?;
+    let table: Vec<&str> = at.table.iter().map(String::as_str).collect();
+    let key = ManifestTable::at(&table)?.key(&at.name)?;
+    let required = if key.required { ", required" } else { "" };
+    let markdown = format!(
+        "**key** `{}`: {}{required}\n\n{}",
+        key.path().join("."),
+        key.shape.describe(),
+        key.docs
+    );
+    let range = TextRange {
+        start: at.start,
+        end: at.end,
+    };
+    Some((markdown, range))
 }
 
 /// On the kind: its contract, or that it is unknown.
