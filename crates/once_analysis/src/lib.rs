@@ -33,8 +33,8 @@ pub use ide::{
 pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use once_db::{
-    ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
-    WorkspaceWatcher, find_workspace_root,
+    ChangeEvent, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem, OsSystem,
+    StampedRead, System, WorkspaceWatcher, find_workspace_root,
 };
 pub use once_db::{FileWrite, WriteError};
 pub use once_graph::{AffectedTest, TestTarget};

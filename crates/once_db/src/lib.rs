@@ -28,7 +28,7 @@ pub use changes::{ChangeEvent, apply_changes};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
-pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System};
+pub use system::{EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System};
 pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
 pub use writes::{FileWrite, WriteError, write_files};
@@ -38,6 +38,13 @@ pub use writes::{FileWrite, WriteError, write_files};
 pub trait Db: salsa::Database {
     /// The outside world: file contents, the directory walk, the host platform.
     fn system(&self) -> &dyn System;
+
+    /// The input of a workspace-relative path, created on first use (the path need not
+    /// exist: a missing file's queries answer that it is missing).
+    fn file_for_path(&self, path: &str) -> File;
+
+    /// Records the stamp a read of `file` saw (only [`files`] reads call this).
+    fn record_seen(&self, file: File, stamp: Option<FileStamp>);
 }
 
 /// The one concrete database. Clones are cheap snapshots for other threads.
@@ -57,6 +64,14 @@ impl salsa::Database for RootDatabase {}
 impl Db for RootDatabase {
     fn system(&self) -> &dyn System {
         &*self.system
+    }
+
+    fn file_for_path(&self, path: &str) -> File {
+        changes::file_input(self, path)
+    }
+
+    fn record_seen(&self, file: File, stamp: Option<FileStamp>) {
+        self.lock_file_table().record_seen(file, stamp);
     }
 }
 
@@ -119,9 +134,13 @@ impl RootDatabase {
 
     /// The input for a workspace-relative path, if the database knows the file.
     pub fn file(&self, path: &str) -> Option<File> {
-        self.file_table
-            .lock()
-            .ok()
-            .and_then(|table| table.get(path))
+        self.lock_file_table().get(path)
+    }
+
+    pub(crate) fn lock_file_table(&self) -> std::sync::MutexGuard<'_, files::FileTable> {
+        match self.file_table.lock() {
+            Ok(table) => table,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 }

@@ -53,10 +53,94 @@ pub trait System: Send + Sync + fmt::Debug {
     /// over `path`. Missing parent directories are created. Callers check confinement first
     /// ([`crate::writes`]).
     fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()>;
+
+    /// The metadata fingerprint of what `path` names (following symbolic links, as reading
+    /// does); `None` when nothing is there.
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>>;
+
+    /// Reads a regular file's bytes together with the stamp taken *before* reading, so the
+    /// bytes are never older than the stamp. A path that is no regular file is an error
+    /// (with its stamp, so a later change of kind is noticed).
+    fn read_stamped(&self, path: &Path) -> StampedRead;
+}
+
+/// The bytes of a read and the stamp of the file they were read from.
+#[derive(Debug)]
+pub struct StampedRead {
+    pub contents: io::Result<Vec<u8>>,
+    /// `None` when the path named nothing (or could not be examined).
+    pub stamp: Option<FileStamp>,
+}
+
+/// A file's metadata fingerprint: two stamps differ whenever the file was replaced,
+/// written, truncated, or changed kind or mode (the inputs of the change layer's rescan
+/// and of the digest index). Timestamps are in nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub kind: EntryKind,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub inode: u64,
+    pub mode: u32,
+}
+
+impl FileStamp {
+    /// The stamp of `std::fs` metadata (of a followed path or an open handle).
+    pub fn of_metadata(metadata: &std::fs::Metadata) -> FileStamp {
+        let file_type = metadata.file_type();
+        let kind = if file_type.is_symlink() {
+            EntryKind::Symlink
+        } else if file_type.is_dir() {
+            EntryKind::Directory
+        } else if file_type.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            FileStamp {
+                kind,
+                size: metadata.size(),
+                mtime_ns: i128::from(metadata.mtime()) * 1_000_000_000
+                    + i128::from(metadata.mtime_nsec()),
+                ctime_ns: i128::from(metadata.ctime()) * 1_000_000_000
+                    + i128::from(metadata.ctime_nsec()),
+                inode: metadata.ino(),
+                mode: metadata.mode(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let nanos = |time: io::Result<std::time::SystemTime>| {
+                time.ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128)
+            };
+            FileStamp {
+                kind,
+                size: metadata.len(),
+                mtime_ns: nanos(metadata.modified()),
+                ctime_ns: nanos(metadata.created()),
+                inode: 0,
+                mode: u32::from(metadata.permissions().readonly()),
+            }
+        }
+    }
+}
+
+/// The error of reading something that is no regular file.
+fn not_a_regular_file(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("`{}` is not a regular file", path.display()),
+    )
 }
 
 /// What a path names, without following a final symbolic link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     File,
     Directory,
@@ -117,6 +201,41 @@ impl System for OsSystem {
 
     fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         write_atomic_with(path, contents, |_| Ok(()))
+    }
+
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        match std::fs::metadata(path) {
+            Ok(metadata) => Ok(Some(FileStamp::of_metadata(&metadata))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        use std::io::Read as _;
+        // Stat first (a FIFO must not be opened: that blocks), then read.
+        let metadata = match std::fs::metadata(path) {
+            Ok(metadata) => metadata,
+            Err(e) => {
+                return StampedRead {
+                    contents: Err(e),
+                    stamp: None,
+                };
+            }
+        };
+        let stamp = Some(FileStamp::of_metadata(&metadata));
+        if !metadata.is_file() {
+            return StampedRead {
+                contents: Err(not_a_regular_file(path)),
+                stamp,
+            };
+        }
+        let contents = std::fs::File::open(path).and_then(|mut file| {
+            let mut bytes = Vec::with_capacity(metadata.len() as usize);
+            file.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        });
+        StampedRead { contents, stamp }
     }
 }
 
@@ -238,6 +357,9 @@ pub struct MemorySystem {
     files: Arc<RwLock<BTreeMap<PathBuf, String>>>,
     /// Symbolic links: path → target (only reported by `entry_kind`, never followed).
     symlinks: Arc<RwLock<BTreeMap<PathBuf, PathBuf>>>,
+    /// Per path, the generation of its last write or touch (its stamp's modification time).
+    generations: Arc<RwLock<BTreeMap<PathBuf, u64>>>,
+    next_generation: Arc<std::sync::atomic::AtomicU64>,
     host: HostPlatform,
 }
 
@@ -246,6 +368,8 @@ impl Default for MemorySystem {
         MemorySystem {
             files: Arc::default(),
             symlinks: Arc::default(),
+            generations: Arc::default(),
+            next_generation: Arc::default(),
             host: HostPlatform {
                 os: "linux".into(),
                 arch: "x86_64".into(),
@@ -263,8 +387,21 @@ impl MemorySystem {
     }
 
     pub fn write(&self, path: impl Into<PathBuf>, contents: impl Into<String>) {
+        let path = path.into();
+        self.touch(&path);
         if let Ok(mut files) = self.files.write() {
-            files.insert(path.into(), contents.into());
+            files.insert(path, contents.into());
+        }
+    }
+
+    /// Changes a path's stamp without changing its contents (like `touch`).
+    pub fn touch(&self, path: &Path) {
+        let generation = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if let Ok(mut generations) = self.generations.write() {
+            generations.insert(path.to_path_buf(), generation);
         }
     }
 
@@ -275,7 +412,16 @@ impl MemorySystem {
         }
     }
 
+    /// Removes a symbolic link recorded with [`MemorySystem::symlink`].
+    pub fn remove_symlink(&self, path: &Path) {
+        self.touch(path);
+        if let Ok(mut links) = self.symlinks.write() {
+            links.remove(path);
+        }
+    }
+
     pub fn remove(&self, path: &Path) {
+        self.touch(path);
         if let Ok(mut files) = self.files.write() {
             files.remove(path);
         }
@@ -358,5 +504,44 @@ impl System for MemorySystem {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))?;
         self.write(path.to_path_buf(), text);
         Ok(())
+    }
+
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        let Some(kind) = self.entry_kind(path)? else {
+            return Ok(None);
+        };
+        let size = self
+            .files
+            .read()
+            .ok()
+            .and_then(|files| files.get(path).map(|text| text.len() as u64))
+            .unwrap_or(0);
+        let generation = self
+            .generations
+            .read()
+            .ok()
+            .and_then(|generations| generations.get(path).copied())
+            .unwrap_or(0);
+        Ok(Some(FileStamp {
+            kind,
+            size,
+            mtime_ns: i128::from(generation),
+            ctime_ns: i128::from(generation),
+            inode: 0,
+            mode: 0o644,
+        }))
+    }
+
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        let stamp = self.stamp(path).ok().flatten();
+        let contents = match stamp {
+            Some(FileStamp {
+                kind: EntryKind::File,
+                ..
+            }) => self.read_bytes(path),
+            Some(_) => Err(not_a_regular_file(path)),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
+        };
+        StampedRead { contents, stamp }
     }
 }
