@@ -234,3 +234,85 @@ pub(crate) fn validate_target(
         diagnostics,
     }
 }
+
+/// A target's input files with their digests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetInputs {
+    /// Sorted by path.
+    pub inputs: Vec<InputDigest>,
+    /// The SHA-256 (hex) of one line `PATH\0DIGEST\n` per input in path order, where a
+    /// file without a digest contributes `!` and its error instead of the digest.
+    pub input_digest: String,
+}
+
+/// One input file and its digest (hex) or why it has none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputDigest {
+    pub path: String,
+    pub digest: Result<String, String>,
+}
+
+pub(crate) fn file_digest(
+    db: &RootDatabase,
+    workspace: Workspace,
+    path: &str,
+) -> Result<String, String> {
+    let root = workspace.root(db);
+    let relative = std::path::Path::new(path)
+        .strip_prefix(root)
+        .ok()
+        .and_then(once_db::system::relative_to_slash)
+        .unwrap_or_else(|| path.trim_start_matches("./").to_owned());
+    if relative.is_empty() || relative.split('/').any(|s| s == "..") {
+        return Err(format!("`{path}` is not a file inside the workspace"));
+    }
+    let file = once_db::Db::file_for_path(db, &relative);
+    match once_db::file_digest(db, file) {
+        Ok(digest) => Ok(digest.to_hex()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+pub(crate) fn target_inputs(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+) -> Option<TargetInputs> {
+    let label = TargetLabel::from_id(id);
+    let package = workspace_packages(db, workspace)
+        .iter()
+        .copied()
+        .find(|p| *p.path(db) == label.package)?;
+    let target = resolved_targets(db, package)
+        .targets
+        .iter()
+        .find(|t| t.label.name == label.name)?;
+    let inputs: Vec<InputDigest> = once_graph::target_inputs(db, workspace, package, target)
+        .into_iter()
+        .map(|path| {
+            let file = once_db::Db::file_for_path(db, &path);
+            let digest = match once_db::file_digest(db, file) {
+                Ok(digest) => Ok(digest.to_hex()),
+                Err(err) => Err(err.to_string()),
+            };
+            InputDigest { path, digest }
+        })
+        .collect();
+    let mut listing = String::new();
+    for input in &inputs {
+        listing.push_str(&input.path);
+        listing.push('\0');
+        match &input.digest {
+            Ok(digest) => listing.push_str(digest),
+            Err(err) => {
+                listing.push('!');
+                listing.push_str(err);
+            }
+        }
+        listing.push('\n');
+    }
+    Some(TargetInputs {
+        inputs,
+        input_digest: once_db::Sha256Digest::of(listing.as_bytes()).to_hex(),
+    })
+}

@@ -219,6 +219,34 @@ impl Analysis {
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db, workspace)))
     }
 
+    /// The SHA-256 (lower-case hex) of a workspace file's bytes, or why it has none (no
+    /// such file, not a regular file, unreadable). `path` is workspace-relative or
+    /// absolute inside the root.
+    pub fn file_digest(&self, path: &str) -> Cancellable<Result<String, String>> {
+        let path = path.to_owned();
+        self.with_db(move |db, ws| answers::file_digest(db, ws, &path))
+    }
+
+    /// The files a target reads (its manifest and the package files its `srcs` and
+    /// path-typed attributes match) with their digests, and one digest over them all;
+    /// `None` when the target does not exist.
+    pub fn target_inputs(&self, id: &str) -> Cancellable<Option<TargetInputs>> {
+        let id = id.to_owned();
+        self.with_db(move |db, ws| answers::target_inputs(db, ws, &id))
+    }
+
+    /// Saves the digests this process computed to `.once/digests` (see
+    /// [`once_db::digests`]); `Ok(false)` when there was nothing new.
+    pub fn save_digest_index(&self) -> std::io::Result<bool> {
+        self.db.save_digest_index()
+    }
+
+    /// How many bytes this process hashed (files whose digest came from the persistent
+    /// index are not hashed).
+    pub fn bytes_hashed(&self) -> u64 {
+        self.db.bytes_hashed()
+    }
+
     /// A handle that cancels the query this snapshot is running, from another thread;
     /// the cancelled method returns `Err(Cancelled)`.
     pub fn cancel_handle(&self) -> CancelHandle {

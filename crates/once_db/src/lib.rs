@@ -5,6 +5,7 @@
 //! - [`files`]: the [`File`] input, [`source_text`] and [`line_index`].
 //! - [`workspace`]: the [`Workspace`] and [`Package`] inputs and host platform.
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
+//! - [`digests`]: [`file_digest`] and the persistent [`DigestIndex`](digests::DigestIndex).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`watch`]: a file watcher with a fence, for long-running servers.
@@ -14,6 +15,7 @@
 //! except through [`System`]; inputs are set only by [`apply_changes`] and [`RootDatabase::load`].
 
 pub mod changes;
+pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod package_filter;
@@ -25,6 +27,7 @@ pub mod writes;
 use std::sync::{Arc, Mutex};
 
 pub use changes::{ChangeEvent, apply_changes};
+pub use digests::{DigestError, FileDigest, Sha256Digest, file_digest};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
@@ -45,6 +48,9 @@ pub trait Db: salsa::Database {
 
     /// Records the stamp a read of `file` saw (only [`files`] reads call this).
     fn record_seen(&self, file: File, stamp: Option<FileStamp>);
+
+    /// This process's digest index (loaded from `.once/digests` on first use).
+    fn digest_index(&self) -> &digests::DigestIndex;
 }
 
 /// The one concrete database. Clones are cheap snapshots for other threads.
@@ -55,6 +61,7 @@ pub struct RootDatabase {
     system: Arc<dyn System>,
     /// The path → input table, shared by all snapshots.
     pub(crate) file_table: Arc<Mutex<files::FileTable>>,
+    digest_index: Arc<digests::DigestIndex>,
 }
 
 #[salsa::db]
@@ -72,6 +79,10 @@ impl Db for RootDatabase {
 
     fn record_seen(&self, file: File, stamp: Option<FileStamp>) {
         self.lock_file_table().record_seen(file, stamp);
+    }
+
+    fn digest_index(&self) -> &digests::DigestIndex {
+        &self.digest_index
     }
 }
 
@@ -95,6 +106,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(None),
             system,
             file_table: Arc::default(),
+            digest_index: Arc::default(),
         }
     }
 
@@ -113,6 +125,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
             system,
             file_table: Arc::default(),
+            digest_index: Arc::default(),
         };
         (db, log)
     }
@@ -135,6 +148,19 @@ impl RootDatabase {
     /// The input for a workspace-relative path, if the database knows the file.
     pub fn file(&self, path: &str) -> Option<File> {
         self.lock_file_table().get(path)
+    }
+
+    /// Saves the digests this process computed to the workspace's `.once/digests`
+    /// (atomically; nothing is written when no digest was computed). Returns whether it
+    /// wrote.
+    pub fn save_digest_index(&self) -> std::io::Result<bool> {
+        let root = workspace::workspace_root(self);
+        self.digest_index.save(&*self.system, &root)
+    }
+
+    /// How many bytes this process hashed for digests.
+    pub fn bytes_hashed(&self) -> u64 {
+        self.digest_index.bytes_hashed()
     }
 
     pub(crate) fn lock_file_table(&self) -> std::sync::MutexGuard<'_, files::FileTable> {

@@ -49,6 +49,7 @@ pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
 };
 pub use tests::{
-    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, owners, test_targets,
+    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, owners,
+    target_inputs, test_targets,
 };
 pub use validate::{file_diagnostics, workspace_diagnostics};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use once_db::{
     ChangeEvent, Db, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes,
-    source_text,
+    file_digest, source_text,
 };
 use once_graph::{kind_catalog, workspace_diagnostics};
 use salsa::plumbing::AsId;
@@ -183,5 +183,56 @@ fn a_source_file_is_an_input_that_events_and_rescans_bump() {
         system
             .walk(Path::new(ROOT))
             .is_ok_and(|files| files.contains(&format!("{path}/inner.rs")))
+    );
+}
+
+#[test]
+fn editing_one_source_file_reruns_its_digest_and_nothing_manifest_related() {
+    let system = system();
+    let (mut db, workspace, log) = load(&system);
+    let sources: Vec<_> = (0..3)
+        .map(|i| db.file_for_path(&format!("pkgs/p{i}/src/lib.rs")))
+        .collect();
+    let digests = |db: &RootDatabase| -> Vec<String> {
+        sources
+            .iter()
+            .map(|file| match file_digest(db, *file) {
+                Ok(digest) => digest.to_hex(),
+                Err(err) => err.to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(codes(&db, workspace), Vec::<String>::new());
+    let before = digests(&db);
+    log.take();
+
+    write(&system, "pkgs/p1/src/lib.rs", "pub fn edited() {}\n");
+    apply_changes(
+        &mut db,
+        &[ChangeEvent::Changed(PathBuf::from(format!(
+            "{ROOT}/pkgs/p1/src/lib.rs"
+        )))],
+    );
+    assert_eq!(codes(&db, workspace), Vec::<String>::new());
+    let after = digests(&db);
+    assert_eq!(
+        (before[0] == after[0], before[1] == after[1]),
+        (true, false)
+    );
+    let executed = log.take();
+    assert_eq!(
+        executed,
+        [format!("file_digest({:?})", sources[1].as_id())],
+        "only the edited file's digest reruns"
+    );
+
+    // A rescan finds a second edit the same way.
+    write(&system, "pkgs/p2/src/lib.rs", "pub fn also_edited() {}\n");
+    apply_changes(&mut db, &[ChangeEvent::Rescan]);
+    assert_eq!(codes(&db, workspace), Vec::<String>::new());
+    assert_ne!(digests(&db)[2], after[2]);
+    assert_eq!(
+        log.take(),
+        [format!("file_digest({:?})", sources[2].as_id())]
     );
 }
