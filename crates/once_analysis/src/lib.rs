@@ -34,7 +34,7 @@ pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use once_db::{
     ChangeEvent, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem, OsSystem,
-    StampedRead, System, WorkspaceWatcher, find_workspace_root,
+    StampedRead, System, WorkspaceWatcher, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError};
 pub use once_graph::{AffectedTest, TestTarget};

@@ -167,12 +167,12 @@ fn file_set_changed(
     if name == MANIFEST_NAME || name == ".gitignore" {
         return true;
     }
-    let segments: Vec<&str> = relative.split('/').collect();
-    let hidden = segments.iter().enumerate().any(|(i, segment)| {
-        segment.starts_with('.')
-            || (i + 1 < segments.len() && SKIPPED_DIRECTORIES.contains(segment))
-    });
-    if hidden {
+    if is_excluded_from_walk(Path::new(relative)) {
+        return false;
+    }
+    let root = workspace.root(db).clone();
+    if exists && db.system().is_ignored(&root, relative) {
+        // A file the walk would not list (`.gitignore`): not a workspace file.
         return false;
     }
     if !exists
@@ -208,6 +208,17 @@ fn file_set_changed(
         .to(files);
     star_file_changed(db, workspace, relative, exists);
     false
+}
+
+/// Whether the walk never lists a root-relative path: a component is hidden (starts with
+/// `.`) or a directory the walk skips (`.once`, `target`, `node_modules`).
+pub fn is_excluded_from_walk(relative: &Path) -> bool {
+    let components: Vec<_> = relative.components().collect();
+    components.iter().enumerate().any(|(i, component)| {
+        let name = component.as_os_str().to_string_lossy();
+        name.starts_with('.')
+            || (i + 1 < components.len() && SKIPPED_DIRECTORIES.contains(&name.as_ref()))
+    })
 }
 
 /// Walks again and sets the inputs that differ from the walk.

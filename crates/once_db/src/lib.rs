@@ -26,7 +26,7 @@ pub mod writes;
 
 use std::sync::{Arc, Mutex};
 
-pub use changes::{ChangeEvent, apply_changes};
+pub use changes::{ChangeEvent, apply_changes, is_excluded_from_walk};
 pub use digests::{DigestError, FileDigest, Sha256Digest, file_digest};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{File, LineIndex, SourceText, line_index, source_text};

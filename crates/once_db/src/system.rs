@@ -62,6 +62,13 @@ pub trait System: Send + Sync + fmt::Debug {
     /// bytes are never older than the stamp. A path that is no regular file is an error
     /// (with its stamp, so a later change of kind is noticed).
     fn read_stamped(&self, path: &Path) -> StampedRead;
+
+    /// Whether the `.gitignore` files from `root` down to the path's directory (and
+    /// `.git/info/exclude`) exclude the root-relative file `relative` from the walk.
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        let _ = (root, relative);
+        false
+    }
 }
 
 /// The bytes of a read and the stamp of the file they were read from.
@@ -211,6 +218,10 @@ impl System for OsSystem {
         }
     }
 
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        is_ignored_on_disk(root, relative)
+    }
+
     fn read_stamped(&self, path: &Path) -> StampedRead {
         use std::io::Read as _;
         // Stat first (a FIFO must not be opened: that blocks), then read.
@@ -336,6 +347,45 @@ pub fn write_atomic_with(
         let _ = directory.sync_all();
     }
     Ok(())
+}
+
+/// [`OsSystem::is_ignored`]: the deepest `.gitignore` with a matching rule decides (a
+/// negated rule keeps the file), as in the walk; `.git/info/exclude` applies last.
+fn is_ignored_on_disk(root: &Path, relative: &str) -> bool {
+    let path = root.join(relative);
+    let mut dirs: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    let mut decision = None;
+    for dir in &dirs {
+        let file = dir.join(".gitignore");
+        if !file.is_file() {
+            continue;
+        }
+        let (matcher, _) = ignore::gitignore::Gitignore::new(&file);
+        let matched = matcher.matched_path_or_any_parents(&path, false);
+        if !matched.is_none() {
+            decision = Some(matched.is_ignore());
+        }
+    }
+    if decision.is_none() {
+        let exclude = root.join(".git/info/exclude");
+        if exclude.is_file() {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+            let _ = builder.add(&exclude);
+            if let Ok(matcher) = builder.build() {
+                let matched = matcher.matched_path_or_any_parents(&path, false);
+                if !matched.is_none() {
+                    decision = Some(matched.is_ignore());
+                }
+            }
+        }
+    }
+    decision.unwrap_or(false)
 }
 
 /// Converts a relative path to `/`-separated UTF-8, or `None` if it is not UTF-8.

@@ -147,6 +147,10 @@ impl System for Overlay {
         self.base.write_atomic(path, contents)
     }
 
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        self.base.is_ignored(root, relative)
+    }
+
     fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
         match self.buffer(path) {
             Some(text) => Ok(Some(self.buffer_stamp(path, &text))),
