@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use once_db::{RootDatabase, Workspace};
 use once_graph::{
-    dependency_graph, file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics,
-    workspace_packages, workspace_settings,
+    file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics, workspace_packages,
+    workspace_settings,
 };
 use once_model::{AttrValue, Capability, TargetLabel, ToolSpec};
 
@@ -41,7 +41,7 @@ pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> Workspa
             .iter()
             .map(|p| p.path(db).clone())
             .collect(),
-        target_count: dependency_graph(db, workspace).nodes.len(),
+        target_count: *once_graph::target_count(db, workspace),
         module_paths: settings.module_paths.clone(),
         error_count: diagnostics
             .iter()

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use once_db::{RootDatabase, Workspace, apply_changes, line_index};
 use once_graph::{
-    ChangedPaths, affected_tests, dependency_graph, kind_catalog, manifest, resolved_targets,
-    test_targets, workspace_diagnostics, workspace_packages, workspace_settings,
+    ChangedPaths, affected_tests, kind_catalog, manifest, resolved_targets, test_targets,
+    workspace_diagnostics, workspace_packages, workspace_settings,
 };
 use once_model::{Diagnostic, KindSchema, LineColRange};
 
@@ -367,7 +367,7 @@ impl Analysis {
                 .collect::<Vec<_>>();
             Validation {
                 valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
-                target_count: dependency_graph(db, ws).nodes.len(),
+                target_count: *once_graph::target_count(db, ws),
                 diagnostics,
             }
         })

@@ -11,7 +11,8 @@
 //! - [`resolve`]: `target_summaries` (the per-package name table dependents read) and
 //!   `resolved_targets` (labels, selects, attribute values resolved).
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
-//! - [`graph`]: `dependency_graph`, `reverse_deps` and cycles.
+//! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
+//!   only in the packages the package-level graph puts on a cycle).
 //! - [`tests`]: `test_targets`, `owners`, `affected_tests`.
 //!
 //! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
@@ -29,8 +30,9 @@ pub mod validate;
 pub mod text;
 
 pub use graph::{
-    DependencyGraph, GraphNode, PackageNode, dependency_cycles, dependency_graph, package_nodes,
-    reverse_deps,
+    DependencyGraph, GraphNode, PackageNode, cycle_candidate_packages, dependency_cycles,
+    dependency_graph, package_dependencies, package_has_internal_cycle, package_nodes,
+    reverse_deps, target_count,
 };
 pub use kinds::{
     KindCatalog, ModuleFiles, ModuleKinds, evaluate_module_source, kind_catalog,
