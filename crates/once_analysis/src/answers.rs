@@ -136,7 +136,12 @@ pub struct TargetDetails {
     pub diagnostics: Vec<LocatedDiagnostic>,
 }
 
-pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
+/// A target by canonical id, with its package.
+fn find_target<'db>(
+    db: &'db RootDatabase,
+    workspace: Workspace,
+    id: &str,
+) -> Option<(once_db::Package, &'db once_graph::ResolvedTarget)> {
     let label = TargetLabel::from_id(id);
     let package = workspace_packages(db, workspace)
         .iter()
@@ -146,6 +151,11 @@ pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Optio
         .targets
         .iter()
         .find(|t| t.label.name == label.name)?;
+    Some((package, target))
+}
+
+pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
+    let (package, target) = find_target(db, workspace, id)?;
     let kind = kind_catalog(db, workspace).get(&target.kind);
     let (deps, dependency_edges) = split_roles(&target.deps);
     let canonical = target.label.id();
@@ -278,15 +288,7 @@ pub(crate) fn target_inputs(
     workspace: Workspace,
     id: &str,
 ) -> Option<TargetInputs> {
-    let label = TargetLabel::from_id(id);
-    let package = workspace_packages(db, workspace)
-        .iter()
-        .copied()
-        .find(|p| *p.path(db) == label.package)?;
-    let target = resolved_targets(db, package)
-        .targets
-        .iter()
-        .find(|t| t.label.name == label.name)?;
+    let (package, target) = find_target(db, workspace, id)?;
     let inputs: Vec<InputDigest> = once_graph::target_inputs(db, workspace, package, target)
         .into_iter()
         .map(|path| {

@@ -95,16 +95,7 @@ pub struct FileStamp {
 impl FileStamp {
     /// The stamp of `std::fs` metadata (of a followed path or an open handle).
     pub fn of_metadata(metadata: &std::fs::Metadata) -> FileStamp {
-        let file_type = metadata.file_type();
-        let kind = if file_type.is_symlink() {
-            EntryKind::Symlink
-        } else if file_type.is_dir() {
-            EntryKind::Directory
-        } else if file_type.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        };
+        let kind = EntryKind::of_file_type(metadata.file_type());
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt as _;
@@ -155,6 +146,20 @@ pub enum EntryKind {
     Other,
 }
 
+impl EntryKind {
+    pub fn of_file_type(file_type: std::fs::FileType) -> EntryKind {
+        if file_type.is_symlink() {
+            EntryKind::Symlink
+        } else if file_type.is_dir() {
+            EntryKind::Directory
+        } else if file_type.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        }
+    }
+}
+
 /// Directory names never walked into, wherever they appear.
 pub const SKIPPED_DIRECTORIES: &[&str] = &[".once", "target", "node_modules"];
 
@@ -185,18 +190,7 @@ impl System for OsSystem {
 
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         match std::fs::symlink_metadata(path) {
-            Ok(metadata) => {
-                let file_type = metadata.file_type();
-                Ok(Some(if file_type.is_symlink() {
-                    EntryKind::Symlink
-                } else if file_type.is_dir() {
-                    EntryKind::Directory
-                } else if file_type.is_file() {
-                    EntryKind::File
-                } else {
-                    EntryKind::Other
-                }))
-            }
+            Ok(metadata) => Ok(Some(EntryKind::of_file_type(metadata.file_type()))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }

@@ -71,9 +71,14 @@ pub fn role_attribute(role: &str) -> String {
 /// The whole dependency graph.
 #[salsa::tracked(returns(ref))]
 pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
+    graph_of(db, workspace_packages(db, workspace))
+}
+
+/// The graph of the targets of `packages`, with the edges among them.
+fn graph_of(db: &dyn Db, packages: &[Package]) -> DependencyGraph {
     let mut nodes = Vec::new();
     let mut pending_edges: Vec<(&str, &[(String, String)])> = Vec::new();
-    for &package in workspace_packages(db, workspace) {
+    for &package in packages {
         let file = package.manifest(db).path(db).clone();
         for node in package_nodes(db, package) {
             nodes.push(GraphNode {
@@ -275,50 +280,14 @@ fn strongly_connected_components(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
     components
 }
 
-/// The part of the dependency graph a cycle can lie in: the targets of the cycle
-/// candidate packages, with their edges among themselves.
-fn cycle_subgraph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
-    let mut nodes = Vec::new();
-    let mut pending: Vec<(&str, &[(String, String)])> = Vec::new();
-    for &package in cycle_candidate_packages(db, workspace) {
-        let file = package.manifest(db).path(db).clone();
-        for node in package_nodes(db, package) {
-            nodes.push(GraphNode {
-                id: node.id.clone(),
-                kind: node.kind.clone(),
-                file: file.clone(),
-                edges: Vec::new(),
-            });
-            pending.push((node.id.as_str(), &node.edges));
-        }
-    }
-    nodes.sort_by(|a, b| a.id.cmp(&b.id));
-    nodes.dedup_by(|a, b| a.id == b.id);
-    let index: FxHashMap<String, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.clone(), i))
-        .collect();
-    for (id, edges) in pending {
-        let Some(&from) = index.get(id) else { continue };
-        if !nodes[from].edges.is_empty() {
-            continue;
-        }
-        nodes[from].edges = edges
-            .iter()
-            .filter_map(|(to, attribute)| index.get(to).map(|&to| (to, attribute.clone())))
-            .collect();
-    }
-    DependencyGraph { nodes }
-}
-
 /// Every dependency cycle, each reported once, at the edge leaving the cycle's
 /// smallest id, with the whole path in the message. Only the targets of the cycle
 /// candidate packages are searched, so an edit that keeps every package's dependencies
 /// (a new, removed or renamed target among them) does not re-run this.
 #[salsa::tracked(returns(ref))]
 pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
-    let graph = &cycle_subgraph(db, workspace);
+    // The part of the dependency graph a cycle can lie in.
+    let graph = &graph_of(db, cycle_candidate_packages(db, workspace));
     let mut cycles: Vec<Vec<usize>> = Vec::new();
     #[derive(Clone, Copy, PartialEq)]
     enum State {
