@@ -531,7 +531,8 @@ fn answers(analysis: &Analysis, paths: &[String]) -> String {
             analysis.file_digest(path).expect("not cancelled")
         ));
     }
-    for target in &targets {
+    // The input digests of a spread of targets (all of them made each step twice as slow).
+    for target in targets.iter().step_by((targets.len() / 4).max(1)) {
         out.push_str(&format!(
             "inputs of {}: {:?}\n",
             target.id,
