@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use once_db::{RootDatabase, Workspace};
 use once_graph::{
-    dependency_graph, file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics,
-    workspace_packages, workspace_settings,
+    file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics, workspace_packages,
+    workspace_settings,
 };
 use once_model::{AttrValue, Capability, SeverityCounts, TargetLabel, ToolSpec};
 
@@ -45,7 +45,7 @@ pub(crate) fn workspace_info(db: &RootDatabase, workspace: Workspace) -> Workspa
             .iter()
             .map(|p| p.path(db).clone())
             .collect(),
-        target_count: dependency_graph(db, workspace).nodes.len(),
+        target_count: *once_graph::target_count(db, workspace),
         module_paths: settings.module_paths.clone(),
         error_count: counts.errors,
         warning_count: counts.warnings,
@@ -134,7 +134,12 @@ pub struct TargetDetails {
     pub diagnostics: Vec<LocatedDiagnostic>,
 }
 
-pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
+/// A target by canonical id, with its package.
+fn find_target<'db>(
+    db: &'db RootDatabase,
+    workspace: Workspace,
+    id: &str,
+) -> Option<(once_db::Package, &'db once_graph::ResolvedTarget)> {
     let label = TargetLabel::from_id(id);
     let package = workspace_packages(db, workspace)
         .iter()
@@ -144,6 +149,11 @@ pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Optio
         .targets
         .iter()
         .find(|t| t.label.name == label.name)?;
+    Some((package, target))
+}
+
+pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Option<TargetDetails> {
+    let (package, target) = find_target(db, workspace, id)?;
     let kind = kind_catalog(db, workspace).get(&target.kind);
     let (deps, dependency_edges) = split_roles(&target.deps);
     let canonical = target.label.id();
@@ -321,4 +331,78 @@ fn workspace_relative(db: &RootDatabase, root: &std::path::Path, path: &str) -> 
         rest.push(ancestor.file_name()?.to_owned());
         ancestor = ancestor.parent()?;
     }
+}
+
+/// A target's input files with their digests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetInputs {
+    /// Sorted by path.
+    pub inputs: Vec<InputDigest>,
+    /// The SHA-256 (hex) of one line `PATH\0DIGEST\n` per input in path order, where a
+    /// file without a digest contributes `!` and its error instead of the digest.
+    pub input_digest: String,
+}
+
+/// One input file and its digest (hex) or why it has none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputDigest {
+    pub path: String,
+    pub digest: Result<String, String>,
+}
+
+pub(crate) fn file_digest(
+    db: &RootDatabase,
+    workspace: Workspace,
+    path: &str,
+) -> Result<String, String> {
+    let root = workspace.root(db);
+    let relative = std::path::Path::new(path)
+        .strip_prefix(root)
+        .ok()
+        .and_then(once_db::system::relative_to_slash)
+        .unwrap_or_else(|| path.trim_start_matches("./").to_owned());
+    if relative.is_empty() || relative.split('/').any(|s| s == "..") {
+        return Err(format!("`{path}` is not a file inside the workspace"));
+    }
+    let file = once_db::Db::file_for_path(db, &relative);
+    match once_db::file_digest(db, file) {
+        Ok(digest) => Ok(digest.to_hex()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+pub(crate) fn target_inputs(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+) -> Option<TargetInputs> {
+    let (package, target) = find_target(db, workspace, id)?;
+    let inputs: Vec<InputDigest> = once_graph::target_inputs(db, workspace, package, target)
+        .into_iter()
+        .map(|path| {
+            let file = once_db::Db::file_for_path(db, &path);
+            let digest = match once_db::file_digest(db, file) {
+                Ok(digest) => Ok(digest.to_hex()),
+                Err(err) => Err(err.to_string()),
+            };
+            InputDigest { path, digest }
+        })
+        .collect();
+    let mut listing = String::new();
+    for input in &inputs {
+        listing.push_str(&input.path);
+        listing.push('\0');
+        match &input.digest {
+            Ok(digest) => listing.push_str(digest),
+            Err(err) => {
+                listing.push('!');
+                listing.push_str(err);
+            }
+        }
+        listing.push('\n');
+    }
+    Some(TargetInputs {
+        inputs,
+        input_digest: once_db::Sha256Digest::of(listing.as_bytes()).to_hex(),
+    })
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use once_db::{RootDatabase, Workspace, apply_changes, line_index};
 use once_graph::{
-    dependency_graph, kind_catalog, manifest, resolved_targets, test_targets,
-    workspace_diagnostics, workspace_packages, workspace_settings,
+    kind_catalog, manifest, resolved_targets, test_targets, workspace_diagnostics,
+    workspace_packages, workspace_settings,
 };
 use once_model::{Diagnostic, KindSchema, LineColRange};
 
@@ -34,8 +34,8 @@ pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use once_db::LineIndex;
 pub use once_db::{
-    ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
-    WorkspaceWatcher, find_workspace_root,
+    ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem,
+    OsSystem, StampedRead, System, WorkspaceWatcher, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::{AffectedTest, TestTarget};
@@ -249,6 +249,34 @@ impl Analysis {
         salsa::Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db, workspace)))
     }
 
+    /// The SHA-256 (lower-case hex) of a workspace file's bytes, or why it has none (no
+    /// such file, not a regular file, unreadable). `path` is workspace-relative or
+    /// absolute inside the root.
+    pub fn file_digest(&self, path: &str) -> Cancellable<Result<String, String>> {
+        let path = path.to_owned();
+        self.with_db(move |db, ws| answers::file_digest(db, ws, &path))
+    }
+
+    /// The files a target reads (its manifest and the package files its `srcs` and
+    /// path-typed attributes match) with their digests, and one digest over them all;
+    /// `None` when the target does not exist.
+    pub fn target_inputs(&self, id: &str) -> Cancellable<Option<TargetInputs>> {
+        let id = id.to_owned();
+        self.with_db(move |db, ws| answers::target_inputs(db, ws, &id))
+    }
+
+    /// Saves the digests this process computed to `.once/digests` (see
+    /// [`once_db::digests`]); `Ok(false)` when there was nothing new.
+    pub fn save_digest_index(&self) -> std::io::Result<bool> {
+        self.db.save_digest_index()
+    }
+
+    /// How many bytes this process hashed (files whose digest came from the persistent
+    /// index are not hashed).
+    pub fn bytes_hashed(&self) -> u64 {
+        self.db.bytes_hashed()
+    }
+
     /// A handle that cancels the query this snapshot is running, from another thread;
     /// the cancelled method returns `Err(Cancelled)`.
     pub fn cancel_handle(&self) -> CancelHandle {
@@ -369,7 +397,7 @@ impl Analysis {
                 .collect::<Vec<_>>();
             Validation {
                 valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),
-                target_count: dependency_graph(db, ws).nodes.len(),
+                target_count: *once_graph::target_count(db, ws),
                 diagnostics,
             }
         })

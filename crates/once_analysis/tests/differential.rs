@@ -1,8 +1,14 @@
 //! Randomised differential test: after every random edit, the warm database answers
-//! exactly what a freshly loaded database answers.
+//! exactly what a freshly loaded database answers, file digests included.
 //!
-//! `ONCE_DIFF_STEPS` sets the number of steps (default 2,000) and `ONCE_DIFF_SEED` the
-//! seed; a failure prints both plus the edit history so it can be replayed.
+//! Edits cover manifests, project modules (`.star`), source contents, metadata-only
+//! changes, file ↔ directory swaps and symbolic links; the warm database hears of them
+//! through precise events, or only through a rescan (as after a watcher overflow), and
+//! some rescans follow no change at all.
+//!
+//! `ONCE_DIFF_STEPS` sets the number of steps (default 10,000 in an optimised build, as
+//! `./.ci/test` runs it, and 2,000 in a debug build) and `ONCE_DIFF_SEED` the seed; a
+//! failure prints both plus the edit history so it can be replayed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +24,17 @@ const KINDS: &[&str] = &[
     "sh_test",
     "filegroup",
     "sh_binary",
+    "star_kind",
+];
+
+/// The project module the root manifest registers, in its variants: the kind targets use,
+/// the same kind documented differently, the kind gone, and a syntax error.
+const MODULE_PATH: &str = "modules/kinds.star";
+const MODULE_VARIANTS: &[&str] = &[
+    "target_kind(\"star_kind\", \"A kind from a module.\")\n",
+    "target_kind(\"star_kind\", \"A kind from a module, reworded.\")\n",
+    "target_kind(\"other_kind\", \"Not the kind targets use.\")\n",
+    "target_kind(\"star_kind\",\n",
 ];
 
 /// A small deterministic PRNG (xorshift64*), so failures replay from the seed.
@@ -60,6 +77,9 @@ struct Package {
 impl Package {
     fn manifest_text(&self) -> String {
         let mut text = String::new();
+        if self.path.is_empty() {
+            text.push_str("[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n\n");
+        }
         for t in &self.targets {
             text.push_str(&format!(
                 "[[target]]\nname = \"{}\"\nkind = \"{}\"\n",
@@ -92,6 +112,9 @@ struct World {
     system: MemorySystem,
     packages: Vec<Package>,
     counter: usize,
+    module_variant: usize,
+    /// Workspace-relative paths of symbolic links (never package files).
+    symlinks: Vec<String>,
 }
 
 impl World {
@@ -125,13 +148,160 @@ impl World {
             .collect()
     }
 
+    /// Applies one random edit; the warm database hears of it through its precise events
+    /// or, one time in six, only through a rescan.
+    fn edit(&mut self, rng: &mut Rng) -> (Vec<ChangeEvent>, String) {
+        let (events, description) = self.edit_files(rng);
+        if !events.is_empty() && rng.chance(16) {
+            return (
+                vec![ChangeEvent::Rescan],
+                format!("{description} (seen by a rescan)"),
+            );
+        }
+        (events, description)
+    }
+
+    /// The workspace-relative path of a package-relative file.
+    fn full_path(&self, p: usize, file: &str) -> String {
+        if self.packages[p].path.is_empty() {
+            file.to_owned()
+        } else {
+            format!("{}/{file}", self.packages[p].path)
+        }
+    }
+
     /// Applies one random edit to the model and the file system; returns the events and a
     /// description.
-    fn edit(&mut self, rng: &mut Rng) -> (Vec<ChangeEvent>, String) {
+    fn edit_files(&mut self, rng: &mut Rng) -> (Vec<ChangeEvent>, String) {
         self.counter += 1;
         let n = self.counter;
         let p = rng.below(self.packages.len());
-        match rng.below(12) {
+        match rng.below(18) {
+            12 => {
+                self.module_variant =
+                    (self.module_variant + 1 + rng.below(3)) % MODULE_VARIANTS.len();
+                self.system.write(
+                    World::abs(MODULE_PATH),
+                    MODULE_VARIANTS[self.module_variant],
+                );
+                (
+                    vec![ChangeEvent::Changed(World::abs(MODULE_PATH))],
+                    format!("module variant {}", self.module_variant),
+                )
+            }
+            13 => {
+                // A rescan with or without a metadata-only change (touch).
+                let touched = self.interesting_paths();
+                if rng.chance(50) && !touched.is_empty() {
+                    let path = touched[rng.below(touched.len())].clone();
+                    self.system.touch(&World::abs(&path));
+                    (vec![ChangeEvent::Rescan], format!("touch {path}, rescan"))
+                } else {
+                    (vec![ChangeEvent::Rescan], "rescan, nothing changed".into())
+                }
+            }
+            14 => {
+                // A file becomes a directory holding one file.
+                let package = &self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to turn into a directory".into());
+                }
+                let i = rng.below(package.files.len());
+                let file = package.files[i].clone();
+                let inner = format!("{file}/inner{n}.rs");
+                let (path, inner_path) = (self.full_path(p, &file), self.full_path(p, &inner));
+                self.system.remove(&World::abs(&path));
+                self.system
+                    .write(World::abs(&inner_path), "fn inner() {}\n");
+                self.packages[p].files[i] = inner;
+                (
+                    vec![ChangeEvent::Rescan],
+                    format!("file {path} becomes a directory"),
+                )
+            }
+            15 => {
+                // A directory of one file becomes a file.
+                let package = &self.packages[p];
+                let Some(i) = package.files.iter().position(|f| f.contains("/inner")) else {
+                    return (Vec::new(), "no directory to turn into a file".into());
+                };
+                let inner = package.files[i].clone();
+                let dir = inner.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+                if package
+                    .files
+                    .iter()
+                    .filter(|f| f.starts_with(&format!("{dir}/")))
+                    .count()
+                    != 1
+                {
+                    return (Vec::new(), "the directory holds more than one file".into());
+                }
+                let (inner_path, path) = (self.full_path(p, &inner), self.full_path(p, &dir));
+                self.system.remove(&World::abs(&inner_path));
+                self.system
+                    .write(World::abs(&path), format!("// file again {n}\n"));
+                self.packages[p].files[i] = dir;
+                (
+                    vec![ChangeEvent::Rescan],
+                    format!("directory {path} becomes a file"),
+                )
+            }
+            16 => {
+                // A source file is replaced by a symbolic link (not a package file).
+                let package = &self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to replace by a link".into());
+                }
+                let file = package.files[rng.below(package.files.len())].clone();
+                let path = self.full_path(p, &file);
+                self.system.remove(&World::abs(&path));
+                self.system
+                    .symlink(World::abs(&path), World::abs("README.md"));
+                self.packages[p].files.retain(|f| *f != file);
+                self.symlinks.push(path.clone());
+                (
+                    vec![ChangeEvent::Deleted(World::abs(&path))],
+                    format!("replace {path} by a link"),
+                )
+            }
+            17 => {
+                // A symbolic link is removed, or replaced by a regular file again.
+                if self.symlinks.is_empty() {
+                    return (Vec::new(), "no link to change".into());
+                }
+                let path = self.symlinks.remove(rng.below(self.symlinks.len()));
+                self.system.remove_symlink(&World::abs(&path));
+                let owner = self
+                    .packages
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, package)| {
+                        package.path.is_empty() || path.starts_with(&format!("{}/", package.path))
+                    })
+                    .max_by_key(|(_, package)| package.path.len())
+                    .map(|(i, _)| i);
+                match owner {
+                    Some(owner) if rng.chance(50) => {
+                        self.system
+                            .write(World::abs(&path), format!("// restored {n}\n"));
+                        let prefix = &self.packages[owner].path;
+                        let relative = if prefix.is_empty() {
+                            path.clone()
+                        } else {
+                            path[prefix.len() + 1..].to_owned()
+                        };
+                        self.packages[owner].files.push(relative);
+                        (
+                            vec![ChangeEvent::Created(World::abs(&path))],
+                            format!("link {path} becomes a file"),
+                        )
+                    }
+                    _ => (
+                        vec![ChangeEvent::Deleted(World::abs(&path))],
+                        format!("remove link {path}"),
+                    ),
+                }
+            }
             0 | 1 => {
                 let ids = self.all_ids();
                 let mut deps = Vec::new();
@@ -331,6 +501,8 @@ impl World {
             paths.push(format!("{prefix}once.toml"));
             paths.extend(package.files.iter().map(|f| format!("{prefix}{f}")));
         }
+        paths.push(MODULE_PATH.to_owned());
+        paths.extend(self.symlinks.iter().cloned());
         paths
     }
 }
@@ -353,15 +525,34 @@ fn answers(analysis: &Analysis, paths: &[String]) -> String {
         "all: {:?}\n",
         analysis.affected_tests(&[]).expect("not cancelled")
     ));
+    for path in paths {
+        out.push_str(&format!(
+            "digest of {path}: {:?}\n",
+            analysis.file_digest(path).expect("not cancelled")
+        ));
+    }
+    // The input digests of a spread of targets (all of them made each step twice as slow).
+    for target in targets.iter().step_by((targets.len() / 4).max(1)) {
+        out.push_str(&format!(
+            "inputs of {}: {:?}\n",
+            target.id,
+            analysis.target_inputs(&target.id).expect("not cancelled")
+        ));
+    }
     out
 }
 
 #[test]
 fn warm_database_matches_a_fresh_one_after_every_edit() {
+    let default_steps = if cfg!(debug_assertions) {
+        2_000
+    } else {
+        10_000
+    };
     let steps: usize = std::env::var("ONCE_DIFF_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2_000);
+        .unwrap_or(default_steps);
     let seed: u64 = std::env::var("ONCE_DIFF_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -390,7 +581,10 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
             },
         ],
         counter: 0,
+        module_variant: 0,
+        symlinks: Vec::new(),
     };
+    system.write(World::abs(MODULE_PATH), MODULE_VARIANTS[0]);
     for package in &world.packages {
         let prefix = if package.path.is_empty() {
             String::new()

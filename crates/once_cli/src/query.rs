@@ -144,7 +144,11 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
         Query::Target { id } => {
             let target = find_target(analysis, id)?;
             if json {
-                print_json(&once_json::graph_target(&target))?
+                let mut dto = once_json::graph_target(&target);
+                dto.input_digest = answer(analysis.target_inputs(id))?.map(|i| i.input_digest);
+                // The index only saves work; failing to write it changes no answer.
+                let _ = analysis.save_digest_index();
+                print_json(&dto)?
             } else {
                 human::target(&target)
             }

@@ -1,16 +1,19 @@
 //! The one door through which inputs change: [`ChangeEvent`] and [`apply_changes`].
 //!
-//! A content change bumps the file's revision; creating or deleting a plain file updates
-//! the owning package's file list; anything touching a `once.toml`, a `.gitignore` or a
-//! directory triggers a rescan, which diffs the new walk against the inputs and sets only
-//! what differs.
+//! A `Changed`, `Created` or `Deleted` event bumps exactly that file's input (when one
+//! exists: a file without an input was never read, so nothing depends on its contents);
+//! creating or deleting a plain file also updates the owning package's file list; anything
+//! touching a `once.toml`, a `.gitignore` or a directory triggers a rescan. A rescan walks
+//! again and sets the package and module lists that differ, then compares the stamp of
+//! every file read since its last bump with the disk and bumps exactly the files whose
+//! stamp differs (size, modification and change times, inode, mode, kind).
 
 use std::path::{Path, PathBuf};
 
 use salsa::{Durability, Setter};
 
 use crate::discovery::{MANIFEST_NAME, discover_packages};
-use crate::files::File;
+use crate::files::{File, Seen};
 use crate::system::SKIPPED_DIRECTORIES;
 use crate::workspace::{Package, Workspace};
 use crate::{Db, RootDatabase};
@@ -96,11 +99,8 @@ fn star_file_changed(db: &mut RootDatabase, workspace: Workspace, relative: &str
 }
 
 /// The input for a workspace-relative path, created on first use.
-fn file_input(db: &RootDatabase, path: &str) -> File {
-    let mut table = match db.file_table.lock() {
-        Ok(table) => table,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+pub(crate) fn file_input(db: &RootDatabase, path: &str) -> File {
+    let mut table = db.lock_file_table();
     if let Some(file) = table.get(path) {
         return file;
     }
@@ -147,7 +147,9 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
     }
 }
 
+/// A new revision for one file: every query that read it runs again on demand.
 fn bump(db: &mut RootDatabase, file: File) {
+    db.lock_file_table().forget_seen(file);
     let next = file.revision(db) + 1;
     file.set_revision(db)
         .with_durability(Durability::LOW)
@@ -165,12 +167,12 @@ fn file_set_changed(
     if name == MANIFEST_NAME || name == ".gitignore" {
         return true;
     }
-    let segments: Vec<&str> = relative.split('/').collect();
-    let hidden = segments.iter().enumerate().any(|(i, segment)| {
-        segment.starts_with('.')
-            || (i + 1 < segments.len() && SKIPPED_DIRECTORIES.contains(segment))
-    });
-    if hidden {
+    if is_excluded_from_walk(Path::new(relative)) {
+        return false;
+    }
+    let root = workspace.root(db).clone();
+    if exists && db.system().is_ignored(&root, relative) {
+        // A file the walk would not list (`.gitignore`): not a workspace file.
         return false;
     }
     if !exists
@@ -208,6 +210,17 @@ fn file_set_changed(
     false
 }
 
+/// Whether the walk never lists a root-relative path: a component is hidden (starts with
+/// `.`) or a directory the walk skips (`.once`, `target`, `node_modules`).
+pub fn is_excluded_from_walk(relative: &Path) -> bool {
+    let components: Vec<_> = relative.components().collect();
+    components.iter().enumerate().any(|(i, component)| {
+        let name = component.as_os_str().to_string_lossy();
+        name.starts_with('.')
+            || (i + 1 < components.len() && SKIPPED_DIRECTORIES.contains(&name.as_ref()))
+    })
+}
+
 /// Walks again and sets the inputs that differ from the walk.
 fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
     let root = workspace.root(db).clone();
@@ -223,7 +236,6 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
     let mut packages = Vec::with_capacity(discovered.len());
     for found in discovered {
         let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
-        bump(db, manifest);
         // Both lists are sorted by path.
         let known = existing
             .binary_search_by(|p| p.path(db).as_str().cmp(&found.path))
@@ -252,6 +264,24 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
             .set_packages(db)
             .with_durability(Durability::MEDIUM)
             .to(packages);
+    }
+    bump_restamped_files(db, &root);
+}
+
+/// Bumps every file whose stamp on disk differs from what its reads saw.
+fn bump_restamped_files(db: &mut RootDatabase, root: &Path) {
+    let seen = db.lock_file_table().seen_files();
+    for (file, seen) in seen {
+        let unchanged = match seen {
+            Seen::Conflicting => false,
+            Seen::Stamp(stamp) => {
+                let current = db.system().stamp(&root.join(file.path(db)));
+                current.is_ok_and(|current| current == stamp)
+            }
+        };
+        if !unchanged {
+            bump(db, file);
+        }
     }
 }
 

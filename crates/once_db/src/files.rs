@@ -1,4 +1,10 @@
 //! Files as salsa inputs, their text, and line/column conversion.
+//!
+//! Every path of the workspace can have a [`File`] input, created on first use
+//! ([`Db::file_for_path`]), so files nobody reads cost nothing. Every read goes through
+//! [`System::read_stamped`](crate::System::read_stamped) and records the stamp it saw in
+//! the [`FileTable`]; a rescan compares those stamps with the disk
+//! ([`crate::changes`]).
 
 use std::sync::Arc;
 
@@ -6,11 +12,15 @@ use once_model::{LineCol, LineColRange, TextRange};
 use rustc_hash::FxHashMap;
 
 use crate::Db;
+use crate::system::FileStamp;
 
 /// One file of the workspace, identified by its workspace-relative `/`-separated path.
 ///
-/// The text is not stored here: [`source_text`] reads it through the [`System`](crate::System)
-/// after touching `revision`, which [`apply_changes`](crate::apply_changes) bumps on change.
+/// The contents are not stored here: [`source_text`] and
+/// [`file_digest`](crate::digests::file_digest) read them through the
+/// [`System`](crate::System) after touching `revision`, which
+/// [`apply_changes`](crate::apply_changes) bumps on change. Whether the file exists, is a
+/// directory or is unreadable is part of what those queries answer.
 #[salsa::input(debug)]
 pub struct File {
     #[returns(ref)]
@@ -29,10 +39,15 @@ pub struct SourceText {
 /// Reads a file's text through the system.
 #[salsa::tracked(returns(ref))]
 pub fn source_text(db: &dyn Db, file: File) -> SourceText {
-    let _ = file.revision(db);
-    let root = crate::workspace::workspace_root(db);
-    let path = root.join(file.path(db));
-    match db.system().read_to_string(&path) {
+    let read = read_file(db, file);
+    match read.and_then(|bytes| {
+        String::from_utf8(bytes).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })
+    }) {
         Ok(text) => SourceText {
             text: text.into(),
             read_error: None,
@@ -42,6 +57,16 @@ pub fn source_text(db: &dyn Db, file: File) -> SourceText {
             read_error: Some(err.to_string()),
         },
     }
+}
+
+/// Reads a file's bytes through the system (depending on its revision) and records the
+/// stamp the read saw, for rescans to compare against.
+pub(crate) fn read_file(db: &dyn Db, file: File) -> std::io::Result<Vec<u8>> {
+    let _ = file.revision(db);
+    let root = crate::workspace::workspace_root(db);
+    let read = db.system().read_stamped(&root.join(file.path(db)));
+    db.record_seen(file, read.stamp);
+    read.contents
 }
 
 /// What a column counts: Unicode scalar values (the analysis' columns), UTF-16 code units
@@ -256,10 +281,21 @@ pub fn line_index(db: &dyn Db, file: File) -> LineIndex {
     LineIndex::new(source_text(db, file).text.clone())
 }
 
-/// The path → input table; only [`crate::changes`] inserts.
+/// The path → input table, and the stamp each file had when it was last read.
 #[derive(Default, Debug)]
 pub(crate) struct FileTable {
     files: FxHashMap<String, File>,
+    seen: FxHashMap<File, Seen>,
+}
+
+/// What the reads of a file since its last bump saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Every read saw this stamp (`None`: nothing was there).
+    Stamp(Option<FileStamp>),
+    /// Two reads saw different stamps: the file changed while it was read, so the next
+    /// rescan bumps it whatever the disk shows.
+    Conflicting,
 }
 
 impl FileTable {
@@ -269,6 +305,30 @@ impl FileTable {
 
     pub(crate) fn insert(&mut self, path: String, file: File) {
         self.files.insert(path, file);
+    }
+
+    pub(crate) fn record_seen(&mut self, file: File, stamp: Option<FileStamp>) {
+        self.seen
+            .entry(file)
+            .and_modify(|seen| {
+                if *seen != Seen::Stamp(stamp) {
+                    *seen = Seen::Conflicting;
+                }
+            })
+            .or_insert(Seen::Stamp(stamp));
+    }
+
+    /// Forgets what reads saw (the file was bumped: the next read records anew).
+    pub(crate) fn forget_seen(&mut self, file: File) {
+        self.seen.remove(&file);
+    }
+
+    /// Every file some read has seen since its last bump, with what it saw.
+    pub(crate) fn seen_files(&self) -> Vec<(File, Seen)> {
+        self.seen
+            .iter()
+            .map(|(file, seen)| (*file, *seen))
+            .collect()
     }
 }
 

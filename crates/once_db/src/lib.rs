@@ -5,6 +5,7 @@
 //! - [`files`]: the [`File`] input, [`source_text`] and [`line_index`].
 //! - [`workspace`]: the [`Workspace`] and [`Package`] inputs and host platform.
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
+//! - [`digests`]: [`file_digest`] and the persistent [`DigestIndex`](digests::DigestIndex).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`watch`]: a file watcher with a fence, for long-running servers.
@@ -16,6 +17,7 @@
 pub mod changes;
 #[cfg(unix)]
 mod confined;
+pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod package_filter;
@@ -26,11 +28,14 @@ pub mod writes;
 
 use std::sync::{Arc, Mutex};
 
-pub use changes::{ChangeEvent, apply_changes};
+pub use changes::{ChangeEvent, apply_changes, is_excluded_from_walk};
+pub use digests::{DigestError, FileDigest, Sha256Digest, file_digest};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
-pub use system::{EntryKind, HostPlatform, MemorySystem, OsSystem, System, WriteLock};
+pub use system::{
+    EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System, WriteLock,
+};
 pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
 pub use writes::{FileWrite, WriteError, write_files};
@@ -40,6 +45,16 @@ pub use writes::{FileWrite, WriteError, write_files};
 pub trait Db: salsa::Database {
     /// The outside world: file contents, the directory walk, the host platform.
     fn system(&self) -> &dyn System;
+
+    /// The input of a workspace-relative path, created on first use (the path need not
+    /// exist: a missing file's queries answer that it is missing).
+    fn file_for_path(&self, path: &str) -> File;
+
+    /// Records the stamp a read of `file` saw (only [`files`] reads call this).
+    fn record_seen(&self, file: File, stamp: Option<FileStamp>);
+
+    /// This process's digest index (loaded from `.once/digests` on first use).
+    fn digest_index(&self) -> &digests::DigestIndex;
 }
 
 /// The one concrete database. Clones are cheap snapshots for other threads.
@@ -50,6 +65,7 @@ pub struct RootDatabase {
     system: Arc<dyn System>,
     /// The path → input table, shared by all snapshots.
     pub(crate) file_table: Arc<Mutex<files::FileTable>>,
+    digest_index: Arc<digests::DigestIndex>,
 }
 
 #[salsa::db]
@@ -59,6 +75,18 @@ impl salsa::Database for RootDatabase {}
 impl Db for RootDatabase {
     fn system(&self) -> &dyn System {
         &*self.system
+    }
+
+    fn file_for_path(&self, path: &str) -> File {
+        changes::file_input(self, path)
+    }
+
+    fn record_seen(&self, file: File, stamp: Option<FileStamp>) {
+        self.lock_file_table().record_seen(file, stamp);
+    }
+
+    fn digest_index(&self) -> &digests::DigestIndex {
+        &self.digest_index
     }
 }
 
@@ -82,6 +110,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(None),
             system,
             file_table: Arc::default(),
+            digest_index: Arc::default(),
         }
     }
 
@@ -100,6 +129,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
             system,
             file_table: Arc::default(),
+            digest_index: Arc::default(),
         };
         (db, log)
     }
@@ -121,9 +151,26 @@ impl RootDatabase {
 
     /// The input for a workspace-relative path, if the database knows the file.
     pub fn file(&self, path: &str) -> Option<File> {
-        self.file_table
-            .lock()
-            .ok()
-            .and_then(|table| table.get(path))
+        self.lock_file_table().get(path)
+    }
+
+    /// Saves the digests this process computed to the workspace's `.once/digests`
+    /// (atomically; nothing is written when no digest was computed). Returns whether it
+    /// wrote.
+    pub fn save_digest_index(&self) -> std::io::Result<bool> {
+        let root = workspace::workspace_root(self);
+        self.digest_index.save(&*self.system, &root)
+    }
+
+    /// How many bytes this process hashed for digests.
+    pub fn bytes_hashed(&self) -> u64 {
+        self.digest_index.bytes_hashed()
+    }
+
+    pub(crate) fn lock_file_table(&self) -> std::sync::MutexGuard<'_, files::FileTable> {
+        match self.file_table.lock() {
+            Ok(table) => table,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 }

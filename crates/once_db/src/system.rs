@@ -76,6 +76,88 @@ pub trait System: Send + Sync + fmt::Debug {
         relative: &str,
         contents: &[u8],
     ) -> io::Result<bool>;
+
+    /// The metadata fingerprint of what `path` names (following symbolic links, as reading
+    /// does); `None` when nothing is there.
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>>;
+
+    /// Reads a regular file's bytes together with the stamp taken *before* reading, so the
+    /// bytes are never older than the stamp. A path that is no regular file is an error
+    /// (with its stamp, so a later change of kind is noticed).
+    fn read_stamped(&self, path: &Path) -> StampedRead;
+
+    /// Whether the `.gitignore` files from `root` down to the path's directory (and
+    /// `.git/info/exclude`) exclude the root-relative file `relative` from the walk.
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        let _ = (root, relative);
+        false
+    }
+}
+
+/// The bytes of a read and the stamp of the file they were read from.
+#[derive(Debug)]
+pub struct StampedRead {
+    pub contents: io::Result<Vec<u8>>,
+    /// `None` when the path named nothing (or could not be examined).
+    pub stamp: Option<FileStamp>,
+}
+
+/// A file's metadata fingerprint: two stamps differ whenever the file was replaced,
+/// written, truncated, or changed kind or mode (the inputs of the change layer's rescan
+/// and of the digest index). Timestamps are in nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub kind: EntryKind,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub inode: u64,
+    pub mode: u32,
+}
+
+impl FileStamp {
+    /// The stamp of `std::fs` metadata (of a followed path or an open handle).
+    pub fn of_metadata(metadata: &std::fs::Metadata) -> FileStamp {
+        let kind = EntryKind::of_file_type(metadata.file_type());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            FileStamp {
+                kind,
+                size: metadata.size(),
+                mtime_ns: i128::from(metadata.mtime()) * 1_000_000_000
+                    + i128::from(metadata.mtime_nsec()),
+                ctime_ns: i128::from(metadata.ctime()) * 1_000_000_000
+                    + i128::from(metadata.ctime_nsec()),
+                inode: metadata.ino(),
+                mode: metadata.mode(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let nanos = |time: io::Result<std::time::SystemTime>| {
+                time.ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128)
+            };
+            FileStamp {
+                kind,
+                size: metadata.len(),
+                mtime_ns: nanos(metadata.modified()),
+                ctime_ns: nanos(metadata.created()),
+                inode: 0,
+                mode: u32::from(metadata.permissions().readonly()),
+            }
+        }
+    }
+}
+
+/// The error of reading something that is no regular file.
+fn not_a_regular_file(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("`{}` is not a regular file", path.display()),
+    )
 }
 
 /// Proof that the workspace's write lock is held ([`System::lock_writes`]); dropping it
@@ -87,12 +169,26 @@ pub struct WriteLock {
 }
 
 /// What a path names, without following a final symbolic link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     File,
     Directory,
     Symlink,
     Other,
+}
+
+impl EntryKind {
+    pub fn of_file_type(file_type: std::fs::FileType) -> EntryKind {
+        if file_type.is_symlink() {
+            EntryKind::Symlink
+        } else if file_type.is_dir() {
+            EntryKind::Directory
+        } else if file_type.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        }
+    }
 }
 
 /// Directory names never walked into, wherever they appear.
@@ -130,18 +226,7 @@ impl System for OsSystem {
 
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         match std::fs::symlink_metadata(path) {
-            Ok(metadata) => {
-                let file_type = metadata.file_type();
-                Ok(Some(if file_type.is_symlink() {
-                    EntryKind::Symlink
-                } else if file_type.is_dir() {
-                    EntryKind::Directory
-                } else if file_type.is_file() {
-                    EntryKind::File
-                } else {
-                    EntryKind::Other
-                }))
-            }
+            Ok(metadata) => Ok(Some(EntryKind::of_file_type(metadata.file_type()))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -154,6 +239,22 @@ impl System for OsSystem {
     #[cfg(unix)]
     fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
         crate::confined::read_confined(root, relative)
+    }
+
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        match std::fs::metadata(path) {
+            Ok(metadata) => Ok(Some(FileStamp::of_metadata(&metadata))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        is_ignored_on_disk(root, relative)
+    }
+
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        read_regular_file_stamped(path)
     }
 
     #[cfg(unix)]
@@ -208,6 +309,13 @@ pub const MAX_READ_BYTES: u64 = 64 << 20;
 /// writer; the kind is then checked on the open handle, so swapping the path for a FIFO
 /// after a check cannot make the read block. Reads stop after [`MAX_READ_BYTES`].
 pub fn read_regular_file(path: &Path) -> io::Result<Vec<u8>> {
+    read_regular_file_stamped(path).contents
+}
+
+/// [`read_regular_file`] with the stamp of what was opened, taken from the open handle
+/// before its bytes are read (so the bytes are never older than the stamp). A path that
+/// names nothing has no stamp; one that is no regular file has its stamp and an error.
+pub fn read_regular_file_stamped(path: &Path) -> StampedRead {
     use std::io::Read;
 
     let mut options = std::fs::OpenOptions::new();
@@ -218,15 +326,35 @@ pub fn read_regular_file(path: &Path) -> io::Result<Vec<u8>> {
         // `O_NONBLOCK` fits an `i32` (it is 0o4000 on Linux).
         options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
     }
-    let file = options.open(path)?;
-    let metadata = file.metadata()?;
+    let opened = options.open(path).and_then(|file| {
+        let metadata = file.metadata()?;
+        Ok((file, metadata))
+    });
+    let (file, metadata) = match opened {
+        Ok(opened) => opened,
+        Err(error) => {
+            // Opening can fail on something that exists (permissions, a socket): stamp it.
+            let stamp = std::fs::metadata(path)
+                .ok()
+                .map(|m| FileStamp::of_metadata(&m));
+            return StampedRead {
+                contents: Err(error),
+                stamp,
+            };
+        }
+    };
+    let stamp = Some(FileStamp::of_metadata(&metadata));
+    let refuse = |error: io::Error| StampedRead {
+        contents: Err(error),
+        stamp,
+    };
     if !metadata.is_file() {
         let what = if metadata.is_dir() {
             "a directory"
         } else {
             "not a regular file (a FIFO, socket or device)"
         };
-        return Err(io::Error::new(
+        return refuse(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
                 "`{}` is {what}; only regular files are read",
@@ -235,14 +363,19 @@ pub fn read_regular_file(path: &Path) -> io::Result<Vec<u8>> {
         ));
     }
     if metadata.len() > MAX_READ_BYTES {
-        return Err(too_large(path));
+        return refuse(too_large(path));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_READ_BYTES {
-        return Err(too_large(path));
+    if let Err(error) = file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes) {
+        return refuse(error);
     }
-    Ok(bytes)
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return refuse(too_large(path));
+    }
+    StampedRead {
+        contents: Ok(bytes),
+        stamp,
+    }
 }
 
 fn too_large(path: &Path) -> io::Error {
@@ -324,6 +457,45 @@ pub fn walk_directories(
     Ok(files)
 }
 
+/// [`OsSystem::is_ignored`]: the deepest `.gitignore` with a matching rule decides (a
+/// negated rule keeps the file), as in the walk; `.git/info/exclude` applies last.
+fn is_ignored_on_disk(root: &Path, relative: &str) -> bool {
+    let path = root.join(relative);
+    let mut dirs: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    let mut decision = None;
+    for dir in &dirs {
+        let file = dir.join(".gitignore");
+        if !file.is_file() {
+            continue;
+        }
+        let (matcher, _) = ignore::gitignore::Gitignore::new(&file);
+        let matched = matcher.matched_path_or_any_parents(&path, false);
+        if !matched.is_none() {
+            decision = Some(matched.is_ignore());
+        }
+    }
+    if decision.is_none() {
+        let exclude = root.join(".git/info/exclude");
+        if exclude.is_file() {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+            let _ = builder.add(&exclude);
+            if let Ok(matcher) = builder.build() {
+                let matched = matcher.matched_path_or_any_parents(&path, false);
+                if !matched.is_none() {
+                    decision = Some(matched.is_ignore());
+                }
+            }
+        }
+    }
+    decision.unwrap_or(false)
+}
+
 /// Converts a relative path to `/`-separated UTF-8, or `None` if it is not UTF-8.
 pub fn relative_to_slash(path: &Path) -> Option<String> {
     let mut out = String::new();
@@ -343,6 +515,9 @@ pub struct MemorySystem {
     files: Arc<RwLock<BTreeMap<PathBuf, String>>>,
     /// Symbolic links: path → target (only reported by `entry_kind`, never followed).
     symlinks: Arc<RwLock<BTreeMap<PathBuf, PathBuf>>>,
+    /// Per path, the generation of its last write or touch (its stamp's modification time).
+    generations: Arc<RwLock<BTreeMap<PathBuf, u64>>>,
+    next_generation: Arc<std::sync::atomic::AtomicU64>,
     host: HostPlatform,
 }
 
@@ -351,6 +526,8 @@ impl Default for MemorySystem {
         MemorySystem {
             files: Arc::default(),
             symlinks: Arc::default(),
+            generations: Arc::default(),
+            next_generation: Arc::default(),
             host: HostPlatform {
                 os: "linux".into(),
                 arch: "x86_64".into(),
@@ -368,8 +545,21 @@ impl MemorySystem {
     }
 
     pub fn write(&self, path: impl Into<PathBuf>, contents: impl Into<String>) {
+        let path = path.into();
+        self.touch(&path);
         if let Ok(mut files) = self.files.write() {
-            files.insert(path.into(), contents.into());
+            files.insert(path, contents.into());
+        }
+    }
+
+    /// Changes a path's stamp without changing its contents (like `touch`).
+    pub fn touch(&self, path: &Path) {
+        let generation = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if let Ok(mut generations) = self.generations.write() {
+            generations.insert(path.to_path_buf(), generation);
         }
     }
 
@@ -380,7 +570,16 @@ impl MemorySystem {
         }
     }
 
+    /// Removes a symbolic link recorded with [`MemorySystem::symlink`].
+    pub fn remove_symlink(&self, path: &Path) {
+        self.touch(path);
+        if let Ok(mut links) = self.symlinks.write() {
+            links.remove(path);
+        }
+    }
+
     pub fn remove(&self, path: &Path) {
+        self.touch(path);
         if let Ok(mut files) = self.files.write() {
             files.remove(path);
         }
@@ -519,6 +718,45 @@ impl System for MemorySystem {
         let existed = self.is_file(&path);
         self.write(path, text);
         Ok(existed)
+    }
+
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        let Some(kind) = self.entry_kind(path)? else {
+            return Ok(None);
+        };
+        let size = self
+            .files
+            .read()
+            .ok()
+            .and_then(|files| files.get(path).map(|text| text.len() as u64))
+            .unwrap_or(0);
+        let generation = self
+            .generations
+            .read()
+            .ok()
+            .and_then(|generations| generations.get(path).copied())
+            .unwrap_or(0);
+        Ok(Some(FileStamp {
+            kind,
+            size,
+            mtime_ns: i128::from(generation),
+            ctime_ns: i128::from(generation),
+            inode: 0,
+            mode: 0o644,
+        }))
+    }
+
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        let stamp = self.stamp(path).ok().flatten();
+        let contents = match stamp {
+            Some(FileStamp {
+                kind: EntryKind::File,
+                ..
+            }) => self.read_bytes(path),
+            Some(_) => Err(not_a_regular_file(path)),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
+        };
+        StampedRead { contents, stamp }
     }
 }
 

@@ -71,9 +71,14 @@ pub fn role_attribute(role: &str) -> String {
 /// The whole dependency graph.
 #[salsa::tracked(returns(ref))]
 pub fn dependency_graph(db: &dyn Db, workspace: Workspace) -> DependencyGraph {
+    graph_of(db, workspace_packages(db, workspace))
+}
+
+/// The graph of the targets of `packages`, with the edges among them.
+fn graph_of(db: &dyn Db, packages: &[Package]) -> DependencyGraph {
     let mut nodes = Vec::new();
     let mut pending_edges: Vec<(&str, &[(String, String)])> = Vec::new();
-    for &package in workspace_packages(db, workspace) {
+    for &package in packages {
         let file = package.manifest(db).path(db).clone();
         for node in package_nodes(db, package) {
             nodes.push(GraphNode {
@@ -131,11 +136,158 @@ pub fn reverse_deps(db: &dyn Db, workspace: Workspace) -> Vec<Vec<usize>> {
     reverse
 }
 
+/// How many targets the workspace has (the graph's node count), without building the
+/// graph: a new target re-runs one sum, not the whole-workspace graph.
+#[salsa::tracked]
+pub fn target_count(db: &dyn Db, workspace: Workspace) -> usize {
+    workspace_packages(db, workspace)
+        .iter()
+        .map(|&package| package_nodes(db, package).len())
+        .sum()
+}
+
+/// The paths of the other packages a package's targets depend on, sorted and unique. It
+/// backdates when a target is added, removed or renamed without changing which packages
+/// the package depends on.
+#[salsa::tracked(returns(ref))]
+pub fn package_dependencies(db: &dyn Db, package: Package) -> Vec<String> {
+    let own = package.path(db);
+    let mut packages: Vec<String> = package_nodes(db, package)
+        .iter()
+        .flat_map(|node| node.edges.iter())
+        .map(|(to, _)| TargetLabel::from_id(to).package)
+        .filter(|path| path != own)
+        .collect();
+    packages.sort_unstable();
+    packages.dedup();
+    packages
+}
+
+/// Whether the targets of one package depend on each other in a cycle.
+#[salsa::tracked]
+pub fn package_has_internal_cycle(db: &dyn Db, package: Package) -> bool {
+    let nodes = package_nodes(db, package);
+    let index: FxHashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|node| {
+            node.edges
+                .iter()
+                .filter_map(|(to, _)| index.get(to.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    has_cycle(&edges)
+}
+
+/// Whether a graph has a strongly connected component of two or more nodes or a node
+/// with an edge to itself.
+fn has_cycle(edges: &[Vec<usize>]) -> bool {
+    strongly_connected_components(edges)
+        .iter()
+        .any(|component| component.len() > 1 || edges[component[0]].contains(&component[0]))
+}
+
+/// The packages a dependency cycle can pass through: those in a strongly connected
+/// component of the package graph with more than one package, and those whose own targets
+/// form a cycle. Every target-level cycle lies inside these (a cycle across packages
+/// makes its packages a cycle of packages).
+/// Sorted by path; usually empty, and unchanged by edits that keep package dependencies.
+#[salsa::tracked(returns(ref))]
+pub fn cycle_candidate_packages(db: &dyn Db, workspace: Workspace) -> Vec<Package> {
+    let packages = workspace_packages(db, workspace);
+    let index: FxHashMap<&str, usize> = packages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.path(db).as_str(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = packages
+        .iter()
+        .map(|&package| {
+            package_dependencies(db, package)
+                .iter()
+                .filter_map(|path| index.get(path.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut candidates: Vec<Package> = strongly_connected_components(&edges)
+        .into_iter()
+        .filter(|component| {
+            component.len() > 1 || *package_has_internal_cycle(db, packages[component[0]])
+        })
+        .flatten()
+        .map(|node| packages[node])
+        .collect();
+    candidates.sort_by(|a, b| a.path(db).cmp(b.path(db)));
+    candidates
+}
+
+/// Tarjan's strongly connected components, iteratively.
+fn strongly_connected_components(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    const UNVISITED: usize = usize::MAX;
+    let mut index_of = vec![UNVISITED; edges.len()];
+    let mut low = vec![0; edges.len()];
+    let mut on_stack = vec![false; edges.len()];
+    let mut stack = Vec::new();
+    let mut components = Vec::new();
+    let mut next_index = 0;
+    for start in 0..edges.len() {
+        if index_of[start] != UNVISITED {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+        index_of[start] = next_index;
+        low[start] = next_index;
+        next_index += 1;
+        stack.push(start);
+        on_stack[start] = true;
+        while let Some(&mut (node, ref mut next)) = work.last_mut() {
+            if let Some(&to) = edges[node].get(*next) {
+                *next += 1;
+                if index_of[to] == UNVISITED {
+                    index_of[to] = next_index;
+                    low[to] = next_index;
+                    next_index += 1;
+                    stack.push(to);
+                    on_stack[to] = true;
+                    work.push((to, 0));
+                } else if on_stack[to] {
+                    low[node] = low[node].min(index_of[to]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[node]);
+            }
+            if low[node] == index_of[node] {
+                let mut component = Vec::new();
+                while let Some(member) = stack.pop() {
+                    on_stack[member] = false;
+                    component.push(member);
+                    if member == node {
+                        break;
+                    }
+                }
+                components.push(component);
+            }
+        }
+    }
+    components
+}
+
 /// Every dependency cycle, each reported once, at the edge leaving the cycle's
-/// smallest id, with the whole path in the message.
+/// smallest id, with the whole path in the message. Only the targets of the cycle
+/// candidate packages are searched, so an edit that keeps every package's dependencies
+/// (a new, removed or renamed target among them) does not re-run this.
 #[salsa::tracked(returns(ref))]
 pub fn dependency_cycles(db: &dyn Db, workspace: Workspace) -> Vec<Diagnostic> {
-    let graph = dependency_graph(db, workspace);
+    // The part of the dependency graph a cycle can lie in.
+    let graph = &graph_of(db, cycle_candidate_packages(db, workspace));
     let mut cycles: Vec<Vec<usize>> = Vec::new();
     let mut known_cycles: FxHashSet<Vec<usize>> = FxHashSet::default();
     #[derive(Clone, Copy, PartialEq)]

@@ -11,7 +11,8 @@
 //! - [`resolve`]: `target_summaries` (the per-package name table dependents read) and
 //!   `resolved_targets` (labels, selects, attribute values resolved).
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
-//! - [`graph`]: `dependency_graph`, `reverse_deps` and cycles.
+//! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
+//!   only in the packages the package-level graph puts on a cycle).
 //! - [`tests`]: `test_targets`, `owners`, `affected_tests`.
 //!
 //! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
@@ -29,8 +30,9 @@ pub mod validate;
 pub mod text;
 
 pub use graph::{
-    DependencyGraph, GraphNode, PackageNode, dependency_cycles, dependency_graph, package_nodes,
-    reverse_deps,
+    DependencyGraph, GraphNode, PackageNode, cycle_candidate_packages, dependency_cycles,
+    dependency_graph, package_dependencies, package_has_internal_cycle, package_nodes,
+    reverse_deps, target_count,
 };
 pub use kinds::{
     KindCatalog, KindOwner, KindOwners, ModuleFiles, ModuleKinds, evaluate_module_source,
@@ -50,7 +52,7 @@ pub use settings::{
 };
 pub use tests::{
     AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
-    normalize_changed_path, owners, test_targets,
+    normalize_changed_path, owners, target_inputs, test_targets,
 };
 pub use validate::{
     MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, file_diagnostics, workspace_diagnostics,

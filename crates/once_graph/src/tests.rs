@@ -6,8 +6,8 @@ use once_db::{Db, Package, Workspace};
 use rustc_hash::FxHashSet;
 
 use crate::graph::{dependency_graph, reverse_deps};
-use crate::kinds::kind_catalog;
-use crate::resolve::{SourcePattern, resolved_targets};
+use crate::kinds::{KindCatalog, kind_catalog};
+use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets};
 use crate::settings::{
     package_by_path, package_directories, workspace_packages, workspace_settings,
 };
@@ -182,15 +182,47 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
     resolved
         .targets
         .iter()
-        .filter(|t| {
-            t.srcs
-                .iter()
-                .any(|s| SourcePattern::cached(s).is_ok_and(|p| p.matches(relative)))
-                || path_attrs(catalog.get(&t.kind), &t.attrs)
-                    .any(|path| SourcePattern::cached(path).is_ok_and(|p| p.matches(relative)))
-        })
+        .filter(|t| reads_file(catalog, t, relative))
         .map(|t| owner(t.label.id(), Ownership::Source))
         .collect()
+}
+
+/// Whether a target reads a package-relative file: one of its `srcs` or path-typed
+/// attributes matches it.
+fn reads_file(catalog: &KindCatalog, target: &ResolvedTarget, relative: &str) -> bool {
+    target
+        .srcs
+        .iter()
+        .any(|s| SourcePattern::cached(s).is_ok_and(|p| p.matches(relative)))
+        || path_attrs(catalog.get(&target.kind), &target.attrs)
+            .any(|path| SourcePattern::cached(path).is_ok_and(|p| p.matches(relative)))
+}
+
+/// The workspace-relative files a target reads, sorted: its manifest and every file of its
+/// package that its `srcs` or path-typed attributes match (the files that own it as
+/// [`Ownership::Manifest`] or [`Ownership::Source`]).
+pub fn target_inputs(
+    db: &dyn Db,
+    workspace: Workspace,
+    package: Package,
+    target: &ResolvedTarget,
+) -> Vec<String> {
+    let catalog = kind_catalog(db, workspace);
+    let package_path = package.path(db);
+    let mut inputs = vec![Package::join(
+        package_path,
+        once_db::discovery::MANIFEST_NAME,
+    )];
+    inputs.extend(
+        package
+            .files(db)
+            .iter()
+            .filter(|file| reads_file(catalog, target, file))
+            .map(|file| Package::join(package_path, file)),
+    );
+    inputs.sort_unstable();
+    inputs.dedup();
+    inputs
 }
 
 /// Whether a workspace-relative path is a registered project module.

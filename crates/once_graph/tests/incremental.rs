@@ -7,7 +7,7 @@ use std::sync::Arc;
 use once_db::{
     ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes,
 };
-use once_graph::{ChangedPaths, affected_tests, workspace_diagnostics};
+use once_graph::{ChangedPaths, affected_tests, target_count, workspace_diagnostics};
 
 const ROOT: &str = "/ws";
 
@@ -200,5 +200,63 @@ fn a_changed_module_affects_every_test_once() {
         (0..5)
             .map(|i| format!("pkgs/p{i}/Test: changed module `modules/extra.star`"))
             .collect::<Vec<_>>()
+    );
+}
+
+/// A new target changes its package's set of targets: the package's queries and its
+/// dependents' validation re-run, and the whole-workspace work only as a sum and a check
+/// of one package's dependencies; neither the graph nor cycle detection is rebuilt.
+#[test]
+fn appending_a_target_reruns_no_whole_workspace_graph_work() {
+    let system = workspace(50);
+    let (mut db, workspace, log) = load(&system);
+    assert!(workspace_diagnostics(&db, workspace).is_empty());
+    assert_eq!(*target_count(&db, workspace), 100);
+    let _ = log.take();
+    let path = format!("{ROOT}/pkgs/p17/once.toml");
+    let text = system.read_to_string(Path::new(&path)).unwrap()
+        + "\n[[target]]\nname = \"Extra\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\ndeps = [\"./Lib\"]\n";
+    system.write(&path, text);
+    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    assert!(workspace_diagnostics(&db, workspace).is_empty());
+    assert_eq!(*target_count(&db, workspace), 101);
+    let warm = executed(&db, &log);
+    let names: Vec<&str> = warm
+        .iter()
+        .map(|e| e.split('(').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "file_diagnostics",
+            "file_diagnostics",
+            "manifest",
+            "package_dependencies",
+            "package_has_internal_cycle",
+            "package_nodes",
+            "resolved_targets",
+            "source_text",
+            "target_count",
+            "target_summaries",
+        ],
+        "p17's queries (its own cycle check included), its dependent p18's validation, one \
+         sum; no graph, no workspace-wide cycle search"
+    );
+
+    // A dependency that closes a cycle of packages is found.
+    let path = format!("{ROOT}/pkgs/p3/once.toml");
+    let text = system.read_to_string(Path::new(&path)).unwrap().replace(
+        "deps = [\"pkgs/p2/Lib\"]",
+        "deps = [\"pkgs/p2/Lib\", \"pkgs/p5/Lib\"]",
+    );
+    system.write(&path, text);
+    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    let codes: Vec<String> = workspace_diagnostics(&db, workspace)
+        .iter()
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(
+        codes,
+        ["dependency cycle: pkgs/p3/Lib -> pkgs/p5/Lib -> pkgs/p4/Lib -> pkgs/p3/Lib"]
     );
 }

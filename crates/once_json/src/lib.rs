@@ -241,6 +241,10 @@ pub struct GraphTargetDto {
     pub providers: Vec<String>,
     pub tools: Vec<ToolDto>,
     pub diagnostics: Vec<DiagnosticDto>,
+    /// One SHA-256 over the target's sorted input paths and their digests (the CLI's
+    /// `query target` sets it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_digest: Option<String>,
 }
 
 pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
@@ -272,6 +276,7 @@ pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
             })
             .collect(),
         diagnostics: target.diagnostics.iter().map(diagnostic).collect(),
+        input_digest: None,
     }
 }
 

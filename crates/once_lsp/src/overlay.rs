@@ -9,13 +9,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use once_analysis::{EntryKind, HostPlatform, System, WriteLock};
+use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, System, WriteLock};
 
 /// Open buffers over a base system. Cloning shares the buffers.
 #[derive(Clone, Debug)]
 pub struct Overlay {
     base: Arc<dyn System>,
     buffers: Arc<RwLock<BTreeMap<PathBuf, String>>>,
+    /// Per open buffer, the generation of its last change (its stamp's modification time,
+    /// so the change layer's rescan sees buffer edits, opens and closes).
+    generations: Arc<RwLock<BTreeMap<PathBuf, u64>>>,
+    next_generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Overlay {
@@ -23,11 +27,20 @@ impl Overlay {
         Overlay {
             base,
             buffers: Arc::default(),
+            generations: Arc::default(),
+            next_generation: Arc::default(),
         }
     }
 
     /// Sets the text of an open buffer.
     pub fn set(&self, path: PathBuf, text: String) {
+        let generation = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if let Ok(mut generations) = self.generations.write() {
+            generations.insert(path.clone(), generation);
+        }
         if let Ok(mut buffers) = self.buffers.write() {
             buffers.insert(path, text);
         }
@@ -37,6 +50,27 @@ impl Overlay {
     pub fn remove(&self, path: &Path) {
         if let Ok(mut buffers) = self.buffers.write() {
             buffers.remove(path);
+        }
+        if let Ok(mut generations) = self.generations.write() {
+            generations.remove(path);
+        }
+    }
+
+    /// The stamp of an open buffer: never equal to a stamp of the disk.
+    fn buffer_stamp(&self, path: &Path, text: &str) -> FileStamp {
+        let generation = self
+            .generations
+            .read()
+            .ok()
+            .and_then(|generations| generations.get(path).copied())
+            .unwrap_or(0);
+        FileStamp {
+            kind: EntryKind::File,
+            size: text.len() as u64,
+            mtime_ns: i128::from(generation),
+            ctime_ns: i128::from(generation),
+            inode: u64::MAX,
+            mode: 0,
         }
     }
 
@@ -125,5 +159,26 @@ impl System for Overlay {
         contents: &[u8],
     ) -> io::Result<bool> {
         self.base.write_confined(lock, root, relative, contents)
+    }
+
+    fn is_ignored(&self, root: &Path, relative: &str) -> bool {
+        self.base.is_ignored(root, relative)
+    }
+
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        match self.buffer(path) {
+            Some(text) => Ok(Some(self.buffer_stamp(path, &text))),
+            None => self.base.stamp(path),
+        }
+    }
+
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        match self.buffer(path) {
+            Some(text) => StampedRead {
+                stamp: Some(self.buffer_stamp(path, &text)),
+                contents: Ok(text.into_bytes()),
+            },
+            None => self.base.read_stamped(path),
+        }
     }
 }

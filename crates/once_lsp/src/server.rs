@@ -309,14 +309,15 @@ impl Server<'_> {
         }
     }
 
+    /// Asks the client to report every file of the workspace: sources matter as much as
+    /// manifests and modules (`missing_source`, affected tests, digests). The walk's
+    /// exclusions (hidden entries, `.once`, `target`, `node_modules`, `.gitignore`) are
+    /// applied to the events on our side.
     fn register_watchers(&self) -> Result<(), Error> {
-        let watchers = ["**/once.toml", "**/*.star", "**/.gitignore"]
-            .iter()
-            .map(|glob| FileSystemWatcher {
-                glob_pattern: GlobPattern::String((*glob).into()),
-                kind: None,
-            })
-            .collect();
+        let watchers = vec![FileSystemWatcher {
+            glob_pattern: GlobPattern::String("**/*".into()),
+            kind: None,
+        }];
         let params = RegistrationParams {
             registrations: vec![Registration {
                 id: "once-watched-files".into(),
@@ -413,6 +414,10 @@ impl Server<'_> {
                     .iter()
                     .filter_map(|change| {
                         let path = convert::uri_to_path(&change.uri)?;
+                        let relative = path.strip_prefix(&self.root).ok()?;
+                        if once_analysis::is_excluded_from_walk(relative) {
+                            return None;
+                        }
                         Some(match change.typ {
                             FileChangeType::CREATED => ChangeEvent::Created(path),
                             FileChangeType::DELETED => ChangeEvent::Deleted(path),
@@ -420,8 +425,10 @@ impl Server<'_> {
                         })
                     })
                     .collect();
-                self.host.apply_changes(&events);
-                self.publish()?;
+                if !events.is_empty() {
+                    self.host.apply_changes(&events);
+                    self.publish()?;
+                }
             }
             _ => {}
         }

@@ -17,6 +17,8 @@ struct Client {
     pending: Vec<Notification>,
     /// The "disk" under the overlay.
     disk: MemorySystem,
+    /// Requests the server sent (such as `client/registerCapability`).
+    server_requests: Vec<Request>,
 }
 
 impl Client {
@@ -36,6 +38,7 @@ impl Client {
             next_id: 0,
             pending: Vec::new(),
             disk,
+            server_requests: Vec::new(),
         };
         let init = client.request(
             "initialize",
@@ -62,7 +65,8 @@ impl Client {
                     };
                 }
                 Message::Notification(n) => self.pending.push(n),
-                _ => {}
+                Message::Request(request) => self.server_requests.push(request),
+                Message::Response(_) => {}
             }
         }
     }
@@ -85,8 +89,10 @@ impl Client {
     fn next_diagnostics(&mut self) -> (String, Vec<Value>) {
         let n = if self.pending.is_empty() {
             loop {
-                if let Message::Notification(n) = self.recv() {
-                    break n;
+                match self.recv() {
+                    Message::Notification(n) => break n,
+                    Message::Request(request) => self.server_requests.push(request),
+                    Message::Response(_) => {}
                 }
             }
         } else {
@@ -405,6 +411,52 @@ fn changes_on_disk_arrive_through_watched_files() {
     client.notify(
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": uri("new/once.toml"), "type": 1}]}),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    client.shutdown();
+}
+
+#[test]
+fn the_client_watches_every_file_and_sources_reach_the_database() {
+    let mut client = Client::start(
+        &workspace(),
+        json!({"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}}),
+    );
+    client.open("app/once.toml", APP);
+    let registration = client
+        .server_requests
+        .iter()
+        .find(|r| r.method == "client/registerCapability")
+        .expect("the server registers file watchers");
+    let watchers = &registration.params["registrations"][0]["registerOptions"]["watchers"];
+    assert_eq!(*watchers, json!([{"globPattern": "**/*"}]));
+
+    // A source disappears on disk: `missing_source` appears.
+    client
+        .disk
+        .remove(std::path::Path::new("/ws/app/src/main.rs"));
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("app/src/main.rs"), "type": 3}]}),
+    );
+    let (u, diagnostics) = client.next_diagnostics();
+    assert_eq!(u, uri("app/once.toml"));
+    assert_eq!(codes(&diagnostics), ["missing_source"]);
+
+    // Events inside excluded directories are dropped without a republish.
+    client.disk.write("/ws/app/target/debug/main.rs", "");
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("app/target/debug/main.rs"), "type": 1}]}),
+    );
+    client.assert_quiet();
+
+    // It comes back: the diagnostic goes.
+    client.disk.write("/ws/app/src/main.rs", "fn main() {}\n");
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": uri("app/src/main.rs"), "type": 1}]}),
     );
     let (_, diagnostics) = client.next_diagnostics();
     assert!(diagnostics.is_empty(), "{diagnostics:?}");

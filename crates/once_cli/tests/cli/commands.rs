@@ -1079,7 +1079,8 @@ fn workspace_root_is_discovered_from_a_subdirectory() {
                   "docs": "The compiler Cargo invokes; its version decides the editions available."
                 }
               ],
-              "diagnostics": []
+              "diagnostics": [],
+              "input_digest": "e9a1faace7ff29aa9235c411df9ec3f8aa23e28b42f111559707d122586b8b0d"
             }
             --- stderr
         "#]],

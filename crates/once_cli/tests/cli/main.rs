@@ -1,6 +1,7 @@
 //! Tests of the real `once` binary: fixture workspaces and every `once query` command.
 
 mod commands;
+mod digests;
 mod fixtures;
 mod modules;
 mod support;

@@ -426,6 +426,7 @@ fn warm_mcp(
     let mut unchanged = row("`once_validate_workspace`, nothing changed");
     let mut affected = row("`once_query_affected_tests` (100 paths)");
     let mut page = row("`once_query_targets` (first page of 200)");
+    let mut new_target = row("`once_validate_workspace` after appending a new target");
 
     let started = Instant::now();
     let mut mcp = Mcp::start(once, workspace)?;
@@ -464,9 +465,33 @@ fn warm_mcp(
         anyhow::ensure!(listed > 0, "no targets over MCP: {reply}");
         page.note = format!("{listed} targets");
     }
+    // A new target changes the package's set of targets (its name table), not just one
+    // target's attributes.
+    let appended = format!(
+        "{original}\n[[target]]\nname = \"AppendedByBench\"\nkind = \"filegroup\"\nsrcs = [\"once.toml\"]\n"
+    );
+    for run in 0..runs {
+        std::fs::write(&manifest, &appended)?;
+        let started = Instant::now();
+        let answer = mcp.validate()?;
+        new_target.samples.push(started.elapsed());
+        if answer["target_count"] != json!(generated.targets + 1) || answer["valid"] != json!(true)
+        {
+            bail!("the warm answer missed the new target of run {run}: {answer}");
+        }
+        std::fs::write(&manifest, &original)?;
+        let answer = mcp.validate()?;
+        anyhow::ensure!(
+            answer["target_count"] == json!(generated.targets),
+            "the warm answer missed the target's removal: {answer}"
+        );
+    }
     std::fs::write(&manifest, original)?;
     after_edit.note = "edit seen (valid flips every run)".into();
-    Ok(vec![load, after_edit, unchanged, affected, page])
+    new_target.note = "target count seen (+1)".into();
+    Ok(vec![
+        load, after_edit, unchanged, affected, page, new_target,
+    ])
 }
 
 fn lsp_available(once: &Path) -> bool {

@@ -1,0 +1,77 @@
+//! `once query target ID --format json` shows `input_digest`, which follows the contents of
+//! the target's inputs; processes share the digest index in `.once/digests`, and several
+//! running at once leave a complete one.
+
+use crate::support::{Once, Workspace};
+
+const TARGET: &str = "apps/greeter/Greeter";
+
+fn input_digest(workspace: &Workspace) -> String {
+    let outcome = Once::at(workspace, &["query", "target", TARGET, "--format", "json"]).run();
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let digest = outcome.json()["input_digest"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(digest.len(), 64, "{}", outcome.stdout);
+    assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
+    digest
+}
+
+/// Whether the index text is complete: the version line, entries, and `end COUNT`.
+fn is_complete_index(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.len() >= 2
+        && lines[0] == "once-digest-index 1"
+        && lines[lines.len() - 1] == format!("end {}", lines.len() - 2)
+}
+
+#[test]
+fn input_digest_follows_the_contents_of_the_inputs() {
+    let demo = Workspace::copy("demo");
+    let first = input_digest(&demo);
+    let index = demo.root().join(".once/digests");
+    let text = std::fs::read_to_string(&index).unwrap_or_default();
+    assert!(is_complete_index(&text), "{text}");
+    assert!(text.contains(" apps/greeter/src/main.rs\n"), "{text}");
+    assert_eq!(input_digest(&demo), first, "nothing changed");
+
+    let main = demo.root().join("apps/greeter/src/main.rs");
+    let original = std::fs::read_to_string(&main).expect("main.rs");
+    demo.write(
+        "apps/greeter/src/main.rs",
+        &format!("{original}// edited\n"),
+    );
+    let edited = input_digest(&demo);
+    assert_ne!(edited, first, "a source edit changes the input digest");
+    // A file the target does not read changes nothing.
+    demo.write("apps/greeter/notes.txt", "not an input\n");
+    assert_eq!(input_digest(&demo), edited);
+    demo.write("apps/greeter/src/main.rs", &original);
+    assert_eq!(
+        input_digest(&demo),
+        first,
+        "the digest is of contents alone"
+    );
+}
+
+#[test]
+fn processes_writing_the_index_at_once_leave_a_complete_one() {
+    let demo = Workspace::copy("demo");
+    let expected = input_digest(&demo);
+    let index = demo.root().join(".once/digests");
+    for _ in 0..3 {
+        let _ = std::fs::remove_file(&index);
+        let digests: Vec<String> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| input_digest(&demo)))
+                .collect();
+            runs.into_iter()
+                .map(|run| run.join().expect("a run panicked"))
+                .collect()
+        });
+        assert!(digests.iter().all(|d| *d == expected), "{digests:?}");
+        let text = std::fs::read_to_string(&index).unwrap_or_default();
+        assert!(is_complete_index(&text), "{text}");
+    }
+}

@@ -1,0 +1,356 @@
+//! Content digests of workspace files: the [`file_digest`] query and the persistent
+//! [`DigestIndex`] that lets a new process skip hashing files whose stamp is unchanged.
+//!
+//! The index lives in `.once/digests` as text: a version line, one line per file
+//! (`digest kind size mtime ctime inode mode path`, numbers in decimal) and an `end COUNT`
+//! line. A file that does not parse completely — foreign version, garbage, truncation —
+//! is ignored as a whole and rebuilt by the next save. Saving writes a temporary file and
+//! renames it over the index, so readers see the old or the new index, never a mix; two
+//! processes saving at once each rename a complete index and the last rename wins (the
+//! loser's new entries are only lost work, re-hashed by a later process).
+//!
+//! **The racy rule** (git's): an entry is trusted only when the file's modification time
+//! is strictly older than the index file's own modification time. A file written in the
+//! same timestamp tick as the index could have changed after it was hashed without its
+//! stamp changing, so it is hashed again. Entries hashed by this process are never reused
+//! by it (salsa memoises digests until the file's revision changes, and a change within
+//! one tick must not be missed).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
+use sha2::{Digest as _, Sha256};
+
+use crate::Db;
+use crate::files::File;
+use crate::system::{EntryKind, FileStamp, System};
+
+/// Where the index lives, relative to the workspace root.
+pub const DIGEST_INDEX_PATH: &str = ".once/digests";
+
+/// The first line of an index this version reads and writes.
+const INDEX_HEADER: &str = "once-digest-index 1";
+
+/// A SHA-256 digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Digest(pub [u8; 32]);
+
+impl Sha256Digest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sha256Digest {
+        Sha256Digest(Sha256::digest(bytes).into())
+    }
+
+    /// Lower-case hexadecimal, 64 characters.
+    pub fn to_hex(&self) -> String {
+        let mut out = String::with_capacity(64);
+        for byte in self.0 {
+            out.push(char::from(HEX_DIGITS[usize::from(byte >> 4)]));
+            out.push(char::from(HEX_DIGITS[usize::from(byte & 0xf)]));
+        }
+        out
+    }
+
+    pub fn from_hex(text: &str) -> Option<Sha256Digest> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in bytes.chunks(2).enumerate() {
+            let high = (pair[0] as char).to_digit(16)?;
+            let low = (pair[1] as char).to_digit(16)?;
+            out[i] = (high * 16 + low) as u8;
+        }
+        Some(Sha256Digest(out))
+    }
+}
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+impl std::fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sha256:{}", self.to_hex())
+    }
+}
+
+impl std::fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// Why a file has no digest.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DigestError {
+    /// Nothing is at the path.
+    Missing,
+    /// The path names a directory or another non-regular file.
+    NotAFile,
+    /// The file exists but could not be read.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for DigestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DigestError::Missing => f.write_str("no such file"),
+            DigestError::NotAFile => f.write_str("not a regular file"),
+            DigestError::Unreadable(message) => write!(f, "unreadable: {message}"),
+        }
+    }
+}
+
+/// A file's digest, or why it has none.
+pub type FileDigest = Result<Sha256Digest, DigestError>;
+
+/// The SHA-256 of a file's bytes, re-run only when the file's revision changes. Reuses the
+/// persistent index's digest when the file's stamp matches a trusted entry.
+#[salsa::tracked(returns(ref))]
+pub fn file_digest(db: &dyn Db, file: File) -> FileDigest {
+    let _ = file.revision(db);
+    let root = crate::workspace::workspace_root(db);
+    let path = file.path(db);
+    let absolute = root.join(path);
+    let index = db.digest_index();
+    index.prepare(db);
+    if let Ok(Some(stamp)) = db.system().stamp(&absolute)
+        && let Some(digest) = index.trusted(path, &stamp)
+    {
+        db.record_seen(file, Some(stamp));
+        return Ok(digest);
+    }
+    let read = db.system().read_stamped(&absolute);
+    db.record_seen(file, read.stamp);
+    match (read.contents, read.stamp) {
+        (Ok(bytes), Some(stamp)) => {
+            let digest = Sha256Digest::of(&bytes);
+            index.hashed(path, stamp, digest, bytes.len() as u64);
+            Ok(digest)
+        }
+        (Ok(bytes), None) => Ok(Sha256Digest::of(&bytes)),
+        (Err(_), None) => Err(DigestError::Missing),
+        (Err(_), Some(stamp)) if stamp.kind != EntryKind::File => Err(DigestError::NotAFile),
+        (Err(err), Some(_)) => Err(DigestError::Unreadable(err.to_string())),
+    }
+}
+
+/// The digest index of one process: the entries loaded from `.once/digests` (trusted
+/// under the racy rule) and the digests this process computed (saved by
+/// [`DigestIndex::save`]).
+#[derive(Debug, Default)]
+pub struct DigestIndex {
+    loaded: OnceLock<LoadedIndex>,
+    computed: Mutex<FxHashMap<String, IndexEntry>>,
+    dirty: AtomicBool,
+    bytes_hashed: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct LoadedIndex {
+    entries: FxHashMap<String, IndexEntry>,
+    /// The index file's modification time when it was read (the racy rule's bound).
+    written_ns: i128,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IndexEntry {
+    stamp: FileStamp,
+    digest: Sha256Digest,
+}
+
+impl DigestIndex {
+    /// How many bytes this process hashed (the index's reuse shows as bytes not hashed).
+    pub fn bytes_hashed(&self) -> u64 {
+        self.bytes_hashed.load(Ordering::Relaxed)
+    }
+
+    fn loaded(&self, db: &dyn Db) -> &LoadedIndex {
+        self.loaded.get_or_init(|| {
+            let root = crate::workspace::workspace_root(db);
+            load_index(db.system(), &root.join(DIGEST_INDEX_PATH)).unwrap_or_default()
+        })
+    }
+
+    /// The digest of an entry loaded from disk with exactly this stamp, when the racy rule
+    /// trusts it.
+    fn trusted(&self, path: &str, stamp: &FileStamp) -> Option<Sha256Digest> {
+        let loaded = self.loaded.get()?;
+        let entry = loaded.entries.get(path)?;
+        (entry.stamp == *stamp && stamp.mtime_ns < loaded.written_ns).then_some(entry.digest)
+    }
+
+    fn hashed(&self, path: &str, stamp: FileStamp, digest: Sha256Digest, bytes: u64) {
+        self.bytes_hashed.fetch_add(bytes, Ordering::Relaxed);
+        let mut computed = match self.computed.lock() {
+            Ok(computed) => computed,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        computed.insert(path.to_owned(), IndexEntry { stamp, digest });
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Loads the index from disk if it has not been yet (before the first digest, so
+    /// reuse does not depend on which query ran first).
+    pub fn prepare(&self, db: &dyn Db) {
+        let _ = self.loaded(db);
+    }
+
+    /// Writes the loaded entries merged with this process's digests to `.once/digests`
+    /// atomically, when this process computed any. Returns whether it wrote.
+    pub fn save(&self, system: &dyn System, root: &Path) -> std::io::Result<bool> {
+        if !self.dirty.swap(false, Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let mut entries: FxHashMap<&str, IndexEntry> = FxHashMap::default();
+        if let Some(loaded) = self.loaded.get() {
+            entries.extend(loaded.entries.iter().map(|(p, e)| (p.as_str(), *e)));
+        }
+        let computed = match self.computed.lock() {
+            Ok(computed) => computed,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        entries.extend(computed.iter().map(|(p, e)| (p.as_str(), *e)));
+        let mut paths: Vec<&str> = entries.keys().copied().collect();
+        paths.sort_unstable();
+        let mut text = format!("{INDEX_HEADER}\n");
+        let mut count = 0usize;
+        for path in paths {
+            if path.contains(['\n', '\r']) {
+                continue;
+            }
+            let entry = entries[path];
+            let stamp = entry.stamp;
+            text.push_str(&format!(
+                "{} {} {} {} {} {} {} {path}\n",
+                entry.digest,
+                kind_code(stamp.kind),
+                stamp.size,
+                stamp.mtime_ns,
+                stamp.ctime_ns,
+                stamp.inode,
+                stamp.mode,
+            ));
+            count += 1;
+        }
+        text.push_str(&format!("end {count}\n"));
+        save_index_file(system, root, text.as_bytes())?;
+        Ok(true)
+    }
+}
+
+/// The index file of the workspace at `root`.
+pub fn index_path(root: &Path) -> PathBuf {
+    root.join(DIGEST_INDEX_PATH)
+}
+
+/// Replaces the index file atomically and confined to the workspace (temporary file in
+/// `.once/`, then rename), under the workspace's write lock.
+fn save_index_file(system: &dyn System, root: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let lock = system.lock_writes(root)?;
+    system
+        .write_confined(&lock, root, DIGEST_INDEX_PATH, contents)
+        .map(|_existed| ())
+}
+
+fn kind_code(kind: EntryKind) -> char {
+    match kind {
+        EntryKind::File => 'f',
+        EntryKind::Directory => 'd',
+        EntryKind::Symlink => 'l',
+        EntryKind::Other => 'o',
+    }
+}
+
+fn kind_of_code(code: &str) -> Option<EntryKind> {
+    Some(match code {
+        "f" => EntryKind::File,
+        "d" => EntryKind::Directory,
+        "l" => EntryKind::Symlink,
+        "o" => EntryKind::Other,
+        _ => return None,
+    })
+}
+
+fn load_index(system: &dyn System, path: &Path) -> Option<LoadedIndex> {
+    let read = system.read_stamped(path);
+    let written_ns = read.stamp?.mtime_ns;
+    let bytes = read.contents.ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let entries = parse_index(text)?;
+    Some(LoadedIndex {
+        entries,
+        written_ns,
+    })
+}
+
+/// The entries of an index file's text, or `None` unless the whole text is a complete
+/// index of this version.
+fn parse_index(text: &str) -> Option<FxHashMap<String, IndexEntry>> {
+    let mut lines = text.split_terminator('\n');
+    if lines.next()? != INDEX_HEADER {
+        return None;
+    }
+    let mut entries = FxHashMap::default();
+    for line in lines {
+        if let Some(count) = line.strip_prefix("end ") {
+            return (count.parse::<usize>().ok()? == entries.len()).then_some(entries);
+        }
+        let mut fields = line.splitn(8, ' ');
+        let digest = Sha256Digest::from_hex(fields.next()?)?;
+        let stamp = FileStamp {
+            kind: kind_of_code(fields.next()?)?,
+            size: fields.next()?.parse().ok()?,
+            mtime_ns: fields.next()?.parse().ok()?,
+            ctime_ns: fields.next()?.parse().ok()?,
+            inode: fields.next()?.parse().ok()?,
+            mode: fields.next()?.parse().ok()?,
+        };
+        let path = fields.next().filter(|p| !p.is_empty())?;
+        entries.insert(path.to_owned(), IndexEntry { stamp, digest });
+    }
+    None
+}
+
+/// Whether `text` is a complete, valid index (for tests of concurrent writers).
+pub fn is_valid_index(text: &str) -> bool {
+    parse_index(text).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_matches_sha256sum() {
+        let digest = Sha256Digest::of(b"abc");
+        assert_eq!(
+            digest.to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(Sha256Digest::from_hex(&digest.to_hex()), Some(digest));
+        assert_eq!(Sha256Digest::from_hex("zz"), None);
+    }
+
+    #[test]
+    fn only_complete_indexes_of_this_version_parse() {
+        let digest = Sha256Digest::of(b"x");
+        let line = format!("{digest} f 1 10 10 7 33188 dir/a file.rs\n");
+        let good = format!("{INDEX_HEADER}\n{line}end 1\n");
+        let entries = parse_index(&good).expect("valid");
+        assert_eq!(entries["dir/a file.rs"].digest, digest);
+        for bad in [
+            String::new(),
+            "garbage".to_owned(),
+            format!("once-digest-index 0\n{line}end 1\n"),
+            format!("{INDEX_HEADER}\n{line}"),
+            format!("{INDEX_HEADER}\n{line}end 2\n"),
+            format!("{INDEX_HEADER}\n{}end 1\n", &line[..40]),
+            good.replace(" f ", " q "),
+        ] {
+            assert!(parse_index(&bad).is_none(), "{bad:?}");
+        }
+    }
+}
