@@ -13,22 +13,26 @@
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
 //! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
 //!   only in the packages the package-level graph puts on a cycle).
-//! - [`tests`]: `test_targets`, `owners`, `affected_tests`.
+//! - [`affected`]: `test_targets`, `target_inputs`, `owners`, `affected_tests`.
 //!
 //! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
 //! to one manifest re-runs that package's queries and, through backdating, nothing else
 //! unless names, kinds or visibility changed. Diagnostics are return values.
 
+pub mod affected;
 pub mod graph;
 pub mod kinds;
 pub mod manifests;
 pub mod resolve;
 pub mod settings;
-pub mod tests;
 pub mod validate;
 
 pub mod text;
 
+pub use affected::{
+    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
+    normalize_changed_path, owners, target_inputs, test_targets,
+};
 pub use graph::{
     DependencyGraph, GraphNode, PackageNode, cycle_candidate_packages, dependency_cycles,
     dependency_graph, package_dependencies, package_has_internal_cycle, package_nodes,
@@ -49,10 +53,6 @@ pub use resolve::{
 };
 pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
-};
-pub use tests::{
-    AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
-    normalize_changed_path, owners, target_inputs, test_targets,
 };
 pub use validate::{
     MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, file_diagnostics, workspace_diagnostics,

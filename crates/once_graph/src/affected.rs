@@ -1,4 +1,5 @@
-//! Test targets, which targets own a path, and which tests a change affects.
+//! Test targets, the files each target reads, which targets own a path, and which tests a
+//! change affects.
 
 use std::collections::BTreeMap;
 
