@@ -34,7 +34,7 @@ pub use kind_search::search_kinds;
 pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contract};
 pub use once_db::{
     ChangeEvent, EntryKind, ExecutionLog, HostPlatform, MemorySystem, OsSystem, System,
-    WorkspaceWatcher, find_workspace_root,
+    find_workspace_root,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::{AffectedTest, TestTarget};

@@ -4,6 +4,12 @@
 //! `ONCE_DIFF_STEPS` sets the number of steps (default 2,000) and `ONCE_DIFF_SEED` the
 //! seed; a failure prints both plus the edit history so it can be replayed.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test reads its settings from the environment and times itself"
+)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -36,8 +36,9 @@ use lsp_types::{
 };
 use once_analysis::{
     Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LocatedDiagnostic, OsSystem,
-    System, WorkspaceWatcher, default_prime_threads, find_workspace_root,
+    System, default_prime_threads, find_workspace_root,
 };
+use once_watch::WorkspaceWatcher;
 use serde_json::Value;
 
 use crate::convert::{self, Encoding};

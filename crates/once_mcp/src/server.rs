@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use once_analysis::{AnalysisHost, CancelHandle, OsSystem, WorkspaceWatcher};
+use once_analysis::{AnalysisHost, CancelHandle, OsSystem};
+use once_watch::WorkspaceWatcher;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};

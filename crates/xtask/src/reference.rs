@@ -167,7 +167,7 @@ or, in the project's `.mcp.json`:
 - **Batches:** JSON arrays are accepted only in a `2025-03-26` session; elsewhere they get one `-32600`.
 - **Older versions:** `2024-11-05` sessions get no annotations; sessions older than `2025-06-18` get no `title`, `outputSchema` or `structuredContent` (the text block carries the same JSON).
 - **Other methods:** `ping` → `{}`; `resources/list`, `resources/templates/list` and `prompts/list` return empty catalogs.
-- **Cancellation:** `notifications/cancelled` stops the named request where possible and its reply is never sent. `ping` is answered while a tool runs.
+- **Cancellation:** `notifications/cancelled` stops the named request where possible and its reply is never sent. A cancellation naming a request that is not pending (unknown, already answered, or not sent yet) is ignored, so a later request with that id is answered. `ping` is answered while a tool runs.
 - **Freshness:** the server keeps one database for its lifetime and watches the workspace; before each tool call it waits until every change made before the call has been seen, so answers always reflect the files on disk, and only what changed is recomputed.
 
 ## Errors
