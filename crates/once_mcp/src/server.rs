@@ -377,7 +377,7 @@ fn load_and_serve(
     }));
     match loaded {
         Ok(worker) => worker.run(jobs),
-        Err(panic) => answer_load_failure(&shared, jobs, &panic_message(&*panic)),
+        Err(panic) => answer_load_failure(&shared, jobs, panic_message(&*panic)),
     }
 }
 

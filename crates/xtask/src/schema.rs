@@ -13,7 +13,7 @@ pub fn manifest_schema() -> String {
             return format!("{{\"$comment\": \"the prelude failed to evaluate: {error}\"}}\n");
         }
     };
-    let mut text = serde_json::to_string_pretty(&schema(&kinds)).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&schema(kinds)).unwrap_or_default();
     text.push('\n');
     text
 }
