@@ -35,7 +35,7 @@ pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contra
 pub use once_db::LineIndex;
 pub use once_db::{
     ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem,
-    OsSystem, StampedRead, System, WorkspaceWatcher, find_workspace_root, is_excluded_from_walk,
+    OsSystem, StampedRead, System, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::{AffectedTest, TestTarget};

@@ -10,6 +10,12 @@
 //! `./.ci/test` runs it, and 2,000 in a debug build) and `ONCE_DIFF_SEED` the seed; a
 //! failure prints both plus the edit history so it can be replayed.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test reads its settings from the environment and times itself"
+)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -2,6 +2,11 @@
 //! directory outside the workspace (`renameat2(RENAME_EXCHANGE)` every millisecond): no
 //! edit may land outside, and an edit that meets the link fails saying so.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test races real writes on a real directory"
+)]
 #![cfg(target_os = "linux")]
 
 use std::path::Path;

@@ -1,6 +1,12 @@
 //! Editor answers (`once_analysis::ide`) on in-memory workspaces: completion, hover, code
 //! actions and formatting, checked against the kind catalog rather than hard-coded kinds.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test reads its fixture files from the disk"
+)]
+
 use std::sync::Arc;
 
 use once_analysis::{

@@ -3,9 +3,10 @@
 //! instead of Rust's default report, and the process exits 2 like any other failure.
 //!
 //! The hook only records and prints; [`guard`] turns the unwound panic into an exit code.
-//! Threads the MCP and language servers start catch their own panics per request; the
-//! hook prints nothing for those (they are answered as internal errors), because it
-//! prints only for panics on the main thread.
+//! The MCP and language servers catch their own panics, per request and while loading,
+//! and answer them as internal errors; the hook prints the full report only for panics
+//! on the main thread (where `once lsp` loads, so a failed load is also on its stderr)
+//! and one line for other threads.
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};

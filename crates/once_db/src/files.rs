@@ -333,6 +333,11 @@ impl FileTable {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up real files and time real work"
+)]
 mod tests {
     use super::*;
 

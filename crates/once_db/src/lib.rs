@@ -8,7 +8,6 @@
 //! - [`digests`]: [`file_digest`] and the persistent [`DigestIndex`](digests::DigestIndex).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
-//! - [`watch`]: a file watcher with a fence, for long-running servers.
 //! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
 //!
 //! **Architecture Invariant:** nothing here reads the disk, the environment or the clock
@@ -16,13 +15,17 @@
 
 pub mod changes;
 #[cfg(unix)]
+#[allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "OsSystem's confined reads, writes and write lock: the real disk behind `System`"
+)]
 mod confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod package_filter;
 pub mod system;
-pub mod watch;
 pub mod workspace;
 pub mod writes;
 
@@ -36,7 +39,6 @@ pub use package_filter::{PackageFilter, PatternError};
 pub use system::{
     EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System, WriteLock,
 };
-pub use watch::WorkspaceWatcher;
 pub use workspace::{Package, Workspace};
 pub use writes::{FileWrite, WriteError, write_files};
 
@@ -140,7 +142,7 @@ impl RootDatabase {
     }
 
     /// Creates the inputs from the sorted root-relative `files` of a walk of `root` that
-    /// already happened (a server's watching walk, [`WorkspaceWatcher::watch_and_walk`]).
+    /// already happened (a server's watching walk, `once_watch::WorkspaceWatcher::watch_and_walk`).
     pub fn load_walked(&mut self, root: std::path::PathBuf, files: &[String]) -> Workspace {
         changes::load_walked_workspace(self, root, files)
     }

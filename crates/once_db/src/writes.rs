@@ -116,6 +116,10 @@ pub fn write_files(
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests check what reached a real directory"
+)]
 mod tests {
     use super::*;
     use crate::MemorySystem;

@@ -2,6 +2,12 @@
 //! `target`) never joins a package's files, whoever reports it (the server's watcher, an
 //! editor watching `**/*`).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up and inspect real files and time real work"
+)]
+
 use std::sync::Arc;
 
 use once_db::{ChangeEvent, OsSystem, RootDatabase, Workspace, apply_changes};

@@ -1,6 +1,11 @@
 //! Confined writes against a real file system under attack: a package directory swapped
 //! with a symbolic link to a directory outside the workspace while files are written.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test races real writes on a real directory"
+)]
 #![cfg(target_os = "linux")]
 
 use std::path::Path;

@@ -2,6 +2,12 @@
 //! unchanged (proven by the count of bytes hashed), re-hashes touched and racily clean
 //! files, ignores and rebuilds a corrupted index, and stays valid under concurrent saves.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up and inspect real files and time real work"
+)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

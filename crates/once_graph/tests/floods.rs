@@ -1,6 +1,12 @@
 //! Manifests that produce floods of targets or diagnostics: the answers stay bounded, and
 //! the checks cost linear time (a quadratic check here took tens of seconds).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up and inspect real files and time real work"
+)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

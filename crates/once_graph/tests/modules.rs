@@ -1,6 +1,12 @@
 //! Project modules in the graph: kinds from `[modules] paths` join the catalog, `load()`
 //! is tracked, and editing one module re-evaluates only it and the modules loading it.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test builds a real directory"
+)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -8,6 +8,12 @@
 //!
 //! The loop ends only on `exit` or when the client hangs up: requests before `initialize`
 //! and after `shutdown` get the protocol's errors, and malformed notifications are logged.
+//!
+//! Loading the workspace (finding the root, the walk, priming the database) runs under
+//! `catch_unwind` too: a bug there must not leave a dead server behind an answered
+//! `initialize`. The server then stays up without a database, shows the failure once
+//! (`window/showMessage`) and answers every request with an internal error saying the
+//! load failed, until `shutdown` and `exit`.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -17,20 +23,22 @@ use std::sync::Arc;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
-    Notification as _, PublishDiagnostics,
+    Notification as _, PublishDiagnostics, ShowMessage,
 };
 use lsp_types::request::{RegisterCapability, Request as _};
 use lsp_types::{
     CodeActionProviderCapability, CompletionOptions, DidChangeWatchedFilesRegistrationOptions,
     FileChangeType, FileSystemWatcher, GlobPattern, HoverProviderCapability, InitializeParams,
-    InitializeResult, OneOf, PositionEncodingKind, PublishDiagnosticsParams, Registration,
-    RegistrationParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
-    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri,
+    InitializeResult, MessageType, OneOf, PositionEncodingKind, PublishDiagnosticsParams,
+    Registration, RegistrationParams, ServerCapabilities, ServerInfo, ShowMessageParams,
+    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, Uri,
 };
 use once_analysis::{
-    AnalysisHost, ChangeEvent, LineIndex, OsSystem, System, WorkspaceWatcher,
-    default_prime_threads, find_workspace_root,
+    AnalysisHost, ChangeEvent, LineIndex, OsSystem, System, default_prime_threads,
+    find_workspace_root,
 };
+use once_watch::WorkspaceWatcher;
 
 use crate::convert::{self, Encoding};
 use crate::handlers::{RequestError, Snapshot};
@@ -71,7 +79,6 @@ fn serve(
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
     let overlay = Overlay::new(base);
-    let root = find_workspace_root(&overlay, &start);
     let result = InitializeResult {
         capabilities: capabilities(encoding),
         server_info: Some(ServerInfo {
@@ -90,21 +97,30 @@ fn serve(
         .and_then(|w| w.did_change_watched_files)
         .and_then(|w| w.dynamic_registration)
         .unwrap_or(false);
-    // Clients that cannot register file watchers get the server's own watcher, whose walk
-    // (each directory watched before it is read) is also the one the database loads from.
-    let (host, disk_events) = if watch_disk && !watch_registration {
-        let (watcher, files) = WorkspaceWatcher::watch_and_walk(&root);
-        let files = files.unwrap_or_default();
-        let host = AnalysisHost::load_walked(Arc::new(overlay.clone()), root.clone(), &files);
-        (host, Some(spawn_watcher(watcher)))
-    } else {
-        (
-            AnalysisHost::load(Arc::new(overlay.clone()), root.clone()),
-            None,
-        )
+    let loaded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let root = find_workspace_root(&overlay, &start);
+        // Clients that cannot register file watchers get the server's own watcher, whose
+        // walk (each directory watched before it is read) is also the one the database
+        // loads from.
+        let (host, disk_events) = if watch_disk && !watch_registration {
+            let (watcher, files) = WorkspaceWatcher::watch_and_walk(&root);
+            let files = files.unwrap_or_default();
+            let host = AnalysisHost::load_walked(Arc::new(overlay.clone()), root.clone(), &files);
+            (host, Some(spawn_watcher(watcher)))
+        } else {
+            (
+                AnalysisHost::load(Arc::new(overlay.clone()), root.clone()),
+                None,
+            )
+        };
+        // The first publish reads every package: compute them on every core first.
+        let _ = host.analysis().prime(threads);
+        (root, host, disk_events)
+    }));
+    let (root, host, disk_events) = match loaded {
+        Ok(loaded) => loaded,
+        Err(panic) => return serve_without_workspace(connection, &panic_message(&*panic)),
     };
-    // The first publish reads every package: compute them on every core first.
-    let _ = host.analysis().prime(threads);
     let mut server = Server {
         connection,
         host,
@@ -119,6 +135,48 @@ fn serve(
         server.register_watchers()?;
     }
     server.main_loop()
+}
+
+/// Serves a client whose workspace failed to load (a panic, `what`): shows the failure
+/// once, then answers `shutdown` and errors for every other request, until `exit`.
+fn serve_without_workspace(connection: &Connection, what: &str) -> Result<(), Error> {
+    let message = format!(
+        "once could not load the workspace: internal error, this is a bug in once {}: {what}. \
+         Restart the language server to retry; please report it with the workspace if you can share it",
+        env!("CARGO_PKG_VERSION")
+    );
+    let params = ShowMessageParams {
+        typ: MessageType::ERROR,
+        message: message.clone(),
+    };
+    connection
+        .sender
+        .send(Notification::new(ShowMessage::METHOD.into(), params).into())?;
+    for incoming in &connection.receiver {
+        let response = match incoming {
+            Message::Request(request) if request.method == "shutdown" => {
+                Response::new_ok(request.id, ())
+            }
+            Message::Request(request) => {
+                Response::new_err(request.id, ErrorCode::InternalError as i32, message.clone())
+            }
+            Message::Notification(notification) if notification.method == "exit" => {
+                return Ok(());
+            }
+            Message::Notification(_) | Message::Response(_) => continue,
+        };
+        connection.sender.send(response.into())?;
+    }
+    Ok(())
+}
+
+/// A panic's message, when it carries one.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "internal error".into())
 }
 
 /// Waits for a valid `initialize` request, answering every other request with the
@@ -516,12 +574,7 @@ impl Server<'_> {
                 Response::new_err(id, ErrorCode::InvalidParams as i32, message)
             }
             Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_else(|| "internal error".into());
-                Response::new_err(id, ErrorCode::InternalError as i32, message)
+                Response::new_err(id, ErrorCode::InternalError as i32, panic_message(&*panic))
             }
         }
     }

@@ -1,12 +1,15 @@
 //! In-process protocol tests over `Connection::memory()`: incremental edits, cross-file
-//! republishing, and requests against an in-memory workspace.
+//! republishing, requests against an in-memory workspace, and a workspace whose load panics.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lsp_server::{Connection, Message, Notification, Request, RequestId};
-use once_analysis::MemorySystem;
+use once_analysis::{
+    EntryKind, FileStamp, HostPlatform, MemorySystem, StampedRead, System, WriteLock,
+};
 use serde_json::{Value, json};
 
 struct Client {
@@ -461,4 +464,124 @@ fn the_client_watches_every_file_and_sources_reach_the_database() {
     let (_, diagnostics) = client.next_diagnostics();
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     client.shutdown();
+}
+
+/// An in-memory disk whose walk is a bug in once: loading the workspace panics.
+#[derive(Debug)]
+struct WalkPanics(MemorySystem);
+
+impl System for WalkPanics {
+    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+        panic!("walking `{}` blew up", root.display())
+    }
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        self.0.read_to_string(path)
+    }
+    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.0.read_bytes(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        self.0.is_file(path)
+    }
+    fn host_platform(&self) -> HostPlatform {
+        self.0.host_platform()
+    }
+    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        self.0.entry_kind(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.0.canonicalize(path)
+    }
+    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+        self.0.read_confined(root, relative)
+    }
+    fn lock_writes(&self, root: &Path) -> io::Result<WriteLock> {
+        self.0.lock_writes(root)
+    }
+    fn write_confined(
+        &self,
+        lock: &WriteLock,
+        root: &Path,
+        relative: &str,
+        contents: &[u8],
+    ) -> io::Result<bool> {
+        self.0.write_confined(lock, root, relative, contents)
+    }
+    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        self.0.stamp(path)
+    }
+    fn read_stamped(&self, path: &Path) -> StampedRead {
+        self.0.read_stamped(path)
+    }
+}
+
+/// A panic while loading the workspace (after `initialize` was answered) leaves a server
+/// that shows the failure once, answers every request with an internal error naming the
+/// failed load, and still shuts down and exits when asked (it neither dies nor hangs).
+#[test]
+fn a_panic_while_loading_is_shown_and_answered_on_every_request() {
+    let system = MemorySystem::default();
+    system.write("/ws/once.toml", "[workspace]\n");
+    let (server_side, connection) = Connection::memory();
+    let server = std::thread::spawn(move || {
+        once_lsp::run_with_system(&server_side, None, Arc::new(WalkPanics(system))).unwrap();
+    });
+    let send_request = |id: i32, method: &str, params: Value| {
+        connection
+            .sender
+            .send(Request::new(RequestId::from(id), method.into(), params).into())
+            .unwrap();
+    };
+    let recv = || {
+        connection
+            .receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server answers")
+    };
+    let is_load_failure = |message: &str| {
+        message.starts_with("once could not load the workspace: internal error")
+            && message.contains("walking `/ws` blew up")
+    };
+
+    send_request(
+        1,
+        "initialize",
+        json!({"capabilities": {}, "rootUri": "file:///ws"}),
+    );
+    let Message::Response(init) = recv() else {
+        panic!("expected the initialize response");
+    };
+    assert_eq!(init.response_result.unwrap()["serverInfo"]["name"], "once");
+    let Message::Notification(shown) = recv() else {
+        panic!("expected window/showMessage");
+    };
+    assert_eq!(shown.method, "window/showMessage");
+    assert_eq!(shown.params["type"], 1, "an error");
+    assert!(
+        is_load_failure(shown.params["message"].as_str().unwrap()),
+        "{shown:?}"
+    );
+
+    send_request(
+        2,
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": "file:///ws/once.toml"}}),
+    );
+    let Message::Response(symbols) = recv() else {
+        panic!("expected a response");
+    };
+    let error = symbols.response_result.expect_err("an error");
+    assert_eq!(error.code, lsp_server::ErrorCode::InternalError as i32);
+    assert!(is_load_failure(&error.message), "{error:?}");
+
+    send_request(3, "shutdown", Value::Null);
+    let Message::Response(shutdown) = recv() else {
+        panic!("expected a response");
+    };
+    assert_eq!(shutdown.response_result.ok(), Some(Value::Null));
+    connection
+        .sender
+        .send(Notification::new("exit".into(), Value::Null).into())
+        .unwrap();
+    server.join().unwrap();
 }

@@ -3,6 +3,11 @@
 //! owns the database. Before each tool call the worker syncs the file watcher, so an
 //! answer always reflects the files on disk when the call arrived.
 //!
+//! Loading the workspace (the watching walk and priming the database) runs on the worker
+//! under `catch_unwind` too: after a panic there the server stays up without a database
+//! and answers every request, `initialize` included, with an internal error saying the
+//! load failed (a server that exits would look like a hang or a crash to the client).
+//!
 //! Cancellation follows the MCP spec: only a request that was read and not yet answered
 //! can be cancelled (its reply is then suppressed); a cancellation naming any other id
 //! (unknown, finished, or not sent yet) is ignored and leaves nothing behind.
@@ -14,7 +19,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use once_analysis::{AnalysisHost, CancelHandle, OsSystem, WorkspaceWatcher};
+use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System};
+use once_watch::WorkspaceWatcher;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};
@@ -161,6 +167,16 @@ pub fn run_stdio(config: ServerConfig) -> io::Result<()> {
 /// Serves MCP over any line-oriented pair of streams until `input` ends.
 pub fn run(
     config: ServerConfig,
+    input: impl BufRead,
+    output: Box<dyn Write + Send>,
+) -> io::Result<()> {
+    serve(config, Arc::new(OsSystem), input, output)
+}
+
+/// [`run`] over any system (tests inject one whose reads panic).
+fn serve(
+    config: ServerConfig,
+    system: Arc<dyn System>,
     mut input: impl BufRead,
     output: Box<dyn Write + Send>,
 ) -> io::Result<()> {
@@ -175,7 +191,7 @@ pub fn run(
         let shared = shared.clone();
         std::thread::Builder::new()
             .name("once-mcp-worker".into())
-            .spawn(move || Worker::new(config, shared).run(receiver))?
+            .spawn(move || load_and_serve(config, system, shared, receiver))?
     };
     let mut buffer = Vec::new();
     loop {
@@ -348,6 +364,68 @@ fn stamp_modern(params: &Map<String, Value>, mut result: Value, list: bool) -> V
     result
 }
 
+/// The worker thread: loads the workspace, then serves the jobs. A panic while loading
+/// leaves a worker that answers every request with the load's failure.
+fn load_and_serve(
+    config: ServerConfig,
+    system: Arc<dyn System>,
+    shared: Arc<Shared>,
+    jobs: Receiver<Job>,
+) {
+    let loaded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Worker::new(config, system, shared.clone())
+    }));
+    match loaded {
+        Ok(worker) => worker.run(jobs),
+        Err(panic) => answer_load_failure(&shared, jobs, panic_message(&*panic)),
+    }
+}
+
+/// Answers every request of `jobs` with an internal error saying the workspace failed to
+/// load (a panic, `what`); invalid messages get their usual errors.
+fn answer_load_failure(shared: &Shared, jobs: Receiver<Job>, what: &str) {
+    let failure = format!(
+        "once could not load the workspace: internal error, this is a bug in once {}: {what}. \
+         Restart the server to retry; please report it with the workspace if you can share it",
+        env!("CARGO_PKG_VERSION")
+    );
+    log(&failure);
+    for job in jobs {
+        let (messages, batch) = match job {
+            Job::Single(message) => (vec![message], false),
+            Job::Batch(messages) => (messages, true),
+        };
+        let mut replies: Vec<Value> = messages
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::Request { id, .. } => {
+                    let cancelled = lock(&shared.pending).finish(&id);
+                    (!cancelled).then(|| jsonrpc::error(&id, jsonrpc::INTERNAL_ERROR, &failure))
+                }
+                Message::Invalid { id, code, message } => Some(jsonrpc::error(&id, code, message)),
+                Message::Notification { .. } => None,
+            })
+            .collect();
+        match (batch, replies.pop()) {
+            (_, None) => {}
+            (false, Some(reply)) => shared.send(&reply),
+            (true, Some(last)) => {
+                replies.push(last);
+                shared.send(&Value::Array(replies));
+            }
+        }
+    }
+}
+
+/// A panic's message, when it carries one.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic")
+}
+
 struct Worker {
     config: ServerConfig,
     shared: Arc<Shared>,
@@ -357,7 +435,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(config: ServerConfig, shared: Arc<Shared>) -> Worker {
+    fn new(config: ServerConfig, system: Arc<dyn System>, shared: Arc<Shared>) -> Worker {
         // One walk finds the files and watches each directory before reading it, so the
         // database loads from a file list no later change can have slipped past.
         let (watcher, files) = WorkspaceWatcher::watch_and_walk(&config.root);
@@ -365,7 +443,7 @@ impl Worker {
             log("file watcher unavailable; every request rescans the workspace");
         }
         let files = files.unwrap_or_default();
-        let host = AnalysisHost::load_walked(Arc::new(OsSystem), config.root.clone(), &files);
+        let host = AnalysisHost::load_walked(system, config.root.clone(), &files);
         // Every tool reads the whole graph: compute the packages on every core now (the
         // first answer then only collects). Cancellation cannot happen yet.
         let _ = host.analysis().prime(config.threads);
@@ -426,11 +504,7 @@ impl Worker {
             Ok(_) if cancelled => None,
             Ok(response) => response,
             Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown panic");
+                let what = panic_message(&*panic);
                 log(&format!("internal error: {what}"));
                 id.map(|id| {
                     jsonrpc::error(
@@ -659,7 +733,154 @@ fn log(message: &str) {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, WriteLock};
+
     use super::*;
+
+    /// The real disk, except that reading a file is a bug in once: loading panics.
+    #[derive(Debug)]
+    struct ReadsPanic;
+
+    impl System for ReadsPanic {
+        fn read_to_string(&self, path: &Path) -> io::Result<String> {
+            panic!("reading `{}` blew up", path.display())
+        }
+        fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
+            panic!("reading `{}` blew up", path.display())
+        }
+        fn is_file(&self, path: &Path) -> bool {
+            OsSystem.is_file(path)
+        }
+        fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+            OsSystem.walk(root)
+        }
+        fn host_platform(&self) -> HostPlatform {
+            OsSystem.host_platform()
+        }
+        fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+            OsSystem.entry_kind(path)
+        }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            OsSystem.canonicalize(path)
+        }
+        fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
+            OsSystem.read_confined(root, relative)
+        }
+        fn lock_writes(&self, root: &Path) -> io::Result<WriteLock> {
+            OsSystem.lock_writes(root)
+        }
+        fn write_confined(
+            &self,
+            lock: &WriteLock,
+            root: &Path,
+            relative: &str,
+            contents: &[u8],
+        ) -> io::Result<bool> {
+            OsSystem.write_confined(lock, root, relative, contents)
+        }
+        fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+            OsSystem.stamp(path)
+        }
+        fn read_stamped(&self, path: &Path) -> StampedRead {
+            panic!("reading `{}` blew up", path.display())
+        }
+    }
+
+    /// What the server wrote, shared with the test.
+    #[derive(Clone, Default)]
+    struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Written {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            lock(&self.0).extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A panic while loading the workspace leaves a server that answers every request,
+    /// `initialize` first, with an internal error naming the failed load, and ends when
+    /// its input does (it neither dies before answering nor hangs).
+    #[test]
+    fn a_panic_while_loading_is_answered_on_every_request() {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in [
+            ("once.toml", "[workspace]\n"),
+            (
+                "a/once.toml",
+                "[[target]]\nname = \"a\"\nkind = \"group\"\n",
+            ),
+            (
+                "b/once.toml",
+                "[[target]]\nname = \"b\"\nkind = \"group\"\n",
+            ),
+        ] {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let config = ServerConfig {
+            root: dir.path().to_path_buf(),
+            allow_run: false,
+            threads: 2,
+        };
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+            "\n",
+        );
+        let written = Written::default();
+        serve(
+            config,
+            Arc::new(ReadsPanic),
+            input.as_bytes(),
+            Box::new(written.clone()),
+        )
+        .unwrap();
+        let output = String::from_utf8(lock(&written.0).clone()).unwrap();
+        let replies: Vec<Value> = output
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let errors: Vec<(i64, i64, bool)> = replies
+            .iter()
+            .filter(|reply| reply["id"] != json!(3))
+            .map(|reply| {
+                let message = reply["error"]["message"].as_str().unwrap_or_default();
+                (
+                    reply["id"].as_i64().unwrap_or_default(),
+                    reply["error"]["code"].as_i64().unwrap_or_default(),
+                    message.starts_with("once could not load the workspace: internal error")
+                        && message.contains("reading `")
+                        && message.contains("blew up"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                (1, jsonrpc::INTERNAL_ERROR, true),
+                (2, jsonrpc::INTERNAL_ERROR, true)
+            ],
+            "{output}"
+        );
+        // `ping` is answered by the reader, load or no load.
+        assert!(
+            replies
+                .iter()
+                .any(|reply| reply["id"] == json!(3) && reply["result"] == json!({})),
+            "{output}"
+        );
+    }
 
     #[test]
     fn only_pending_requests_can_be_cancelled_and_nothing_outlives_its_request() {

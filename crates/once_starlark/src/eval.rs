@@ -1,6 +1,11 @@
 //! Running one `.star` source: the dialect, the globals, resource limits, `load()`
 //! through a [`ModuleSource`], and turning starlark errors into [`ModuleDiagnostic`]s.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the evaluation deadline of project modules reads the clock: a resource limit, not a workspace fact"
+)]
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -13,6 +13,11 @@
 //! evaluation first in a child process with memory and CPU limits, killed on timeout,
 //! so nothing a module does can hang, exhaust or abort the process that asked.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the evaluation deadline of project modules reads the clock: a resource limit, not a workspace fact"
+)]
+
 use std::collections::HashSet;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};

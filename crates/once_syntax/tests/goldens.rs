@@ -3,6 +3,12 @@
 //! `test_data/syntax/err/*.toml` has at least one error. Each file's tree and
 //! errors are snapshotted beside it as `.rast`; `UPDATE_EXPECT=1` rewrites them.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test reads and updates its golden files on the disk"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

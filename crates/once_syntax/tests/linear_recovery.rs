@@ -6,6 +6,12 @@
 //! the linear one takes about 3 s unoptimised (0.1 s in release). The bound only guards
 //! against the quadratic time, with room for a loaded machine.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up and inspect real files and time real work"
+)]
+
 use std::time::{Duration, Instant};
 
 const BOUND: Duration = Duration::from_secs(20);

@@ -6,6 +6,11 @@
 //! `../shared/toml-test/tests` beside the project root. Without it the tests
 //! say so and pass.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the test reads its fixture files from the disk"
+)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod common;

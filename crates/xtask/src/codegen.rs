@@ -14,41 +14,47 @@ pub const REGENERATE: &str = "cargo run -p xtask -- codegen";
 
 /// One generated file: its workspace-relative path and its contents.
 pub struct Generated {
-    pub path: &'static str,
+    pub path: String,
     pub contents: String,
 }
 
 /// Every file `codegen` writes.
 pub fn generated_files() -> Vec<Generated> {
-    vec![
+    let core_clippy = crate::no_io::CORE_CRATES.iter().map(|krate| Generated {
+        path: format!("crates/{krate}/clippy.toml"),
+        contents: crate::no_io::core_clippy_toml(),
+    });
+    let mut files = vec![
         Generated {
-            path: "docs/diagnostics.md",
+            path: "docs/diagnostics.md".to_owned(),
             contents: diagnostics_doc(),
         },
         Generated {
-            path: "docs/mcp.md",
+            path: "docs/mcp.md".to_owned(),
             contents: crate::reference::mcp_doc(),
         },
         Generated {
-            path: "docs/kinds.md",
+            path: "docs/kinds.md".to_owned(),
             contents: crate::reference::kinds_doc(),
         },
         Generated {
-            path: "docs/modules.md",
+            path: "docs/modules.md".to_owned(),
             contents: crate::modules_doc::modules_doc(),
         },
         Generated {
-            path: "docs/once.schema.json",
+            path: "docs/once.schema.json".to_owned(),
             contents: crate::schema::manifest_schema(),
         },
-    ]
+    ];
+    files.extend(core_clippy);
+    files
 }
 
 /// Writes every generated file under `root` that differs; returns one status line per file.
 pub fn write_all(root: &Path) -> anyhow::Result<Vec<String>> {
     let mut statuses = Vec::new();
     for file in generated_files() {
-        let freshness = ensure_file_contents(root, file.path, &file.contents, true)
+        let freshness = ensure_file_contents(root, &file.path, &file.contents, true)
             .map_err(anyhow::Error::msg)?;
         let status = match freshness {
             Freshness::UpToDate => "unchanged",
@@ -63,7 +69,7 @@ pub fn write_all(root: &Path) -> anyhow::Result<Vec<String>> {
 pub fn check_all(root: &Path) -> Vec<String> {
     generated_files()
         .iter()
-        .filter_map(|file| ensure_file_contents(root, file.path, &file.contents, false).err())
+        .filter_map(|file| ensure_file_contents(root, &file.path, &file.contents, false).err())
         .collect()
 }
 

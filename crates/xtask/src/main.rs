@@ -18,6 +18,7 @@
 mod bench;
 mod codegen;
 mod modules_doc;
+mod no_io;
 mod reference;
 mod schema;
 mod tidy;

@@ -4,6 +4,7 @@
 //!   placement of external crates (`starlark` only in `once_starlark`, …).
 //! - Every `.rs` file under `crates/` opens with a `//!` module doc.
 //! - No source file under `crates/` holds a banned macro or attribute (see [`BANNED`]).
+//! - Core-crate sources opt out of the no-I/O lint only in the files `no_io` lists.
 //!
 //! The checks are plain functions over text, so the tests below also prove the rules
 //! themselves on small inline inputs.
@@ -30,6 +31,9 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     // Inline test fixtures loaded into a `MemorySystem`: a dev-dependency of the crates
     // whose tests build workspaces.
     ("once_fixture", Allowed::Only(&["once_db"])),
+    // The file watcher: direct disk, clock and kernel-notification access, kept out of
+    // the core crates; it shares once_db's walk and answers in its change events.
+    ("once_watch", Allowed::Only(&["once_db"])),
     (
         "once_graph",
         Allowed::Only(&[
@@ -60,9 +64,12 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ),
     (
         "once_mcp",
-        Allowed::Only(&["once_analysis", "once_json", "once_fetch"]),
+        Allowed::Only(&["once_analysis", "once_json", "once_fetch", "once_watch"]),
     ),
-    ("once_lsp", Allowed::Only(&["once_analysis", "once_json"])),
+    (
+        "once_lsp",
+        Allowed::Only(&["once_analysis", "once_json", "once_watch"]),
+    ),
     ("once_exec", Allowed::Only(&["once_model", "once_db"])),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),
@@ -87,14 +94,7 @@ pub enum Scope {
 }
 
 /// The crates that do not speak a wire format: they must not serialize.
-const NO_SERDE: &[&str] = &[
-    "once_syntax",
-    "once_model",
-    "once_starlark",
-    "once_db",
-    "once_graph",
-    "once_analysis",
-];
+const NO_SERDE: &[&str] = crate::no_io::CORE_CRATES;
 
 /// External-crate placement: (crate, where it may appear, which tables count).
 pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
@@ -127,6 +127,16 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
         Scope::AllTables,
     ),
     ("ureq", Placement::OnlyIn(&["once_fetch"]), Scope::AllTables),
+    (
+        "notify",
+        Placement::OnlyIn(&["once_watch"]),
+        Scope::AllTables,
+    ),
+    (
+        "inotify",
+        Placement::OnlyIn(&["once_watch"]),
+        Scope::AllTables,
+    ),
 ];
 
 /// Development tools that ship nothing: the external-crate placement does not apply.
@@ -353,6 +363,7 @@ pub fn check_source(path: &str, text: &str) -> Vec<String> {
             }
         }
     }
+    problems.extend(crate::no_io::check_opt_outs(path, text));
     problems
 }
 

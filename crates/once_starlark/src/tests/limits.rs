@@ -4,6 +4,12 @@
 //! value sharing itself, are covered through the binary's isolated evaluator in
 //! `crates/once_cli/tests/module_limits.rs`.)
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests set up and inspect real files and time real work"
+)]
+
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;

@@ -1,5 +1,10 @@
 //! Watching the workspace for changes, for long-running servers.
 //!
+//! This crate is the file watcher kept apart from `once_db`: it reads the disk, the clock
+//! and the kernel's notifications directly, which the core crates never do (they go
+//! through `once_db::System`). It shares the walk and its exclusion rules with `once_db`
+//! and answers in `once_db`'s [`ChangeEvent`]s.
+//!
 //! [`WorkspaceWatcher`] watches every walked directory (not recursively, so ignored trees
 //! such as `target/` cost nothing) and turns file-system events into [`ChangeEvent`]s.
 //! [`WorkspaceWatcher::sync`] is a fence: it writes a private marker file and collects
@@ -31,8 +36,8 @@ use std::time::{Duration, Instant};
 use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{Event, EventKind};
 
-use crate::changes::ChangeEvent;
-use crate::system::{DirectoryHook, SKIPPED_DIRECTORIES, walk_directories};
+use once_db::ChangeEvent;
+use once_db::system::{DirectoryHook, SKIPPED_DIRECTORIES, walk_directories};
 
 /// How long `sync` waits for its own marker before falling back to a rescan.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -125,7 +130,7 @@ pub struct WorkspaceWatcher {
 }
 
 impl WorkspaceWatcher {
-    /// Walks `root` like [`crate::OsSystem`]'s walk and watches every directory of it,
+    /// Walks `root` like [`once_db::OsSystem`]'s walk and watches every directory of it,
     /// each before the walk reads it, so that no change made during or after the walk is
     /// missed; returns the watcher and the walk's files (one walk instead of a walk to
     /// find the directories and another to load). Without a working watcher, every
@@ -457,7 +462,7 @@ mod tests {
     /// it read, empty ones included, and none it skipped.
     #[test]
     fn watch_and_walk_finds_the_files_and_watches_every_walked_directory() {
-        use crate::system::{OsSystem, System};
+        use once_db::{OsSystem, System};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         for (path, text) in [
