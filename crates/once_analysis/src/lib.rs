@@ -199,24 +199,51 @@ pub struct Materialized {
     pub validation: Option<Validation>,
 }
 
-/// A lookup that found nothing; `Display` says what was asked and what is close.
+/// A lookup that found nothing: what was asked and what is close. When nothing is close,
+/// `listing` names what lists the candidates, and each front end adds its own way to list
+/// them ([`NotFound::with_hint`]); `Display` is the front-end-neutral message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotFound(pub String);
+pub struct NotFound {
+    pub message: String,
+    pub listing: Option<Listing>,
+}
+
+/// What lists the candidates of a failed lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listing {
+    Targets,
+    TargetKinds,
+}
 
 impl NotFound {
-    fn new(what: String, asked: &str, candidates: &[String], listing: &str) -> NotFound {
+    fn new(what: String, asked: &str, candidates: &[String], listing: Listing) -> NotFound {
         let suggestions = closest_names(asked, candidates.iter().map(String::as_str));
         let quoted: Vec<String> = suggestions.iter().map(|s| format!("`{s}`")).collect();
         match quoted.as_slice() {
-            [] => NotFound(format!("{what}; {listing}")),
-            _ => NotFound(format!("{what}; did you mean {}?", quoted.join(" or "))),
+            [] => NotFound {
+                message: what,
+                listing: Some(listing),
+            },
+            _ => NotFound {
+                message: format!("{what}; did you mean {}?", quoted.join(" or ")),
+                listing: None,
+            },
+        }
+    }
+
+    /// The message with a front end's way to list the candidates (`hint` of the listing,
+    /// such as "`once query targets` lists them"), when there is no closer suggestion.
+    pub fn with_hint(&self, hint: impl Fn(Listing) -> &'static str) -> String {
+        match self.listing {
+            Some(listing) => format!("{}; {}", self.message, hint(listing)),
+            None => self.message.clone(),
         }
     }
 }
 
 impl std::fmt::Display for NotFound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -324,7 +351,7 @@ impl Analysis {
                     format!("no target `{id}` in the workspace"),
                     &id,
                     &ids,
-                    "`once query targets` lists them",
+                    Listing::Targets,
                 ))
             }
         })
@@ -343,7 +370,7 @@ impl Analysis {
                         format!("no target kind `{name}`"),
                         &name,
                         &names,
-                        "`once query target-kinds` lists them",
+                        Listing::TargetKinds,
                     ))
                 }
             }
@@ -363,10 +390,13 @@ impl Analysis {
                 None => {
                     let slugs: Vec<String> =
                         schema.examples.iter().map(|e| e.slug.clone()).collect();
-                    Err(NotFound(format!(
-                        "kind `{kind}` has no example `{slug}`; its examples are: {}",
-                        slugs.join(", ")
-                    )))
+                    Err(NotFound {
+                        message: format!(
+                            "kind `{kind}` has no example `{slug}`; its examples are: {}",
+                            slugs.join(", ")
+                        ),
+                        listing: None,
+                    })
                 }
             },
         })

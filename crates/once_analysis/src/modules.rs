@@ -265,7 +265,7 @@ fn validate_module(
             )
             .at(path.clone(), once_model::TextRange::empty(0))
             .with_repair(
-                "Call `target_kind(…)` at least once; see `once query module-contract`".to_owned(),
+                "Call `target_kind(…)` at least once; see the module contract (`once query module-contract`, MCP `once_query_module_contract`)".to_owned(),
             ),
         );
     }

@@ -170,7 +170,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             }
         }
         Query::Example { kind, slug } => {
-            let example = answer(analysis.lookup_example(kind, slug))??;
+            let example = found(answer(analysis.lookup_example(kind, slug))?)?;
             if json {
                 print_json(&once_json::example(&example))?
             } else {
@@ -268,11 +268,21 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
 }
 
 fn find_target(analysis: &Analysis, id: &str) -> anyhow::Result<once_analysis::TargetDetails> {
-    Ok(answer(analysis.lookup_target(id))??)
+    found(answer(analysis.lookup_target(id))?)
 }
 
 fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::KindSchema> {
-    Ok(answer(analysis.lookup_kind(kind))??)
+    found(answer(analysis.lookup_kind(kind))?)
+}
+
+/// A lookup's answer, or its error with the command that lists the candidates.
+fn found<T>(lookup: Result<T, once_analysis::NotFound>) -> anyhow::Result<T> {
+    lookup.map_err(|not_found| {
+        anyhow::anyhow!(not_found.with_hint(|listing| match listing {
+            once_analysis::Listing::Targets => "`once query targets` lists them",
+            once_analysis::Listing::TargetKinds => "`once query target-kinds` lists them",
+        }))
+    })
 }
 
 /// `once query external-source`: needs no workspace. Always the strict policy.

@@ -281,8 +281,8 @@ pub fn evaluate_module_source(
                     "Load a workspace `.star` file by a path relative to this module, or `//` + a workspace-relative path".to_owned(),
                 ],
                 ModuleErrorKind::Invalid => vec![
-                    "Compare the module with `once query module-contract`".to_owned(),
-                    "Fix the reported Starlark or target kind contract error and run `once query validate-module` again".to_owned(),
+                    "Compare the module with the module contract (`once query module-contract`, MCP `once_query_module_contract`)".to_owned(),
+                    "Fix the reported Starlark or target kind contract error and validate the module again (`once query validate-module`, MCP `once_validate_module`)".to_owned(),
                 ],
             };
             diagnostic

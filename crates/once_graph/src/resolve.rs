@@ -292,7 +292,7 @@ impl TargetChecker<'_> {
                     Some("kind"),
                 )
                 .repairs
-                .push("Add `kind = \"…\"`; `once query target-kinds` lists the kinds".into());
+                .push("Add `kind = \"…\"`; the kind list (`once query target-kinds`, MCP `once_list_target_kinds`) names them".into());
                 None
             }
             Some(kind) => match self.catalog.get(&kind.value) {
@@ -312,7 +312,7 @@ impl TargetChecker<'_> {
                     }
                     diagnostic
                         .repairs
-                        .push("Run `once query target-kinds` to list every kind".into());
+                        .push("List every kind with `once query target-kinds` (MCP `once_list_target_kinds`)".into());
                     None
                 }
             },

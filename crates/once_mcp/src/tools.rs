@@ -233,7 +233,7 @@ pub fn registry() -> Vec<Tool> {
                 Ok(analysis
                     .lookup_target(text(arguments, "target"))?
                     .map(|t| page_none(once_json::to_value(&once_json::graph_target(&t))))
-                    .map_err(|e| e.to_string()))
+                    .map_err(|e| not_found_message(&e)))
             },
         },
         Tool {
@@ -250,7 +250,7 @@ pub fn registry() -> Vec<Tool> {
                 Ok(analysis
                     .lookup_target(text(arguments, "target"))?
                     .map(|t| page_none(once_json::to_value(&once_json::capabilities(&t))))
-                    .map_err(|e| e.to_string()))
+                    .map_err(|e| not_found_message(&e)))
             },
         },
         Tool {
@@ -267,7 +267,7 @@ pub fn registry() -> Vec<Tool> {
                 Ok(analysis
                     .lookup_kind(text(arguments, "kind"))?
                     .map(|k| page_none(once_json::to_value(&once_json::kind_schema(&k))))
-                    .map_err(|e| e.to_string()))
+                    .map_err(|e| not_found_message(&e)))
             },
         },
         Tool {
@@ -287,7 +287,7 @@ pub fn registry() -> Vec<Tool> {
                 Ok(analysis
                     .lookup_example(text(arguments, "kind"), text(arguments, "slug"))?
                     .map(|e| page_none(once_json::to_value(&once_json::example(&e))))
-                    .map_err(|e| e.to_string()))
+                    .map_err(|e| not_found_message(&e)))
             },
         },
         Tool {
@@ -564,6 +564,14 @@ fn parse_cursor(cursor: &str) -> Option<usize> {
     cursor.strip_prefix("offset:")?.parse().ok()
 }
 
+/// A lookup's error with the tool that lists the candidates.
+fn not_found_message(not_found: &once_analysis::NotFound) -> String {
+    not_found.with_hint(|listing| match listing {
+        once_analysis::Listing::Targets => "`once_query_targets` lists them",
+        once_analysis::Listing::TargetKinds => "`once_list_target_kinds` lists them",
+    })
+}
+
 fn query_targets(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
@@ -572,7 +580,7 @@ fn query_targets(
     if let Some(kind) = kind
         && let Err(not_found) = analysis.lookup_kind(kind)?
     {
-        return Ok(Err(not_found.to_string()));
+        return Ok(Err(not_found_message(&not_found)));
     }
     let targets = analysis.targets(kind)?;
     Ok(paginate(&targets, arguments, DEFAULT_TARGETS_PAGE, |t| {
