@@ -463,6 +463,43 @@ impl Analysis {
 }
 
 /// Attaches the 1-based line/column range to a diagnostic.
+/// The diagnostics of one file with their line/column ranges. Re-runs only when the
+/// file's diagnostics or its text changed, so an edit re-locates only what it touched.
+#[salsa::tracked(returns(ref))]
+fn located_diagnostics_of_file(
+    db: &dyn once_db::Db,
+    file: once_db::File,
+) -> Box<[LocatedDiagnostic]> {
+    let diagnostics = once_graph::diagnostics_of_file(db, file);
+    if diagnostics.is_empty() {
+        return Box::new([]);
+    }
+    let index = line_index(db, file);
+    diagnostics
+        .iter()
+        .map(|d| LocatedDiagnostic {
+            diagnostic: d.clone(),
+            range: d.range.map(|range| index.range(range)),
+        })
+        .collect()
+}
+
+fn located_diagnostics_by_file(
+    db: &RootDatabase,
+    workspace: Workspace,
+) -> std::collections::BTreeMap<String, Vec<LocatedDiagnostic>> {
+    once_graph::workspace_diagnostics_by_file(db, workspace)
+        .iter()
+        .map(|(path, group)| {
+            let located = match db.file(path) {
+                Some(file) => located_diagnostics_of_file(db, file).to_vec(),
+                None => group.iter().map(|d| locate(db, d)).collect(),
+            };
+            (path.clone(), located)
+        })
+        .collect()
+}
+
 fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
     let range = match (&diagnostic.file, diagnostic.range) {
         (Some(file), Some(range)) => db.file(file).map(|f| line_index(db, f).range(range)),

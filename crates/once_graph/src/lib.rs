@@ -53,5 +53,6 @@ pub use tests::{
     normalize_changed_path, owners, test_targets,
 };
 pub use validate::{
-    MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, file_diagnostics, workspace_diagnostics,
+    MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, diagnostics_of_file, file_diagnostics,
+    workspace_diagnostics, workspace_diagnostics_by_file,
 };

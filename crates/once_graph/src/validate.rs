@@ -1,6 +1,8 @@
 //! Validation: every diagnostic of a package's manifest, and of the whole workspace.
 
-use once_db::{Db, Package, PackageFilter, Workspace};
+use std::collections::BTreeMap;
+
+use once_db::{Db, File, Package, PackageFilter, Workspace};
 use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
 use rustc_hash::FxHashMap;
 
@@ -325,6 +327,41 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
     }
     // `[modules] paths` are checked by `module_diagnostics`.
     out
+}
+
+/// The workspace's diagnostics that name a file, grouped by that file's
+/// workspace-relative path (each group in [`workspace_diagnostics`] order).
+#[salsa::tracked(returns(ref))]
+pub fn workspace_diagnostics_by_file(
+    db: &dyn Db,
+    workspace: Workspace,
+) -> BTreeMap<String, Box<[Diagnostic]>> {
+    let mut groups: BTreeMap<String, Vec<Diagnostic>> = BTreeMap::new();
+    for diagnostic in workspace_diagnostics(db, workspace) {
+        if let Some(file) = &diagnostic.file {
+            groups
+                .entry(file.clone())
+                .or_default()
+                .push(diagnostic.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(file, group)| (file, group.into_boxed_slice()))
+        .collect()
+}
+
+/// The workspace diagnostics of one file. An edit elsewhere re-runs this lookup, but an
+/// unchanged group backdates, so what is derived from it (located ranges) is kept.
+#[salsa::tracked(returns(ref))]
+pub fn diagnostics_of_file(db: &dyn Db, file: File) -> Box<[Diagnostic]> {
+    let Some(workspace) = Workspace::try_get(db) else {
+        return Box::new([]);
+    };
+    workspace_diagnostics_by_file(db, workspace)
+        .get(file.path(db))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Every diagnostic of the workspace, sorted by file and position.
