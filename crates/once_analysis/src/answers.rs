@@ -218,10 +218,7 @@ pub(crate) fn validate_target(
         return Validation {
             valid: false,
             target_count: 0,
-            diagnostics: vec![LocatedDiagnostic {
-                diagnostic,
-                range: None,
-            }],
+            diagnostics: vec![LocatedDiagnostic::unlocated(diagnostic)],
         };
     };
     let mut text = String::from("[[target]]\n");
@@ -235,11 +232,7 @@ pub(crate) fn validate_target(
         .into_iter()
         .map(|mut diagnostic| {
             diagnostic.file = None;
-            diagnostic.range = None;
-            LocatedDiagnostic {
-                diagnostic,
-                range: None,
-            }
+            LocatedDiagnostic::unlocated(diagnostic)
         })
         .collect();
     Validation {

@@ -18,6 +18,7 @@
 //! to one manifest re-runs that package's queries and, through backdating, nothing else
 //! unless names, kinds or visibility changed. Diagnostics are return values.
 
+pub mod fixes;
 pub mod graph;
 pub mod kinds;
 pub mod manifests;

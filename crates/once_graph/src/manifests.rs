@@ -7,7 +7,7 @@
 //! kinds and other packages live in [`crate::validate`].
 
 use once_db::{Db, File, Package, source_text};
-use once_model::{AttrValue, Diagnostic, DiagnosticCode, Float, TargetLabel, TextRange};
+use once_model::{AttrValue, Diagnostic, DiagnosticCode, Fix, Float, TargetLabel, TextRange};
 use once_syntax::value::{Entry, Table, Value, ValueKind};
 
 use crate::text::{closest, range};
@@ -298,6 +298,14 @@ impl Reader {
             diagnostic.target = Some(target.to_owned());
         }
         diagnostic.attribute = Some(entry.key.clone());
+        if let Some(best) = suggestions.first() {
+            diagnostic.fixes.push(Fix::replace(
+                format!("Rename `{}` to `{best}`", entry.key),
+                true,
+                range(entry.key_range),
+                best.as_str(),
+            ));
+        }
         diagnostic.repairs.push(match suggestions.first() {
             Some(best) => format!("Rename `{}` to `{best}`", entry.key),
             None => format!(

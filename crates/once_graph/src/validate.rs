@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use once_db::{Db, File, Package, PackageFilter, Workspace};
-use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
+use once_db::{Db, File, Package, PackageFilter, Workspace, source_text};
+use once_model::{Diagnostic, DiagnosticCode, Fix, TargetLabel, TextRange, resolve_reference};
 use rustc_hash::FxHashMap;
 
+use crate::fixes::add_text_fixes;
 use crate::graph::dependency_cycles;
 use crate::kinds::{kind_catalog, module_diagnostics};
 use crate::manifests::{Configurable, manifest};
@@ -95,8 +96,21 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    for suggestion in closest(&label.id(), candidates.iter().map(String::as_str), 2)
-                    {
+                    let suggestions =
+                        closest(&label.id(), candidates.iter().map(String::as_str), 2);
+                    for (i, suggestion) in suggestions.iter().enumerate() {
+                        let suggested = TargetLabel::from_id(suggestion);
+                        let reference = if suggested.package == consumer_package {
+                            format!("./{}", suggested.name)
+                        } else {
+                            suggestion.clone()
+                        };
+                        diagnostic.fixes.push(Fix::replace(
+                            format!("Depend on `{reference}`"),
+                            i == 0,
+                            range,
+                            format!("\"{reference}\""),
+                        ));
                         diagnostic
                             .repairs
                             .push(format!("Did you mean `{suggestion}`?"));
@@ -181,6 +195,13 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                 }
             }
         }
+    }
+    if diagnostics
+        .iter()
+        .any(|d| d.code == DiagnosticCode::MissingRequiredAttr)
+    {
+        let text = &source_text(db, package.manifest(db)).text;
+        add_text_fixes(text, manifest, catalog, &mut diagnostics);
     }
     diagnostics.sort_by(|a, b| {
         (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code))
