@@ -558,9 +558,7 @@ impl TargetChecker<'_> {
                             Some(&attribute),
                         );
                         if let Some(suggestion) = suggestion {
-                            diagnostic
-                                .repairs
-                                .push(format!("Replace `{}` with `{suggestion}`", entry.value));
+                            suggest_label(diagnostic, &entry.value, &suggestion, entry.range);
                         }
                     }
                 }
@@ -818,9 +816,7 @@ impl TargetChecker<'_> {
                         Some(attribute),
                     );
                     if let Some(suggestion) = suggestion {
-                        diagnostic
-                            .repairs
-                            .push(format!("Replace `{reference}` with `{suggestion}`"));
+                        suggest_label(diagnostic, reference, &suggestion, reference_range);
                     }
                     valid = false;
                 }
@@ -829,6 +825,21 @@ impl TargetChecker<'_> {
         }
         true
     }
+}
+
+/// The repair and the fix rewriting the label `written` (a string at `range`) as
+/// `suggestion`.
+fn suggest_label(diagnostic: &mut Diagnostic, written: &str, suggestion: &str, range: TextRange) {
+    let title = format!("Replace `{written}` with `{suggestion}`");
+    if !suggestion.is_empty() {
+        diagnostic.fixes.push(Fix::replace(
+            &title,
+            true,
+            range,
+            format!("\"{suggestion}\""),
+        ));
+    }
+    diagnostic.repairs.push(title);
 }
 
 /// The strings of a string or list-of-strings value, each with its own range.
