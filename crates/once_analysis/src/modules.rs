@@ -111,7 +111,7 @@ pub fn module_contract() -> ModuleContract {
             "Capabilities are `build`, `run` or `test`; `requires_outputs` names output groups another capability of the same kind produces; only `test` takes a `runner`.".to_owned(),
             "Example files are relative paths without `.` or `..`, include a `once.toml`, and are not empty.".to_owned(),
             "A kind declares a schema only: its capabilities are not executed yet, so there are no implementation functions, context fields or action primitives.".to_owned(),
-            "Evaluation stops at the first error; kinds declared before it stay available. Evaluation is bounded by a step limit and a heap limit: loops and allocations that exceed them are reported, never hang.".to_owned(),
+            "Evaluation stops at the first error; kinds declared before it stay available. Evaluation is bounded (2,000,000 steps, 64 MiB of heap, 200 nested calls, 3 s; `range` no longer than the step limit; `str`, `repr` and `json.encode` of values nested at most 1,000 deep): a module past a limit is one `invalid_module` at the running statement, never a hang or a crash.".to_owned(),
             "Modules are trusted code but have no host access: no `print`, no file or network reads; `load()` reads only workspace `.star` files.".to_owned(),
         ],
         load_contract: vec![

@@ -437,3 +437,191 @@ fn formatting_is_idempotent_on_the_toml_test_corpus_when_present() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+/// A workspace whose project module declares `demo`, a kind with a value-restricted,
+/// a bool and a required attribute and a `tools` dependency role; `manifest` is `a/once.toml`.
+fn with_demo_kind(manifest: &str) -> String {
+    format!(
+        r#"//- /once.toml
+[workspace]
+
+[modules]
+paths = ["modules/*.star"]
+//- /modules/demo.star
+target_kind(
+    name = "demo",
+    docs = "A demo kind.",
+    attrs = {{
+        "mode": attr.string("How it runs.", values = ["fast", "slow"]),
+        "strict": attr.bool("Fail on warnings."),
+        "output": attr.string("The output.", required = True),
+    }},
+    deps = [dep(providers = ["files"]), dep("tools", "Helpers.", providers = ["files"])],
+    providers = ["files"],
+)
+//- /b/once.toml
+[[target]]
+name = "Lib"
+kind = "demo"
+//- /a/once.toml
+{manifest}"#
+    )
+}
+
+/// Completion items as `kind label => insert @ replaced range` lines.
+fn render_completions(items: &[CompletionItem]) -> String {
+    items
+        .iter()
+        .map(|i| {
+            let r = i.replace;
+            format!(
+                "{:?} {} => {:?} @ {}:{}-{}:{}\n",
+                i.kind,
+                i.label,
+                i.insert_text,
+                r.start.line,
+                r.start.column,
+                r.end.line,
+                r.end.column
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn completion_context_comes_from_the_syntax_tree() {
+    let cases = [
+        ("a header", "[[target]]\nname = \"A\"\n\n[target.a$0\n"),
+        (
+            "[target.attrs]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\n\n[target.attrs]\nmode = \"dev\"\n$0\n",
+        ),
+        (
+            "a value in [target.attrs]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\n\n[target.attrs]\nmode = \"f$0\"\n",
+        ),
+        (
+            "an inline attrs table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs = { strict = true, $0 }\n",
+        ),
+        (
+            "a value in an inline attrs table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs = { strict = $0 }\n",
+        ),
+        (
+            "deps = [...]",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\ndeps = [\"b/Lib\", \"$0\"]\n",
+        ),
+        (
+            "an inline dependencies table",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\ndependencies = { tools = [\"b/$0\n",
+        ),
+        (
+            "a dotted attrs key",
+            "[[target]]\nname = \"A\"\nkind = \"demo\"\nattrs.mo$0\n",
+        ),
+        (
+            "a [[target]] (keys written are left out)",
+            "[[target]]\nname = \"A\"\nsrcs = []\n$0\n\n[target.attrs]\n",
+        ),
+        ("[workspace]", "[workspace]\ninclude = []\n$0\n"),
+        (
+            "[workspace.configuration]",
+            "[workspace.configuration]\n$0\n",
+        ),
+        ("a comment", "[[target]]\nname = \"A\" # $0\n"),
+        ("after a complete value", "[[target]]\nname = \"A\" $0\n"),
+    ];
+    let rendered: String = cases
+        .iter()
+        .map(|(what, manifest)| {
+            let items = load(&with_demo_kind(manifest)).completions();
+            format!("-- {what}\n{}", render_completions(&items))
+        })
+        .collect();
+    expect_test::expect![[r#"
+        -- a header
+        Table [[target]] => "[[target]]" @ 4:1-4:10
+        Table [target.attrs] => "[target.attrs]" @ 4:1-4:10
+        Table [target.dependencies] => "[target.dependencies]" @ 4:1-4:10
+        Table [workspace] => "[workspace]" @ 4:1-4:10
+        Table [workspace.configuration] => "[workspace.configuration]" @ 4:1-4:10
+        Table [modules] => "[modules]" @ 4:1-4:10
+        -- [target.attrs]
+        Attribute strict => "strict = " @ 7:1-7:1
+        Attribute output => "output = " @ 7:1-7:1
+        -- a value in [target.attrs]
+        Value fast => "fast" @ 6:9-6:10
+        Value slow => "slow" @ 6:9-6:10
+        -- an inline attrs table
+        Attribute mode => "mode = " @ 4:26-4:26
+        Attribute output => "output = " @ 4:26-4:26
+        -- a value in an inline attrs table
+        Value true => "true" @ 4:20-4:20
+        Value false => "false" @ 4:20-4:20
+        -- deps = [...]
+        Label b/Lib => "b/Lib" @ 4:19-4:19
+        -- an inline dependencies table
+        Label b/Lib => "b/Lib" @ 4:28-4:30
+        -- a dotted attrs key
+        Attribute mode => "mode = " @ 4:7-4:9
+        Attribute strict => "strict = " @ 4:7-4:9
+        Attribute output => "output = " @ 4:7-4:9
+        -- a [[target]] (keys written are left out)
+        Key kind => "kind = " @ 4:1-4:1
+        Key deps => "deps = " @ 4:1-4:1
+        Key visibility => "visibility = " @ 4:1-4:1
+        Key labels => "labels = " @ 4:1-4:1
+        Key attrs => "attrs = " @ 4:1-4:1
+        Key dependencies => "dependencies = " @ 4:1-4:1
+        -- [workspace]
+        Key exclude => "exclude = " @ 3:1-3:1
+        Key configuration => "configuration = " @ 3:1-3:1
+        -- [workspace.configuration]
+        Key os => "os = " @ 2:1-2:1
+        Key arch => "arch = " @ 2:1-2:1
+        Key tokens => "tokens = " @ 2:1-2:1
+        -- a comment
+        -- after a complete value
+    "#]]
+    .assert_eq(&rendered);
+}
+
+#[test]
+fn hover_on_a_manifest_key_shows_the_vocabulary_docs() {
+    let cases = [
+        "[[target]]\nname = \"A\"\nsr$0cs = []\n",
+        "[[tar$0get]]\nname = \"A\"\n",
+        "[[target]]\nname = \"A\"\n\n[target.at$0trs]\n",
+        "[workspace]\n$0include = []\n",
+        "[workspace]\nconfiguration = { o$0s = \"linux\" }\n",
+        "[workspace]\nnot_a_k$0ey = 1\n",
+    ];
+    let rendered: String = cases
+        .iter()
+        .map(|manifest| {
+            let fixture = load(&in_package_a(manifest));
+            let (path, at) = fixture.cursor();
+            let hover = fixture.host.analysis().hover(path, at).unwrap();
+            match hover {
+                Some(h) => format!(
+                    "{}:{}-{}:{} {}\n",
+                    h.range.start.line,
+                    h.range.start.column,
+                    h.range.end.line,
+                    h.range.end.column,
+                    h.markdown.replace("\n\n", " | ")
+                ),
+                None => "none\n".to_owned(),
+            }
+        })
+        .collect();
+    expect_test::expect![[r#"
+        3:1-3:5 **key** `target.srcs`: list of strings | Source files, as paths or globs relative to the package.
+        1:3-1:9 **key** `target`: array of tables | Declares one target: a name, a kind, and the kind's attributes.
+        4:9-4:14 **key** `target.attrs`: table | The kind's attributes; values are typed by the kind.
+        2:1-2:8 **key** `workspace.include`: list of strings | Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent.
+        2:19-2:21 **key** `workspace.configuration.os`: string | The operating system; the host's when absent.
+        none
+    "#]].assert_eq(&rendered);
+}

@@ -71,6 +71,10 @@ pub enum Command {
     Edit(Edit),
     /// Serve the Language Server Protocol on stdin/stdout for editors (`once.toml` files).
     Lsp,
+    /// Internal: the isolated module evaluator `once` starts for itself (one request on
+    /// stdin, progress and `load()` requests on stdout).
+    #[command(name = "__evaluate-module", hide = true)]
+    EvaluateModule,
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -13,6 +13,7 @@
 mod args;
 mod edit;
 mod human;
+mod isolation;
 mod panic;
 mod query;
 
@@ -59,6 +60,11 @@ fn run() -> ExitCode {
     if format == Format::Json {
         panic::report_as_json();
     }
+    if !matches!(args.command, Command::EvaluateModule)
+        && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
+    {
+        once_starlark::install_isolation(Box::new(isolation));
+    }
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
@@ -89,6 +95,7 @@ fn run() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Command::EvaluateModule => isolation::run_worker().map(|()| Outcome::Success),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();

@@ -914,3 +914,56 @@ fn validate_workspace_diagnostics_carry_fixes() {
     );
     assert_eq!(server.finish(), 0);
 }
+
+/// A module that never finishes, one that exhausts memory inside one statement and a FIFO
+/// named as a module: each validation is answered (invalid), and so is the next request.
+#[cfg(unix)]
+#[test]
+fn runaway_modules_and_fifos_do_not_stop_the_server() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app/once.toml"),
+        "[[target]]\nname = \"Files\"\nkind = \"filegroup\"\nsrcs = []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("modules/compare.star"),
+        "x = []\ny = []\nfor i in range(40):\n    x = [x, x]\n    y = [y, y]\nz = (x == y)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("modules/repeat.star"),
+        "n = 2000000000\nl = [0] * n\n",
+    )
+    .unwrap();
+    let made = Command::new("mkfifo")
+        .arg(root.join("modules/fifo.star"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut server = Server::start_in(workspace, &[]);
+    server.initialize("2025-11-25");
+    for (id, path) in [
+        (1, "modules/compare.star"),
+        (2, "modules/repeat.star"),
+        (3, "modules/fifo.star"),
+    ] {
+        let reply = server.call(id, "once_validate_module", json!({ "path": path }));
+        assert_eq!(
+            reply["structuredContent"]["result"]["valid"],
+            json!(false),
+            "{reply}"
+        );
+    }
+    let targets = server.call(4, "once_query_targets", json!({}));
+    assert!(targets.to_string().contains("app/Files"), "{targets}");
+    assert_eq!(server.finish(), 0);
+}

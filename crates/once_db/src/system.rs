@@ -25,7 +25,8 @@ impl HostPlatform {
 
 /// Everything core crates need from the outside world.
 pub trait System: Send + Sync + fmt::Debug {
-    /// Reads a file as UTF-8 text.
+    /// Reads a regular file as UTF-8 text (at most [`MAX_READ_BYTES`]; FIFOs, devices and
+    /// other non-regular files are refused without blocking on them).
     fn read_to_string(&self, path: &Path) -> io::Result<String>;
 
     /// Whether `path` is an existing regular file.
@@ -39,7 +40,7 @@ pub trait System: Send + Sync + fmt::Debug {
 
     fn host_platform(&self) -> HostPlatform;
 
-    /// Reads a file's bytes.
+    /// Reads a regular file's bytes, with the limits of [`System::read_to_string`].
     fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>>;
 
     /// What is at `path`, without following a final symbolic link; `None` when nothing is.
@@ -103,7 +104,12 @@ pub struct OsSystem;
 
 impl System for OsSystem {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        std::fs::read_to_string(path)
+        String::from_utf8(read_regular_file(path)?).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })
     }
 
     fn is_file(&self, path: &Path) -> bool {
@@ -119,7 +125,7 @@ impl System for OsSystem {
     }
 
     fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
+        read_regular_file(path)
     }
 
     fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
@@ -189,6 +195,64 @@ fn confined_unsupported() -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,
         "writing into the workspace is only supported on Unix",
+    )
+}
+
+/// The largest file [`System::read_to_string`] and [`System::read_bytes`] read: manifests,
+/// modules and edited files are far smaller; anything bigger is refused, not loaded.
+pub const MAX_READ_BYTES: u64 = 64 << 20;
+
+/// Reads the regular file at `path` (symbolic links followed), refusing anything else.
+///
+/// The file is opened non-blocking, so a FIFO (or a link to one) does not wait for a
+/// writer; the kind is then checked on the open handle, so swapping the path for a FIFO
+/// after a check cannot make the read block. Reads stop after [`MAX_READ_BYTES`].
+pub fn read_regular_file(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // `O_NONBLOCK` fits an `i32` (it is 0o4000 on Linux).
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        let what = if metadata.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "`{}` is {what}; only regular files are read",
+                path.display()
+            ),
+        ));
+    }
+    if metadata.len() > MAX_READ_BYTES {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return Err(too_large(path));
+    }
+    Ok(bytes)
+}
+
+fn too_large(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "`{}` is larger than the {} MiB read limit",
+            path.display(),
+            MAX_READ_BYTES >> 20
+        ),
     )
 }
 
@@ -455,5 +519,37 @@ impl System for MemorySystem {
         let existed = self.is_file(&path);
         self.write(path, text);
         Ok(existed)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A FIFO (or a link to one) is refused at once instead of waiting for a writer, and
+    /// so are directories; regular files read as before.
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.star");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let link = dir.path().join("link.star");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let file = dir.path().join("file.star");
+        std::fs::write(&file, "x = 1\n").unwrap();
+        let system = OsSystem;
+        for path in [&fifo, &link] {
+            let error = system.read_to_string(path).unwrap_err();
+            assert!(error.to_string().contains("not a regular file"), "{error}");
+            assert!(system.read_bytes(path).is_err());
+        }
+        let error = system.read_to_string(dir.path()).unwrap_err();
+        assert!(error.to_string().contains("a directory"), "{error}");
+        assert_eq!(system.read_to_string(&file).unwrap(), "x = 1\n");
+        assert_eq!(system.read_bytes(&file).unwrap(), b"x = 1\n");
     }
 }

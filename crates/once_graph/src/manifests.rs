@@ -7,7 +7,9 @@
 //! kinds and other packages live in [`crate::validate`].
 
 use once_db::{Db, File, Package, source_text};
-use once_model::{AttrValue, Diagnostic, DiagnosticCode, Fix, Float, TargetLabel, TextRange};
+use once_model::{
+    AttrValue, Diagnostic, DiagnosticCode, Fix, Float, ManifestTable, TargetLabel, TextRange,
+};
 use once_syntax::value::{Entry, Table, Value, ValueKind};
 
 use crate::text::{closest, range};
@@ -219,21 +221,6 @@ struct Reader {
     diagnostics: Vec<Diagnostic>,
 }
 
-const TOP_LEVEL_KEYS: &[&str] = &["target", "workspace", "modules"];
-const TARGET_KEYS: &[&str] = &[
-    "name",
-    "kind",
-    "srcs",
-    "deps",
-    "dependencies",
-    "visibility",
-    "labels",
-    "attrs",
-];
-const WORKSPACE_KEYS: &[&str] = &["include", "exclude", "configuration"];
-const CONFIGURATION_KEYS: &[&str] = &["os", "arch", "tokens"];
-const MODULES_KEYS: &[&str] = &["paths"];
-
 impl Reader {
     fn finish(
         self,
@@ -257,19 +244,18 @@ impl Reader {
         let mut workspace = None;
         let mut modules = None;
         for entry in &root.entries {
+            if !self.is_known(entry, ManifestTable::TopLevel, None) {
+                continue;
+            }
             match entry.key.as_str() {
                 "target" => self.read_targets(entry, &mut targets),
-                "workspace" => {
-                    if self.expect_root_only(entry) {
-                        workspace = self.read_workspace(entry);
-                    }
+                "workspace" if self.expect_root_only(entry) => {
+                    workspace = self.read_workspace(entry);
                 }
-                "modules" => {
-                    if self.expect_root_only(entry) {
-                        modules = self.read_modules(entry);
-                    }
+                "modules" if self.expect_root_only(entry) => {
+                    modules = self.read_modules(entry);
                 }
-                _ => self.unknown_key(entry, "the top level of `once.toml`", TOP_LEVEL_KEYS, None),
+                _ => {}
             }
         }
         self.finish(targets, workspace, modules)
@@ -285,6 +271,23 @@ impl Reader {
             .push(Diagnostic::new(code, message).at(self.file.clone(), at));
         let last = self.diagnostics.len() - 1;
         &mut self.diagnostics[last]
+    }
+
+    /// Whether the vocabulary has the entry's key in `table`; reports `unknown_key` if not,
+    /// so the match over known keys that follows never sees a key the vocabulary lacks.
+    fn is_known(&mut self, entry: &Entry, table: ManifestTable, target: Option<&str>) -> bool {
+        if table.key(&entry.key).is_some() {
+            return true;
+        }
+        let place = match table {
+            ManifestTable::TopLevel => "the top level of `once.toml`",
+            ManifestTable::Target => "a `[[target]]` table",
+            ManifestTable::Workspace => "`[workspace]`",
+            ManifestTable::Configuration => "`[workspace.configuration]`",
+            ManifestTable::Modules => "`[modules]`",
+        };
+        self.unknown_key(entry, place, &table.key_names(), target);
+        false
     }
 
     fn unknown_key(&mut self, entry: &Entry, place: &str, known: &[&str], target: Option<&str>) {
@@ -399,6 +402,9 @@ impl Reader {
             attrs: Vec::new(),
         };
         for entry in &table.entries {
+            if !self.is_known(entry, ManifestTable::Target, id) {
+                continue;
+            }
             match entry.key.as_str() {
                 "name" => {}
                 "kind" => target.kind = self.string(entry, id),
@@ -443,7 +449,7 @@ impl Reader {
                     }
                     _ => self.type_error("attrs", "a table", &entry.value, id),
                 },
-                _ => self.unknown_key(entry, "a `[[target]]` table", TARGET_KEYS, id),
+                _ => {}
             }
         }
         target
@@ -456,6 +462,9 @@ impl Reader {
         };
         let mut workspace = WorkspaceDecl::default();
         for entry in &table.entries {
+            if !self.is_known(entry, ManifestTable::Workspace, None) {
+                continue;
+            }
             match entry.key.as_str() {
                 "include" => workspace.include = self.string_list(entry, None),
                 "exclude" => workspace.exclude = self.string_list(entry, None),
@@ -465,20 +474,18 @@ impl Reader {
                         continue;
                     };
                     for entry in &configuration.entries {
+                        if !self.is_known(entry, ManifestTable::Configuration, None) {
+                            continue;
+                        }
                         match entry.key.as_str() {
                             "os" => workspace.os = self.string(entry, None),
                             "arch" => workspace.arch = self.string(entry, None),
                             "tokens" => workspace.tokens = self.string_list(entry, None),
-                            _ => self.unknown_key(
-                                entry,
-                                "`[workspace.configuration]`",
-                                CONFIGURATION_KEYS,
-                                None,
-                            ),
+                            _ => {}
                         }
                     }
                 }
-                _ => self.unknown_key(entry, "`[workspace]`", WORKSPACE_KEYS, None),
+                _ => {}
             }
         }
         Some(workspace)
@@ -494,9 +501,11 @@ impl Reader {
             paths: Vec::new(),
         };
         for entry in &table.entries {
-            match entry.key.as_str() {
-                "paths" => modules.paths = self.string_list(entry, None),
-                _ => self.unknown_key(entry, "`[modules]`", MODULES_KEYS, None),
+            if !self.is_known(entry, ManifestTable::Modules, None) {
+                continue;
+            }
+            if entry.key == "paths" {
+                modules.paths = self.string_list(entry, None);
             }
         }
         Some(modules)

@@ -1,16 +1,25 @@
-//! `to_proto`/`from_proto`: positions in the negotiated encoding, URIs, and the analysis'
-//! plain data as `lsp_types` values.
+//! Every conversion between the protocol and the analysis: positions in the negotiated
+//! encoding, URIs and workspace paths, and the analysis' plain data (completion items,
+//! hovers, symbols, code actions, edits, diagnostics) as `lsp_types` values.
 //!
 //! The analysis speaks 1-based lines and columns in Unicode scalar values; the protocol
 //! speaks 0-based lines and columns in UTF-16 code units (or UTF-8 bytes when the client
 //! offers it and we pick it).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use lsp_types::{Position, Range, Uri};
+use lsp_types::{
+    CodeActionOrCommand, CompletionItemKind, CompletionTextEdit, DiagnosticRelatedInformation,
+    DiagnosticSeverity, DocumentSymbol, Hover, HoverContents, Location, MarkupContent, MarkupKind,
+    NumberOrString, Position, Range, SymbolKind, Uri, WorkspaceEdit,
+};
 use once_analysis::ide::LineColRange;
-use once_analysis::{ColumnUnit, LineCol, LineIndex};
+use once_analysis::{
+    CodeAction, ColumnUnit, CompletionKind, HoverInfo, LineCol, LineIndex, LocatedDiagnostic,
+    TargetSymbol, TextEdit,
+};
 
 /// The position encoding agreed in `initialize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +123,178 @@ pub fn path_to_uri(path: &Path) -> Option<Uri> {
         }
     }
     Uri::from_str(&text).ok()
+}
+
+/// A completion item; it replaces the typed word through its text edit.
+pub fn to_completion_item(
+    index: &LineIndex,
+    encoding: Encoding,
+    item: once_analysis::CompletionItem,
+) -> lsp_types::CompletionItem {
+    lsp_types::CompletionItem {
+        label: item.label.clone(),
+        kind: Some(completion_item_kind(item.kind)),
+        detail: item.detail,
+        documentation: item
+            .documentation
+            .map(|value| lsp_types::Documentation::MarkupContent(markdown(value))),
+        sort_text: Some(item.sort_text),
+        filter_text: Some(item.label),
+        text_edit: Some(CompletionTextEdit::Edit(lsp_types::TextEdit {
+            range: to_range(index, encoding, item.replace),
+            new_text: item.insert_text,
+        })),
+        ..Default::default()
+    }
+}
+
+fn completion_item_kind(kind: CompletionKind) -> CompletionItemKind {
+    match kind {
+        CompletionKind::Kind => CompletionItemKind::CLASS,
+        CompletionKind::Attribute => CompletionItemKind::PROPERTY,
+        CompletionKind::Value => CompletionItemKind::VALUE,
+        CompletionKind::Label => CompletionItemKind::REFERENCE,
+        CompletionKind::Key => CompletionItemKind::FIELD,
+        CompletionKind::Table => CompletionItemKind::MODULE,
+    }
+}
+
+fn markdown(value: String) -> MarkupContent {
+    MarkupContent {
+        kind: MarkupKind::Markdown,
+        value,
+    }
+}
+
+pub fn to_hover(index: &LineIndex, encoding: Encoding, hover: HoverInfo) -> Hover {
+    Hover {
+        contents: HoverContents::Markup(markdown(hover.markdown)),
+        range: Some(to_range(index, encoding, hover.range)),
+    }
+}
+
+/// A target as a document symbol.
+pub fn to_document_symbol(
+    index: &LineIndex,
+    encoding: Encoding,
+    symbol: TargetSymbol,
+) -> DocumentSymbol {
+    #[allow(deprecated, reason = "`deprecated` is a required field of the struct")]
+    DocumentSymbol {
+        name: symbol.name,
+        detail: symbol.detail,
+        kind: SymbolKind::OBJECT,
+        tags: None,
+        deprecated: None,
+        range: to_range(index, encoding, symbol.range),
+        selection_range: to_range(index, encoding, symbol.selection_range),
+        children: None,
+    }
+}
+
+pub fn to_text_edit(index: &LineIndex, encoding: Encoding, edit: TextEdit) -> lsp_types::TextEdit {
+    lsp_types::TextEdit {
+        range: to_range(index, encoding, edit.range),
+        new_text: edit.new_text,
+    }
+}
+
+/// A quick fix editing the document `uri`; it names those of the client's diagnostics
+/// (`sent`) it fixes.
+pub fn to_code_action(
+    index: &LineIndex,
+    encoding: Encoding,
+    uri: &Uri,
+    sent: &[lsp_types::Diagnostic],
+    action: CodeAction,
+) -> CodeActionOrCommand {
+    let diagnostic_range = to_range(index, encoding, action.diagnostic_range);
+    let code = Some(NumberOrString::String(action.code.clone()));
+    let diagnostics: Vec<lsp_types::Diagnostic> = sent
+        .iter()
+        .filter(|d| d.range == diagnostic_range && d.code == code)
+        .cloned()
+        .collect();
+    let edits = action
+        .edits
+        .into_iter()
+        .map(|e| to_text_edit(index, encoding, e))
+        .collect();
+    #[allow(
+        clippy::mutable_key_type,
+        reason = "lsp_types::Uri is the map key the protocol uses"
+    )]
+    let changes = HashMap::from([(uri.clone(), edits)]);
+    CodeActionOrCommand::CodeAction(lsp_types::CodeAction {
+        title: action.title,
+        kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+        diagnostics: (!diagnostics.is_empty()).then_some(diagnostics),
+        edit: Some(WorkspaceEdit {
+            changes: Some(changes),
+            ..Default::default()
+        }),
+        is_preferred: Some(action.preferred),
+        ..Default::default()
+    })
+}
+
+/// A located diagnostic as a protocol diagnostic; repairs become related information.
+pub fn to_diagnostic(
+    uri: &Uri,
+    index: &LineIndex,
+    encoding: Encoding,
+    located: &LocatedDiagnostic,
+) -> lsp_types::Diagnostic {
+    let d = &located.diagnostic;
+    let range = located
+        .range
+        .map(|r| to_range(index, encoding, r))
+        .unwrap_or_default();
+    let related: Vec<DiagnosticRelatedInformation> = d
+        .repairs
+        .iter()
+        .map(|repair| DiagnosticRelatedInformation {
+            location: Location {
+                uri: uri.clone(),
+                range,
+            },
+            message: repair.clone(),
+        })
+        .collect();
+    lsp_types::Diagnostic {
+        range,
+        severity: Some(match d.severity {
+            once_analysis::ide::Severity::Error => DiagnosticSeverity::ERROR,
+            once_analysis::ide::Severity::Warning => DiagnosticSeverity::WARNING,
+            once_analysis::ide::Severity::Info => DiagnosticSeverity::INFORMATION,
+        }),
+        code: Some(NumberOrString::String(d.code.as_str().to_owned())),
+        source: Some("once".into()),
+        message: d.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
+        ..Default::default()
+    }
+}
+
+/// The workspace-relative `/`-separated path of a `file:` URI inside `root`.
+pub fn relative_path(root: &Path, uri: &Uri) -> Option<String> {
+    let path = uri_to_path(uri)?;
+    let relative = match path.strip_prefix(root) {
+        Ok(relative) => relative.to_path_buf(),
+        // Clients may name the workspace through a symbolic link.
+        Err(_) => path
+            .parent()
+            .and_then(|p| p.canonicalize().ok())?
+            .join(path.file_name()?)
+            .strip_prefix(root)
+            .ok()?
+            .to_path_buf(),
+    };
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
+    Some(parts?.join("/"))
 }
 
 #[cfg(test)]

@@ -3,11 +3,13 @@
 //!
 //! **Architecture Invariant:** this crate converts and dispatches, nothing else. Every
 //! fact comes from `once_analysis`; this crate owns the `lsp-server` main loop
-//! ([`server`]), its stdio framing ([`transport`]), the overlay of open documents
-//! ([`overlay`]) and the conversion of positions between the analysis' Unicode-scalar
-//! columns and the negotiated UTF-16 or UTF-8 encoding ([`convert`]).
+//! ([`server`]), one handler per request (`handlers`), its stdio framing ([`transport`]),
+//! the overlay of open documents ([`overlay`]) and every conversion between the analysis'
+//! data (Unicode-scalar columns) and the protocol's (the negotiated UTF-16 or UTF-8
+//! encoding) ([`convert`]).
 
 pub mod convert;
+mod handlers;
 pub mod overlay;
 pub mod server;
 pub mod transport;

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
@@ -19,28 +19,21 @@ use lsp_types::notification::{
     DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
     Notification as _, PublishDiagnostics,
 };
-use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest,
-    References, RegisterCapability, Request as _,
-};
+use lsp_types::request::{RegisterCapability, Request as _};
 use lsp_types::{
-    CodeActionOrCommand, CodeActionProviderCapability, CompletionItemKind, CompletionOptions,
-    CompletionResponse, CompletionTextEdit, DiagnosticRelatedInformation, DiagnosticSeverity,
-    DidChangeWatchedFilesRegistrationOptions, DocumentSymbol, DocumentSymbolResponse,
-    FileChangeType, FileSystemWatcher, GlobPattern, GotoDefinitionResponse, Hover, HoverContents,
-    HoverProviderCapability, InitializeParams, InitializeResult, Location, MarkupContent,
-    MarkupKind, NumberOrString, OneOf, PositionEncodingKind, PublishDiagnosticsParams,
-    Registration, RegistrationParams, ServerCapabilities, ServerInfo, SymbolKind,
-    TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
-    TextDocumentSyncSaveOptions, Uri, WorkspaceEdit,
+    CodeActionProviderCapability, CompletionOptions, DidChangeWatchedFilesRegistrationOptions,
+    FileChangeType, FileSystemWatcher, GlobPattern, HoverProviderCapability, InitializeParams,
+    InitializeResult, OneOf, PositionEncodingKind, PublishDiagnosticsParams, Registration,
+    RegistrationParams, ServerCapabilities, ServerInfo, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri,
 };
 use once_analysis::{
-    Analysis, AnalysisHost, Cancellable, ChangeEvent, CompletionKind, LineIndex, LocatedDiagnostic,
-    OsSystem, System, WorkspaceWatcher, default_prime_threads, find_workspace_root,
+    AnalysisHost, ChangeEvent, LineIndex, OsSystem, System, WorkspaceWatcher,
+    default_prime_threads, find_workspace_root,
 };
-use serde_json::Value;
 
 use crate::convert::{self, Encoding};
+use crate::handlers::{RequestError, Snapshot};
 use crate::overlay::Overlay;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -343,7 +336,7 @@ impl Server<'_> {
     }
 
     fn relative(&self, uri: &Uri) -> Option<String> {
-        relative_path(&self.root, uri)
+        convert::relative_path(&self.root, uri)
     }
 
     fn on_notification(&mut self, notification: Notification) -> Result<(), Error> {
@@ -458,7 +451,7 @@ impl Server<'_> {
             let index = LineIndex::new(doc.text.as_str().into());
             let diagnostics: Vec<lsp_types::Diagnostic> = located
                 .iter()
-                .map(|d| to_diagnostic(&doc.uri, &index, self.encoding, d))
+                .map(|d| convert::to_diagnostic(&doc.uri, &index, self.encoding, d))
                 .collect();
             if self.published.get(path) != Some(&diagnostics) {
                 self.published.insert(path.clone(), diagnostics.clone());
@@ -525,310 +518,4 @@ impl Server<'_> {
             }
         }
     }
-}
-
-enum RequestError {
-    NotFound,
-    BadParams(String),
-}
-
-/// What a request handler sees: a database snapshot and the open documents' texts.
-struct Snapshot {
-    analysis: Analysis,
-    root: PathBuf,
-    encoding: Encoding,
-    docs: HashMap<String, String>,
-}
-
-fn parse<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, RequestError> {
-    serde_json::from_value(params).map_err(|e| RequestError::BadParams(e.to_string()))
-}
-
-fn json<T: serde::Serialize>(value: T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-impl Snapshot {
-    /// The line index of a workspace file: the open buffer, else what the database read.
-    fn text_index(&self, path: &str) -> Cancellable<LineIndex> {
-        if let Some(index) = self.document_index(path) {
-            return Ok(index);
-        }
-        Ok(LineIndex::new(
-            self.analysis.file_text(path)?.unwrap_or_default().into(),
-        ))
-    }
-
-    /// The line index of an open document (empty when it is not open).
-    fn document_index(&self, path: &str) -> Option<LineIndex> {
-        self.docs
-            .get(path)
-            .map(|text| LineIndex::new(text.as_str().into()))
-    }
-
-    fn location(
-        &self,
-        file: &str,
-        range: once_analysis::ide::LineColRange,
-    ) -> Cancellable<Option<Location>> {
-        let index = self.text_index(file)?;
-        Ok(
-            convert::path_to_uri(&self.root.join(file)).map(|uri| Location {
-                uri,
-                range: convert::to_range(&index, self.encoding, range),
-            }),
-        )
-    }
-
-    fn dispatch(&self, method: &str, params: Value) -> Result<Cancellable<Value>, RequestError> {
-        let position_params =
-            |params: Value| -> Result<(String, LineIndex, once_analysis::LineCol), RequestError> {
-                let p: lsp_types::TextDocumentPositionParams = parse(params)?;
-                let path = relative_path(&self.root, &p.text_document.uri).ok_or_else(|| {
-                    RequestError::BadParams("document outside the workspace".into())
-                })?;
-                let index = self
-                    .document_index(&path)
-                    .unwrap_or_else(|| LineIndex::new("".into()));
-                let at = convert::from_position(&index, self.encoding, p.position);
-                Ok((path, index, at))
-            };
-        Ok(match method {
-            Completion::METHOD => {
-                let p: lsp_types::CompletionParams = parse(params)?;
-                let (path, index, at) = position_params(json(p.text_document_position))?;
-                self.analysis.completions(&path, at).map(|items| {
-                    let items: Vec<lsp_types::CompletionItem> = items
-                        .into_iter()
-                        .map(|item| lsp_types::CompletionItem {
-                            label: item.label.clone(),
-                            kind: Some(match item.kind {
-                                CompletionKind::Kind => CompletionItemKind::CLASS,
-                                CompletionKind::Attribute => CompletionItemKind::PROPERTY,
-                                CompletionKind::Value => CompletionItemKind::VALUE,
-                                CompletionKind::Label => CompletionItemKind::REFERENCE,
-                                CompletionKind::Key => CompletionItemKind::FIELD,
-                                CompletionKind::Table => CompletionItemKind::MODULE,
-                            }),
-                            detail: item.detail,
-                            documentation: item.documentation.map(|value| {
-                                lsp_types::Documentation::MarkupContent(MarkupContent {
-                                    kind: MarkupKind::Markdown,
-                                    value,
-                                })
-                            }),
-                            sort_text: Some(item.sort_text),
-                            filter_text: Some(item.label),
-                            text_edit: Some(CompletionTextEdit::Edit(lsp_types::TextEdit {
-                                range: convert::to_range(&index, self.encoding, item.replace),
-                                new_text: item.insert_text,
-                            })),
-                            ..Default::default()
-                        })
-                        .collect();
-                    json(CompletionResponse::Array(items))
-                })
-            }
-            HoverRequest::METHOD => {
-                let p: lsp_types::HoverParams = parse(params)?;
-                let (path, index, at) = position_params(json(p.text_document_position_params))?;
-                self.analysis.hover(&path, at).map(|hover| {
-                    json(hover.map(|h| Hover {
-                        contents: HoverContents::Markup(MarkupContent {
-                            kind: MarkupKind::Markdown,
-                            value: h.markdown,
-                        }),
-                        range: Some(convert::to_range(&index, self.encoding, h.range)),
-                    }))
-                })
-            }
-            GotoDefinition::METHOD => {
-                let p: lsp_types::GotoDefinitionParams = parse(params)?;
-                let (path, _, at) = position_params(json(p.text_document_position_params))?;
-                self.locations(self.analysis.definition(&path, at))
-                    .map(|l| json(GotoDefinitionResponse::Array(l)))
-            }
-            References::METHOD => {
-                let p: lsp_types::ReferenceParams = parse(params)?;
-                let include = p.context.include_declaration;
-                let (path, _, at) = position_params(json(p.text_document_position))?;
-                self.locations(self.analysis.references(&path, at, include))
-                    .map(json)
-            }
-            DocumentSymbolRequest::METHOD => {
-                let p: lsp_types::DocumentSymbolParams = parse(params)?;
-                let path = self.document(&p.text_document.uri)?;
-                let index = self
-                    .document_index(&path)
-                    .unwrap_or_else(|| LineIndex::new("".into()));
-                self.analysis.document_symbols(&path).map(|symbols| {
-                    #[allow(deprecated, reason = "`deprecated` is a required field of the struct")]
-                    let symbols: Vec<DocumentSymbol> = symbols
-                        .into_iter()
-                        .map(|s| DocumentSymbol {
-                            name: s.name,
-                            detail: s.detail,
-                            kind: SymbolKind::OBJECT,
-                            tags: None,
-                            deprecated: None,
-                            range: convert::to_range(&index, self.encoding, s.range),
-                            selection_range: convert::to_range(
-                                &index,
-                                self.encoding,
-                                s.selection_range,
-                            ),
-                            children: None,
-                        })
-                        .collect();
-                    json(DocumentSymbolResponse::Nested(symbols))
-                })
-            }
-            CodeActionRequest::METHOD => {
-                let p: lsp_types::CodeActionParams = parse(params)?;
-                let path = self.document(&p.text_document.uri)?;
-                let index = self
-                    .document_index(&path)
-                    .unwrap_or_else(|| LineIndex::new("".into()));
-                let range = convert::from_range(&index, self.encoding, p.range);
-                let uri = p.text_document.uri.clone();
-                self.analysis.code_actions(&path, range).map(|actions| {
-                    let actions: Vec<CodeActionOrCommand> = actions
-                        .into_iter()
-                        .map(|a| {
-                            let diagnostic_range =
-                                convert::to_range(&index, self.encoding, a.diagnostic_range);
-                            let diagnostics: Vec<lsp_types::Diagnostic> = p
-                                .context
-                                .diagnostics
-                                .iter()
-                                .filter(|d| {
-                                    d.range == diagnostic_range
-                                        && d.code == Some(NumberOrString::String(a.code.clone()))
-                                })
-                                .cloned()
-                                .collect();
-                            let edits = a
-                                .edits
-                                .into_iter()
-                                .map(|e| lsp_types::TextEdit {
-                                    range: convert::to_range(&index, self.encoding, e.range),
-                                    new_text: e.new_text,
-                                })
-                                .collect();
-                            #[allow(
-                                clippy::mutable_key_type,
-                                reason = "lsp_types::Uri is the map key the protocol uses"
-                            )]
-                            let changes = HashMap::from([(uri.clone(), edits)]);
-                            CodeActionOrCommand::CodeAction(lsp_types::CodeAction {
-                                title: a.title,
-                                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
-                                diagnostics: (!diagnostics.is_empty()).then_some(diagnostics),
-                                edit: Some(WorkspaceEdit {
-                                    changes: Some(changes),
-                                    ..Default::default()
-                                }),
-                                is_preferred: Some(a.preferred),
-                                ..Default::default()
-                            })
-                        })
-                        .collect();
-                    json(actions)
-                })
-            }
-            Formatting::METHOD => {
-                let p: lsp_types::DocumentFormattingParams = parse(params)?;
-                let path = self.document(&p.text_document.uri)?;
-                let index = self
-                    .document_index(&path)
-                    .unwrap_or_else(|| LineIndex::new("".into()));
-                self.analysis.format(&path).map(|edit| {
-                    let edits: Vec<lsp_types::TextEdit> = edit
-                        .into_iter()
-                        .map(|e| lsp_types::TextEdit {
-                            range: convert::to_range(&index, self.encoding, e.range),
-                            new_text: e.new_text,
-                        })
-                        .collect();
-                    json(edits)
-                })
-            }
-            _ => return Err(RequestError::NotFound),
-        })
-    }
-
-    fn document(&self, uri: &Uri) -> Result<String, RequestError> {
-        relative_path(&self.root, uri)
-            .ok_or_else(|| RequestError::BadParams("document outside the workspace".into()))
-    }
-
-    fn locations(
-        &self,
-        ranges: Cancellable<Vec<once_analysis::FileRange>>,
-    ) -> Cancellable<Vec<Location>> {
-        let mut out = Vec::new();
-        for range in ranges? {
-            out.extend(self.location(&range.file, range.range)?);
-        }
-        Ok(out)
-    }
-}
-
-/// A located diagnostic as a protocol diagnostic; repairs become related information.
-fn to_diagnostic(
-    uri: &Uri,
-    index: &LineIndex,
-    encoding: Encoding,
-    located: &LocatedDiagnostic,
-) -> lsp_types::Diagnostic {
-    let d = &located.diagnostic;
-    let range = located
-        .range
-        .map(|r| convert::to_range(index, encoding, r))
-        .unwrap_or_default();
-    let related: Vec<DiagnosticRelatedInformation> = d
-        .repairs
-        .iter()
-        .map(|repair| DiagnosticRelatedInformation {
-            location: Location {
-                uri: uri.clone(),
-                range,
-            },
-            message: repair.clone(),
-        })
-        .collect();
-    lsp_types::Diagnostic {
-        range,
-        severity: Some(match d.severity {
-            once_analysis::ide::Severity::Error => DiagnosticSeverity::ERROR,
-            once_analysis::ide::Severity::Warning => DiagnosticSeverity::WARNING,
-            once_analysis::ide::Severity::Info => DiagnosticSeverity::INFORMATION,
-        }),
-        code: Some(NumberOrString::String(d.code.as_str().to_owned())),
-        source: Some("once".into()),
-        message: d.message.clone(),
-        related_information: (!related.is_empty()).then_some(related),
-        ..Default::default()
-    }
-}
-
-/// The workspace-relative `/`-separated path of a `file:` URI inside `root`.
-fn relative_path(root: &Path, uri: &Uri) -> Option<String> {
-    let path = convert::uri_to_path(uri)?;
-    let relative = match path.strip_prefix(root) {
-        Ok(relative) => relative.to_path_buf(),
-        // Clients may name the workspace through a symbolic link.
-        Err(_) => path
-            .parent()
-            .and_then(|p| p.canonicalize().ok())?
-            .join(path.file_name()?)
-            .strip_prefix(root)
-            .ok()?
-            .to_path_buf(),
-    };
-    let parts: Option<Vec<&str>> = relative
-        .components()
-        .map(|c| c.as_os_str().to_str())
-        .collect();
-    Some(parts?.join("/"))
 }

@@ -8,12 +8,14 @@
 //! - [`value`]: attribute values as written in `attrs` tables ([`AttrValue`]).
 //! - [`diagnostic`]: diagnostics as data ([`Diagnostic`], [`DiagnosticCode`]).
 //! - [`text`]: byte ranges and 1-based line/column positions.
+//! - [`vocabulary`]: the keys of a manifest's tables, their shapes and docs.
 
 pub mod diagnostic;
 pub mod label;
 pub mod schema;
 pub mod text;
 pub mod value;
+pub mod vocabulary;
 
 pub use diagnostic::{Diagnostic, DiagnosticCode, Fix, FixEdit, Severity, SeverityCounts};
 pub use label::{
@@ -26,3 +28,4 @@ pub use schema::{
 };
 pub use text::{LineCol, LineColRange, TextRange};
 pub use value::{AttrValue, Float};
+pub use vocabulary::{KeyShape, MANIFEST_KEYS, ManifestKey, ManifestTable};

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use once_model::KindSchema;
 use starlark::codemap::{FileSpan, FileSpanRef};
@@ -12,7 +13,9 @@ use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtens
 use starlark::eval::{BeforeStmtFunc, BeforeStmtFuncDyn, Evaluator, FileLoader};
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
 
+use crate::guards::{guarded_globals, json_namespace};
 use crate::helpers::{attr_namespace, declaration_globals};
+use crate::runner::{EvaluationProgress, StatementLocation};
 use crate::values::DeclarationContext;
 use crate::{EvalLimits, KindSite, ModuleDiagnostic, ModuleErrorKind, ModuleSource};
 
@@ -29,21 +32,32 @@ pub(crate) fn dialect(enable_load: bool) -> Dialect {
     }
 }
 
-/// The modules loaded during one evaluation: frozen once each, with a stack for cycles.
+/// The modules loaded during one evaluation: frozen once each, with a stack for cycles;
+/// and the evaluation's deadline and progress, shared by the modules it loads.
 pub(crate) struct Loads<'a> {
     source: &'a dyn ModuleSource,
     limits: &'a EvalLimits,
     frozen: RefCell<BTreeMap<String, FrozenModule>>,
     stack: RefCell<Vec<String>>,
+    /// `None` when the deadline is too far away to be represented (no deadline).
+    deadline: Option<Instant>,
+    /// Follows the statements of the module the evaluation started with.
+    progress: Option<EvaluationProgress>,
 }
 
 impl<'a> Loads<'a> {
-    pub(crate) fn new(source: &'a dyn ModuleSource, limits: &'a EvalLimits) -> Loads<'a> {
+    pub(crate) fn new(
+        source: &'a dyn ModuleSource,
+        limits: &'a EvalLimits,
+        progress: Option<EvaluationProgress>,
+    ) -> Loads<'a> {
         Loads {
             source,
             limits,
             frozen: RefCell::default(),
             stack: RefCell::default(),
+            deadline: Instant::now().checked_add(limits.deadline),
+            progress,
         }
     }
 
@@ -149,13 +163,14 @@ pub(crate) fn globals() -> &'static Globals {
     GLOBALS.get_or_init(|| {
         let mut builder = GlobalsBuilder::extended_by(&[
             LibraryExtension::StructType,
-            LibraryExtension::Json,
             LibraryExtension::Map,
             LibraryExtension::Filter,
             LibraryExtension::Partial,
             LibraryExtension::Debug,
             LibraryExtension::Typing,
         ]);
+        guarded_globals(&mut builder);
+        builder.namespace("json", json_namespace);
         declaration_globals(&mut builder);
         builder.namespace("attr", attr_namespace);
         builder.build()
@@ -172,7 +187,7 @@ pub(crate) fn run(
     ctx: DeclarationContext,
 ) -> (Vec<KindSchema>, Option<ModuleDiagnostic>) {
     let no_modules = crate::NoModules;
-    let loads = Loads::new(&no_modules, limits);
+    let loads = Loads::new(&no_modules, limits, None);
     let (kinds, error) = run_inner(path, source, limits, ctx, &loads, false);
     (kinds.into_iter().map(|(k, _)| k).collect(), error)
 }
@@ -254,17 +269,29 @@ fn evaluate<'v>(
     module: &Module<'v>,
 ) -> starlark::Result<()> {
     let ast = AstModule::parse(path, source.to_owned(), &dialect(enable_load))?;
+    if let Some((span, message)) = crate::guards::check_literal_repetitions(&ast, limits.max_bytes)
+    {
+        let at = ast.file_span(span);
+        let mut error = starlark::Error::new_other(anyhow::anyhow!(message));
+        error.set_span(at.span, &at.file);
+        return Err(error);
+    }
     // The statement about to run. Resource-limit errors carry no span of their own; they
     // are reported at the statement that was executing when the limit tripped.
     // The statement about to run (resource-limit errors carry no span of their own), and
     // the last statement of this module itself: errors raised inside a loaded module's
     // function are placed there, with the inner location in the message.
+    let is_root = loads.stack.borrow().first().is_none_or(|root| root == path);
     let hook = StatementHook {
         path: path.to_owned(),
         max_bytes: limits.max_bytes.max(1),
+        deadline: loads.deadline,
+        progress: loads.progress.clone().filter(|_| is_root),
         last: Rc::default(),
         last_own: Rc::default(),
     };
+    ctx.max_range_len.set(limits.max_steps.max(1));
+    ctx.max_render_bytes.set(limits.max_bytes.max(1));
     let last_statement = hook.last.clone();
     let last_own = hook.last_own.clone();
     let loader = LoaderFor {
@@ -273,6 +300,9 @@ fn evaluate<'v>(
     };
     let result: starlark::Result<()> = (|| {
         let mut eval = Evaluator::new(module);
+        // The collector traces values recursively; a value nested a million levels deep
+        // would overflow any stack. Garbage counts against the heap limit instead.
+        eval.disable_gc();
         eval.extra = Some(ctx);
         if enable_load {
             eval.set_loader(&loader);
@@ -317,13 +347,16 @@ fn evaluate<'v>(
     })
 }
 
-/// Runs before every statement: records where evaluation is, and checks the heap limit.
-/// Starlark itself checks limits only every thousand steps, which lets a short loop of
-/// string or list doubling allocate gigabytes first; checking per statement bounds the
-/// overshoot to what one statement allocates.
+/// Runs before every statement: records where evaluation is, and checks the heap limit
+/// and the deadline. Starlark itself checks limits only every thousand steps, which lets
+/// a short loop of string or list doubling allocate gigabytes first; checking per
+/// statement bounds the overshoot to what one statement allocates.
 struct StatementHook {
     path: String,
     max_bytes: usize,
+    deadline: Option<Instant>,
+    /// Set for the module the evaluation started with, not for the modules it loads.
+    progress: Option<EvaluationProgress>,
     last: Rc<RefCell<Option<FileSpan>>>,
     last_own: Rc<RefCell<Option<FileSpan>>>,
 }
@@ -337,6 +370,15 @@ impl<'e> BeforeStmtFuncDyn<'e> for StatementHook {
     ) -> starlark::Result<()> {
         let span = span.to_file_span();
         if span.filename() == self.path {
+            if let Some(progress) = &self.progress {
+                let resolved = span.resolve_span();
+                progress.set(StatementLocation {
+                    line: one_based(resolved.begin.line),
+                    column: one_based(resolved.begin.column),
+                    end_line: one_based(resolved.end.line),
+                    end_column: one_based(resolved.end.column),
+                });
+            }
             *self.last_own.borrow_mut() = Some(span.clone());
         }
         *self.last.borrow_mut() = Some(span);
@@ -345,6 +387,15 @@ impl<'e> BeforeStmtFuncDyn<'e> for StatementHook {
             return Err(starlark::Error::new_other(anyhow::anyhow!(
                 "heap memory limit of {} bytes exceeded (checked before each statement)",
                 self.max_bytes
+            )));
+        }
+        if self
+            .deadline
+            .is_some_and(|deadline| Instant::now() > deadline)
+        {
+            return Err(starlark::Error::new_other(anyhow::anyhow!(
+                "module evaluation did not finish within the time limit (checked before each \
+                 statement)"
             )));
         }
         Ok(())

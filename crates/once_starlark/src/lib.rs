@@ -14,32 +14,44 @@
 
 mod contract;
 mod eval;
+mod guards;
 mod helpers;
 mod prelude;
+mod runner;
 mod values;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use once_model::{KindOrigin, KindSchema};
 
 pub use contract::{HelperDoc, helpers, registered_helper_names};
 pub use prelude::{prelude_file, prelude_kinds};
+pub use runner::{
+    DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvaluationProgress, FirstSight, Isolation,
+    StatementLocation, evaluate_on_thread, install_isolation, over_deadline, stopped,
+};
 
-/// Resource limits for evaluating a project module. The limits are checked periodically
-/// by the interpreter (every thousand steps), so they bound runaway loops and gradual
-/// memory growth; one single giant allocation can still overshoot `max_bytes` before it
-/// is noticed.
+/// Resource limits for evaluating a project module (docs/modules.md, "Limits").
+///
+/// Steps, heap and the deadline are checked before every statement; `range`, `str`,
+/// `repr` and `json.encode` check their own work up front. A single operator that runs
+/// too long (`"x" * n`, `==` on a value sharing itself) is stopped by the deadline: the
+/// caller stops waiting, and the binary's [`Isolation`] kills the evaluator process.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EvalLimits {
-    /// Function calls plus loop iterations.
+    /// Function calls plus loop iterations; also the longest `range`.
     pub max_steps: u64,
-    /// Bytes on the Starlark heap.
+    /// Bytes on the Starlark heap (garbage included: nothing is collected during an
+    /// evaluation); also the longest text `str`, `repr` and `json.encode` produce.
     pub max_bytes: usize,
     /// Nested Starlark calls.
     pub max_call_depth: usize,
+    /// Wall-clock time for the whole evaluation, loads included.
+    pub deadline: std::time::Duration,
 }
 
 impl Default for EvalLimits {
@@ -48,6 +60,7 @@ impl Default for EvalLimits {
             max_steps: 2_000_000,
             max_bytes: 64 << 20,
             max_call_depth: 200,
+            deadline: std::time::Duration::from_secs(3),
         }
     }
 }
@@ -128,14 +141,28 @@ pub fn evaluate_module(path: &str, source: &str, limits: &EvalLimits) -> ModuleE
 /// module is evaluated with the same helpers and limits; the symbols it exports are
 /// visible to the loader, but kinds it declares itself belong to it, not to `path`.
 /// Load cycles and paths escaping the workspace are errors at the `load` statement.
+///
+/// Evaluation runs on its own thread under `limits` (see [`runner`]); an evaluation that
+/// exceeds them is one `invalid_module` diagnostic at the statement that was running.
 pub fn evaluate_module_with_loads(
     path: &str,
     source: &str,
     limits: &EvalLimits,
     modules: &dyn ModuleSource,
 ) -> ModuleEvaluation {
+    runner::evaluate(path, source, limits, modules)
+}
+
+/// The evaluation itself, on the calling thread; `progress` follows its statements.
+pub(crate) fn evaluate_here(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    modules: &dyn ModuleSource,
+    progress: Option<&EvaluationProgress>,
+) -> ModuleEvaluation {
     let ctx = module_context(path);
-    let loads = eval::Loads::new(modules, limits);
+    let loads = eval::Loads::new(modules, limits, progress.cloned());
     let (mut kinds, error) = eval::run_with_loads(path, source, limits, ctx, &loads);
     kinds.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     let sites = kinds.iter().filter_map(|(_, site)| site.clone()).collect();
@@ -149,11 +176,24 @@ pub fn evaluate_module_with_loads(
 
 pub(crate) fn module_context(path: &str) -> values::DeclarationContext {
     let mut ctx = values::DeclarationContext::new(KindOrigin::Module(path.to_owned()));
-    ctx.reserved = match prelude_kinds() {
+    ctx.reserved = reserved_kind_names().clone();
+    ctx
+}
+
+static RESERVED_KIND_NAMES: OnceLock<HashSet<String>> = OnceLock::new();
+
+/// The kind names a module may not declare: those of the prelude.
+pub fn reserved_kind_names() -> &'static HashSet<String> {
+    RESERVED_KIND_NAMES.get_or_init(|| match prelude_kinds() {
         Ok(kinds) => kinds.iter().map(|k| k.name.clone()).collect(),
         Err(_) => HashSet::new(),
-    };
-    ctx
+    })
+}
+
+/// Sets [`reserved_kind_names`] before any evaluation instead of evaluating the prelude:
+/// the isolated evaluator receives them from its parent. `false` if already set.
+pub fn preset_reserved_kind_names(names: impl IntoIterator<Item = String>) -> bool {
+    RESERVED_KIND_NAMES.set(names.into_iter().collect()).is_ok()
 }
 
 /// The public declaration helpers: signatures, defaults and validation rules, written as

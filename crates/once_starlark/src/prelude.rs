@@ -38,6 +38,12 @@ pub(crate) fn prelude_modules() -> impl Iterator<Item = (&'static str, &'static 
 fn evaluate_prelude() -> Result<Vec<KindSchema>, String> {
     let mut kinds = Vec::new();
     let mut errors = Vec::new();
+    // The prelude is trusted and evaluated once per process: no deadline, so a loaded
+    // machine cannot make a built-in kind disappear.
+    let prelude_limits = EvalLimits {
+        deadline: std::time::Duration::MAX,
+        ..EvalLimits::default()
+    };
     for (path, contents) in prelude_modules() {
         let Ok(source) = std::str::from_utf8(contents) else {
             errors.push(format!("prelude/{path}: not UTF-8"));
@@ -47,8 +53,7 @@ fn evaluate_prelude() -> Result<Vec<KindSchema>, String> {
         ctx.strict = true;
         ctx.embedded = Some(PRELUDE_FILES);
         let display_path = format!("prelude/{path}");
-        let (declared, error) =
-            crate::eval::run(&display_path, source, &EvalLimits::default(), ctx);
+        let (declared, error) = crate::eval::run(&display_path, source, &prelude_limits, ctx);
         if let Some(d) = error {
             errors.push(format!("{}:{}:{}: {}", d.path, d.line, d.column, d.message));
         }

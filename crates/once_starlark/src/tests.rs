@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use once_model::{KindOrigin, KindSchema};
 
 mod declarations;
+mod limits;
 mod module;
 mod prelude;
 

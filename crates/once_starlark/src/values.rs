@@ -104,6 +104,10 @@ pub(crate) struct DeclarationContext {
     pub(crate) sites: RefCell<Vec<crate::KindSite>>,
     /// Set when evaluation stopped because a kind name is built in.
     pub(crate) duplicate: std::cell::Cell<bool>,
+    /// The longest `range` the guarded builtin creates (the step limit).
+    pub(crate) max_range_len: std::cell::Cell<u64>,
+    /// The longest text `str`, `repr` and `json.encode` produce (the heap limit).
+    pub(crate) max_render_bytes: std::cell::Cell<usize>,
 }
 
 impl DeclarationContext {
@@ -116,6 +120,8 @@ impl DeclarationContext {
             kinds: RefCell::new(Vec::new()),
             sites: RefCell::new(Vec::new()),
             duplicate: std::cell::Cell::new(false),
+            max_range_len: std::cell::Cell::new(u64::MAX),
+            max_render_bytes: std::cell::Cell::new(usize::MAX),
         }
     }
 }

@@ -39,6 +39,7 @@ pub fn modules_doc() -> String {
          `module_not_found`, `invalid_module_path`. Targets of kinds a broken module no longer \
          declares report `unknown_target_kind`.\n\n",
     );
+    out.push_str(LIMITS);
     out.push_str("## Loading other modules\n\n");
     for rule in &contract.load_contract {
         let _ = writeln!(out, "- {rule}");
@@ -79,3 +80,35 @@ pub fn modules_doc() -> String {
     }
     out
 }
+
+/// What bounds a module evaluation, and what happens past a bound.
+const LIMITS: &str = "\
+## Limits
+
+A module can never hang, crash or stop `once` (the CLI, `once mcp`, `once lsp`): an \
+evaluation that exceeds a limit ends with one `invalid_module` diagnostic at the statement \
+that was running, and every other module and query goes on.
+
+| limit | value | checked |
+|---|---|---|
+| steps (function calls and loop iterations) | 2,000,000 | by the interpreter |
+| Starlark heap (nothing is garbage-collected during an evaluation) | 64 MiB | before every statement |
+| nested calls | 200 | on every call |
+| wall-clock time, loads included | 3 s | before every statement; a statement still running at the deadline is abandoned |
+| `range` length | the step limit | when the range is created, so `list`, `sorted`, `tuple`, `enumerate` of it are bounded too |
+| `str`, `repr`, `json.encode` | 1,000 levels of nesting; text no larger than the heap limit | before converting (a value that shares itself, `x = [x, x]` repeated, is measured by its expanded size) |
+| repetition of literals (`\"x\" * 2000000000`, `[0] * n` with a literal `n`) | result no larger than the heap limit | before evaluation starts |
+
+A single operation that cannot be checked from inside (a repetition with a computed count, \
+`==` on a value that shares itself 2^40 times, a recursion deeper than any stack) is \
+bounded by isolation: `once` evaluates each module first in a child process of its own \
+(`once __evaluate-module`) on a thread with a 256 MiB stack, limited to 768 MiB of address \
+space beyond that stack and a few seconds of CPU, and kills it at the deadline. The \
+diagnostic then says the evaluation ran out of time, or of memory or stack, at the last \
+statement it reached. A module that finishes there is evaluated again in-process for its \
+kinds (Starlark is deterministic, so with the same outcome). Kinds a module declared \
+before exceeding a limit in the child are not registered. Isolation costs one process \
+start per module evaluation, which only happens when a module or a module it loads \
+changes.
+
+";

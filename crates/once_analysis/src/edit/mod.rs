@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use once_db::writes::{FileWrite, normalize_relative};
 use once_db::{RootDatabase, Workspace};
 use once_graph::{kind_catalog, read_manifest_text, resolve_manifest, workspace_settings};
-use once_model::{AttrValue, Diagnostic, DiagnosticCode, value::write_toml_key};
+use once_model::{AttrValue, Diagnostic, DiagnosticCode, ManifestTable, value::write_toml_key};
 
 use crate::LocatedDiagnostic;
 use cst::{Layout, splice, text_range, value_from_text};
@@ -344,9 +344,6 @@ fn render_key_value(key: &str, value: &AttrValue) -> String {
     format!("{line} = {value}\n")
 }
 
-/// The order fields of a new target are written in.
-const FIELD_ORDER: &[&str] = &["name", "kind", "deps", "srcs", "visibility", "labels"];
-
 fn append_target(layout: &Layout, entries: &[(String, AttrValue)]) -> String {
     // Neighbours decide the form of `attrs` and `dependencies`: a `[target.x]` sub-table
     // or an inline table. Without neighbours: `attrs` as a sub-table, `dependencies` inline.
@@ -365,13 +362,15 @@ fn append_target(layout: &Layout, entries: &[(String, AttrValue)]) -> String {
     };
     let mut body = String::from("[[target]]\n");
     let mut subtables = String::new();
-    let ordered = FIELD_ORDER
+    // Fields in the vocabulary's write order, then any others as given.
+    let field_order = ManifestTable::Target.key_names();
+    let ordered = field_order
         .iter()
         .filter_map(|f| entries.iter().find(|(k, _)| k == f))
         .chain(
             entries
                 .iter()
-                .filter(|(k, _)| !FIELD_ORDER.contains(&k.as_str())),
+                .filter(|(k, _)| !field_order.contains(&k.as_str())),
         );
     for (key, value) in ordered {
         match value {

@@ -238,13 +238,15 @@ fn example_rules() {
 fn step_limit_stops_infinite_loop() {
     let limits = EvalLimits {
         max_steps: 100_000,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(
-        "def spin():\n    n = 0\n    for i in range(2147483647):\n        n += i\n    return n\n\nspin()\n",
+        "def spin():\n    n = 0\n    for i in range(100000):\n        for j in range(100000):\n            n += j\n    return n\n\nspin()\n",
         &limits,
         expect![[r#"
-            error modules/test.star:4:9-4:15: Execution duration limit of 100000 ticks has been exceeded
+            error modules/test.star:5:13-5:19: Execution duration limit of 100000 ticks has been exceeded
         "#]],
     );
 }
@@ -253,6 +255,8 @@ fn step_limit_stops_infinite_loop() {
 fn memory_limit_stops_huge_allocation() {
     let limits = EvalLimits {
         max_bytes: 8 << 20,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(
@@ -470,6 +474,8 @@ fn built_in_kind_names_are_duplicates() {
 fn memory_limit_stops_doubling_within_a_statement_or_two() {
     let limits = EvalLimits {
         max_bytes: 8 << 20,
+        // Far beyond the time this takes: the test is about another limit.
+        deadline: std::time::Duration::from_secs(300),
         ..EvalLimits::default()
     };
     check_with(

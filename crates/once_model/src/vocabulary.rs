@@ -1,0 +1,335 @@
+//! The manifest vocabulary: every key a `once.toml` table may hold, with the shape of its
+//! value and its docs, declared once.
+//!
+//! The manifest reader takes its known keys from here (anything else is `unknown_key`), IDE
+//! completion its keys, table headers and their docs, the JSON Schema generator its
+//! properties and descriptions, and the edit planner the order it writes a new target's
+//! fields in ([`MANIFEST_KEYS`] lists each table's keys in that order).
+
+/// A table of a manifest that has a fixed set of keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ManifestTable {
+    /// The top level of `once.toml`.
+    TopLevel,
+    /// A `[[target]]` table.
+    Target,
+    /// The root manifest's `[workspace]`.
+    Workspace,
+    /// `[workspace.configuration]`.
+    Configuration,
+    /// The root manifest's `[modules]`.
+    Modules,
+}
+
+impl ManifestTable {
+    pub const ALL: [ManifestTable; 5] = [
+        ManifestTable::TopLevel,
+        ManifestTable::Target,
+        ManifestTable::Workspace,
+        ManifestTable::Configuration,
+        ManifestTable::Modules,
+    ];
+
+    /// The keys leading to the table from the top level.
+    pub fn path(self) -> &'static [&'static str] {
+        match self {
+            ManifestTable::TopLevel => &[],
+            ManifestTable::Target => &["target"],
+            ManifestTable::Workspace => &["workspace"],
+            ManifestTable::Configuration => &["workspace", "configuration"],
+            ManifestTable::Modules => &["modules"],
+        }
+    }
+
+    /// The table at a key path, if it has a fixed set of keys.
+    pub fn at(path: &[&str]) -> Option<ManifestTable> {
+        Self::ALL.into_iter().find(|t| t.path() == path)
+    }
+
+    /// The table's keys, in the order a new table is written in.
+    pub fn keys(self) -> impl Iterator<Item = &'static ManifestKey> {
+        MANIFEST_KEYS.iter().filter(move |k| k.table == self)
+    }
+
+    /// The names of the table's keys, in write order.
+    pub fn key_names(self) -> Vec<&'static str> {
+        self.keys().map(|k| k.name).collect()
+    }
+
+    /// The key of the table named `name`, if the vocabulary has it.
+    pub fn key(self, name: &str) -> Option<&'static ManifestKey> {
+        self.keys().find(|k| k.name == name)
+    }
+}
+
+/// What a key's value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyShape {
+    String,
+    /// A list of strings.
+    Strings,
+    /// A list of target references, or a `select` of such lists.
+    Labels,
+    /// A table of dependency role = list of target references (each may be a `select`).
+    Roles,
+    /// A table of the kind's attributes, typed by the kind.
+    Attrs,
+    /// A table with keys of its own ([`ManifestKey::opens`]).
+    Table,
+    /// An array of tables with keys of their own (`[[target]]`).
+    Tables,
+}
+
+impl KeyShape {
+    /// The shape in words, as docs/manifest.md writes it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KeyShape::String => "string",
+            KeyShape::Strings => "list of strings",
+            KeyShape::Labels => "list of target references, or a `select`",
+            KeyShape::Roles => "table of role = list of references (each may be a `select`)",
+            KeyShape::Attrs | KeyShape::Table => "table",
+            KeyShape::Tables => "array of tables",
+        }
+    }
+
+    /// Whether the value is written as a table (or array of tables) and so may have its own
+    /// header.
+    pub fn is_table(self) -> bool {
+        matches!(
+            self,
+            KeyShape::Roles | KeyShape::Attrs | KeyShape::Table | KeyShape::Tables
+        )
+    }
+}
+
+/// One key of a manifest table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ManifestKey {
+    pub table: ManifestTable,
+    pub name: &'static str,
+    pub shape: KeyShape,
+    /// Whether every table of its kind must hold it.
+    pub required: bool,
+    /// One or two markdown sentences.
+    pub docs: &'static str,
+}
+
+impl ManifestKey {
+    /// The key path of the key itself.
+    pub fn path(&self) -> Vec<&'static str> {
+        let mut path = self.table.path().to_vec();
+        path.push(self.name);
+        path
+    }
+
+    /// The table with keys of its own this key's value is, if any.
+    pub fn opens(&self) -> Option<ManifestTable> {
+        ManifestTable::at(&self.path())
+    }
+
+    /// The header that opens the key's value as a table (`[[target]]`, `[target.attrs]`).
+    pub fn header(&self) -> Option<String> {
+        let path = self.path().join(".");
+        match self.shape {
+            KeyShape::Tables => Some(format!("[[{path}]]")),
+            shape if shape.is_table() => Some(format!("[{path}]")),
+            _ => None,
+        }
+    }
+}
+
+const fn key(
+    table: ManifestTable,
+    name: &'static str,
+    shape: KeyShape,
+    docs: &'static str,
+) -> ManifestKey {
+    ManifestKey {
+        table,
+        name,
+        shape,
+        required: false,
+        docs,
+    }
+}
+
+const fn required(key: ManifestKey) -> ManifestKey {
+    ManifestKey {
+        required: true,
+        ..key
+    }
+}
+
+use KeyShape as S;
+use ManifestTable as T;
+
+/// Every key of every manifest table; each table's keys in write order.
+pub const MANIFEST_KEYS: &[ManifestKey] = &[
+    key(
+        T::TopLevel,
+        "target",
+        S::Tables,
+        "Declares one target: a name, a kind, and the kind's attributes.",
+    ),
+    key(
+        T::TopLevel,
+        "workspace",
+        S::Table,
+        "Root manifest only: which package directories belong to the workspace, and the configuration `select` resolves against.",
+    ),
+    key(
+        T::TopLevel,
+        "modules",
+        S::Table,
+        "Root manifest only: project Starlark modules declaring kinds.",
+    ),
+    required(key(
+        T::Target,
+        "name",
+        S::String,
+        "The target's name, unique within the package.",
+    )),
+    required(key(
+        T::Target,
+        "kind",
+        S::String,
+        "The target kind: a built-in kind, or one a project module declares.",
+    )),
+    key(
+        T::Target,
+        "deps",
+        S::Labels,
+        "Dependencies in the kind's `deps` role.",
+    ),
+    key(
+        T::Target,
+        "srcs",
+        S::Strings,
+        "Source files, as paths or globs relative to the package.",
+    ),
+    key(
+        T::Target,
+        "visibility",
+        S::Strings,
+        "Who may depend on this target: `public`, `private`, `package:<pkg>`, `subtree:<pkg>` or a target; public when absent.",
+    ),
+    key(
+        T::Target,
+        "labels",
+        S::Strings,
+        "Free-form tags, such as `smoke` or `team:web`, that select tests.",
+    ),
+    key(
+        T::Target,
+        "attrs",
+        S::Attrs,
+        "The kind's attributes; values are typed by the kind.",
+    ),
+    key(
+        T::Target,
+        "dependencies",
+        S::Roles,
+        "Dependencies in the kind's named roles: `{ role = [\"label\"] }`.",
+    ),
+    key(
+        T::Workspace,
+        "include",
+        S::Strings,
+        "Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent.",
+    ),
+    key(
+        T::Workspace,
+        "exclude",
+        S::Strings,
+        "Globs of package directories left out of the workspace; wins over `include`.",
+    ),
+    key(
+        T::Workspace,
+        "configuration",
+        S::Table,
+        "The configuration `select` resolves against.",
+    ),
+    key(
+        T::Configuration,
+        "os",
+        S::String,
+        "The operating system; the host's when absent.",
+    ),
+    key(
+        T::Configuration,
+        "arch",
+        S::String,
+        "The CPU architecture; the host's when absent.",
+    ),
+    key(
+        T::Configuration,
+        "tokens",
+        S::Strings,
+        "Extra tokens, tried after the platform tokens and before `default`.",
+    ),
+    key(
+        T::Modules,
+        "paths",
+        S::Strings,
+        "Globs of the Starlark modules declaring project kinds, relative to the workspace root.",
+    ),
+];
+
+/// Every table header a manifest may hold, with the key it opens: each table before the
+/// tables nested in it (`[[target]]`, `[target.attrs]`, …, `[workspace]`, …).
+pub fn table_headers() -> Vec<(String, &'static ManifestKey)> {
+    fn walk(table: ManifestTable, out: &mut Vec<(String, &'static ManifestKey)>) {
+        for key in table.keys() {
+            if let Some(header) = key.header() {
+                out.push((header, key));
+            }
+            if let Some(nested) = key.opens() {
+                walk(nested, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(ManifestTable::TopLevel, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_per_table_and_tables_are_reachable() {
+        for table in ManifestTable::ALL {
+            let mut names = table.key_names();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count, "{table:?} repeats a key");
+            assert!(count > 0, "{table:?} has no keys");
+        }
+        let opened: Vec<ManifestTable> = MANIFEST_KEYS.iter().filter_map(|k| k.opens()).collect();
+        for table in ManifestTable::ALL {
+            assert!(
+                table == ManifestTable::TopLevel || opened.contains(&table),
+                "no key opens {table:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn headers_nest_under_their_tables() {
+        let headers: Vec<String> = table_headers().into_iter().map(|(h, _)| h).collect();
+        assert_eq!(
+            headers,
+            [
+                "[[target]]",
+                "[target.attrs]",
+                "[target.dependencies]",
+                "[workspace]",
+                "[workspace.configuration]",
+                "[modules]",
+            ]
+        );
+    }
+}
