@@ -570,7 +570,7 @@ impl Analysis {
 /// The diagnostics of one file with their line/column ranges. Re-runs only when the
 /// file's diagnostics or its text changed, so an edit re-locates only what it touched.
 #[salsa::tracked(returns(ref))]
-fn located_diagnostics_of_file(
+pub(crate) fn located_diagnostics_of_file(
     db: &dyn once_db::Db,
     file: once_db::File,
 ) -> Box<[LocatedDiagnostic]> {

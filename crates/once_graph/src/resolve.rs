@@ -398,7 +398,7 @@ impl TargetChecker<'_> {
                         Some("visibility"),
                     );
                     match rewrite {
-                        Some(rewrite) => diagnostic.repairs.push(format!("Replace `{text}` with `{rewrite}`")),
+                        Some(rewrite) => suggest_label(diagnostic, text, &rewrite, entry.range),
                         None => diagnostic.repairs.push(
                             "Use `public`, `private`, `package:apps/cli`, `subtree:apps` or a target id".into(),
                         ),
