@@ -220,11 +220,14 @@ fn validate_workspace_fix_writes_every_preferred_fix() {
         "unknown_target_kind",
     ] {
         let workspace = Workspace::copy(&format!("workspaces/{fixture}"));
-        let outcome = Once::at(
-            &workspace,
-            &["--format", "json", "query", "validate-workspace", "--fix"],
-        )
-        .run();
+        let fix = || {
+            Once::at(
+                &workspace,
+                &["--format", "json", "query", "validate-workspace", "--fix"],
+            )
+            .run()
+        };
+        let outcome = fix();
         assert_eq!(outcome.code, 0, "{fixture}: {}", outcome.render());
         let answer = outcome.json();
         assert_eq!(answer["valid"], true, "{fixture}: {answer}");
@@ -246,12 +249,7 @@ fn validate_workspace_fix_writes_every_preferred_fix() {
             shown.push_str(&format!("-- {file}\n{text}"));
         }
         // Nothing is left to fix: a second run changes nothing.
-        let again = Once::at(
-            &workspace,
-            &["--format", "json", "query", "validate-workspace", "--fix"],
-        )
-        .run();
-        assert_eq!(again.json()["fixed"], serde_json::json!([]), "{fixture}");
+        assert_eq!(fix().json()["fixed"], serde_json::json!([]), "{fixture}");
     }
     expect_test::expect![[r#"
         == attr_value_not_allowed
