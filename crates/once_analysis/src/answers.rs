@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use once_db::{RootDatabase, Workspace};
+use once_db::{Db, RootDatabase, Workspace};
 use once_graph::{
     file_diagnostics, kind_catalog, resolved_targets, workspace_diagnostics, workspace_packages,
     workspace_settings,
@@ -68,18 +68,27 @@ pub struct TargetSummaryInfo {
     pub capabilities: Vec<String>,
 }
 
+/// Every target, optionally only those of one kind, sorted by id. The full listing is a
+/// query, so paging through it (an MCP client asking page after page) builds it once.
 pub(crate) fn targets(
     db: &RootDatabase,
     workspace: Workspace,
     kind: Option<&str>,
 ) -> Vec<TargetSummaryInfo> {
+    let listing = target_listing(db, workspace);
+    match kind {
+        None => listing.to_vec(),
+        Some(kind) => listing.iter().filter(|t| t.kind == kind).cloned().collect(),
+    }
+}
+
+/// Every target of the workspace, sorted by id.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn target_listing(db: &dyn Db, workspace: Workspace) -> Box<[TargetSummaryInfo]> {
     let catalog = kind_catalog(db, workspace);
     let mut out = Vec::new();
     for &package in workspace_packages(db, workspace) {
         for target in &resolved_targets(db, package).targets {
-            if kind.is_some_and(|k| k != target.kind) {
-                continue;
-            }
             let (deps, dependency_edges) = split_roles(&target.deps);
             out.push(TargetSummaryInfo {
                 id: target.label.id(),
@@ -97,7 +106,7 @@ pub(crate) fn targets(
         }
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
-    out
+    out.into_boxed_slice()
 }
 
 fn split_roles(deps: &[once_graph::ResolvedDep]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
@@ -219,10 +228,7 @@ pub(crate) fn validate_target(
         return Validation {
             valid: false,
             target_count: 0,
-            diagnostics: vec![LocatedDiagnostic {
-                diagnostic,
-                range: None,
-            }],
+            diagnostics: vec![LocatedDiagnostic::unlocated(diagnostic)],
         };
     };
     let mut text = String::from("[[target]]\n");
@@ -236,11 +242,7 @@ pub(crate) fn validate_target(
         .into_iter()
         .map(|mut diagnostic| {
             diagnostic.file = None;
-            diagnostic.range = None;
-            LocatedDiagnostic {
-                diagnostic,
-                range: None,
-            }
+            LocatedDiagnostic::unlocated(diagnostic)
         })
         .collect();
     Validation {

@@ -180,6 +180,38 @@ impl AnalysisHost {
         })
     }
 
+    /// Applies the preferred fix of every diagnostic of the workspace and writes the
+    /// changed files (confined to the workspace, under its write lock, read and written
+    /// while the lock is held). A fix whose edits overlap an edit already chosen for the
+    /// same file waits for the next round; rounds repeat, at most [`MAX_FIX_ROUNDS`], while
+    /// they fix something, since a fix can uncover a problem that was hidden (an attribute
+    /// is only checked once its target's kind is known). The next snapshot sees the
+    /// change.
+    pub fn apply_preferred_fixes(&mut self) -> Result<Vec<AppliedFix>, String> {
+        let lock = self.lock_writes()?;
+        let mut fixed = Vec::new();
+        for _ in 0..MAX_FIX_ROUNDS {
+            let plan = self
+                .analysis()
+                .with_db(plan_preferred_fixes)
+                .map_err(|_| "the fixes were cancelled".to_owned())?;
+            if plan.is_empty() {
+                break;
+            }
+            let writes: Vec<FileWrite> = plan
+                .iter()
+                .map(|(path, text, _)| FileWrite {
+                    path: path.clone(),
+                    contents: text.clone().into_bytes(),
+                })
+                .collect();
+            self.write_files_locked(&lock, &writes)
+                .map_err(|e| e.to_string())?;
+            fixed.extend(plan.into_iter().flat_map(|(_, _, applied)| applied));
+        }
+        Ok(fixed)
+    }
+
     /// A snapshot for answering questions, possibly on another thread.
     pub fn analysis(&self) -> Analysis {
         Analysis {
@@ -187,6 +219,78 @@ impl AnalysisHost {
             workspace: self.workspace,
         }
     }
+}
+
+/// How many times [`AnalysisHost::apply_preferred_fixes`] re-validates and fixes again.
+pub const MAX_FIX_ROUNDS: usize = 8;
+
+/// One fix [`AnalysisHost::apply_preferred_fixes`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedFix {
+    /// Workspace-relative path of the changed file.
+    pub file: String,
+    /// Where the fixed diagnostic pointed, in the text its round fixed.
+    pub range: Option<LineColRange>,
+    pub code: once_model::DiagnosticCode,
+    pub title: String,
+}
+
+/// Per file with a preferred fix: its path, its fixed text, and the fixes applied.
+fn plan_preferred_fixes(
+    db: &RootDatabase,
+    workspace: Workspace,
+) -> Vec<(String, String, Vec<AppliedFix>)> {
+    let mut plan = Vec::new();
+    for (path, group) in once_graph::workspace_diagnostics_by_file(db, workspace) {
+        let Some(file) = db.file(path) else { continue };
+        let source = once_db::source_text(db, file);
+        if source.read_error.is_some() {
+            continue;
+        }
+        let index = line_index(db, file);
+        let mut chosen: Vec<&once_model::FixEdit> = Vec::new();
+        let mut applied = Vec::new();
+        for diagnostic in group.iter() {
+            let Some(fix) = diagnostic.preferred_fix() else {
+                continue;
+            };
+            let fits = fix.edits.iter().all(|edit| {
+                (edit.range.end as usize) <= source.text.len()
+                    && source.text.is_char_boundary(edit.range.start as usize)
+                    && source.text.is_char_boundary(edit.range.end as usize)
+                    && !chosen.iter().any(|c| overlaps(c.range, edit.range))
+            });
+            if !fits {
+                continue;
+            }
+            chosen.extend(&fix.edits);
+            applied.push(AppliedFix {
+                file: path.clone(),
+                range: diagnostic.range.map(|r| index.range(r)),
+                code: diagnostic.code,
+                title: fix.title.clone(),
+            });
+        }
+        if chosen.is_empty() {
+            continue;
+        }
+        chosen.sort_by_key(|edit| std::cmp::Reverse((edit.range.start, edit.range.end)));
+        let mut text = source.text.to_string();
+        for edit in chosen {
+            text.replace_range(
+                edit.range.start as usize..edit.range.end as usize,
+                &edit.new_text,
+            );
+        }
+        plan.push((path.clone(), text, applied));
+    }
+    plan
+}
+
+/// Whether two edits touch the same text (two insertions at one offset do too, since
+/// their order would be arbitrary).
+fn overlaps(a: once_model::TextRange, b: once_model::TextRange) -> bool {
+    (a.start < b.end && b.start < a.end) || a.start == b.start
 }
 
 /// The outcome of [`AnalysisHost::materialize_example`].
@@ -521,15 +625,43 @@ impl Analysis {
 }
 
 /// Attaches the 1-based line/column range to a diagnostic.
-fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
-    let range = match (&diagnostic.file, diagnostic.range) {
-        (Some(file), Some(range)) => db.file(file).map(|f| line_index(db, f).range(range)),
-        _ => None,
-    };
-    LocatedDiagnostic {
-        diagnostic: diagnostic.clone(),
-        range,
+/// The diagnostics of one file with their line/column ranges. Re-runs only when the
+/// file's diagnostics or its text changed, so an edit re-locates only what it touched.
+#[salsa::tracked(returns(ref))]
+pub(crate) fn located_diagnostics_of_file(
+    db: &dyn once_db::Db,
+    file: once_db::File,
+) -> Box<[LocatedDiagnostic]> {
+    let diagnostics = once_graph::diagnostics_of_file(db, file);
+    if diagnostics.is_empty() {
+        return Box::new([]);
     }
+    let index = line_index(db, file);
+    diagnostics
+        .iter()
+        .map(|d| LocatedDiagnostic::new(d.clone(), Some(index)))
+        .collect()
+}
+
+fn located_diagnostics_by_file(
+    db: &RootDatabase,
+    workspace: Workspace,
+) -> std::collections::BTreeMap<String, Vec<LocatedDiagnostic>> {
+    once_graph::workspace_diagnostics_by_file(db, workspace)
+        .iter()
+        .map(|(path, group)| {
+            let located = match db.file(path) {
+                Some(file) => located_diagnostics_of_file(db, file).to_vec(),
+                None => group.iter().map(|d| locate(db, d)).collect(),
+            };
+            (path.clone(), located)
+        })
+        .collect()
+}
+
+fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
+    let file = diagnostic.file.as_deref().and_then(|file| db.file(file));
+    LocatedDiagnostic::new(diagnostic.clone(), file.map(|f| line_index(db, f)))
 }
 
 /// A diagnostic with its 1-based line/column range.
@@ -537,4 +669,60 @@ fn locate(db: &RootDatabase, diagnostic: &Diagnostic) -> LocatedDiagnostic {
 pub struct LocatedDiagnostic {
     pub diagnostic: Diagnostic,
     pub range: Option<LineColRange>,
+    /// The diagnostic's fixes with line/column ranges (empty when it is not located).
+    pub fixes: Vec<LocatedFix>,
+}
+
+/// A [`once_model::Fix`] with its edits' line/column ranges in the diagnostic's file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedFix {
+    pub title: String,
+    pub preferred: bool,
+    pub edits: Vec<TextEdit>,
+}
+
+impl LocatedDiagnostic {
+    /// Locates the range and fixes of `diagnostic` with the line index of its file.
+    pub fn new(diagnostic: Diagnostic, index: Option<&LineIndex>) -> LocatedDiagnostic {
+        let Some(index) = index else {
+            return LocatedDiagnostic {
+                diagnostic,
+                range: None,
+                fixes: Vec::new(),
+            };
+        };
+        let fixes = diagnostic
+            .fixes
+            .iter()
+            .map(|fix| LocatedFix {
+                title: fix.title.clone(),
+                preferred: fix.preferred,
+                edits: fix
+                    .edits
+                    .iter()
+                    .map(|edit| TextEdit {
+                        range: index.range(edit.range),
+                        new_text: edit.new_text.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        LocatedDiagnostic {
+            range: diagnostic.range.map(|range| index.range(range)),
+            diagnostic,
+            fixes,
+        }
+    }
+
+    /// A diagnostic about text that is not a workspace file (a proposed target, a
+    /// planned edit): no range, and no fixes, whose byte ranges would point nowhere.
+    pub fn unlocated(mut diagnostic: Diagnostic) -> LocatedDiagnostic {
+        diagnostic.range = None;
+        diagnostic.fixes.clear();
+        LocatedDiagnostic {
+            diagnostic,
+            range: None,
+            fixes: Vec::new(),
+        }
+    }
 }

@@ -183,10 +183,7 @@ fn validate_module(
         valid: false,
         path: path.clone(),
         target_kinds: Vec::new(),
-        diagnostics: vec![LocatedDiagnostic {
-            diagnostic,
-            range: None,
-        }],
+        diagnostics: vec![LocatedDiagnostic::unlocated(diagnostic)],
     };
     if let Some(why) = module_path_problem(&path) {
         return Ok(invalid(
@@ -271,10 +268,7 @@ fn validate_module(
     }
     let diagnostics: Vec<LocatedDiagnostic> = diagnostics
         .into_iter()
-        .map(|diagnostic| LocatedDiagnostic {
-            range: diagnostic.range.map(|r| index.range(r)),
-            diagnostic,
-        })
+        .map(|diagnostic| LocatedDiagnostic::new(diagnostic, Some(&index)))
         .collect();
     Ok(ModuleValidation {
         valid: !diagnostics.iter().any(|d| d.diagnostic.is_error()),

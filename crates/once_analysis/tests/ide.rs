@@ -631,3 +631,41 @@ fn hover_on_a_manifest_key_shows_the_vocabulary_docs() {
         none
     "#]].assert_eq(&rendered);
 }
+
+/// Code actions are the fixes the diagnostics carry, so every producer's fix is offered,
+/// a misspelt dependency and key included, with the same titles `validate-workspace
+/// --fix` reports.
+#[test]
+fn code_actions_offer_the_diagnostics_own_fixes() {
+    let fixture = load(
+        "//- /once.toml\n[workspace]\n//- /lib/once.toml\n[[target]]\nname = \"Lib\"\nkind = \"filegroup\"\nsrcs = []\n\
+         //- /a/once.toml\n[[target]]\nname = \"A\"\nkind = \"filegroup\"\nsrcs = []\nlable = [\"x\"]\ndeps = [\"lib/Lbi\"]\n",
+    );
+    let whole = once_analysis::ide::LineColRange {
+        start: LineCol { line: 1, column: 1 },
+        end: LineCol {
+            line: 10,
+            column: 1,
+        },
+    };
+    let analysis = fixture.host.analysis();
+    let actions = analysis.code_actions("a/once.toml", whole).unwrap();
+    let shown: Vec<String> = actions
+        .iter()
+        .map(|a| format!("{} {} {:?}", a.code, a.title, a.edits))
+        .collect();
+    expect_test::expect![[r#"
+        [
+            "unknown_key Rename `lable` to `labels` [TextEdit { range: LineColRange { start: LineCol { line: 5, column: 1 }, end: LineCol { line: 5, column: 6 } }, new_text: \"labels\" }]",
+            "missing_dependency Depend on `lib/Lib` [TextEdit { range: LineColRange { start: LineCol { line: 6, column: 9 }, end: LineCol { line: 6, column: 18 } }, new_text: \"\\\"lib/Lib\\\"\" }]",
+        ]
+    "#]].assert_debug_eq(&shown);
+    let validation = analysis.validate_workspace().unwrap();
+    let titles: Vec<&str> = validation
+        .diagnostics
+        .iter()
+        .flat_map(|d| d.fixes.iter().map(|f| f.title.as_str()))
+        .collect();
+    let offered: Vec<&str> = actions.iter().map(|a| a.title.as_str()).collect();
+    assert_eq!(offered, titles);
+}

@@ -121,7 +121,12 @@ pub enum Query {
         query: Option<String>,
     },
     /// Validate the whole workspace; exits 1 when it has errors.
-    ValidateWorkspace,
+    ValidateWorkspace {
+        /// Apply the preferred fix of every diagnostic that has one, then validate again
+        /// and report what changed.
+        #[arg(long)]
+        fix: bool,
+    },
     /// Validate one proposed target table (JSON) without reading other manifests; exits 1 when invalid.
     ValidateTarget {
         /// A JSON file holding `{"target": {...}}` or the target object; stdin when absent.

@@ -346,6 +346,26 @@ pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
     }
 }
 
+/// What `validate-workspace --fix` changed, one line per fix.
+pub fn fixed(fixed: &[once_analysis::AppliedFix]) {
+    for fix in fixed {
+        let at = fix.range.map_or(String::new(), |r| {
+            format!(":{}:{}", r.start.line, r.start.column)
+        });
+        println!(
+            "{} {}{at} [{}]: {}",
+            paint(OK, "fixed"),
+            fix.file,
+            fix.code,
+            fix.title
+        );
+    }
+    if fixed.is_empty() {
+        println!("nothing to fix");
+    }
+    println!();
+}
+
 pub fn validation(validation: &Validation) {
     diagnostics(&validation.diagnostics);
     if !validation.diagnostics.is_empty() {

@@ -76,6 +76,9 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     if let Query::ExternalSource { url, max_bytes } = query {
         return external_source(args, url, *max_bytes);
     }
+    if let Query::ValidateWorkspace { fix: true } = query {
+        return fix_workspace(args);
+    }
     let analysis = load(args)?;
     if reads_every_package(query) {
         // Only a head start: the query below computes whatever priming did not, and is
@@ -87,6 +90,25 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     // (tens of milliseconds on a large workspace).
     std::mem::forget(analysis);
     outcome
+}
+
+/// `validate-workspace --fix`: writes the preferred fixes, then validates the result.
+fn fix_workspace(args: &Args) -> anyhow::Result<Outcome> {
+    let root = workspace_root(args)?;
+    let mut host = AnalysisHost::load(Arc::new(OsSystem), root);
+    let fixed = host.apply_preferred_fixes().map_err(|e| anyhow!(e))?;
+    let validation = answer(host.analysis().validate_workspace())?;
+    if args.format == Format::Json {
+        print_json(&once_json::fixed_validation(&fixed, &validation))?
+    } else {
+        human::fixed(&fixed);
+        human::validation(&validation)
+    }
+    Ok(if validation.valid {
+        Outcome::Success
+    } else {
+        Outcome::Invalid
+    })
 }
 
 /// The threads that compute packages side by side: `ONCE_THREADS` when set, else one per
@@ -108,7 +130,7 @@ fn reads_every_package(query: &Query) -> bool {
         query,
         Query::Workspace
             | Query::Targets { .. }
-            | Query::ValidateWorkspace
+            | Query::ValidateWorkspace { .. }
             | Query::Tests
             | Query::AffectedTests { .. }
     )
@@ -193,7 +215,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 human::kinds(&kinds)
             }
         }
-        Query::ValidateWorkspace => {
+        Query::ValidateWorkspace { .. } => {
             let validation = answer(analysis.validate_workspace())?;
             if json {
                 print_json(&once_json::validation(&validation))?

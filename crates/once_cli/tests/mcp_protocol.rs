@@ -874,6 +874,47 @@ fn affected_tests_normalise_paths_and_warn_about_the_rest() {
     assert_eq!(server.finish(), 0);
 }
 
+/// A diagnostic that knows its fix carries it in `fixes` (line/column edits of its file,
+/// one preferred), and the answer still matches the tool's output schema.
+#[test]
+fn validate_workspace_diagnostics_carry_fixes() {
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(
+        &demo().join("../workspaces/unknown_target_kind"),
+        workspace.path(),
+    );
+    let mut server = Server::start_in(workspace, &[]);
+    server.initialize("2025-06-18");
+    let tools = server.request(1, "tools/list", json!({}));
+    let tool = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "once_validate_workspace")
+        .unwrap()
+        .clone();
+    let result = server.call(2, "once_validate_workspace", json!({}));
+    let structured = &result["structuredContent"];
+    assert_eq!(
+        once_mcp::schema::validate(&tool["outputSchema"], structured),
+        Vec::<String>::new()
+    );
+    let diagnostic = &structured["result"]["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "unknown_target_kind");
+    assert_eq!(
+        diagnostic["fixes"],
+        json!([{
+            "title": "Use kind `rust_binary`",
+            "preferred": true,
+            "edits": [{
+                "range": { "start": { "line": 3, "column": 8 }, "end": { "line": 3, "column": 21 } },
+                "new_text": "\"rust_binary\"",
+            }],
+        }])
+    );
+    assert_eq!(server.finish(), 0);
+}
+
 /// A module that never finishes, one that exhausts memory inside one statement and a FIFO
 /// named as a module: each validation is answered (invalid), and so is the next request.
 #[cfg(unix)]

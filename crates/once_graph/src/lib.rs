@@ -20,6 +20,7 @@
 //! unless names, kinds or visibility changed. Diagnostics are return values.
 
 pub mod affected;
+pub mod fixes;
 pub mod graph;
 pub mod kinds;
 pub mod manifests;
@@ -55,5 +56,6 @@ pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,
 };
 pub use validate::{
-    MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, file_diagnostics, workspace_diagnostics,
+    MAX_DIAGNOSTICS_PER_CODE, cap_diagnostics, diagnostics_of_file, file_diagnostics,
+    workspace_diagnostics, workspace_diagnostics_by_file,
 };

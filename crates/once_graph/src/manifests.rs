@@ -8,7 +8,7 @@
 
 use once_db::{Db, File, Package, source_text};
 use once_model::{
-    AttrValue, Diagnostic, DiagnosticCode, Float, ManifestTable, TargetLabel, TextRange,
+    AttrValue, Diagnostic, DiagnosticCode, Fix, Float, ManifestTable, TargetLabel, TextRange,
 };
 use once_syntax::value::{Entry, Table, Value, ValueKind};
 
@@ -301,6 +301,14 @@ impl Reader {
             diagnostic.target = Some(target.to_owned());
         }
         diagnostic.attribute = Some(entry.key.clone());
+        if let Some(best) = suggestions.first() {
+            diagnostic.fixes.push(Fix::replace(
+                format!("Rename `{}` to `{best}`", entry.key),
+                true,
+                range(entry.key_range),
+                best.as_str(),
+            ));
+        }
         diagnostic.repairs.push(match suggestions.first() {
             Some(best) => format!("Rename `{}` to `{best}`", entry.key),
             None => format!(

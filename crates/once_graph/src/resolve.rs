@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use globset::{GlobBuilder, GlobMatcher};
 use once_db::{Db, Package, Workspace};
 use once_model::{
-    AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, KindSchema, TargetLabel, TextRange,
-    escape_invisible, first_invisible, is_invisible, is_valid_target_name, resolve_reference,
+    AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, Fix, KindSchema, TargetLabel,
+    TextRange, escape_invisible, first_invisible, is_invisible, is_valid_target_name,
+    resolve_reference,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -307,8 +308,15 @@ impl TargetChecker<'_> {
                         range,
                         Some("kind"),
                     );
-                    for suggestion in &suggestions {
-                        diagnostic.repairs.push(format!("Use kind `{suggestion}`"));
+                    for (i, suggestion) in suggestions.iter().enumerate() {
+                        let title = format!("Use kind `{suggestion}`");
+                        diagnostic.fixes.push(Fix::replace(
+                            &title,
+                            i == 0,
+                            range,
+                            format!("\"{suggestion}\""),
+                        ));
+                        diagnostic.repairs.push(title);
                     }
                     diagnostic
                         .repairs
@@ -390,7 +398,7 @@ impl TargetChecker<'_> {
                         Some("visibility"),
                     );
                     match rewrite {
-                        Some(rewrite) => diagnostic.repairs.push(format!("Replace `{text}` with `{rewrite}`")),
+                        Some(rewrite) => suggest_label(diagnostic, text, &rewrite, entry.range),
                         None => diagnostic.repairs.push(
                             "Use `public`, `private`, `package:apps/cli`, `subtree:apps` or a target id".into(),
                         ),
@@ -550,9 +558,7 @@ impl TargetChecker<'_> {
                             Some(&attribute),
                         );
                         if let Some(suggestion) = suggestion {
-                            diagnostic
-                                .repairs
-                                .push(format!("Replace `{}` with `{suggestion}`", entry.value));
+                            suggest_label(diagnostic, &entry.value, &suggestion, entry.range);
                         }
                     }
                 }
@@ -648,14 +654,18 @@ impl TargetChecker<'_> {
                         crate::manifests::backticked(&known)
                     ),
                 };
-                self.report(
+                let diagnostic = self.report(
                     DiagnosticCode::UnknownAttr,
                     message,
                     name.range,
                     Some(&attribute),
-                )
-                .repairs
-                .push(repair);
+                );
+                if let Some(best) = suggestions.first() {
+                    diagnostic
+                        .fixes
+                        .push(Fix::replace(&repair, true, name.range, best.as_str()));
+                }
+                diagnostic.repairs.push(repair);
                 continue;
             };
             match &value.value {
@@ -778,9 +788,14 @@ impl TargetChecker<'_> {
                     Some(attribute),
                 );
                 if let Some(best) = suggestion.first() {
-                    diagnostic
-                        .repairs
-                        .push(format!("Replace `{bad}` with `{best}`"));
+                    let title = format!("Replace `{bad}` with `{best}`");
+                    diagnostic.fixes.push(Fix::replace(
+                        &title,
+                        true,
+                        bad_range,
+                        format!("\"{best}\""),
+                    ));
+                    diagnostic.repairs.push(title);
                 } else {
                     diagnostic.repairs.push(format!("Use one of: {allowed}"));
                 }
@@ -801,9 +816,7 @@ impl TargetChecker<'_> {
                         Some(attribute),
                     );
                     if let Some(suggestion) = suggestion {
-                        diagnostic
-                            .repairs
-                            .push(format!("Replace `{reference}` with `{suggestion}`"));
+                        suggest_label(diagnostic, reference, &suggestion, reference_range);
                     }
                     valid = false;
                 }
@@ -812,6 +825,21 @@ impl TargetChecker<'_> {
         }
         true
     }
+}
+
+/// The repair and the fix rewriting the label `written` (a string at `range`) as
+/// `suggestion`.
+fn suggest_label(diagnostic: &mut Diagnostic, written: &str, suggestion: &str, range: TextRange) {
+    let title = format!("Replace `{written}` with `{suggestion}`");
+    if !suggestion.is_empty() {
+        diagnostic.fixes.push(Fix::replace(
+            &title,
+            true,
+            range,
+            format!("\"{suggestion}\""),
+        ));
+    }
+    diagnostic.repairs.push(title);
 }
 
 /// The strings of a string or list-of-strings value, each with its own range.

@@ -1,9 +1,12 @@
 //! Validation: every diagnostic of a package's manifest, and of the whole workspace.
 
-use once_db::{Db, Package, PackageFilter, Workspace};
-use once_model::{Diagnostic, DiagnosticCode, TargetLabel, TextRange, resolve_reference};
+use std::collections::BTreeMap;
+
+use once_db::{Db, File, Package, PackageFilter, Workspace, source_text};
+use once_model::{Diagnostic, DiagnosticCode, Fix, TargetLabel, TextRange, resolve_reference};
 use rustc_hash::FxHashMap;
 
+use crate::fixes::add_text_fixes;
 use crate::graph::dependency_cycles;
 use crate::kinds::{kind_catalog, module_diagnostics};
 use crate::manifests::{Configurable, manifest};
@@ -93,8 +96,21 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    for suggestion in closest(&label.id(), candidates.iter().map(String::as_str), 2)
-                    {
+                    let suggestions =
+                        closest(&label.id(), candidates.iter().map(String::as_str), 2);
+                    for (i, suggestion) in suggestions.iter().enumerate() {
+                        let suggested = TargetLabel::from_id(suggestion);
+                        let reference = if suggested.package == consumer_package {
+                            format!("./{}", suggested.name)
+                        } else {
+                            suggestion.clone()
+                        };
+                        diagnostic.fixes.push(Fix::replace(
+                            format!("Depend on `{reference}`"),
+                            i == 0,
+                            range,
+                            format!("\"{reference}\""),
+                        ));
                         diagnostic
                             .repairs
                             .push(format!("Did you mean `{suggestion}`?"));
@@ -179,6 +195,13 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
                 }
             }
         }
+    }
+    if diagnostics
+        .iter()
+        .any(|d| d.code == DiagnosticCode::MissingRequiredAttr)
+    {
+        let text = &source_text(db, package.manifest(db)).text;
+        add_text_fixes(text, manifest, catalog, &mut diagnostics);
     }
     diagnostics.sort_by(|a, b| {
         (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code))
@@ -325,6 +348,41 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
     }
     // `[modules] paths` are checked by `module_diagnostics`.
     out
+}
+
+/// The workspace's diagnostics that name a file, grouped by that file's
+/// workspace-relative path (each group in [`workspace_diagnostics`] order).
+#[salsa::tracked(returns(ref))]
+pub fn workspace_diagnostics_by_file(
+    db: &dyn Db,
+    workspace: Workspace,
+) -> BTreeMap<String, Box<[Diagnostic]>> {
+    let mut groups: BTreeMap<String, Vec<Diagnostic>> = BTreeMap::new();
+    for diagnostic in workspace_diagnostics(db, workspace) {
+        if let Some(file) = &diagnostic.file {
+            groups
+                .entry(file.clone())
+                .or_default()
+                .push(diagnostic.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(file, group)| (file, group.into_boxed_slice()))
+        .collect()
+}
+
+/// The workspace diagnostics of one file. An edit elsewhere re-runs this lookup, but an
+/// unchanged group backdates, so what is derived from it (located ranges) is kept.
+#[salsa::tracked(returns(ref))]
+pub fn diagnostics_of_file(db: &dyn Db, file: File) -> Box<[Diagnostic]> {
+    let Some(workspace) = Workspace::try_get(db) else {
+        return Box::new([]);
+    };
+    workspace_diagnostics_by_file(db, workspace)
+        .get(file.path(db))
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Every diagnostic of the workspace, sorted by file and position.

@@ -52,6 +52,36 @@ pub struct DiagnosticDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attribute: Option<String>,
     pub repairs: Vec<String>,
+    /// Machine-applicable fixes, best first; edits are in `file`.
+    pub fixes: Vec<FixDto>,
+}
+
+/// A machine-applicable fix: `preferred` marks the one to apply unattended.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FixDto {
+    pub title: String,
+    pub preferred: bool,
+    pub edits: Vec<TextEditDto>,
+}
+
+/// Replace `range` (1-based lines and columns) with `new_text`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TextEditDto {
+    pub range: Range,
+    pub new_text: String,
+}
+
+fn range(r: once_model::LineColRange) -> Range {
+    Range {
+        start: Position {
+            line: r.start.line,
+            column: r.start.column,
+        },
+        end: Position {
+            line: r.end.line,
+            column: r.end.column,
+        },
+    }
 }
 
 pub fn diagnostic(located: &LocatedDiagnostic) -> DiagnosticDto {
@@ -61,19 +91,26 @@ pub fn diagnostic(located: &LocatedDiagnostic) -> DiagnosticDto {
         severity: d.severity.as_str().to_owned(),
         message: d.message.clone(),
         file: d.file.clone(),
-        range: located.range.map(|r| Range {
-            start: Position {
-                line: r.start.line,
-                column: r.start.column,
-            },
-            end: Position {
-                line: r.end.line,
-                column: r.end.column,
-            },
-        }),
+        range: located.range.map(range),
         target: d.target.clone(),
         attribute: d.attribute.clone(),
         repairs: d.repairs.clone(),
+        fixes: located
+            .fixes
+            .iter()
+            .map(|fix| FixDto {
+                title: fix.title.clone(),
+                preferred: fix.preferred,
+                edits: fix
+                    .edits
+                    .iter()
+                    .map(|edit| TextEditDto {
+                        range: range(edit.range),
+                        new_text: edit.new_text.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -89,6 +126,42 @@ pub fn validation(validation: &Validation) -> ValidationDto {
         valid: validation.valid,
         target_count: validation.target_count,
         diagnostics: validation.diagnostics.iter().map(diagnostic).collect(),
+    }
+}
+
+/// One fix `validate-workspace --fix` wrote; `range` is where the diagnostic was.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct AppliedFixDto {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<Range>,
+    pub code: String,
+    pub title: String,
+}
+
+/// `validate-workspace --fix`: the fixes written, then the validation after them.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FixedValidationDto {
+    pub fixed: Vec<AppliedFixDto>,
+    #[serde(flatten)]
+    pub validation: ValidationDto,
+}
+
+pub fn fixed_validation(
+    fixed: &[once_analysis::AppliedFix],
+    after: &Validation,
+) -> FixedValidationDto {
+    FixedValidationDto {
+        fixed: fixed
+            .iter()
+            .map(|fix| AppliedFixDto {
+                file: fix.file.clone(),
+                range: fix.range.map(range),
+                code: fix.code.as_str().to_owned(),
+                title: fix.title.clone(),
+            })
+            .collect(),
+        validation: validation(after),
     }
 }
 

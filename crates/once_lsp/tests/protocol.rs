@@ -349,7 +349,7 @@ fn code_actions_and_formatting() {
         .collect();
     assert!(titles.contains(&"Use kind `rust_binary`"), "{titles:?}");
     assert!(
-        titles.contains(&"Rewrite `//lib:Lib` as `lib/Lib`"),
+        titles.contains(&"Replace `//lib:Lib` with `lib/Lib`"),
         "{titles:?}"
     );
     let fix = actions

@@ -24,18 +24,38 @@ pub fn diagnostic() -> Value {
             ),
             ("message", plain_string()),
             ("file", plain_string()),
-            (
-                "range",
-                object(
-                    &[("start", position()), ("end", position())],
-                    &["start", "end"],
-                ),
-            ),
+            ("range", line_col_range()),
             ("target", plain_string()),
             ("attribute", plain_string()),
             ("repairs", strings()),
+            ("fixes", array(fix())),
         ],
-        &["code", "severity", "message", "repairs"],
+        &["code", "severity", "message", "repairs", "fixes"],
+    )
+}
+
+fn line_col_range() -> Value {
+    object(
+        &[("start", position()), ("end", position())],
+        &["start", "end"],
+    )
+}
+
+/// A machine-applicable fix of a diagnostic: edits of the diagnostic's file.
+fn fix() -> Value {
+    object(
+        &[
+            ("title", plain_string()),
+            ("preferred", boolean()),
+            (
+                "edits",
+                array(object(
+                    &[("range", line_col_range()), ("new_text", plain_string())],
+                    &["range", "new_text"],
+                )),
+            ),
+        ],
+        &["title", "preferred", "edits"],
     )
 }
 

@@ -213,6 +213,46 @@ pub struct Diagnostic {
     pub attribute: Option<String>,
     /// Concrete edits that would fix the problem, as sentences.
     pub repairs: Vec<String>,
+    /// Machine-applicable fixes, best first: text edits in `file`.
+    pub fixes: Vec<Fix>,
+}
+
+/// A machine-applicable fix of a diagnostic: edits of the diagnostic's file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fix {
+    /// What the fix does, as a short imperative sentence.
+    pub title: String,
+    /// Whether this is the fix to apply unattended (`validate-workspace --fix`); at most
+    /// one fix of a diagnostic is preferred.
+    pub preferred: bool,
+    /// Non-overlapping edits of the diagnostic's file.
+    pub edits: Vec<FixEdit>,
+}
+
+/// Replace the bytes of `range` with `new_text` (an empty range inserts).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FixEdit {
+    pub range: TextRange,
+    pub new_text: String,
+}
+
+impl Fix {
+    /// A fix made of one edit.
+    pub fn replace(
+        title: impl Into<String>,
+        preferred: bool,
+        range: TextRange,
+        new_text: impl Into<String>,
+    ) -> Fix {
+        Fix {
+            title: title.into(),
+            preferred,
+            edits: vec![FixEdit {
+                range,
+                new_text: new_text.into(),
+            }],
+        }
+    }
 }
 
 impl Diagnostic {
@@ -227,6 +267,7 @@ impl Diagnostic {
             target: None,
             attribute: None,
             repairs: Vec::new(),
+            fixes: Vec::new(),
         }
     }
 
@@ -254,6 +295,11 @@ impl Diagnostic {
     pub fn with_repair(mut self, repair: impl Into<String>) -> Diagnostic {
         self.repairs.push(repair.into());
         self
+    }
+
+    /// The fix to apply unattended, if there is one.
+    pub fn preferred_fix(&self) -> Option<&Fix> {
+        self.fixes.iter().find(|f| f.preferred)
     }
 
     pub fn is_error(&self) -> bool {

@@ -17,7 +17,7 @@ pub mod text;
 pub mod value;
 pub mod vocabulary;
 
-pub use diagnostic::{Diagnostic, DiagnosticCode, Severity, SeverityCounts};
+pub use diagnostic::{Diagnostic, DiagnosticCode, Fix, FixEdit, Severity, SeverityCounts};
 pub use label::{
     LabelError, TargetLabel, escape_invisible, first_invisible, is_invisible, is_valid_target_name,
     resolve_reference,

@@ -108,12 +108,8 @@ pub(crate) fn check_manifest_text(
         .collect()
 }
 
-fn unlocated(mut diagnostic: Diagnostic) -> LocatedDiagnostic {
-    diagnostic.range = None;
-    LocatedDiagnostic {
-        diagnostic,
-        range: None,
-    }
+fn unlocated(diagnostic: Diagnostic) -> LocatedDiagnostic {
+    LocatedDiagnostic::unlocated(diagnostic)
 }
 
 type Key = (DiagnosticCode, String, Option<String>, Option<String>);

@@ -94,18 +94,3 @@ pub(super) fn dep_entries(decl: &TargetDecl) -> Vec<(&str, &Spanned<String>)> {
     }
     out
 }
-
-/// `end` moved back over trailing whitespace and comment lines.
-pub(super) fn trim_end(text: &str, start: u32, end: u32) -> u32 {
-    let slice = &text[start as usize..end as usize];
-    let mut rest = slice.trim_end();
-    loop {
-        match rest.rfind('\n') {
-            Some(nl) if rest[nl + 1..].trim_start().starts_with('#') => {
-                rest = rest[..nl].trim_end();
-            }
-            _ => break,
-        }
-    }
-    start + rest.len() as u32
-}

@@ -31,19 +31,12 @@ impl Analysis {
         self.with_db(move |db, _| file_text(db, &path))
     }
 
-    /// Diagnostics of the workspace grouped by file (workspace-relative path).
+    /// Diagnostics of the workspace grouped by file (workspace-relative path). Each file's
+    /// located diagnostics are a query, so an edit re-locates only the files it changed.
     pub fn diagnostics_by_file(
         &self,
     ) -> Cancellable<std::collections::BTreeMap<String, Vec<LocatedDiagnostic>>> {
-        Ok(self.validate_workspace()?.diagnostics.into_iter().fold(
-            std::collections::BTreeMap::new(),
-            |mut map, d| {
-                if let Some(file) = d.diagnostic.file.clone() {
-                    map.entry(file).or_insert_with(Vec::new).push(d);
-                }
-                map
-            },
-        ))
+        self.with_db(crate::located_diagnostics_by_file)
     }
 
     /// Completion proposals at a position of a manifest.

@@ -3,7 +3,7 @@
 use once_model::TextRange;
 
 use super::TargetSymbol;
-use super::context::{Ctx, trim_end};
+use super::context::Ctx;
 
 pub(crate) fn symbols(ctx: &Ctx<'_>) -> Vec<TargetSymbol> {
     let targets = ctx.targets();
@@ -15,7 +15,8 @@ pub(crate) fn symbols(ctx: &Ctx<'_>) -> Vec<TargetSymbol> {
             let end = targets
                 .get(i + 1)
                 .map_or(len, |next| next.header_range.start);
-            let end = trim_end(&ctx.text, decl.header_range.start, end);
+            let end = once_graph::fixes::content_end(&ctx.text, decl.header_range.start, end)
+                .unwrap_or(end);
             TargetSymbol {
                 name: decl
                     .name

@@ -849,7 +849,8 @@ fn validate_target_from_stdin() {
                   "message": "`srcs` must be a list of strings, not a string",
                   "target": "Hello",
                   "attribute": "srcs",
-                  "repairs": []
+                  "repairs": [],
+                  "fixes": []
                 },
                 {
                   "code": "unknown_attr",
@@ -859,7 +860,8 @@ fn validate_target_from_stdin() {
                   "attribute": "attrs.argz",
                   "repairs": [
                     "Rename `argz` to `args`"
-                  ]
+                  ],
+                  "fixes": []
                 },
                 {
                   "code": "unknown_attr",
@@ -869,7 +871,8 @@ fn validate_target_from_stdin() {
                   "attribute": "attrs.timeout_seconds",
                   "repairs": [
                     "Remove `timeout_seconds`; known attributes: `main`, `args`, `env`"
-                  ]
+                  ],
+                  "fixes": []
                 }
               ]
             }

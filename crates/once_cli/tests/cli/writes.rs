@@ -204,3 +204,108 @@ fn materializing_outside_the_workspace_include_warns() {
     "#]]
     .assert_eq(&outcome.render());
 }
+
+/// `validate-workspace --fix` on copies of the fixture workspaces whose diagnostics carry
+/// a fix: each is written through the confined write path and the workspace validates
+/// afterwards. Shown: the answer, then every changed manifest.
+#[test]
+fn validate_workspace_fix_writes_every_preferred_fix() {
+    let mut shown = String::new();
+    for fixture in [
+        "attr_value_not_allowed",
+        "missing_dependency",
+        "missing_required_attr",
+        "unknown_attr",
+        "unknown_key",
+        "unknown_target_kind",
+    ] {
+        let workspace = Workspace::copy(&format!("workspaces/{fixture}"));
+        let fix = || {
+            Once::at(
+                &workspace,
+                &["--format", "json", "query", "validate-workspace", "--fix"],
+            )
+            .run()
+        };
+        let outcome = fix();
+        assert_eq!(outcome.code, 0, "{fixture}: {}", outcome.render());
+        let answer = outcome.json();
+        assert_eq!(answer["valid"], true, "{fixture}: {answer}");
+        let fixed = answer["fixed"].as_array().cloned().unwrap_or_default();
+        shown.push_str(&format!("== {fixture}\n"));
+        for fix in &fixed {
+            shown.push_str(&format!(
+                "fixed {}:{} [{}] {}\n",
+                fix["file"].as_str().unwrap_or(""),
+                fix["range"]["start"]["line"],
+                fix["code"].as_str().unwrap_or(""),
+                fix["title"].as_str().unwrap_or(""),
+            ));
+        }
+        let mut files: Vec<&str> = fixed.iter().filter_map(|f| f["file"].as_str()).collect();
+        files.dedup();
+        for file in files {
+            let text = std::fs::read_to_string(workspace.root().join(file)).unwrap();
+            shown.push_str(&format!("-- {file}\n{text}"));
+        }
+        // Nothing is left to fix: a second run changes nothing.
+        assert_eq!(fix().json()["fixed"], serde_json::json!([]), "{fixture}");
+    }
+    expect_test::expect![[r#"
+        == attr_value_not_allowed
+        fixed lib/once.toml:7 [attr_value_not_allowed] Replace `2020` with `2021`
+        -- lib/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+
+        [target.attrs]
+        edition = "2021"
+        == missing_dependency
+        fixed app/once.toml:5 [missing_dependency] Depend on `lib/Lib`
+        -- app/once.toml
+        [[target]]
+        name = "App"
+        kind = "rust_binary"
+        srcs = ["src/main.rs"]
+        deps = ["lib/Lib"]
+        == missing_required_attr
+        fixed tools/once.toml:2 [missing_required_attr] Add required attribute `script_runtime`
+        -- tools/once.toml
+        [[target]]
+        name = "Cleanup"
+        kind = "script"
+        srcs = ["cleanup.sh"]
+
+        [target.attrs]
+        script_path = "cleanup.sh"
+        script_runtime = ""
+        == unknown_attr
+        fixed lib/once.toml:7 [unknown_attr] Rename `editoin` to `edition`
+        -- lib/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+
+        [target.attrs]
+        edition = "2021"
+        == unknown_key
+        fixed app/once.toml:5 [unknown_key] Rename `label` to `labels`
+        -- app/once.toml
+        [[target]]
+        name = "Docs"
+        kind = "filegroup"
+        srcs = ["README.md"]
+        labels = ["docs"]
+        == unknown_target_kind
+        fixed app/once.toml:3 [unknown_target_kind] Use kind `rust_binary`
+        -- app/once.toml
+        [[target]]
+        name = "App"
+        kind = "rust_binary"
+        srcs = ["src/main.rs"]
+    "#]]
+    .assert_eq(&shown);
+}
