@@ -101,6 +101,12 @@ pub enum Query {
         /// Canonical target id, such as `apps/cli/Cli`.
         id: String,
     },
+    /// Each target's input files with their SHA-256 digests, and one digest over them;
+    /// every target when none is named.
+    Inputs {
+        /// Canonical target ids, such as `apps/cli/Cli`; every target when absent.
+        ids: Vec<String>,
+    },
     /// The capabilities of one target, with output groups and required outputs.
     Capabilities {
         /// Canonical target id.

@@ -133,7 +133,7 @@ fn reads_every_package(query: &Query) -> bool {
             | Query::ValidateWorkspace { .. }
             | Query::Tests
             | Query::AffectedTests { .. }
-    )
+    ) || matches!(query, Query::Inputs { ids } if ids.is_empty())
 }
 
 fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Result<Outcome> {
@@ -173,6 +173,37 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 print_json(&dto)?
             } else {
                 human::target(&target)
+            }
+        }
+        Query::Inputs { ids } => {
+            let ids = if ids.is_empty() {
+                answer(analysis.targets(None))?
+                    .into_iter()
+                    .map(|target| target.id)
+                    .collect()
+            } else {
+                ids.clone()
+            };
+            let mut answers: Vec<(&str, _)> = Vec::with_capacity(ids.len());
+            for id in &ids {
+                let Some(inputs) = answer(analysis.target_inputs(id))? else {
+                    // The lookup's error names the target and suggests near misses.
+                    find_target(analysis, id)?;
+                    bail!("no target `{id}`");
+                };
+                answers.push((id, inputs));
+            }
+            // The index only saves work; failing to write it changes no answer.
+            let _ = analysis.save_digest_index();
+            if json {
+                print_json(
+                    &answers
+                        .iter()
+                        .map(|(id, inputs)| once_json::target_inputs(id, inputs))
+                        .collect::<Vec<_>>(),
+                )?
+            } else {
+                human::target_inputs(&answers)
             }
         }
         Query::Capabilities { id } => {

@@ -353,6 +353,41 @@ pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
     }
 }
 
+/// One target's inputs (`once query inputs`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct TargetInputsDto {
+    pub id: String,
+    /// One SHA-256 over the sorted input paths and their digests.
+    pub input_digest: String,
+    pub inputs: Vec<InputDigestDto>,
+}
+
+/// One input file: its SHA-256 (hex), or why it has none.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct InputDigestDto {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+pub fn target_inputs(id: &str, inputs: &once_analysis::TargetInputs) -> TargetInputsDto {
+    TargetInputsDto {
+        id: id.to_owned(),
+        input_digest: inputs.input_digest.clone(),
+        inputs: inputs
+            .inputs
+            .iter()
+            .map(|input| InputDigestDto {
+                path: input.path.clone(),
+                digest: input.digest.as_ref().ok().cloned(),
+                error: input.digest.as_ref().err().cloned(),
+            })
+            .collect(),
+    }
+}
+
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct CapabilitiesDto {
     pub id: String,

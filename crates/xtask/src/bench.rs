@@ -144,6 +144,22 @@ impl Mcp {
         Ok(reply["result"]["structuredContent"].clone())
     }
 
+    /// The CPU time the server's threads have used so far (Linux `schedstat`, in
+    /// nanoseconds); `None` where it cannot be read.
+    fn cpu_time(&self) -> Option<Duration> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).ok()?;
+        let mut nanos = 0u64;
+        for task in tasks.flatten() {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            nanos += stat
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        (nanos > 0).then(|| Duration::from_nanos(nanos))
+    }
+
     fn validate(&mut self) -> anyhow::Result<Value> {
         let reply = self.request(
             "tools/call",

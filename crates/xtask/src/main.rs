@@ -49,7 +49,7 @@ commands:
   gen-workspace --packages P --targets-per-package T [--seed S] --out DIR
                      write a deterministic, realistic workspace (several kinds, hubs,
                      chains, leaves, selects, visibility); `--size 1k|10k|100k` presets
-  bench --size 1k|10k|100k [--runs N] [--once BINARY] [--out DIR] [--seed S] [--no-nx] [--smoke]
+  bench --size 1k|10k|100k [--runs N] [--once BINARY] [--out DIR] [--seed S] [--no-nx] [--smoke] [--baseline OLD_ONCE]
                      cold CLI, floor, warm MCP and LSP, and Nx on a generated workspace;
                      prints a Markdown table and writes DIR/results-<size>.json
                      (default BINARY target/release/once, DIR target/bench)
@@ -175,6 +175,7 @@ fn bench_command(args: &[&str]) -> anyhow::Result<String> {
         seed: parsed(args, "--seed", 1u64)?,
         nx: !args.contains(&"--no-nx"),
         smoke: args.contains(&"--smoke"),
+        baseline: flag(args, "--baseline").map(PathBuf::from),
     };
     bench::harness::run(&options)
 }

@@ -201,6 +201,36 @@ fn target() {
 }
 
 #[test]
+fn inputs() {
+    let demo = demo();
+    check(
+        &[
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "inputs",
+                    "apps/greeter/Greeter",
+                    "libs/greeting/Greeting",
+                ],
+            ),
+            Once::at(
+                &demo,
+                &[
+                    "query",
+                    "inputs",
+                    "apps/greeter/Greeter",
+                    "--format",
+                    "json",
+                ],
+            ),
+            Once::at(&demo, &["query", "inputs", "apps/greeter/Greter"]),
+        ],
+        &expect_file!["../snapshots/commands/inputs.txt"],
+    );
+}
+
+#[test]
 fn capabilities() {
     let demo = demo();
     check(

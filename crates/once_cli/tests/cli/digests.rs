@@ -1,6 +1,7 @@
 //! `once query target ID --format json` shows `input_digest`, which follows the contents of
-//! the target's inputs; processes share the digest index in `.once/digests`, and several
-//! running at once leave a complete one.
+//! the target's inputs, and `once query inputs` lists every target's inputs with the same
+//! digest; processes share the digest index in `.once/digests`, and several running at
+//! once leave a complete one.
 
 use crate::support::{Once, Workspace};
 
@@ -74,4 +75,49 @@ fn processes_writing_the_index_at_once_leave_a_complete_one() {
         let text = std::fs::read_to_string(&index).unwrap_or_default();
         assert!(is_complete_index(&text), "{text}");
     }
+}
+
+#[test]
+fn query_inputs_lists_every_target_with_the_digest_query_target_shows() {
+    let demo = Workspace::copy("demo");
+    let targets = Once::at(&demo, &["query", "targets", "--format", "json"]).run();
+    assert_eq!(targets.code, 0, "{}", targets.stderr);
+    let ids: Vec<String> = targets
+        .json()
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(ids.len() > 3, "{}", targets.stdout);
+
+    let inputs = Once::at(&demo, &["query", "inputs", "--format", "json"]).run();
+    assert_eq!(inputs.code, 0, "{}", inputs.stderr);
+    let answers = inputs.json();
+    let listed: Vec<&str> = answers
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert_eq!(listed, ids, "every target, in the order of `query targets`");
+    let greeter = answers
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["id"] == TARGET)
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(greeter["input_digest"], input_digest(&demo).as_str());
+    let paths: Vec<&str> = greeter["inputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"apps/greeter/src/main.rs"), "{paths:?}");
+    assert!(paths.contains(&"apps/greeter/once.toml"), "{paths:?}");
+    let mut sorted = paths.clone();
+    sorted.sort_unstable();
+    assert_eq!(paths, sorted, "inputs are sorted by path");
 }

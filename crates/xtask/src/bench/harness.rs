@@ -28,6 +28,9 @@ pub struct Options {
     pub seed: u64,
     pub nx: bool,
     pub smoke: bool,
+    /// Another `once` (an earlier version) whose cold `validate-workspace` is timed
+    /// alternately with `once`'s.
+    pub baseline: Option<PathBuf>,
 }
 
 /// Packages and targets per package of a preset size.
@@ -51,10 +54,14 @@ struct Row {
 
 impl Row {
     fn median(&self) -> Option<Duration> {
-        if self.samples.is_empty() {
+        Row::median_of(&self.samples)
+    }
+
+    fn median_of(samples: &[Duration]) -> Option<Duration> {
+        if samples.is_empty() {
             return None;
         }
-        let mut sorted = self.samples.clone();
+        let mut sorted = samples.to_vec();
         sorted.sort();
         Some(sorted[sorted.len() / 2])
     }
@@ -132,6 +139,153 @@ fn floor(root: &Path) -> anyhow::Result<(Duration, usize, usize)> {
         }
     }
     Ok((started.elapsed(), manifests, bytes))
+}
+
+/// The user + system CPU time of one run of `once args…`, through `/usr/bin/time`.
+fn cpu_time(once: &Path, args: &[String], scratch: &Path) -> Option<Duration> {
+    let report = scratch.join("cpu.txt");
+    Command::new("/usr/bin/time")
+        .args(["-f", "%U %S", "-o"])
+        .arg(&report)
+        .arg(once)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    let text = std::fs::read_to_string(&report).ok()?;
+    let seconds: f64 = text
+        .lines()
+        .last()?
+        .split_whitespace()
+        .map(|s| s.parse::<f64>().ok())
+        .sum::<Option<f64>>()?;
+    Some(Duration::from_secs_f64(seconds))
+}
+
+/// Walks the tree and stats every file, in this process: what any tool that checks a
+/// tree for changes pays at least. The time, the number of files and their bytes.
+fn walk_and_stat(root: &Path) -> anyhow::Result<(Duration, usize, u64)> {
+    let started = Instant::now();
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_name() == ".once" {
+                continue;
+            }
+            let metadata = std::fs::symlink_metadata(entry.path())?;
+            if metadata.is_dir() {
+                stack.push(entry.path());
+            } else {
+                files += 1;
+                bytes += metadata.len();
+            }
+        }
+    }
+    Ok((started.elapsed(), files, bytes))
+}
+
+/// `once query inputs --format json` (the digests of every target's inputs) in a new
+/// process with the digest index warm and with none, `sha256sum` over the same files, and
+/// the walk that stats every file; round-robin.
+fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Vec<Row>> {
+    let row = |name: &str| Row {
+        group: "digests",
+        name: name.into(),
+        samples: Vec::new(),
+        rss_kib: None,
+        note: String::new(),
+    };
+    let mut walk = row("walk + stat every file (in-process)");
+    let mut warm = row("`query inputs --format json`, warm digest index");
+    let mut cold = row("`query inputs --format json`, no digest index");
+    let mut sha256sum = row("`sha256sum` over the same files (one process)");
+    let args: Vec<String> = ["query", "inputs", "--format", "json", "-C"]
+        .map(String::from)
+        .into_iter()
+        .chain([workspace.to_string_lossy().into_owned()])
+        .collect();
+    let index = workspace.join(".once/digests");
+    // The first answer lists the files; it also writes the index.
+    let _ = std::fs::remove_file(&index);
+    let (_, output) = timed(Command::new(once).args(&args))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "`query inputs` failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout).context("`query inputs` JSON")?;
+    let targets = answer.as_array().map_or(0, Vec::len);
+    let mut files: Vec<String> = answer
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["inputs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|i| i["path"].as_str().map(str::to_owned))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let bytes: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(workspace.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    anyhow::ensure!(index.exists(), "`query inputs` wrote no digest index");
+    let mut warm_cpu = Vec::new();
+    let mut cold_cpu = Vec::new();
+    for _ in 0..runs {
+        let (elapsed, files_seen, tree_bytes) = walk_and_stat(workspace)?;
+        walk.samples.push(elapsed);
+        walk.note = format!("{files_seen} files, {:.1} MB", tree_bytes as f64 / 1e6);
+
+        let (elapsed, output) = timed(Command::new(once).args(&args))?;
+        anyhow::ensure!(output.status.success(), "`query inputs` failed");
+        warm.samples.push(elapsed);
+        warm_cpu.extend(cpu_time(once, &args, scratch));
+
+        let _ = std::fs::remove_file(&index);
+        let (elapsed, output) = timed(Command::new(once).args(&args))?;
+        anyhow::ensure!(output.status.success(), "`query inputs` failed");
+        cold.samples.push(elapsed);
+        let _ = std::fs::remove_file(&index);
+        cold_cpu.extend(cpu_time(once, &args, scratch));
+
+        let (elapsed, output) = timed(
+            Command::new("sha256sum")
+                .current_dir(workspace)
+                .args(&files),
+        )?;
+        anyhow::ensure!(output.status.success(), "`sha256sum` failed");
+        sha256sum.samples.push(elapsed);
+    }
+    let megabytes = bytes as f64 / 1e6;
+    let throughput =
+        |time: Option<Duration>| time.map_or(0.0, |t| megabytes / t.as_secs_f64().max(1e-9));
+    warm.note = format!(
+        "{targets} targets, {:.2}× the walk; CPU {}",
+        match (warm.median(), walk.median()) {
+            (Some(w), Some(t)) if t > Duration::ZERO => w.as_secs_f64() / t.as_secs_f64(),
+            _ => 0.0,
+        },
+        fmt_ms(Row::median_of(&warm_cpu))
+    );
+    // The hashing alone is what the run without an index costs beyond the warm run.
+    let hashing = match (cold.median(), warm.median()) {
+        (Some(c), Some(w)) if c > w => Some(c - w),
+        _ => None,
+    };
+    cold.note = format!(
+        "{} files, {megabytes:.1} MB: {:.0} MB/s overall, {:.0} MB/s beyond the warm run; CPU {}",
+        files.len(),
+        throughput(cold.median()),
+        throughput(hashing),
+        fmt_ms(Row::median_of(&cold_cpu))
+    );
+    sha256sum.note = format!("{:.0} MB/s", throughput(sha256sum.median()));
+    Ok(vec![walk, warm, cold, sha256sum])
 }
 
 /// The machine the numbers were measured on.
@@ -233,9 +387,25 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
             args
         }),
     ];
+    let validate_args = cold[2].2.clone();
+    let mut cold: Vec<(&'static str, String, Vec<String>, PathBuf)> = cold
+        .into_iter()
+        .map(|(group, name, args)| (group, name, args, once.clone()))
+        .collect();
+    if let Some(baseline) = &options.baseline {
+        cold.push((
+            "cold CLI",
+            format!(
+                "`query validate-workspace --format json`, baseline `{}`",
+                baseline.display()
+            ),
+            validate_args,
+            baseline.clone(),
+        ));
+    }
     let mut rows: Vec<Row> = cold
         .iter()
-        .map(|(group, name, _)| Row {
+        .map(|(group, name, _, _)| Row {
             group,
             name: name.clone(),
             samples: Vec::new(),
@@ -252,26 +422,40 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     };
     // One untimed round first: every measure is of a new process with the page cache warm,
     // so the first timed run must not be the one that reads the tree from disk.
-    for (_, _, args) in &cold {
-        timed(Command::new(once).args(args))?;
+    for (_, _, args, binary) in &cold {
+        timed(Command::new(binary).args(args))?;
     }
     floor(&workspace)?;
+    let mut cpu: Vec<Vec<Duration>> = vec![Vec::new(); cold.len()];
     for run in 0..runs {
-        for (index, (_, _, args)) in cold.iter().enumerate() {
-            let (elapsed, output) = timed(Command::new(once).args(args))?;
+        for (index, (_, _, args, binary)) in cold.iter().enumerate() {
+            let (elapsed, output) = timed(Command::new(binary).args(args))?;
             rows[index].samples.push(elapsed);
             if run == 0 {
-                check_cold(index, &output, &generated, &mut rows[index])?;
+                // The baseline's row (after the four above) answers `validate-workspace`.
+                let kind = if index >= 4 { 2 } else { index };
+                check_cold(kind, &output, &generated, &mut rows[index])?;
+            }
+            if let Some(time) = cpu_time(binary, args, &scratch) {
+                cpu[index].push(time);
             }
         }
         let (elapsed, manifests, bytes) = floor(&workspace)?;
         floor_row.samples.push(elapsed);
         floor_row.note = format!("{manifests} manifests, {} KiB", bytes / 1024);
     }
-    for (index, (_, _, args)) in cold.iter().enumerate() {
-        rows[index].rss_kib = peak_rss_kib(once, args, &scratch);
+    for (index, (_, _, args, binary)) in cold.iter().enumerate() {
+        rows[index].rss_kib = peak_rss_kib(binary, args, &scratch);
+        if let Some(median) = Row::median_of(&cpu[index]) {
+            let note = &mut rows[index].note;
+            let sep = if note.is_empty() { "" } else { "; " };
+            *note = format!("{note}{sep}CPU {}", fmt_ms(Some(median)));
+        }
     }
     rows.push(floor_row);
+
+    // --- input digests: warm index, no index, sha256sum, the walk -------------------
+    rows.extend(digests(once, &workspace, &scratch, runs)?);
 
     // --- warm MCP over stdio -----------------------------------------------------------
     rows.extend(warm_mcp(once, &workspace, &generated, &paths, runs)?);
@@ -399,7 +583,9 @@ fn check_cold(
             row.note = "valid, 0 diagnostics".into();
         }
         _ => {
-            let count = answer.as_array().map_or(0, Vec::len);
+            // `{"tests": [...]}` (with warnings beside) since affected-tests reports them.
+            let tests = answer.get("tests").unwrap_or(&answer);
+            let count = tests.as_array().map_or(0, Vec::len);
             anyhow::ensure!(count > 0, "no affected tests for 100 changed paths");
             row.note = format!("{count} affected tests");
         }
@@ -427,6 +613,12 @@ fn warm_mcp(
     let mut affected = row("`once_query_affected_tests` (100 paths)");
     let mut page = row("`once_query_targets` (first page of 200)");
     let mut new_target = row("`once_validate_workspace` after appending a new target");
+    let mut comment = row("`once_validate_workspace` after adding a comment");
+    // The server's CPU time per measured call, beside the wall time (the machine may be
+    // shared).
+    let mut edit_cpu = Vec::new();
+    let mut new_target_cpu = Vec::new();
+    let mut comment_cpu = Vec::new();
 
     let started = Instant::now();
     let mut mcp = Mcp::start(once, workspace)?;
@@ -441,9 +633,11 @@ fn warm_mcp(
     for run in 0..runs {
         let (text, broken) = edited(&original, run);
         std::fs::write(&manifest, text)?;
+        let cpu = mcp.cpu_time();
         let started = Instant::now();
         let answer = mcp.validate()?;
         after_edit.samples.push(started.elapsed());
+        edit_cpu.extend(cpu_delta(cpu, mcp.cpu_time()));
         if answer["valid"] != json!(!broken) {
             bail!("the warm answer missed the edit of run {run}: {answer}");
         }
@@ -471,10 +665,26 @@ fn warm_mcp(
         "{original}\n[[target]]\nname = \"AppendedByBench\"\nkind = \"filegroup\"\nsrcs = [\"once.toml\"]\n"
     );
     for run in 0..runs {
+        // Both edit kinds in one run, one after the other, each from the original text.
+        std::fs::write(&manifest, format!("{original}# a comment of run {run}\n"))?;
+        let cpu = mcp.cpu_time();
+        let started = Instant::now();
+        let answer = mcp.validate()?;
+        comment.samples.push(started.elapsed());
+        comment_cpu.extend(cpu_delta(cpu, mcp.cpu_time()));
+        anyhow::ensure!(
+            answer["valid"] == json!(true),
+            "a comment made the workspace invalid: {answer}"
+        );
+        std::fs::write(&manifest, &original)?;
+        mcp.validate()?;
+
         std::fs::write(&manifest, &appended)?;
+        let cpu = mcp.cpu_time();
         let started = Instant::now();
         let answer = mcp.validate()?;
         new_target.samples.push(started.elapsed());
+        new_target_cpu.extend(cpu_delta(cpu, mcp.cpu_time()));
         if answer["target_count"] != json!(generated.targets + 1) || answer["valid"] != json!(true)
         {
             bail!("the warm answer missed the new target of run {run}: {answer}");
@@ -487,11 +697,21 @@ fn warm_mcp(
         );
     }
     std::fs::write(&manifest, original)?;
-    after_edit.note = "edit seen (valid flips every run)".into();
-    new_target.note = "target count seen (+1)".into();
+    let cpu_note = |samples: &[Duration]| match Row::median_of(samples) {
+        Some(median) => format!("; server CPU {}", fmt_ms(Some(median))),
+        None => String::new(),
+    };
+    after_edit.note = format!("edit seen (valid flips every run){}", cpu_note(&edit_cpu));
+    new_target.note = format!("target count seen (+1){}", cpu_note(&new_target_cpu));
+    comment.note = format!("still valid{}", cpu_note(&comment_cpu));
     Ok(vec![
-        load, after_edit, unchanged, affected, page, new_target,
+        load, after_edit, unchanged, affected, page, comment, new_target,
     ])
+}
+
+/// The CPU time between two readings, when both were taken.
+fn cpu_delta(before: Option<Duration>, after: Option<Duration>) -> Option<Duration> {
+    Some(after?.saturating_sub(before?))
 }
 
 fn lsp_available(once: &Path) -> bool {
