@@ -3,6 +3,7 @@
 //! Nothing here knows about salsa, Starlark, files on disk or any protocol: these are
 //! `Clone + Eq + Hash` values that queries return and front ends convert.
 //!
+//! - [`action`]: the steps a target's capability declares ([`Action`]).
 //! - [`label`]: canonical target labels and the reference syntax used inside manifests.
 //! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
 //! - [`value`]: attribute values as written in `attrs` tables ([`AttrValue`]).
@@ -10,6 +11,7 @@
 //! - [`text`]: byte ranges and 1-based line/column positions.
 //! - [`vocabulary`]: the keys of a manifest's tables, their shapes and docs.
 
+pub mod action;
 pub mod diagnostic;
 pub mod label;
 pub mod schema;
@@ -17,6 +19,7 @@ pub mod text;
 pub mod value;
 pub mod vocabulary;
 
+pub use action::{Action, ActionStep, Command, TargetActions, build_dir};
 pub use diagnostic::{Diagnostic, DiagnosticCode, Fix, FixEdit, Severity, SeverityCounts};
 pub use label::{
     LabelError, TargetLabel, escape_invisible, first_invisible, is_invisible, is_valid_target_name,

@@ -1,0 +1,113 @@
+//! Actions: the plain-data steps a target's capability declares.
+//!
+//! A kind's implementation (Starlark, in the prelude or a project module) receives the
+//! resolved target and declares actions; the execution layer schedules them, keys them and
+//! caches their results. Nothing here runs anything: an [`Action`] is what to do, not how.
+//!
+//! Paths are workspace-relative and `/`-separated. Every output lies under the target's
+//! build directory ([`build_dir`]); an action consumes another action's output by naming
+//! that output among its `inputs`, which is how the executor finds the edges between
+//! actions (of one target or of its dependencies).
+
+use std::collections::BTreeMap;
+
+/// The directory, relative to the workspace root, that holds every build output.
+pub const OUT_DIR: &str = ".once/out";
+
+/// The build directory of a target: `.once/out/<package>/<name>` (`.once/out/<name>` for a
+/// target of the root package).
+pub fn build_dir(package: &str, name: &str) -> String {
+    if package.is_empty() {
+        format!("{OUT_DIR}/{name}")
+    } else {
+        format!("{OUT_DIR}/{package}/{name}")
+    }
+}
+
+/// One declared step of a target's capability.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Action {
+    /// Unique within the workspace: `<target id>#<capability>/<identifier>`, where the
+    /// identifier is the one the implementation gave or the action's position.
+    pub id: String,
+    /// The canonical id of the target that declared it.
+    pub target: String,
+    /// `build`, `run` or `test`.
+    pub capability: String,
+    /// What the action does.
+    pub step: ActionStep,
+    /// Workspace-relative files it reads: sources of the target, or outputs of other
+    /// actions (which makes those actions run first).
+    pub inputs: Vec<String>,
+    /// Workspace-relative files (or directories) it writes, all under the build directory.
+    pub outputs: Vec<String>,
+    /// Whether a result may be reused from the action cache. Runs of programs and tests
+    /// that talk to the outside world say `false`.
+    pub cacheable: bool,
+}
+
+/// What an action does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ActionStep {
+    /// Run a program.
+    Run(Command),
+    /// Write `content` to `path` (one of the outputs).
+    WriteFile {
+        path: String,
+        content: String,
+        executable: bool,
+    },
+    /// Copy the file `from` (an input) to `to` (an output).
+    Copy { from: String, to: String },
+    /// Make `link` (an output) a symbolic link to `to`.
+    Symlink { to: String, link: String },
+    /// Make the directory `path` (an output) and its parents.
+    MakeDir { path: String },
+}
+
+/// A program to run: the command line, its environment and what counts as success.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Command {
+    /// The program and its arguments. A program without a `/` is looked up on the
+    /// allowlisted `PATH`; its resolved path and content digest are part of the key.
+    pub argv: Vec<String>,
+    /// The declared environment, on top of the executor's documented allowlist.
+    pub env: BTreeMap<String, String>,
+    /// The working directory, workspace-relative (`""` is the workspace root).
+    pub cwd: String,
+    /// Exit codes that mean success (sorted, deduplicated, never empty; usually `[0]`).
+    pub success_exit_codes: Vec<i32>,
+}
+
+impl Command {
+    /// A command run from the workspace root that succeeds with exit code 0.
+    pub fn new(argv: Vec<String>) -> Self {
+        Command {
+            argv,
+            env: BTreeMap::new(),
+            cwd: String::new(),
+            success_exit_codes: vec![0],
+        }
+    }
+}
+
+/// What a capability's implementation declared for one target: its actions, and the
+/// outputs it hands to dependents and to the user.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TargetActions {
+    pub actions: Vec<Action>,
+    /// The outputs that make up the capability's result (what `once build` reports and
+    /// what dependents consume), workspace-relative.
+    pub default_outputs: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_dirs_of_root_and_nested_targets() {
+        assert_eq!(build_dir("", "Tool"), ".once/out/Tool");
+        assert_eq!(build_dir("libs/text", "Text"), ".once/out/libs/text/Text");
+    }
+}
