@@ -18,6 +18,11 @@
 //! them. At most one `$0` marks a cursor for editor tests; it is removed from the text.
 //! Text before the first header is an error, as are two files with one path: a fixture
 //! that does not say what it means fails loudly.
+//!
+//! Generated workspaces (n packages alike, floods of targets) are built from fixtures too:
+//! [`render`] fills a template's `{{name}}` holes (one copy per package), [`Fixture::extend`]
+//! joins the copies to the hand-written part, and [`Fixture::add`] adds a file whose text
+//! is generated (taken as it is, never parsed for headers or a cursor).
 
 use std::path::{Path, PathBuf};
 
@@ -115,6 +120,39 @@ impl Fixture {
         }
     }
 
+    /// Adds the files of `other` after this fixture's, and its cursor; panics when both
+    /// hold a file at one path or both mark a cursor.
+    pub fn extend(&mut self, other: Fixture) {
+        for file in other.files {
+            self.add(&file.path, file.text);
+        }
+        if let Some(cursor) = other.cursor {
+            assert!(
+                self.cursor.is_none(),
+                "fixture: more than one `{CURSOR}` cursor"
+            );
+            self.cursor = Some(cursor);
+        }
+    }
+
+    /// Adds one file, its text taken as it is (generated text is never read for headers or
+    /// a cursor); panics when the fixture already holds a file at `path`
+    /// (workspace-relative, no leading `/`).
+    pub fn add(&mut self, path: &str, text: impl Into<String>) {
+        assert!(
+            !path.starts_with('/'),
+            "fixture: `{path}` must be workspace-relative"
+        );
+        assert!(
+            !self.files.iter().any(|f| f.path == path),
+            "fixture: `/{path}` is written twice"
+        );
+        self.files.push(FixtureFile {
+            path: path.to_owned(),
+            text: text.into(),
+        });
+    }
+
     /// Writes every file into a new in-memory file system below [`ROOT`].
     pub fn system(&self) -> MemorySystem {
         let system = MemorySystem::default();
@@ -128,6 +166,37 @@ impl Fixture {
 /// The absolute path of a workspace-relative fixture path.
 pub fn path(relative: &str) -> PathBuf {
     Path::new(ROOT).join(relative)
+}
+
+/// Fills a template's holes: each `{{name}}` becomes the value `vars` gives `name`.
+/// Panics on a hole `vars` has no value for and on a value no hole uses, so a template
+/// and its caller cannot drift apart silently.
+pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut used = vec![false; vars.len()];
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            panic!(
+                "fixture template: `{{{{` without `}}}}`: {:?}",
+                &rest[start..]
+            );
+        };
+        let name = &after[..end];
+        let Some(i) = vars.iter().position(|(var, _)| *var == name) else {
+            panic!("fixture template: no value for `{{{{{name}}}}}`");
+        };
+        used[i] = true;
+        out.push_str(vars[i].1);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    if let Some(i) = used.iter().position(|used| !used) {
+        panic!("fixture template: `{}` is never used", vars[i].0);
+    }
+    out
 }
 
 /// Removes the first line when it is blank and the indentation common to every
@@ -152,24 +221,36 @@ fn trim_indent(text: &str) -> String {
 mod tests {
     use expect_test::{Expect, expect};
 
-    use super::Fixture;
+    use super::{Fixture, render};
 
-    fn check(fixture: &str, expect: Expect) {
-        expect.assert_debug_eq(&Fixture::parse(fixture));
+    fn check(fixture: &Fixture, expect: Expect) {
+        expect.assert_debug_eq(fixture);
+    }
+
+    /// The message of the panic `f` raises.
+    fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let panic = std::panic::catch_unwind(f).unwrap_err();
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default()
     }
 
     #[test]
     fn files_indentation_and_cursor() {
         check(
-            r#"
-            //- /once.toml
-            [workspace]
+            &Fixture::parse(
+                r#"
+                //- /once.toml
+                [workspace]
 
-            //- /apps/cli/once.toml
-            [[target]]
-            name = "C$0li"
-              kind = "sh_binary"
-            "#,
+                //- /apps/cli/once.toml
+                [[target]]
+                name = "C$0li"
+                  kind = "sh_binary"
+                "#,
+            ),
             expect![[r#"
                 Fixture {
                     files: [
@@ -198,7 +279,7 @@ mod tests {
     #[test]
     fn an_empty_file_and_no_cursor() {
         check(
-            "//- /a/once.toml\n//- /a/src/lib.rs\nfn main() {}\n",
+            &Fixture::parse("//- /a/once.toml\n//- /a/src/lib.rs\nfn main() {}\n"),
             expect![[r#"
                 Fixture {
                     files: [
@@ -226,13 +307,109 @@ mod tests {
             ("//- /a\n$0$0\n", "more than one"),
             ("//- /a\n$0\n//- /b\n$0\n", "more than one"),
         ] {
-            let panic = std::panic::catch_unwind(|| Fixture::parse(fixture)).unwrap_err();
-            let text = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_default();
+            let text = panic_message(|| {
+                Fixture::parse(fixture);
+            });
             assert!(text.contains(message), "{fixture:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_template_rendered_per_package_joins_the_hand_written_part() {
+        let mut fixture = Fixture::parse(
+            r#"
+            //- /once.toml
+            [workspace]
+            "#,
+        );
+        for i in 0..2 {
+            let deps = if i == 0 { "" } else { "\"p0/Lib\"" };
+            fixture.extend(Fixture::parse(&render(
+                r#"
+                //- /p{{i}}/once.toml
+                [[target]]
+                name = "Lib"
+                deps = [{{deps}}]
+                attrs = { n = {{i}} }
+                //- /p{{i}}/lib.rs
+                "#,
+                &[("i", &i.to_string()), ("deps", deps)],
+            )));
+        }
+        fixture.add("p1/generated.txt", "//- /not/a/header\n$0\n");
+        check(
+            &fixture,
+            expect![[r#"
+                Fixture {
+                    files: [
+                        FixtureFile {
+                            path: "once.toml",
+                            text: "[workspace]\n",
+                        },
+                        FixtureFile {
+                            path: "p0/once.toml",
+                            text: "[[target]]\nname = \"Lib\"\ndeps = []\nattrs = { n = 0 }\n",
+                        },
+                        FixtureFile {
+                            path: "p0/lib.rs",
+                            text: "",
+                        },
+                        FixtureFile {
+                            path: "p1/once.toml",
+                            text: "[[target]]\nname = \"Lib\"\ndeps = [\"p0/Lib\"]\nattrs = { n = 1 }\n",
+                        },
+                        FixtureFile {
+                            path: "p1/lib.rs",
+                            text: "",
+                        },
+                        FixtureFile {
+                            path: "p1/generated.txt",
+                            text: "//- /not/a/header\n$0\n",
+                        },
+                    ],
+                    cursor: None,
+                }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn template_and_joining_mistakes_fail_loudly() {
+        let cases: [(&str, Box<dyn FnOnce() + std::panic::UnwindSafe>); 6] = [
+            (
+                "no value for `{{j}}`",
+                Box::new(|| drop(render("{{j}}", &[]))),
+            ),
+            (
+                "`i` is never used",
+                Box::new(|| drop(render("x", &[("i", "1")]))),
+            ),
+            (
+                "without `}}`",
+                Box::new(|| drop(render("{{i", &[("i", "1")]))),
+            ),
+            (
+                "written twice",
+                Box::new(|| {
+                    let mut fixture = Fixture::parse("//- /a\n");
+                    fixture.extend(Fixture::parse("//- /a\n"));
+                }),
+            ),
+            (
+                "more than one",
+                Box::new(|| {
+                    let mut fixture = Fixture::parse("//- /a\n$0\n");
+                    fixture.extend(Fixture::parse("//- /b\n$0\n"));
+                }),
+            ),
+            (
+                "must be workspace-relative",
+                Box::new(|| Fixture::parse("//- /a\n").add("/b", "")),
+            ),
+        ];
+        for (message, f) in cases {
+            let text = panic_message(f);
+            assert!(text.contains(message), "{message}: {text}");
         }
     }
 }
