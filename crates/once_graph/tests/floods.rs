@@ -1,5 +1,8 @@
 //! Manifests that produce floods of targets or diagnostics: the answers stay bounded, and
 //! the checks cost linear time (a quadratic check here took tens of seconds).
+//!
+//! The floods are generated (thousands of lines or targets), so only the root manifest is
+//! fixture text; the generated manifests are added to it as they are.
 
 #![allow(
     clippy::disallowed_methods,
@@ -11,22 +14,28 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use once_db::{MemorySystem, RootDatabase, Workspace};
+use once_db::{RootDatabase, Workspace};
+use once_fixture::Fixture;
 use once_graph::{
     MAX_DIAGNOSTICS_PER_CODE, Spanned, kind_catalog, read_manifest_text, resolve_manifest,
     workspace_diagnostics, workspace_settings,
 };
 use once_model::{Diagnostic, DiagnosticCode, Severity};
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
 
-fn load(files: &[(&str, String)]) -> (RootDatabase, Workspace) {
-    let system = MemorySystem::default();
-    system.write(format!("{ROOT}/once.toml"), "[workspace]\n");
-    for (path, text) in files {
-        system.write(format!("{ROOT}/{path}"), text.as_str());
+/// The hand-written root; each test adds the generated manifests it floods.
+const WORKSPACE: &str = r#"
+    //- /once.toml
+    [workspace]
+"#;
+
+fn load(generated: &[(&str, String)]) -> (RootDatabase, Workspace) {
+    let mut fixture = Fixture::parse(WORKSPACE);
+    for (path, text) in generated {
+        fixture.add(path, text.as_str());
     }
-    let mut db = RootDatabase::new(Arc::new(system));
+    let mut db = RootDatabase::new(Arc::new(fixture.system()));
     let workspace = db.load(PathBuf::from(ROOT));
     (db, workspace)
 }

@@ -1,5 +1,8 @@
 //! Incrementality, proven with salsa's execution log: an edit re-runs only the queries
 //! of the file it touched.
+//!
+//! The workspaces are generated (n packages alike, n up to 50), so the package is a fixture
+//! template rendered once per package below a hand-written root.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,35 +10,59 @@ use std::sync::Arc;
 use once_db::{
     ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes,
 };
+use once_fixture::{Fixture, render};
 use once_graph::{ChangedPaths, affected_tests, target_count, workspace_diagnostics};
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
+
+/// The root of the generated workspace.
+const ROOT_MANIFEST: &str = r#"
+    //- /once.toml
+    [workspace]
+"#;
+
+/// One package of the generated workspace, rendered per package: `{{i}}` is its number and
+/// `{{deps}}` the previous package's library (nothing for the first).
+const PACKAGE: &str = r#"
+    //- /pkgs/p{{i}}/once.toml
+    [[target]]
+    name = "Lib"
+    kind = "rust_library"
+    srcs = ["src/lib.rs"]
+    deps = [{{deps}}]
+
+    [[target]]
+    name = "Test"
+    kind = "rust_test"
+    srcs = ["tests/t.rs"]
+    deps = ["./Lib"]
+    //- /pkgs/p{{i}}/src/lib.rs
+    pub fn f() {}
+    //- /pkgs/p{{i}}/tests/t.rs
+    #[test]
+    fn t() {}
+"#;
 
 /// A workspace of `n` packages `pkgs/pN`, each with a library depending on the previous
 /// package's library and a test.
 fn workspace(n: usize) -> MemorySystem {
-    let system = MemorySystem::default();
-    system.write(format!("{ROOT}/once.toml"), "[workspace]\n");
+    workspace_with(ROOT_MANIFEST, n)
+}
+
+/// The `n` packages below the hand-written `root` fixture.
+fn workspace_with(root: &str, n: usize) -> MemorySystem {
+    let mut fixture = Fixture::parse(root);
     for i in 0..n {
-        let dep = if i == 0 {
-            String::new()
-        } else {
-            format!("\"pkgs/p{}/Lib\"", i - 1)
+        let deps = match i {
+            0 => String::new(),
+            _ => format!("\"pkgs/p{}/Lib\"", i - 1),
         };
-        system.write(
-            format!("{ROOT}/pkgs/p{i}/once.toml"),
-            format!(
-                "[[target]]\nname = \"Lib\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\ndeps = [{dep}]\n\n\
-                 [[target]]\nname = \"Test\"\nkind = \"rust_test\"\nsrcs = [\"tests/t.rs\"]\ndeps = [\"./Lib\"]\n"
-            ),
-        );
-        system.write(format!("{ROOT}/pkgs/p{i}/src/lib.rs"), "pub fn f() {}\n");
-        system.write(
-            format!("{ROOT}/pkgs/p{i}/tests/t.rs"),
-            "#[test]\nfn t() {}\n",
-        );
+        fixture.extend(Fixture::parse(&render(
+            PACKAGE,
+            &[("i", &i.to_string()), ("deps", &deps)],
+        )));
     }
-    system
+    fixture.system()
 }
 
 fn load(system: &MemorySystem) -> (RootDatabase, Workspace, ExecutionLog) {
@@ -179,14 +206,17 @@ fn affected_tests_after_a_manifest_edit_rederive_one_package() {
 /// A changed project module affects every test, each once and for that one reason.
 #[test]
 fn a_changed_module_affects_every_test_once() {
-    let system = workspace(5);
-    system.write(
-        format!("{ROOT}/once.toml"),
-        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/extra.star"),
-        "target_kind(\"extra_kind\", \"Unused by the targets.\")\n",
+    let system = workspace_with(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star"]
+        //- /modules/extra.star
+        target_kind("extra_kind", "Unused by the targets.")
+        "#,
+        5,
     );
     let (db, workspace, _log) = load(&system);
     let paths = ChangedPaths::new(&db, vec!["modules/extra.star".to_owned()]);

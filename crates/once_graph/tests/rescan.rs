@@ -9,35 +9,64 @@ use once_db::{
     ChangeEvent, Db, ExecutionLog, MemorySystem, RootDatabase, System, Workspace, apply_changes,
     file_digest, source_text,
 };
+use once_fixture::Fixture;
 use once_graph::{kind_catalog, workspace_diagnostics};
 use salsa::plumbing::AsId;
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
 
 /// Three packages, a module registered by the root manifest, and a source file each.
+fn fixture() -> Fixture {
+    Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star"]
+        //- /modules/text.star
+        target_kind("text_kind", "Text.")
+        //- /modules/other.star
+        target_kind("other_kind", "Other.")
+        //- /pkgs/p0/once.toml
+        [[target]]
+        name = "Text"
+        kind = "text_kind"
+
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+        //- /pkgs/p0/src/lib.rs
+        pub fn f() {}
+        //- /pkgs/p1/once.toml
+        [[target]]
+        name = "Text"
+        kind = "text_kind"
+
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+        //- /pkgs/p1/src/lib.rs
+        pub fn f() {}
+        //- /pkgs/p2/once.toml
+        [[target]]
+        name = "Text"
+        kind = "text_kind"
+
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+        //- /pkgs/p2/src/lib.rs
+        pub fn f() {}
+        "#,
+    )
+}
+
 fn system() -> MemorySystem {
-    let system = MemorySystem::default();
-    system.write(
-        format!("{ROOT}/once.toml"),
-        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/text.star"),
-        "target_kind(\"text_kind\", \"Text.\")\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/other.star"),
-        "target_kind(\"other_kind\", \"Other.\")\n",
-    );
-    for i in 0..3 {
-        system.write(
-            format!("{ROOT}/pkgs/p{i}/once.toml"),
-            "[[target]]\nname = \"Text\"\nkind = \"text_kind\"\n\n\
-             [[target]]\nname = \"Lib\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\n",
-        );
-        system.write(format!("{ROOT}/pkgs/p{i}/src/lib.rs"), "pub fn f() {}\n");
-    }
-    system
+    fixture().system()
 }
 
 fn load(system: &MemorySystem) -> (RootDatabase, Workspace, ExecutionLog) {
@@ -53,17 +82,17 @@ fn codes(db: &RootDatabase, workspace: Workspace) -> Vec<String> {
         .collect()
 }
 
-/// The workspace-relative paths whose `source_text` ran, sorted.
+/// The workspace-relative paths (files of the fixture) whose `source_text` ran, sorted.
 fn files_read(db: &RootDatabase, executed: &[String]) -> Vec<String> {
+    let fixture = fixture();
     let mut paths: Vec<String> = executed
         .iter()
         .filter_map(|entry| entry.strip_prefix("source_text("))
         .filter_map(|id| {
-            ["once.toml", "modules/text.star", "modules/other.star"]
-                .into_iter()
-                .map(str::to_owned)
-                .chain((0..3).map(|i| format!("pkgs/p{i}/once.toml")))
-                .chain((0..3).map(|i| format!("pkgs/p{i}/src/lib.rs")))
+            fixture
+                .files
+                .iter()
+                .map(|file| file.path.clone())
                 .find(|path| {
                     db.file(path)
                         .is_some_and(|file| id == format!("{:?})", file.as_id()))
