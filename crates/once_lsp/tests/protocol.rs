@@ -1,5 +1,7 @@
 //! In-process protocol tests over `Connection::memory()`: incremental edits, cross-file
 //! republishing, requests against an in-memory workspace, and a workspace whose load panics.
+//! Workspaces are inline fixtures (`once_fixture`); edits made on the "disk" while the
+//! server runs stay code, as steps of the test.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use lsp_server::{Connection, Message, Notification, Request, RequestId};
 use once_analysis::{
     EntryKind, FileStamp, HostPlatform, MemorySystem, StampedRead, System, WriteLock,
 };
+use once_fixture::Fixture;
 use serde_json::{Value, json};
 
 struct Client {
@@ -18,6 +21,8 @@ struct Client {
     next_id: i32,
     /// Notifications received while waiting for responses.
     pending: Vec<Notification>,
+    /// The workspace the server loaded, as written.
+    fixture: Fixture,
     /// The "disk" under the overlay.
     disk: MemorySystem,
     /// Requests the server sent (such as `client/registerCapability`).
@@ -25,11 +30,9 @@ struct Client {
 }
 
 impl Client {
-    fn start(files: &[(&str, &str)], capabilities: Value) -> Client {
-        let system = MemorySystem::default();
-        for (path, text) in files {
-            system.write(PathBuf::from("/ws").join(path), *text);
-        }
+    fn start(fixture: &str, capabilities: Value) -> Client {
+        let fixture = Fixture::parse(fixture);
+        let system = fixture.system();
         let (server_side, connection) = Connection::memory();
         let disk = system.clone();
         let server = std::thread::spawn(move || {
@@ -40,6 +43,7 @@ impl Client {
             server: Some(server),
             next_id: 0,
             pending: Vec::new(),
+            fixture,
             disk,
             server_requests: Vec::new(),
         };
@@ -123,6 +127,12 @@ impl Client {
         self.next_diagnostics()
     }
 
+    /// Opens a file of the fixture with its text on disk.
+    fn open_as_on_disk(&mut self, path: &str) -> (String, Vec<Value>) {
+        let text = self.fixture.text(path).to_owned();
+        self.open(path, &text)
+    }
+
     fn shutdown(mut self) {
         self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);
@@ -141,18 +151,24 @@ fn codes(diagnostics: &[Value]) -> Vec<String> {
         .collect()
 }
 
-const LIB: &str = "[[target]]\nname = \"Lib\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\n";
-const APP: &str = "[[target]]\nname = \"App\"\nkind = \"rust_binary\"\nsrcs = [\"src/main.rs\"]\ndeps = [\"lib/Lib\"]\n";
-
-fn workspace() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("once.toml", "[workspace]\n"),
-        ("lib/once.toml", LIB),
-        ("lib/src/lib.rs", ""),
-        ("app/once.toml", APP),
-        ("app/src/main.rs", ""),
-    ]
-}
+/// A library and an application depending on it.
+const WORKSPACE: &str = r#"
+    //- /once.toml
+    [workspace]
+    //- /lib/once.toml
+    [[target]]
+    name = "Lib"
+    kind = "rust_library"
+    srcs = ["src/lib.rs"]
+    //- /lib/src/lib.rs
+    //- /app/once.toml
+    [[target]]
+    name = "App"
+    kind = "rust_binary"
+    srcs = ["src/main.rs"]
+    deps = ["lib/Lib"]
+    //- /app/src/main.rs
+"#;
 
 fn change(path: &str, version: i32, range: [u32; 4], text: &str) -> Value {
     json!({
@@ -166,8 +182,8 @@ fn change(path: &str, version: i32, range: [u32; 4], text: &str) -> Value {
 
 #[test]
 fn incremental_edits_are_analysed_as_typed() {
-    let mut client = Client::start(&workspace(), json!({}));
-    let (u, diagnostics) = client.open("app/once.toml", APP);
+    let mut client = Client::start(WORKSPACE, json!({}));
+    let (u, diagnostics) = client.open_as_on_disk("app/once.toml");
     assert_eq!(u, uri("app/once.toml"));
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
 
@@ -217,9 +233,9 @@ fn incremental_edits_are_analysed_as_typed() {
 
 #[test]
 fn deleting_a_target_republishes_its_dependents() {
-    let mut client = Client::start(&workspace(), json!({}));
-    client.open("app/once.toml", APP);
-    client.open("lib/once.toml", LIB);
+    let mut client = Client::start(WORKSPACE, json!({}));
+    client.open_as_on_disk("app/once.toml");
+    client.open_as_on_disk("lib/once.toml");
     // Rename `Lib` to `Lob` in the library's buffer (unsaved).
     client.notify(
         "textDocument/didChange",
@@ -246,7 +262,6 @@ fn deleting_a_target_republishes_its_dependents() {
 
 #[test]
 fn positions_use_the_negotiated_encoding() {
-    let app = "[[target]]\nname = \"App\"\nkind = \"rüst_binary\"\n";
     for (capabilities, end) in [
         (
             json!({"general": {"positionEncodings": ["utf-8", "utf-16"]}}),
@@ -255,10 +270,17 @@ fn positions_use_the_negotiated_encoding() {
         (json!({}), 20),
     ] {
         let mut client = Client::start(
-            &[("once.toml", "[workspace]\n"), ("app/once.toml", app)],
+            r#"
+            //- /once.toml
+            [workspace]
+            //- /app/once.toml
+            [[target]]
+            name = "App"
+            kind = "rüst_binary"
+            "#,
             capabilities,
         );
-        let (_, diagnostics) = client.open("app/once.toml", app);
+        let (_, diagnostics) = client.open_as_on_disk("app/once.toml");
         assert_eq!(codes(&diagnostics), ["unknown_target_kind"]);
         assert_eq!(
             diagnostics[0]["range"]["end"],
@@ -270,8 +292,8 @@ fn positions_use_the_negotiated_encoding() {
 
 #[test]
 fn requests_answer_from_the_same_database() {
-    let mut client = Client::start(&workspace(), json!({}));
-    client.open("app/once.toml", APP);
+    let mut client = Client::start(WORKSPACE, json!({}));
+    client.open_as_on_disk("app/once.toml");
     let hover = client.request(
         "textDocument/hover",
         json!({"textDocument": {"uri": uri("app/once.toml")}, "position": {"line": 4, "character": 10}}),
@@ -330,7 +352,7 @@ fn requests_answer_from_the_same_database() {
 #[test]
 fn code_actions_and_formatting() {
     let broken = "[[target]]\nname = \"App\"\nkind = \"rust_binery\"\nsrcs = [\"src/main.rs\"]\ndeps = [\"//lib:Lib\"]\n";
-    let mut client = Client::start(&workspace(), json!({}));
+    let mut client = Client::start(WORKSPACE, json!({}));
     let (_, diagnostics) = client.open("app/once.toml", broken);
     let mut found = codes(&diagnostics);
     found.sort();
@@ -377,12 +399,13 @@ fn code_actions_and_formatting() {
 
 #[test]
 fn changes_on_disk_arrive_through_watched_files() {
-    let mut client = Client::start(&workspace(), json!({}));
-    client.open("app/once.toml", APP);
+    let mut client = Client::start(WORKSPACE, json!({}));
+    client.open_as_on_disk("app/once.toml");
     // Another tool renames the library's target on disk; the editor only reports the event.
+    let lib = client.fixture.text("lib/once.toml").to_owned();
     client
         .disk
-        .write("/ws/lib/once.toml", LIB.replace("\"Lib\"", "\"Lob\""));
+        .write("/ws/lib/once.toml", lib.replace("\"Lib\"", "\"Lob\""));
     client.notify(
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": uri("lib/once.toml"), "type": 2}]}),
@@ -391,7 +414,7 @@ fn changes_on_disk_arrive_through_watched_files() {
     assert_eq!(u, uri("app/once.toml"));
     assert_eq!(codes(&diagnostics), ["missing_dependency"]);
     // The rename is undone on disk.
-    client.disk.write("/ws/lib/once.toml", LIB);
+    client.disk.write("/ws/lib/once.toml", lib);
     client.notify(
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": uri("lib/once.toml"), "type": 2}]}),
@@ -423,10 +446,10 @@ fn changes_on_disk_arrive_through_watched_files() {
 #[test]
 fn the_client_watches_every_file_and_sources_reach_the_database() {
     let mut client = Client::start(
-        &workspace(),
+        WORKSPACE,
         json!({"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}}),
     );
-    client.open("app/once.toml", APP);
+    client.open_as_on_disk("app/once.toml");
     let registration = client
         .server_requests
         .iter()
@@ -520,8 +543,7 @@ impl System for WalkPanics {
 /// failed load, and still shuts down and exits when asked (it neither dies nor hangs).
 #[test]
 fn a_panic_while_loading_is_shown_and_answered_on_every_request() {
-    let system = MemorySystem::default();
-    system.write("/ws/once.toml", "[workspace]\n");
+    let system = Fixture::parse("//- /once.toml\n[workspace]\n").system();
     let (server_side, connection) = Connection::memory();
     let server = std::thread::spawn(move || {
         once_lsp::run_with_system(&server_side, None, Arc::new(WalkPanics(system))).unwrap();
