@@ -9,6 +9,8 @@
 //! `ONCE_DIFF_STEPS` sets the number of steps (default 10,000 in an optimised build, as
 //! `./.ci/test` runs it, and 2,000 in a debug build) and `ONCE_DIFF_SEED` the seed; a
 //! failure prints both plus the edit history so it can be replayed.
+//!
+//! The seed workspace is a fixture; the edits are random, so they stay code.
 
 #![allow(
     clippy::disallowed_methods,
@@ -21,6 +23,7 @@ use std::sync::Arc;
 
 use once_analysis::{Analysis, AnalysisHost, MemorySystem};
 use once_db::ChangeEvent;
+use once_fixture::Fixture;
 
 const ROOT: &str = "/ws";
 const KINDS: &[&str] = &[
@@ -42,6 +45,28 @@ const MODULE_VARIANTS: &[&str] = &[
     "target_kind(\"other_kind\", \"Not the kind targets use.\")\n",
     "target_kind(\"star_kind\",\n",
 ];
+
+/// The seed workspace: the root registers the module and owns `README.md`; two packages
+/// without targets hold one source file each. The random edits that follow are code, on a
+/// model of the workspace ([`World`]) that must describe this fixture exactly.
+const SEED: &str = r#"
+    //- /once.toml
+    [workspace]
+
+    [modules]
+    paths = ["modules/*.star"]
+
+    //- /modules/kinds.star
+    target_kind("star_kind", "A kind from a module.")
+    //- /README.md
+
+    //- /libs/a/once.toml
+    //- /libs/a/src/lib.rs
+
+    //- /apps/b/once.toml
+    //- /apps/b/src/main.rs
+
+"#;
 
 /// A small deterministic PRNG (xorshift64*), so failures replay from the seed.
 struct Rng(u64);
@@ -124,6 +149,30 @@ struct World {
 }
 
 impl World {
+    /// Asserts the model describes exactly the files of `fixture`, byte for byte: the
+    /// manifests the packages render, a line break in each of their files, the module in
+    /// its current variant, and nothing else.
+    fn assert_models(&self, fixture: &Fixture) {
+        let mut expected = vec![(
+            MODULE_PATH.to_owned(),
+            MODULE_VARIANTS[self.module_variant].to_owned(),
+        )];
+        for (p, package) in self.packages.iter().enumerate() {
+            expected.push((self.full_path(p, "once.toml"), package.manifest_text()));
+            for file in &package.files {
+                expected.push((self.full_path(p, file), "\n".to_owned()));
+            }
+        }
+        let mut written: Vec<(String, String)> = fixture
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.text.clone()))
+            .collect();
+        expected.sort();
+        written.sort();
+        assert_eq!(written, expected, "the seed fixture and its model disagree");
+    }
+
     fn abs(path: &str) -> PathBuf {
         PathBuf::from(format!("{ROOT}/{path}"))
     }
@@ -563,7 +612,8 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x0ACE_2026);
-    let system = MemorySystem::default();
+    let seed_fixture = Fixture::parse(SEED);
+    let system = seed_fixture.system();
     let mut world = World {
         system: system.clone(),
         packages: vec![
@@ -590,21 +640,7 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
         module_variant: 0,
         symlinks: Vec::new(),
     };
-    system.write(World::abs(MODULE_PATH), MODULE_VARIANTS[0]);
-    for package in &world.packages {
-        let prefix = if package.path.is_empty() {
-            String::new()
-        } else {
-            format!("{}/", package.path)
-        };
-        system.write(
-            World::abs(&format!("{prefix}once.toml")),
-            package.manifest_text(),
-        );
-        for file in &package.files {
-            system.write(World::abs(&format!("{prefix}{file}")), "\n");
-        }
-    }
+    world.assert_models(&seed_fixture);
     let mut warm = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
     let mut rng = Rng(seed);
     let mut history = Vec::new();

@@ -1,50 +1,65 @@
 //! Editing: format-preserving create/update/delete on manifests full of comments and odd
 //! formatting, all-or-nothing batches, path confinement, and materializing every starter.
+//! Workspaces are inline fixtures (`once_fixture`); the starter workspaces come from the
+//! kind catalog, so they are materialized by the code under test, not written here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use expect_test::{Expect, expect};
 use once_analysis::{AnalysisHost, EditOperation, EditOutcome, EditRequest, MemorySystem, System};
+use once_fixture::Fixture;
 use once_model::AttrValue;
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
 
-const ODD: &str = r#"# The package of odd formatting.
-  # (indented comment)
-
-[[target]]   # the library
-name="Core"
-kind = "rust_library"   # trailing comment
-srcs = [
-    "src/**/*.rs",  # all sources
-]
-visibility = ['public']
-
-[target.attrs]
-# the crate name
-crate_name = "core"
-edition = "2021"    # pinned
-
-
-# Two blank lines above.
-[[target]]
-name = "Tool"
-kind="rust_binary"
-deps=["./Core"]
-
-[target.attrs]
-crate_name = "tool"
+/// The root alone.
+const EMPTY: &str = r#"
+    //- /once.toml
+    [workspace]
 "#;
 
-fn host(files: &[(&str, &str)]) -> (AnalysisHost, MemorySystem) {
-    let system = MemorySystem::default();
-    system.write(format!("{ROOT}/once.toml"), "[workspace]\n");
-    for (path, text) in files {
-        system.write(format!("{ROOT}/{path}"), *text);
-    }
+/// The package `pkg` of odd formatting, full of comments.
+const ODD: &str = r#"
+    //- /once.toml
+    [workspace]
+    //- /pkg/once.toml
+    # The package of odd formatting.
+      # (indented comment)
+
+    [[target]]   # the library
+    name="Core"
+    kind = "rust_library"   # trailing comment
+    srcs = [
+        "src/**/*.rs",  # all sources
+    ]
+    visibility = ['public']
+
+    [target.attrs]
+    # the crate name
+    crate_name = "core"
+    edition = "2021"    # pinned
+
+
+    # Two blank lines above.
+    [[target]]
+    name = "Tool"
+    kind="rust_binary"
+    deps=["./Core"]
+
+    [target.attrs]
+    crate_name = "tool"
+"#;
+
+fn host(fixture: &str) -> (AnalysisHost, MemorySystem) {
+    let system = Fixture::parse(fixture).system();
     let host = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
     (host, system)
+}
+
+/// The text of `pkg/once.toml` as [`ODD`] writes it.
+fn odd_manifest() -> String {
+    Fixture::parse(ODD).text("pkg/once.toml").to_owned()
 }
 
 fn s(v: &str) -> AttrValue {
@@ -70,10 +85,10 @@ fn read(system: &MemorySystem, path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Applies one batch to `pkg/once.toml` holding `ODD`; checks the result validates and
+/// Applies one batch to `pkg/once.toml` of [`ODD`]; checks the result validates and
 /// snapshots the new text.
 fn check(operations: Vec<EditOperation>, expect: Expect) {
-    let (mut host, system) = host(&[("pkg/once.toml", ODD)]);
+    let (mut host, system) = host(ODD);
     let outcome = host
         .apply_edit(&EditRequest {
             package: "pkg".into(),
@@ -268,7 +283,7 @@ fn delete_removes_the_target_with_its_sub_tables_and_comments() {
 
 #[test]
 fn a_batch_whose_third_operation_fails_writes_nothing_and_says_why() {
-    let (mut host, system) = host(&[("pkg/once.toml", ODD)]);
+    let (mut host, system) = host(ODD);
     let outcome = host
         .apply_edit(&EditRequest {
             package: "pkg".into(),
@@ -290,7 +305,11 @@ fn a_batch_whose_third_operation_fails_writes_nothing_and_says_why() {
             ],
         })
         .unwrap();
-    assert_eq!(read(&system, "pkg/once.toml"), ODD, "byte-identical");
+    assert_eq!(
+        read(&system, "pkg/once.toml"),
+        odd_manifest(),
+        "byte-identical"
+    );
     let EditOutcome::Rejected {
         failed_operation,
         diagnostics,
@@ -313,7 +332,7 @@ fn a_batch_whose_third_operation_fails_writes_nothing_and_says_why() {
 
 #[test]
 fn missing_targets_and_duplicate_names_are_rejected() {
-    let (mut host, system) = host(&[("pkg/once.toml", ODD)]);
+    let (mut host, system) = host(ODD);
     for operations in [
         vec![EditOperation::Delete {
             target_name: "Cor".into(),
@@ -340,12 +359,12 @@ fn missing_targets_and_duplicate_names_are_rejected() {
         };
         assert!(!diagnostics.is_empty());
     }
-    assert_eq!(read(&system, "pkg/once.toml"), ODD);
+    assert_eq!(read(&system, "pkg/once.toml"), odd_manifest());
 }
 
 #[test]
 fn a_missing_manifest_is_created() {
-    let (mut host, system) = host(&[]);
+    let (mut host, system) = host(EMPTY);
     let outcome = host
         .apply_edit(&EditRequest {
             package: "new/pkg".into(),
@@ -380,7 +399,7 @@ fn a_missing_manifest_is_created() {
 
 #[test]
 fn packages_outside_the_workspace_are_refused() {
-    let (mut host, system) = host(&[("pkg/once.toml", ODD)]);
+    let (mut host, system) = host(ODD);
     system.symlink(format!("{ROOT}/escape"), "/etc");
     let create = || {
         vec![EditOperation::Create {
@@ -401,7 +420,7 @@ fn packages_outside_the_workspace_are_refused() {
 
 #[test]
 fn every_starter_materializes_idempotently_and_conflicts_write_nothing() {
-    let (probe, _) = host(&[]);
+    let (probe, _) = host(EMPTY);
     let kinds = probe.analysis().kinds().unwrap();
     let mut checked = 0;
     for kind in &kinds {
@@ -467,7 +486,7 @@ fn every_starter_materializes_idempotently_and_conflicts_write_nothing() {
 
 #[test]
 fn starters_relocate_under_a_destination() {
-    let (mut host, system) = host(&[]);
+    let (mut host, system) = host(EMPTY);
     let done = host
         .materialize_example("rust_binary", "rust-binary-with-library", "apps/hello")
         .unwrap();
@@ -493,7 +512,7 @@ fn starters_relocate_under_a_destination() {
 
 #[test]
 fn materialize_destinations_outside_the_workspace_are_refused() {
-    let (mut host, system) = host(&[]);
+    let (mut host, system) = host(EMPTY);
     system.symlink(format!("{ROOT}/out"), "/tmp");
     for destination in ["../x", "/etc", "a/../../x"] {
         assert!(

@@ -1,6 +1,9 @@
 //! Edits applied while an attacker swaps the package directory with a symbolic link to a
 //! directory outside the workspace (`renameat2(RENAME_EXCHANGE)` every millisecond): no
 //! edit may land outside, and an edit that meets the link fails saying so.
+//!
+//! The race needs a real directory and a real `renameat2`, so the workspace is written to
+//! disk here rather than as an in-memory fixture.
 
 #![allow(
     clippy::disallowed_methods,

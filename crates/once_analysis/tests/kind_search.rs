@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use once_analysis::{AnalysisHost, MemorySystem, kind_search};
+use once_analysis::{AnalysisHost, kind_search};
+use once_fixture::Fixture;
 
 fn kinds() -> Vec<once_model::KindSchema> {
-    let system = MemorySystem::default();
-    system.write("/ws/once.toml", "[workspace]\n");
-    let host = AnalysisHost::load(Arc::new(system), PathBuf::from("/ws"));
+    let system = Fixture::parse("//- /once.toml\n[workspace]\n").system();
+    let host = AnalysisHost::load(Arc::new(system), PathBuf::from(once_fixture::ROOT));
     host.analysis().kinds().expect("not cancelled")
 }
 

@@ -1,19 +1,22 @@
 //! Every starter example of the kind catalog materializes into a workspace that validates
 //! with zero diagnostics and declares a target of the kind it illustrates; every kind has
 //! at least one example. All failures are reported together, as one table.
+//!
+//! The workspaces checked are the catalog's examples, written file by file as the catalog
+//! gives them; only the empty workspace the catalog is read from is a fixture.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use once_analysis::{AnalysisHost, LocatedDiagnostic, MemorySystem};
+use once_fixture::Fixture;
 use once_model::{Example, KindSchema};
 
-const ROOT: &str = "/ws";
+const ROOT: &str = once_fixture::ROOT;
 
 /// The kinds of the catalog (the prelude; no project modules), read from an empty workspace.
 fn catalog() -> Vec<KindSchema> {
-    let system = MemorySystem::default();
-    system.write(format!("{ROOT}/once.toml"), "[workspace]\n");
+    let system = Fixture::parse("//- /once.toml\n[workspace]\n").system();
     let host = AnalysisHost::load(Arc::new(system), PathBuf::from(ROOT));
     host.analysis().kinds().expect("not cancelled")
 }
