@@ -18,35 +18,47 @@ use salsa::plumbing::AsId;
 
 const ROOT: &str = once_fixture::ROOT;
 
+/// The root manifest registering `modules/*.star`.
+const ROOT_MANIFEST: &str = r#"
+    //- /once.toml
+    [workspace]
+
+    [modules]
+    paths = ["modules/*.star"]
+"#;
+
+/// The modules (one loading another) and a package using their kinds.
+const MODULES_AND_PACKAGE: &str = r#"
+    //- /modules/lib/common.star
+    def text_kind(name):
+        target_kind(name, "Generated text.", attrs = {"lines": attr.string_list("Lines.")})
+    //- /modules/app.star
+    load("lib/common.star", "text_kind")
+
+    text_kind("app_text")
+    //- /modules/other.star
+    target_kind("other_kind", "Unrelated.")
+    //- /pkg/once.toml
+    [[target]]
+    name = "Text"
+    kind = "app_text"
+    attrs = { lines = ["a"] }
+
+    [[target]]
+    name = "Other"
+    kind = "other_kind"
+"#;
+
 fn system() -> MemorySystem {
-    Fixture::parse(
-        r#"
-        //- /once.toml
-        [workspace]
+    system_with(ROOT_MANIFEST)
+}
 
-        [modules]
-        paths = ["modules/*.star"]
-        //- /modules/lib/common.star
-        def text_kind(name):
-            target_kind(name, "Generated text.", attrs = {"lines": attr.string_list("Lines.")})
-        //- /modules/app.star
-        load("lib/common.star", "text_kind")
-
-        text_kind("app_text")
-        //- /modules/other.star
-        target_kind("other_kind", "Unrelated.")
-        //- /pkg/once.toml
-        [[target]]
-        name = "Text"
-        kind = "app_text"
-        attrs = { lines = ["a"] }
-
-        [[target]]
-        name = "Other"
-        kind = "other_kind"
-        "#,
-    )
-    .system()
+/// The fixture `root` (the root manifest and any further files), then the modules and
+/// the package.
+fn system_with(root: &str) -> MemorySystem {
+    let mut fixture = Fixture::parse(root);
+    fixture.extend(Fixture::parse(MODULES_AND_PACKAGE));
+    fixture.system()
 }
 
 fn load(system: &MemorySystem) -> (RootDatabase, Workspace, ExecutionLog) {
@@ -171,14 +183,27 @@ fn module_kinds_join_the_catalog_and_edits_reevaluate_only_dependents() {
 
 #[test]
 fn runaway_modules_are_stopped_and_reported() {
-    let system = system();
-    system.write(
-        format!("{ROOT}/modules/spin.star"),
-        "def spin():\n    n = 0\n    for i in range(2000000):\n        for j in range(2000000):\n            n += j\n    return n\n\nspin()\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/hog.star"),
-        "parts = []\nfor i in range(2000000):\n    parts.append(\"x\" * 100000 + str(i))\n",
+    let system = system_with(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star"]
+        //- /modules/spin.star
+        def spin():
+            n = 0
+            for i in range(2000000):
+                for j in range(2000000):
+                    n += j
+            return n
+
+        spin()
+        //- /modules/hog.star
+        parts = []
+        for i in range(2000000):
+            parts.append("x" * 100000 + str(i))
+        "#,
     );
     let (db, workspace, _log) = load(&system);
     let started = std::time::Instant::now();
@@ -206,14 +231,16 @@ fn runaway_modules_are_stopped_and_reported() {
 
 #[test]
 fn pattern_and_name_problems_are_diagnostics() {
-    let system = system();
-    system.write(
-        format!("{ROOT}/once.toml"),
-        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\", \"kinds/*.star\", \"../x/*.star\"]\n",
-    );
-    system.write(
-        format!("{ROOT}/modules/zz.star"),
-        "target_kind(\"other_kind\", \"Taken.\")\n",
+    let system = system_with(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star", "kinds/*.star", "../x/*.star"]
+        //- /modules/zz.star
+        target_kind("other_kind", "Taken.")
+        "#,
     );
     let (db, workspace, _log) = load(&system);
     assert_eq!(
