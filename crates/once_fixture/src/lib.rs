@@ -375,37 +375,21 @@ mod tests {
 
     #[test]
     fn template_and_joining_mistakes_fail_loudly() {
-        let cases: [(&str, Box<dyn FnOnce() + std::panic::UnwindSafe>); 6] = [
-            (
-                "no value for `{{j}}`",
-                Box::new(|| drop(render("{{j}}", &[]))),
-            ),
-            (
-                "`i` is never used",
-                Box::new(|| drop(render("x", &[("i", "1")]))),
-            ),
-            (
-                "without `}}`",
-                Box::new(|| drop(render("{{i", &[("i", "1")]))),
-            ),
-            (
-                "written twice",
-                Box::new(|| {
-                    let mut fixture = Fixture::parse("//- /a\n");
-                    fixture.extend(Fixture::parse("//- /a\n"));
-                }),
-            ),
-            (
-                "more than one",
-                Box::new(|| {
-                    let mut fixture = Fixture::parse("//- /a\n$0\n");
-                    fixture.extend(Fixture::parse("//- /b\n$0\n"));
-                }),
-            ),
-            (
-                "must be workspace-relative",
-                Box::new(|| Fixture::parse("//- /a\n").add("/b", "")),
-            ),
+        let cases: [(&str, fn()); 6] = [
+            ("no value for `{{j}}`", || drop(render("{{j}}", &[]))),
+            ("`i` is never used", || drop(render("x", &[("i", "1")]))),
+            ("without `}}`", || drop(render("{{i", &[("i", "1")]))),
+            ("written twice", || {
+                let mut fixture = Fixture::parse("//- /a\n");
+                fixture.extend(Fixture::parse("//- /a\n"));
+            }),
+            ("more than one", || {
+                let mut fixture = Fixture::parse("//- /a\n$0\n");
+                fixture.extend(Fixture::parse("//- /b\n$0\n"));
+            }),
+            ("must be workspace-relative", || {
+                Fixture::parse("//- /a\n").add("/b", "")
+            }),
         ];
         for (message, f) in cases {
             let text = panic_message(f);

@@ -7,7 +7,7 @@
 #![allow(
     clippy::disallowed_methods,
     clippy::disallowed_types,
-    reason = "tests set up and inspect real files and time real work"
+    reason = "the tests time real work"
 )]
 
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 #![allow(
     clippy::disallowed_methods,
     clippy::disallowed_types,
-    reason = "the test builds a real directory"
+    reason = "a test times runaway modules"
 )]
 
 use std::path::PathBuf;

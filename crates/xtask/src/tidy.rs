@@ -68,7 +68,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ),
     (
         "once_lsp",
-        Allowed::Only(&["once_analysis", "once_json", "once_watch"]),
+        Allowed::Only(&["once_analysis", "once_json", "once_watch", "once_fixture"]),
     ),
     ("once_exec", Allowed::Only(&["once_model", "once_db"])),
     ("once_cli", Allowed::Any),
