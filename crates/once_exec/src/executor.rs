@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
-use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -951,9 +951,16 @@ impl<'a> Executor<'a> {
     }
 
     /// Hashes a captured stream, keeps its end in memory and moves it into the store.
-    fn capture_stream(&self, name: &str, mut file: File) -> io::Result<CapturedStream> {
+    fn capture_stream(&self, name: &str, written: File) -> io::Result<CapturedStream> {
+        drop(written);
+        let mut file = match self.store.reopen_temporary(name) {
+            Ok(file) => file,
+            Err(e) => {
+                self.store.remove_temporary(name);
+                return Err(e);
+            }
+        };
         let captured = (|| {
-            file.seek(SeekFrom::Start(0))?;
             let mut hasher = Sha256::new();
             let mut tail = TailWriter::new(self.options.stream_memory_limit);
             let mut buffer = vec![0u8; 64 * 1024];

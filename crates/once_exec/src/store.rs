@@ -193,6 +193,12 @@ impl Store {
         create_temporary(&self.temporaries)
     }
 
+    /// Opens the temporary file `name` again, for reading.
+    pub fn reopen_temporary(&self, name: &str) -> io::Result<File> {
+        handles::open_file(&self.temporaries, name)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the temporary file is gone"))
+    }
+
     /// Removes a temporary file made by [`Store::temporary_file`].
     pub fn remove_temporary(&self, name: &str) {
         let _ = unlinkat(&self.temporaries, name, AtFlags::empty());
