@@ -765,9 +765,12 @@ impl<'a> Executor<'a> {
         {
             Ok(_) => {}
             Err(RestoreError::Blob(digest, error)) => {
-                result.warnings.push(format!(
-                    "the stored output {digest} could not be used ({error}); running the action again"
-                ));
+                warn(
+                    result,
+                    format!(
+                        "the stored output {digest} could not be used ({error}); running the action again"
+                    ),
+                );
                 return Ok(false);
             }
             Err(RestoreError::Io(error)) => {
@@ -785,10 +788,13 @@ impl<'a> Executor<'a> {
                     tail: tail.into_bytes(),
                 }),
                 Err(error) => {
-                    result.warnings.push(format!(
-                        "the stored stream {} could not be used ({error}); running the action again",
-                        stream.digest
-                    ));
+                    warn(
+                        result,
+                        format!(
+                            "the stored stream {} could not be used ({error}); running the action again",
+                            stream.digest
+                        ),
+                    );
                     return Ok(false);
                 }
             }
@@ -1033,6 +1039,16 @@ fn absolute(root: &Path, relative: &str) -> PathBuf {
         path.push(part);
     }
     path
+}
+
+/// Adds a warning once (the second look under the key's lock meets the same problem).
+fn warn(result: &mut ActionResult, warning: String) {
+    let known = result.warnings.iter().any(|w| {
+        w.split(" could not be used").next() == warning.split(" could not be used").next()
+    });
+    if !known {
+        result.warnings.push(warning);
+    }
 }
 
 fn describe(action: &Action) -> String {
