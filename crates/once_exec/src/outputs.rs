@@ -211,6 +211,8 @@ impl WorkspaceRoot {
         stamps: &OutputStamps,
     ) -> Result<usize, RestoreError> {
         let mut written = 0;
+        let listed: std::collections::HashSet<&str> =
+            entries.iter().map(|entry| entry.path.as_str()).collect();
         for entry in entries {
             let (directory, name) = split(&entry.path);
             let handle = self
@@ -222,7 +224,14 @@ impl WorkspaceRoot {
                 OutputKind::Directory => {
                     if current.as_ref().map(handles::file_type) != Some(FileType::Directory) {
                         handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
-                        handles::make_directory(&handle, name).map_err(RestoreError::Io)?;
+                    }
+                    // What the record does not list (left by another run) goes.
+                    let inner = handles::make_directory(&handle, name).map_err(RestoreError::Io)?;
+                    for child in handles::entry_names(&inner).map_err(RestoreError::Io)? {
+                        let path = format!("{}/{child}", entry.path);
+                        if !listed.contains(path.as_str()) {
+                            handles::remove_entry(&inner, &child).map_err(RestoreError::Io)?;
+                        }
                     }
                 }
                 OutputKind::Symlink { target } => {

@@ -67,7 +67,8 @@ pub struct ActionRecord {
     pub duration: Duration,
     pub stdout: StreamDigest,
     pub stderr: StreamDigest,
-    /// Sorted by path; a directory comes before what is in it.
+    /// In the order of a walk: each declared output, a directory before what is in it
+    /// (names sorted within a directory).
     pub outputs: Vec<OutputEntry>,
 }
 

@@ -538,3 +538,53 @@ fn declared_success_codes_and_in_process_steps() {
         Path::new("script.sh")
     );
 }
+
+#[test]
+fn directory_outputs_are_captured_whole_and_restored_exactly() {
+    let fixture = Fixture::new();
+    let runner = FakeRunner::new(|argv| match argv[1].as_str() {
+        "tree" => FakeOutcome {
+            writes: vec![
+                (out("tree/a"), b"a".to_vec()),
+                (out("tree/sub/b"), b"b".to_vec()),
+            ],
+            ..FakeOutcome::default()
+        },
+        name => FakeOutcome::writes(&out(name), b"uses b"),
+    });
+    let plan = [
+        action("user", &["tree/sub/b"], &["user"]),
+        action("tree", &[], &["tree"]),
+    ];
+    let first = fixture.run(&runner, &plan, 2, false);
+    assert!(first.succeeded(), "{:?}", first.results);
+    let paths: Vec<&str> = first.results[1]
+        .entries
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ".once/out/T/tree",
+            ".once/out/T/tree/a",
+            ".once/out/T/tree/sub",
+            ".once/out/T/tree/sub/b"
+        ]
+    );
+    assert_eq!(
+        names(&runner),
+        ["tree", "user"],
+        "the input under `tree` is an edge"
+    );
+    let tree = fixture.root().join(".once/out/T/tree");
+    std::fs::remove_file(tree.join("a")).unwrap();
+    std::fs::write(tree.join("stray"), "left over").unwrap();
+    let second = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&second),
+        ["T#build/user Succeeded hit", "T#build/tree Succeeded hit"]
+    );
+    assert_eq!(std::fs::read_to_string(tree.join("a")).unwrap(), "a");
+    assert!(!tree.join("stray").exists());
+}
