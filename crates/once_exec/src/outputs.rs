@@ -76,6 +76,8 @@ impl Stamp {
 #[derive(Default)]
 pub struct OutputStamps {
     entries: Mutex<HashMap<String, (Stamp, Sha256Digest)>>,
+    /// Whether an entry was added or changed since loading (else saving is skipped).
+    changed: std::sync::atomic::AtomicBool,
 }
 
 /// Why the outputs of a record could not be restored.
@@ -425,9 +427,12 @@ impl OutputStamps {
         stamps
     }
 
-    /// Saves the stamps (the last of concurrent savers wins; a lost entry only costs a
-    /// hash).
+    /// Saves the stamps when one changed (the last of concurrent savers wins; a lost
+    /// entry only costs a hash).
     pub fn save(&self, workspace: &WorkspaceRoot) -> io::Result<()> {
+        if !self.changed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let mut sorted: Vec<_> = entries.iter().collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
@@ -443,10 +448,16 @@ impl OutputStamps {
     }
 
     fn record(&self, path: &str, stat: &Stat, digest: &Sha256Digest) {
-        self.entries
+        let entry = (Stamp::of(stat), *digest);
+        let previous = self
+            .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_owned(), (Stamp::of(stat), *digest));
+            .insert(path.to_owned(), entry);
+        if previous != Some(entry) {
+            self.changed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Whether the file `name` in `directory` (the output `path`, whose status is `stat`)

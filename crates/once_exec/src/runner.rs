@@ -74,9 +74,10 @@ impl ProcessRunner for SystemRunner {
         request.cancel.register(group);
         // Wait for the leader to exit without reaping it, so its id (the group's id) cannot
         // be reused before the group is killed.
-        while let Err(rustix::io::Errno::INTR) =
-            waitid(WaitId::Pid(group), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT)
-        {}
+        while let Err(rustix::io::Errno::INTR) = waitid(
+            WaitId::Pid(group),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {}
         let _ = kill_process_group(group, Signal::KILL);
         request.cancel.unregister(group);
         let status = child.wait()?;
