@@ -201,6 +201,13 @@ pub enum PlanError {
         first: String,
         second: String,
     },
+    /// An output inside another declared output (of the same action or another one).
+    NestedOutput {
+        output: String,
+        action: String,
+        outer: String,
+        outer_action: String,
+    },
     /// A step writes a path its action does not declare as an output.
     UndeclaredStepOutput {
         action: String,
@@ -238,6 +245,15 @@ impl std::fmt::Display for PlanError {
             } => write!(
                 f,
                 "actions `{first}` and `{second}` both declare the output `{output}`"
+            ),
+            PlanError::NestedOutput {
+                output,
+                action,
+                outer,
+                outer_action,
+            } => write!(
+                f,
+                "action `{action}` declares the output `{output}` inside `{outer}`, an output of `{outer_action}`"
             ),
             PlanError::UndeclaredStepOutput { action, path } => write!(
                 f,
@@ -361,6 +377,20 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
                 action: action.id.clone(),
                 path: from.clone(),
             });
+        }
+    }
+    for (output, &index) in &producers {
+        let mut ancestor = *output;
+        while let Some((parent, _)) = ancestor.rsplit_once('/') {
+            if let Some(&outer) = producers.get(parent) {
+                return Err(PlanError::NestedOutput {
+                    output: (*output).to_owned(),
+                    action: plan[index].action.id.clone(),
+                    outer: parent.to_owned(),
+                    outer_action: plan[outer].action.id.clone(),
+                });
+            }
+            ancestor = parent;
         }
     }
     let mut dependencies = vec![Vec::new(); plan.len()];
@@ -618,7 +648,21 @@ impl<'a> Executor<'a> {
                     .collect();
                 (index, dependency_outputs)
             };
-            let result = self.process(run, &run.plan[index], &dependency_outputs);
+            // A bug in one action must not leave the others waiting for it forever.
+            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.process(run, &run.plan[index], &dependency_outputs)
+            }));
+            let result = processed.unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let mut failed =
+                    ActionResult::new(&run.plan[index].action.id, ActionStatus::Failed);
+                failed.message = Some(format!("internal error (a bug in once): {why}"));
+                failed
+            });
             let mut scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
             scheduler.running -= 1;
             scheduler.done += 1;

@@ -178,11 +178,15 @@ impl Store {
         }
     }
 
+    /// Removes temporary files (in `tmp/` and those of top-level files); only while
+    /// nobody else uses the store.
     fn remove_temporaries(&self) {
-        if let Ok(names) = handles::entry_names(&self.temporaries) {
-            for name in names {
-                if name.starts_with(TEMPORARY_PREFIX) {
-                    let _ = unlinkat(&self.temporaries, name.as_str(), AtFlags::empty());
+        for directory in [&self.temporaries, &self.root] {
+            if let Ok(names) = handles::entry_names(directory) {
+                for name in names {
+                    if name.starts_with(TEMPORARY_PREFIX) {
+                        let _ = unlinkat(directory, name.as_str(), AtFlags::empty());
+                    }
                 }
             }
         }
