@@ -765,6 +765,14 @@ impl<'a> Executor<'a> {
             program: program.as_deref(),
             environment: environment.as_ref(),
         };
+        let give_up = || self.cancel.is_cancelled();
+        let Some(_outputs_lock) = run
+            .workspace
+            .lock_outputs(&action.outputs, give_up)
+            .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
+        else {
+            return Err("cancelled".to_owned());
+        };
         if !action.cacheable {
             return self.execute(run, action, &prepared, None, result);
         }
@@ -773,7 +781,7 @@ impl<'a> Executor<'a> {
         }
         let Some(_lock) = self
             .store
-            .lock_key(&key, || self.cancel.is_cancelled())
+            .lock_key(&key, give_up)
             .map_err(|e| format!("cannot lock the action's key in the store: {e}"))?
         else {
             return Err("cancelled".to_owned());

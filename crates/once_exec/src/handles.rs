@@ -8,7 +8,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use once_db::confined::create_temporary;
 use rustix::fs::{
-    AtFlags, Dir, FileType, Mode, OFlags, Stat, fchmod, mkdirat, openat, renameat, statat, unlinkat,
+    AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, Stat, fchmod, flock, mkdirat, openat,
+    renameat, statat, unlinkat,
 };
 use rustix::io::Errno;
 
@@ -136,4 +137,28 @@ pub fn entry_names(directory: impl AsFd) -> io::Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Takes an exclusive `flock` on the file `name` in `directory` (created when missing),
+/// waiting while another holder has it; gives up (answering `None`) once `give_up` says
+/// so, checked every 20 ms. The lock is released when the file is closed.
+pub fn lock_exclusive(
+    directory: impl AsFd,
+    name: &str,
+    give_up: impl Fn() -> bool,
+) -> io::Result<Option<File>> {
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(directory, name, flags, Mode::from_raw_mode(0o666))?;
+    loop {
+        match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(Some(File::from(fd))),
+            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => {
+                if give_up() {
+                    return Ok(None);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }

@@ -39,6 +39,9 @@ use crate::handles::{self, with_context};
 use crate::record::{OutputEntry, OutputKind};
 use crate::store::{BlobError, Store};
 
+/// The directory of the workspace's output locks, relative to its root.
+pub const LOCKS_DIR: &str = ".once/locks";
+
 /// The stamp file, relative to the workspace root.
 pub const STAMPS_FILE: &str = ".once/output-stamps";
 
@@ -111,6 +114,29 @@ impl WorkspaceRoot {
 
     fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
         open_directory_at(self.handle.as_fd(), relative, create)
+    }
+
+    /// Takes the workspace's lock of the output set `outputs` (`.once/locks/outputs-<hex>`),
+    /// so two executors in one workspace never write the same outputs at once (even for
+    /// different keys: two revisions of one action); `None` once `give_up` says so.
+    pub fn lock_outputs(
+        &self,
+        outputs: &[String],
+        give_up: impl Fn() -> bool,
+    ) -> io::Result<Option<File>> {
+        let mut sorted: Vec<&str> = outputs.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut hasher = Sha256::new();
+        for output in sorted {
+            hasher.update(output.as_bytes());
+            hasher.update([0]);
+        }
+        let name = format!("outputs-{}", Sha256Digest(hasher.finalize().into()));
+        let locks = self
+            .directory(LOCKS_DIR, true)?
+            .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
+        handles::lock_exclusive(&locks, &name, give_up)
     }
 
     /// Removes whatever is at `relative` (a whole directory), so a run starts clean.

@@ -374,24 +374,10 @@ impl Store {
         key: &Sha256Digest,
         give_up: impl Fn() -> bool,
     ) -> io::Result<Option<KeyLock>> {
-        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = openat(&self.locks, key.to_hex(), flags, Mode::from_raw_mode(0o666))?;
-        loop {
-            match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => {
-                    return Ok(Some(KeyLock {
-                        _file: File::from(fd),
-                    }));
-                }
-                Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => {
-                    if give_up() {
-                        return Ok(None);
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        Ok(
+            handles::lock_exclusive(&self.locks, &key.to_hex(), give_up)?
+                .map(|file| KeyLock { _file: file }),
+        )
     }
 
     /// Reads a small file at the store's top level (e.g. `tools`).

@@ -482,3 +482,35 @@ fn a_full_hit_with_outputs_in_place_takes_milliseconds() {
         .collect();
     assert_eq!(keys.len(), 15);
 }
+
+#[test]
+fn two_revisions_of_one_action_in_one_workspace_never_write_its_outputs_at_once() {
+    let workspace = tempfile::tempdir().unwrap();
+    let store_path = Store::default_path(workspace.path());
+    let script = "echo start >> runs.log; mkdir -p $OUT; echo one > $OUT/a; sleep 0.2; \
+                  echo two >> $OUT/a; echo end >> runs.log";
+    let old = shell("a", script, &[], &["a"]);
+    let mut new = old.clone();
+    new.static_key = Sha256Digest::of(b"a, after an edit");
+    let reports: Vec<ExecutionReport> = std::thread::scope(|scope| {
+        let executors: Vec<_> = [old, new]
+            .into_iter()
+            .map(|planned| {
+                let store_path = &store_path;
+                let root = workspace.path();
+                scope.spawn(move || run(root, &Store::open(store_path).unwrap(), &[planned]))
+            })
+            .collect();
+        executors.into_iter().map(|e| e.join().unwrap()).collect()
+    });
+    for report in &reports {
+        assert!(report.succeeded(), "{:?}", report.results);
+        assert_eq!(report.results[0].cache, Some(CacheState::Miss));
+    }
+    let log = std::fs::read_to_string(workspace.path().join("runs.log")).unwrap();
+    assert_eq!(log, "start\nend\nstart\nend\n", "the runs did not overlap");
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join(".once/out/T/a")).unwrap(),
+        "one\ntwo\n"
+    );
+}
