@@ -518,7 +518,9 @@ impl<'a> Executor<'a> {
         self
     }
 
-    /// Calls `progress` after each action ends (from the worker that ran it).
+    /// Calls `progress` after each action ends, from the worker that ran it and with the
+    /// scheduler's lock held (calls are ordered by `done`): keep it short, e.g. send the
+    /// message to a channel.
     pub fn on_progress(mut self, progress: ProgressCallback<'a>) -> Self {
         self.progress = Some(progress);
         self
