@@ -514,3 +514,78 @@ fn two_revisions_of_one_action_in_one_workspace_never_write_its_outputs_at_once(
         "one\ntwo\n"
     );
 }
+
+/// The plan of the two-process test: a slow action and one consuming it, each logging
+/// its runs outside the outputs.
+fn logged_plan() -> Vec<PlannedAction> {
+    vec![
+        shell(
+            "slow",
+            "echo slow >> runs.log; sleep 0.3; mkdir -p $OUT; echo slow > $OUT/slow",
+            &[],
+            &["slow"],
+        ),
+        shell(
+            "next",
+            "echo next >> runs.log; cat $OUT/slow > $OUT/next",
+            &["slow"],
+            &["next"],
+        ),
+    ]
+}
+
+/// Run as a child by the next test (only when `ONCE_EXEC_CHILD_WORKSPACE` is set): runs
+/// `logged_plan` in that workspace and prints each action's cache state.
+#[test]
+#[allow(clippy::print_stdout, reason = "the parent test reads the answer")]
+fn child_executor() {
+    let Some(root) = std::env::var_os("ONCE_EXEC_CHILD_WORKSPACE") else {
+        return;
+    };
+    let root = Path::new(&root);
+    let store = Store::open(&Store::default_path(root)).unwrap();
+    let report = run(root, &store, &logged_plan());
+    assert!(report.succeeded(), "{:?}", report.results);
+    for result in &report.results {
+        println!("cache={}", result.cache.map_or("-", |cache| cache.as_str()));
+    }
+}
+
+#[test]
+fn two_processes_on_one_workspace_run_each_action_once_and_both_succeed() {
+    let workspace = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "child_executor",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("ONCE_EXEC_CHILD_WORKSPACE", workspace.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut caches = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "a child executor failed");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        caches.extend(
+            stdout
+                .lines()
+                // libtest may print its `test child_executor ... ` on the same line.
+                .filter_map(|line| line.split_once("cache=").map(|(_, rest)| rest))
+                .filter_map(|rest| rest.split_whitespace().next())
+                .map(str::to_owned),
+        );
+    }
+    caches.sort();
+    assert_eq!(caches, ["hit", "hit", "miss", "miss"]);
+    let log = std::fs::read_to_string(workspace.path().join("runs.log")).unwrap();
+    assert_eq!(log, "slow\nnext\n", "each action ran once");
+}
