@@ -464,6 +464,8 @@ pub struct Executor<'a> {
     options: ExecOptions,
     cancel: CancelHandle,
     progress: Option<ProgressCallback<'a>>,
+    /// A panic of the progress callback, re-raised once every process is gone.
+    callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 struct Scheduler {
@@ -499,6 +501,7 @@ impl<'a> Executor<'a> {
             options: ExecOptions::default(),
             cancel: CancelHandle::new(),
             progress: None,
+            callback_panic: Mutex::new(None),
         }
     }
 
@@ -520,7 +523,8 @@ impl<'a> Executor<'a> {
 
     /// Calls `progress` after each action ends, from the worker that ran it and with the
     /// scheduler's lock held (calls are ordered by `done`): keep it short, e.g. send the
-    /// message to a channel.
+    /// message to a channel. If it panics, the execution is cancelled (every process
+    /// killed) and [`Executor::run`] re-raises the panic once nothing runs any more.
     pub fn on_progress(mut self, progress: ProgressCallback<'a>) -> Self {
         self.progress = Some(progress);
         self
@@ -588,6 +592,14 @@ impl<'a> Executor<'a> {
         // Both files are caches: failing to save them costs time, never correctness.
         let _ = run.stamps.save(&run.workspace);
         let _ = run.tools.save(self.store);
+        let panic = self
+            .callback_panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(panic) = panic {
+            std::panic::resume_unwind(panic);
+        }
         Ok(ExecutionReport {
             results: scheduler.results.into_iter().flatten().collect(),
         })
@@ -608,12 +620,24 @@ impl<'a> Executor<'a> {
             (ActionStatus::Skipped, _) => format!("skipped {}", result.id),
             (ActionStatus::Cancelled, _) => format!("cancelled {}", result.id),
         };
-        progress(&Progress {
-            done: scheduler.done,
-            total,
-            message,
-            result,
-        });
+        let reported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            progress(&Progress {
+                done: scheduler.done,
+                total,
+                message,
+                result,
+            })
+        }));
+        // A front end's bug must not leave processes running: cancel everything, and
+        // re-raise the panic when they are gone.
+        if let Err(panic) = reported {
+            self.cancel.cancel();
+            let mut slot = self
+                .callback_panic
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert(panic);
+        }
     }
 
     fn work(&self, run: &Run<'_>) {

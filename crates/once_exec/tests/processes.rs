@@ -209,7 +209,48 @@ fn cancelling_kills_every_running_process_group_within_a_second() {
 }
 
 #[test]
-fn dropping_an_executor_does_not_leave_processes_and_a_cancel_before_start_runs_nothing() {
+fn a_panicking_progress_callback_cancels_the_execution_before_the_panic_goes_on() {
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    let plan = [
+        shell(
+            "quick",
+            "sleep 0.2; mkdir -p $OUT; echo > $OUT/quick",
+            &[],
+            &["quick"],
+        ),
+        shell(
+            "long",
+            "sleep 6144; mkdir -p $OUT; echo > $OUT/long",
+            &[],
+            &["long"],
+        ),
+    ];
+    let buggy = |_: &once_exec::Progress<'_>| panic!("a bug in the front end");
+    let started = Instant::now();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Executor::new(workspace.path(), &store)
+            .with_options(options())
+            .on_progress(&buggy)
+            .run(&plan)
+    }));
+    let panic = outcome.expect_err("the callback's panic goes on");
+    assert_eq!(
+        panic.downcast_ref::<&str>(),
+        Some(&"a bug in the front end")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    wait_for("the long sleep to be gone", || {
+        processes_with("sleep 6144").is_empty()
+    });
+}
+
+#[test]
+fn a_cancel_before_start_runs_nothing() {
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&Store::default_path(workspace.path())).unwrap();
     let cancel = CancelHandle::new();
