@@ -289,6 +289,8 @@ struct Graph {
     dependents: Vec<Vec<usize>>,
     /// The number of actions on the longest chain from it to the end (itself included).
     priority: Vec<u64>,
+    /// Per action: how many distinct actions it waits for.
+    waiting_for: Vec<usize>,
 }
 
 fn is_plain_relative(path: &str) -> bool {
@@ -419,6 +421,16 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
             }
         }
     }
+    // An action may consume several outputs of one producer: it waits for the producer once.
+    let producers_of: Vec<Vec<usize>> = dependencies
+        .iter()
+        .map(|edges| {
+            let mut producers: Vec<usize> = edges.iter().map(|(producer, _)| *producer).collect();
+            producers.sort_unstable();
+            producers.dedup();
+            producers
+        })
+        .collect();
     // Kahn's algorithm from the sinks: priorities, and whatever is left is in a cycle.
     let mut remaining: Vec<usize> = dependents.iter().map(Vec::len).collect();
     let mut priority = vec![0u64; plan.len()];
@@ -431,10 +443,10 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
             .map(|&d| priority[d])
             .max()
             .unwrap_or(0);
-        for (producer, _) in &dependencies[index] {
-            remaining[*producer] -= 1;
-            if remaining[*producer] == 0 {
-                queue.push(*producer);
+        for &producer in &producers_of[index] {
+            remaining[producer] -= 1;
+            if remaining[producer] == 0 {
+                queue.push(producer);
             }
         }
     }
@@ -446,6 +458,7 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
         return Err(PlanError::Cycle { actions });
     }
     Ok(Graph {
+        waiting_for: producers_of.iter().map(Vec::len).collect(),
         dependencies,
         dependents,
         priority,
@@ -542,7 +555,7 @@ impl<'a> Executor<'a> {
         let _in_use = self.store.start_use().map_err(ExecError::Store)?;
         let workspace = WorkspaceRoot::open(&self.workspace_root).map_err(ExecError::Workspace)?;
         let stamps = OutputStamps::load(&workspace);
-        let waiting_for: Vec<usize> = graph.dependencies.iter().map(Vec::len).collect();
+        let waiting_for = graph.waiting_for.clone();
         let ready = (0..plan.len())
             .filter(|&i| waiting_for[i] == 0)
             .map(|i| (graph.priority[i], Reverse(i)))

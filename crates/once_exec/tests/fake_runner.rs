@@ -590,3 +590,25 @@ fn directory_outputs_are_captured_whole_and_restored_exactly() {
     assert_eq!(std::fs::read_to_string(tree.join("a")).unwrap(), "a");
     assert!(!tree.join("stray").exists());
 }
+
+#[test]
+fn an_action_consuming_several_outputs_of_one_producer_waits_for_it_once() {
+    let fixture = Fixture::new();
+    let runner = FakeRunner::new(|argv| match argv[1].as_str() {
+        "both" => FakeOutcome {
+            writes: vec![(out("x"), b"x".to_vec()), (out("y"), b"y".to_vec())],
+            ..FakeOutcome::default()
+        },
+        name => FakeOutcome::writes(&out(name), b"user"),
+    });
+    let plan = [
+        action("user", &["x", "y"], &["user"]),
+        action("both", &[], &["x", "y"]),
+    ];
+    let report = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&report),
+        ["T#build/user Succeeded miss", "T#build/both Succeeded miss"]
+    );
+    assert_eq!(names(&runner), ["both", "user"]);
+}
