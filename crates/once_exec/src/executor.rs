@@ -779,11 +779,16 @@ impl<'a> Executor<'a> {
             let path_variable = env.get("PATH").map_or("", String::as_str);
             let argv0 = command.argv.first().map_or("", String::as_str);
             let found = resolve_program(argv0, path_variable, &cwd)?;
-            tool = Some(
-                run.tools
-                    .identity(self.store, &found)
-                    .map_err(|e| format!("cannot read the program `{}`: {e}", found.display()))?,
-            );
+            let mut identity = run
+                .tools
+                .identity(self.store, &found)
+                .map_err(|e| format!("cannot read the program `{}`: {e}", found.display()))?;
+            // A program of the workspace is named relative to it, so checkouts at
+            // different places share results.
+            if let Ok(relative) = found.strip_prefix(&self.workspace_root) {
+                identity.path = format!("$WORKSPACE/{}", relative.to_string_lossy());
+            }
+            tool = Some(identity);
             program = Some(found);
             environment = Some(env);
         }

@@ -24,7 +24,8 @@
 //! 5. `host-env`: the values of the keyed allowlisted variables
 //!    ([`crate::environment::KEYED_VARIABLES`]) the action sees, name/value pairs, an unset
 //!    variable left out;
-//! 6. `tool`: absent (count 0) or the resolved path and content digest of `argv[0]`;
+//! 6. `tool`: absent (count 0) or the resolved path (`$WORKSPACE/…` inside the
+//!    workspace) and content digest of `argv[0]`;
 //! 7. `dependency-outputs`: for each output of another action that an input names (equal
 //!    to or under it), its path and its output digest ([`crate::record::OutputEntry`]),
 //!    sorted by path.
@@ -46,7 +47,8 @@ pub const KEY_FORMAT_VERSION: u64 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ToolIdentity {
     /// The absolute path it was found at (not resolved through links: the digest is of the
-    /// content reached through them).
+    /// content reached through them); `$WORKSPACE/<relative path>` for a program inside
+    /// the workspace, so checkouts at different places share keys.
     pub path: String,
     pub digest: Sha256Digest,
 }

@@ -630,3 +630,36 @@ fn two_processes_on_one_workspace_run_each_action_once_and_both_succeed() {
     let log = std::fs::read_to_string(workspace.path().join("runs.log")).unwrap();
     assert_eq!(log, "slow\nnext\n", "each action ran once");
 }
+
+#[test]
+fn two_checkouts_at_different_places_share_results_through_one_store() {
+    let store_directory = tempfile::tempdir().unwrap();
+    let store = Store::open(store_directory.path()).unwrap();
+    let mut reports = Vec::new();
+    for _ in 0..2 {
+        let checkout = tempfile::tempdir().unwrap();
+        std::fs::create_dir(checkout.path().join("tools")).unwrap();
+        std::fs::write(
+            checkout.path().join("tools/gen.sh"),
+            "#!/bin/sh\nmkdir -p .once/out/T && echo generated > .once/out/T/gen\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            checkout.path().join("tools/gen.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let mut planned = shell("gen", "", &[], &["gen"]);
+        if let ActionStep::Run(command) = &mut planned.action.step {
+            command.argv = vec!["tools/gen.sh".to_owned()];
+        }
+        reports.push(run(checkout.path(), &store, &[planned]));
+        assert_eq!(
+            std::fs::read_to_string(checkout.path().join(".once/out/T/gen")).unwrap(),
+            "generated\n"
+        );
+    }
+    assert_eq!(reports[0].results[0].cache, Some(CacheState::Miss));
+    assert_eq!(reports[1].results[0].cache, Some(CacheState::Hit));
+}
