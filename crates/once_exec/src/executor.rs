@@ -876,6 +876,15 @@ impl<'a> Executor<'a> {
         let limit = self.options.stream_memory_limit;
         let mut streams = Vec::new();
         for stream in [&record.stdout, &record.stderr] {
+            // An empty stream has nothing to read back or check.
+            if stream.size == 0 && stream.digest == Sha256Digest::of(b"") {
+                streams.push(CapturedStream {
+                    digest: Some(stream.digest),
+                    size: 0,
+                    tail: Vec::new(),
+                });
+                continue;
+            }
             let mut tail = TailWriter::new(limit);
             match self.store.copy_blob_to(&stream.digest, &mut tail) {
                 Ok(_) => streams.push(CapturedStream {
