@@ -612,3 +612,27 @@ fn an_action_consuming_several_outputs_of_one_producer_waits_for_it_once() {
     );
     assert_eq!(names(&runner), ["both", "user"]);
 }
+
+#[test]
+fn a_build_directory_replaced_by_a_link_is_never_written_through() {
+    let fixture = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(fixture.root().join(".once/out")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), fixture.root().join(".once/out/T")).unwrap();
+    let mut planned = action("write", &[], &["file"]);
+    planned.action.step = ActionStep::WriteFile {
+        path: out("file"),
+        content: "content".to_owned(),
+        executable: false,
+    };
+    let report = fixture.run(&writer(&[]), &[planned], 1, false);
+    assert_eq!(report.results[0].status, ActionStatus::Failed);
+    assert_eq!(
+        report.results[0].message.as_deref(),
+        Some(
+            "cannot prepare the output `.once/out/T/file`: `.once/out/T` is a symbolic link; \
+             once does not write through links, which may lead outside the workspace"
+        )
+    );
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+}
