@@ -263,6 +263,27 @@ fn a_second_run_is_all_hits_and_restores_deleted_outputs() {
 }
 
 #[test]
+fn a_hit_leaves_outputs_in_place_untouched() {
+    use std::os::unix::fs::MetadataExt as _;
+    let fixture = Fixture::new();
+    let plan = [action("a", &[], &["a"])];
+    let runner = writer(&[]);
+    fixture.run(&runner, &plan, 1, false);
+    let output = fixture.root().join(".once/out/T/a");
+    let before = std::fs::metadata(&output).unwrap();
+    for _ in 0..2 {
+        let report = fixture.run(&runner, &plan, 1, false);
+        assert_eq!(report.results[0].cache, Some(CacheState::Hit));
+        let after = std::fs::metadata(&output).unwrap();
+        assert_eq!(
+            (after.ino(), after.mtime_nsec(), after.ctime_nsec()),
+            (before.ino(), before.mtime_nsec(), before.ctime_nsec()),
+            "the output was not rewritten"
+        );
+    }
+}
+
+#[test]
 fn an_output_changed_in_place_is_restored_from_the_store() {
     let fixture = Fixture::new();
     let plan = [action("a", &[], &["a"])];

@@ -663,3 +663,36 @@ fn two_checkouts_at_different_places_share_results_through_one_store() {
     assert_eq!(reports[0].results[0].cache, Some(CacheState::Miss));
     assert_eq!(reports[1].results[0].cache, Some(CacheState::Hit));
 }
+
+#[test]
+fn changing_the_program_an_action_runs_changes_its_key() {
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    let tool = workspace.path().join("gen.sh");
+    let write_tool = |text: &str| {
+        std::fs::write(
+            &tool,
+            format!("#!/bin/sh\nmkdir -p .once/out/T && echo {text} > .once/out/T/gen\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let mut planned = shell("gen", "", &[], &["gen"]);
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.argv = vec!["./gen.sh".to_owned()];
+    }
+    let plan = [planned];
+    write_tool("one");
+    let caches: Vec<_> = (0..2)
+        .map(|_| run(workspace.path(), &store, &plan).results[0].cache)
+        .collect();
+    assert_eq!(caches, [Some(CacheState::Miss), Some(CacheState::Hit)]);
+    write_tool("two");
+    let report = run(workspace.path(), &store, &plan);
+    assert_eq!(report.results[0].cache, Some(CacheState::Miss));
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join(".once/out/T/gen")).unwrap(),
+        "two\n"
+    );
+}
