@@ -71,6 +71,9 @@ pub enum Command {
     Edit(Edit),
     /// Serve the Language Server Protocol on stdin/stdout for editors (`once.toml` files).
     Lsp,
+    /// Inspect and trim the local store of build results (`.once/cache`).
+    #[command(subcommand)]
+    Cache(Cache),
     /// Internal: the isolated module evaluator `once` starts for itself (one request on
     /// stdin, progress and `load()` requests on stdout).
     #[command(name = "__evaluate-module", hide = true)]
@@ -84,6 +87,36 @@ pub enum Command {
     /// Panics on purpose (hidden): the tests of the panic guard need a real panic.
     #[command(name = "debug-panic", hide = true)]
     DebugPanic,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cache {
+    /// How many blobs and action records the store holds, and their bytes.
+    Stats {
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Remove everything from the store (waits until no build uses it).
+    Clean {
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Shrink the store to at most SIZE: unreferenced blobs first, then the least
+    /// recently used results.
+    Gc {
+        /// The size to shrink to: bytes, or with a unit (`500M`, `2G`, `1GiB`).
+        #[arg(long, value_name = "SIZE")]
+        max_size: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StoreArg {
+    /// The store's directory (default: `.once/cache` in the workspace).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

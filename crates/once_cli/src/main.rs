@@ -11,6 +11,7 @@
 )]
 
 mod args;
+mod cache;
 mod edit;
 mod human;
 mod isolation;
@@ -68,6 +69,7 @@ fn run() -> ExitCode {
     let outcome = match &args.command {
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
+        Command::Cache(cache) => cache::run(&args, cache),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,

@@ -11,10 +11,15 @@
 //! Writers of one workspace are serialised by an advisory lock on `.once/write.lock`
 //! ([`lock_writes`]); while it is held, any `.once-write-*` file is a leftover of a writer
 //! that died and is removed.
+//!
+//! The primitives under the whole-file operations are public for the execution layer
+//! (`once_exec`), which confines its store and build outputs the same way:
+//! [`open_root`] and [`open_directory_at`] give directory handles reached without following
+//! links, [`create_temporary`] a fresh temporary file in one of them.
 
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,7 +45,9 @@ fn with_context(e: Errno, context: impl std::fmt::Display) -> io::Error {
     io::Error::new(error.kind(), format!("{context}: {error}"))
 }
 
-fn open_root(root: &Path) -> io::Result<OwnedFd> {
+/// A handle of the directory `root` (which may itself be reached through links: it is the
+/// trusted starting point).
+pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     openat(CWD, root, flags, Mode::empty()).map_err(|e| {
         with_context(
@@ -120,6 +127,20 @@ fn open_directory(
     Ok(Some(directory))
 }
 
+/// Opens the directory `relative` (`/`-separated, `""` for `root` itself) below the handle
+/// `root`, one component at a time without following links; missing directories are
+/// created when `create`, else the answer is `Ok(None)`. A component that is a link, a file
+/// or anything else but a directory is refused with the reason.
+pub fn open_directory_at(
+    root: BorrowedFd<'_>,
+    relative: &str,
+    create: bool,
+) -> io::Result<Option<OwnedFd>> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let start = openat(root, ".", flags, Mode::empty())?;
+    open_directory(start, &components(relative), relative, create)
+}
+
 /// Splits a workspace-relative file path into its directories and file name.
 fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
     let mut parts = components(relative);
@@ -183,13 +204,14 @@ fn remove_stale_temporaries(directory: &OwnedFd) {
 
 static TEMPORARY_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Creates a new temporary file in `directory` (mode 0666 less the umask).
-fn create_temporary(directory: &OwnedFd) -> io::Result<(String, File)> {
+/// Creates a new temporary file (named [`TEMPORARY_PREFIX`]`<pid>-<n>`) in `directory`,
+/// mode 0666 less the umask; returns its name and the open file.
+pub fn create_temporary(directory: impl AsFd) -> io::Result<(String, File)> {
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     loop {
         let count = TEMPORARY_COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("{TEMPORARY_PREFIX}{}-{count}", std::process::id());
-        match openat(directory, &name, flags, Mode::from_raw_mode(NEW_FILE_MODE)) {
+        match openat(&directory, &name, flags, Mode::from_raw_mode(NEW_FILE_MODE)) {
             Ok(fd) => return Ok((name, File::from(fd))),
             Err(Errno::EXIST) => continue,
             Err(e) => return Err(e.into()),

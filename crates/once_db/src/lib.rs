@@ -20,7 +20,7 @@ pub mod changes;
     clippy::disallowed_types,
     reason = "OsSystem's confined reads, writes and write lock: the real disk behind `System`"
 )]
-mod confined;
+pub mod confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;

@@ -1367,3 +1367,39 @@ fn control_characters_in_arguments_are_escaped_in_errors() {
         json.stderr
     );
 }
+
+/// `once cache stats|gc|clean` on the workspace's store: counts, a gc that keeps what
+/// fits, a clean that empties it, and a size that is not one is a usage error.
+#[test]
+fn cache_stats_gc_and_clean() {
+    let demo = demo();
+    let store = once_exec::Store::open(&once_exec::Store::default_path(demo.root())).unwrap();
+    store.put_blob(&[1u8; 3000]).unwrap();
+    store.put_blob(&[2u8; 1000]).unwrap();
+    let stats = Once::at(&demo, &["cache", "stats", "--format", "json"]).run();
+    assert_eq!(stats.code, 0, "{}", stats.render());
+    assert_eq!(
+        stats.json()["blobs"],
+        serde_json::json!({"count": 2, "bytes": 4000})
+    );
+    // Either blob may be the older one (oldest first): removing one is enough.
+    let gc = Once::at(
+        &demo,
+        &["cache", "gc", "--max-size", "3500", "--format", "json"],
+    )
+    .run();
+    assert_eq!(gc.code, 0, "{}", gc.render());
+    assert_eq!(gc.json()["removed_blobs"], 1, "{}", gc.render());
+    let after = gc.json()["bytes_after"].as_u64().unwrap();
+    assert!(after == 1000 || after == 3000, "{}", gc.render());
+    let clean = Once::at(&demo, &["cache", "clean"]).run();
+    assert_eq!(clean.code, 0, "{}", clean.render());
+    assert_eq!(store.stats().unwrap(), once_exec::StoreStats::default());
+    let bad = Once::at(&demo, &["cache", "gc", "--max-size", "lots"]).run();
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("`lots` is not a size"),
+        "{}",
+        bad.render()
+    );
+}

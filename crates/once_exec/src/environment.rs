@@ -1,0 +1,106 @@
+//! The scrubbed environment an action runs in: its declared variables on top of a
+//! documented allowlist taken from the environment `once` itself runs in.
+//!
+//! Nothing else leaks in: a variable set in the user's shell (`CFLAGS`, `RUSTFLAGS`, …)
+//! reaches an action only if the action declares it. Of the allowlist, the locale
+//! variables ([`KEYED_VARIABLES`]) change what tools print and how they sort, so their
+//! values are part of the action key; the others name places (`PATH` is covered by the
+//! identity of the program found on it, `HOME` and `TMPDIR` differ between users and
+//! machines that should share results) and are not.
+
+use std::collections::BTreeMap;
+
+/// The variables passed through from `once`'s own environment when an action does not
+/// declare them.
+pub const ALLOWLIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+];
+
+/// The allowlisted variables whose values are part of the action key.
+pub const KEYED_VARIABLES: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+
+/// The `PATH` used when the host has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The allowlisted variables of the host, as captured once per executor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostEnvironment {
+    pub variables: BTreeMap<String, String>,
+}
+
+impl HostEnvironment {
+    /// The allowlisted variables of this process's environment (non-UTF-8 values are
+    /// left out).
+    pub fn from_process() -> HostEnvironment {
+        let variables = ALLOWLIST
+            .iter()
+            .filter_map(|name| {
+                std::env::var(name)
+                    .ok()
+                    .map(|value| ((*name).to_owned(), value))
+            })
+            .collect();
+        HostEnvironment { variables }
+    }
+
+    /// A host environment of exactly these variables (those not on the allowlist are
+    /// dropped).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let variables = pairs
+            .into_iter()
+            .filter(|(name, _)| ALLOWLIST.contains(name))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        HostEnvironment { variables }
+    }
+
+    /// The complete environment of an action declaring `declared`: the allowlist, then the
+    /// declared variables over it; `PATH` defaults to [`DEFAULT_PATH`].
+    pub fn action_environment(
+        &self,
+        declared: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut environment = self.variables.clone();
+        environment
+            .entry("PATH".to_owned())
+            .or_insert_with(|| DEFAULT_PATH.to_owned());
+        for (name, value) in declared {
+            environment.insert(name.clone(), value.clone());
+        }
+        environment
+    }
+}
+
+/// The keyed variables of a complete action environment.
+pub fn keyed_values(environment: &BTreeMap<String, String>) -> BTreeMap<&str, &str> {
+    KEYED_VARIABLES
+        .iter()
+        .filter_map(|name| environment.get(*name).map(|value| (*name, value.as_str())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_variables_override_the_allowlist_and_nothing_else_passes() {
+        let host = HostEnvironment::from_pairs([
+            ("PATH", "/bin"),
+            ("HOME", "/home/me"),
+            ("CFLAGS", "-O3"),
+            ("LANG", "C"),
+        ]);
+        let declared = BTreeMap::from([("LANG".to_owned(), "de_DE".to_owned())]);
+        let environment = host.action_environment(&declared);
+        let names: Vec<&str> = environment.keys().map(String::as_str).collect();
+        assert_eq!(names, ["HOME", "LANG", "PATH"]);
+        assert_eq!(environment["LANG"], "de_DE");
+        assert_eq!(
+            keyed_values(&environment),
+            BTreeMap::from([("LANG", "de_DE")])
+        );
+        let bare = HostEnvironment::default().action_environment(&BTreeMap::new());
+        assert_eq!(bare["PATH"], DEFAULT_PATH);
+    }
+}

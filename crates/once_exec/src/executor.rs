@@ -1,0 +1,1225 @@
+//! The executor: runs a plan's actions in dependency order, longest path first, up to
+//! `jobs` at a time, reusing results from the action cache.
+//!
+//! For each action, once the actions producing its inputs have succeeded:
+//!
+//! 1. its key is completed ([`crate::key::action_key`]) with the identity of the program
+//!    it runs and the output digests of those producers;
+//! 2. a cacheable action whose record is in the store is a **hit**: its outputs are put in
+//!    place (those already there are left alone) and its streams are read back;
+//! 3. otherwise the executor takes the key's lock (waiting for another thread or process
+//!    running the same key, whose result it then reuses), clears the declared outputs,
+//!    runs the step, checks the exit code and that every declared output exists, stores
+//!    the outputs and streams and writes the record: a **miss**. An action that is not
+//!    cacheable always runs and writes no record: a **bypass**.
+//!
+//! A failed action stops its dependents (they are *skipped*); without `keep_going`
+//! nothing new starts after a failure, with it every action not depending on the failure
+//! still runs. Cancelling kills the running process groups and starts nothing new.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use once_db::Sha256Digest;
+use once_model::action::{Action, ActionStep, OUT_DIR, build_dir};
+use once_model::label::TargetLabel;
+use sha2::{Digest as _, Sha256};
+
+use crate::environment::{HostEnvironment, keyed_values};
+use crate::key::{KeyParts, ToolIdentity, action_key};
+use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
+use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
+use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
+use crate::store::Store;
+use crate::tools::{ToolDigests, resolve_program};
+
+/// An action as the planner hands it over: the declaration and its static key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedAction {
+    pub action: Action,
+    /// The SHA-256 the planner computed over everything known before execution (the
+    /// declaration, the digests of its source inputs, the implementation).
+    pub static_key: Sha256Digest,
+}
+
+/// How an execution behaves.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// How many actions run at once (at least 1).
+    pub jobs: usize,
+    /// Whether actions not depending on a failed one still run after it.
+    pub keep_going: bool,
+    /// The allowlisted variables actions see.
+    pub host_env: HostEnvironment,
+    /// How many bytes of each captured stream a result keeps in memory (its end); the
+    /// whole stream is in the store.
+    pub stream_memory_limit: usize,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            keep_going: false,
+            host_env: HostEnvironment::from_process(),
+            stream_memory_limit: 64 * 1024,
+        }
+    }
+}
+
+/// Where an action's result came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CacheState {
+    /// Reused from the action cache.
+    Hit,
+    /// Run, and its result stored.
+    Miss,
+    /// Run because it is not cacheable; nothing stored but its streams.
+    Bypass,
+}
+
+impl CacheState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheState::Hit => "hit",
+            CacheState::Miss => "miss",
+            CacheState::Bypass => "bypass",
+        }
+    }
+}
+
+/// How an action ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionStatus {
+    Succeeded,
+    Failed,
+    /// Not run: an action it depends on failed, or (without `keep_going`) another one did.
+    Skipped,
+    Cancelled,
+}
+
+/// A captured stream: its digest in the store, its size, and its last bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapturedStream {
+    /// `None` when the action did not run.
+    pub digest: Option<Sha256Digest>,
+    pub size: u64,
+    /// The end of the stream, at most [`ExecOptions::stream_memory_limit`] bytes.
+    pub tail: Vec<u8>,
+}
+
+/// A declared output and the digest dependents see of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DeclaredOutput {
+    pub path: String,
+    pub digest: Sha256Digest,
+}
+
+/// The result of one action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionResult {
+    pub id: String,
+    pub status: ActionStatus,
+    /// `None` when the action did not get as far as looking.
+    pub cache: Option<CacheState>,
+    pub key: Option<Sha256Digest>,
+    pub exit_code: Option<i32>,
+    /// Time spent on the action in this execution (a hit's restore time).
+    pub duration: Duration,
+    pub outputs: Vec<DeclaredOutput>,
+    /// Every output entry (files under declared directories included).
+    pub entries: Vec<OutputEntry>,
+    pub stdout: CapturedStream,
+    pub stderr: CapturedStream,
+    /// Why it failed or was skipped.
+    pub message: Option<String>,
+    /// Problems met on the way that did not fail it (a corrupt blob, rebuilt).
+    pub warnings: Vec<String>,
+}
+
+impl ActionResult {
+    fn new(id: &str, status: ActionStatus) -> ActionResult {
+        ActionResult {
+            id: id.to_owned(),
+            status,
+            cache: None,
+            key: None,
+            exit_code: None,
+            duration: Duration::ZERO,
+            outputs: Vec::new(),
+            entries: Vec::new(),
+            stdout: CapturedStream::default(),
+            stderr: CapturedStream::default(),
+            message: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Every action's result, in plan order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionReport {
+    pub results: Vec<ActionResult>,
+}
+
+impl ExecutionReport {
+    /// Whether every action succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.results
+            .iter()
+            .all(|result| result.status == ActionStatus::Succeeded)
+    }
+
+    pub fn result(&self, id: &str) -> Option<&ActionResult> {
+        self.results.iter().find(|result| result.id == id)
+    }
+}
+
+/// A plan the executor refuses before running anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    DuplicateId(String),
+    /// A path that is not a plain workspace-relative path.
+    InvalidPath {
+        action: String,
+        path: String,
+    },
+    /// An output outside the target's build directory.
+    OutputOutsideBuildDir {
+        action: String,
+        output: String,
+        build_dir: String,
+    },
+    /// Two actions declare the same output.
+    DuplicateOutput {
+        output: String,
+        first: String,
+        second: String,
+    },
+    /// An output inside another declared output (of the same action or another one).
+    NestedOutput {
+        output: String,
+        action: String,
+        outer: String,
+        outer_action: String,
+    },
+    /// A step writes a path its action does not declare as an output.
+    UndeclaredStepOutput {
+        action: String,
+        path: String,
+    },
+    EmptyCommand {
+        action: String,
+    },
+    /// The actions (some of them) depend on each other in a cycle.
+    Cycle {
+        actions: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::DuplicateId(id) => write!(f, "two actions have the id `{id}`"),
+            PlanError::InvalidPath { action, path } => write!(
+                f,
+                "action `{action}` names `{path}`, which is not a relative path inside the workspace"
+            ),
+            PlanError::OutputOutsideBuildDir {
+                action,
+                output,
+                build_dir,
+            } => write!(
+                f,
+                "action `{action}` declares the output `{output}` outside its target's build directory `{build_dir}`"
+            ),
+            PlanError::DuplicateOutput {
+                output,
+                first,
+                second,
+            } => write!(
+                f,
+                "actions `{first}` and `{second}` both declare the output `{output}`"
+            ),
+            PlanError::NestedOutput {
+                output,
+                action,
+                outer,
+                outer_action,
+            } => write!(
+                f,
+                "action `{action}` declares the output `{output}` inside `{outer}`, an output of `{outer_action}`"
+            ),
+            PlanError::UndeclaredStepOutput { action, path } => write!(
+                f,
+                "action `{action}` writes `{path}`, which it does not declare as an output"
+            ),
+            PlanError::EmptyCommand { action } => {
+                write!(f, "action `{action}` runs an empty command line")
+            }
+            PlanError::Cycle { actions } => write!(
+                f,
+                "these actions depend on each other's outputs in a cycle: {}",
+                actions.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Reported after each action ends.
+pub struct Progress<'a> {
+    pub done: usize,
+    pub total: usize,
+    /// One line: `hit <id>`, `miss <id>`, `failed <id>: <why>`, …
+    pub message: String,
+    pub result: &'a ActionResult,
+}
+
+/// The edges and priorities of a plan.
+struct Graph {
+    /// Per action: (producer, the producer's output it consumes).
+    dependencies: Vec<Vec<(usize, String)>>,
+    dependents: Vec<Vec<usize>>,
+    /// The number of actions on the longest chain from it to the end (itself included).
+    priority: Vec<u64>,
+    /// Per action: how many distinct actions it waits for.
+    waiting_for: Vec<usize>,
+}
+
+fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && !path.contains('\0')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+fn is_under(path: &str, directory: &str) -> bool {
+    path == directory
+        || path
+            .strip_prefix(directory)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
+    let mut ids = HashMap::new();
+    let mut producers: HashMap<&str, usize> = HashMap::new();
+    for (index, planned) in plan.iter().enumerate() {
+        let action = &planned.action;
+        if ids.insert(action.id.as_str(), index).is_some() {
+            return Err(PlanError::DuplicateId(action.id.clone()));
+        }
+        let label = TargetLabel::from_id(&action.target);
+        let directory = build_dir(&label.package, &label.name);
+        for path in action.inputs.iter().chain(&action.outputs) {
+            if !is_plain_relative(path) {
+                return Err(PlanError::InvalidPath {
+                    action: action.id.clone(),
+                    path: path.clone(),
+                });
+            }
+        }
+        for output in &action.outputs {
+            if !is_under(output, &directory) || !is_under(output, OUT_DIR) {
+                return Err(PlanError::OutputOutsideBuildDir {
+                    action: action.id.clone(),
+                    output: output.clone(),
+                    build_dir: directory.clone(),
+                });
+            }
+            if let Some(first) = producers.insert(output, index) {
+                return Err(PlanError::DuplicateOutput {
+                    output: output.clone(),
+                    first: plan[first].action.id.clone(),
+                    second: action.id.clone(),
+                });
+            }
+        }
+        let written = match &action.step {
+            ActionStep::Run(command) => {
+                if command.argv.is_empty() {
+                    return Err(PlanError::EmptyCommand {
+                        action: action.id.clone(),
+                    });
+                }
+                if !command.cwd.is_empty() && !is_plain_relative(&command.cwd) {
+                    return Err(PlanError::InvalidPath {
+                        action: action.id.clone(),
+                        path: command.cwd.clone(),
+                    });
+                }
+                None
+            }
+            ActionStep::WriteFile { path, .. } => Some(path),
+            ActionStep::Copy { to, .. } => Some(to),
+            ActionStep::Symlink { link, .. } => Some(link),
+            ActionStep::MakeDir { path } => Some(path),
+        };
+        if let Some(path) = written
+            && !action.outputs.iter().any(|output| output == path)
+        {
+            return Err(PlanError::UndeclaredStepOutput {
+                action: action.id.clone(),
+                path: path.clone(),
+            });
+        }
+        if let ActionStep::Copy { from, .. } = &action.step
+            && !is_plain_relative(from)
+        {
+            return Err(PlanError::InvalidPath {
+                action: action.id.clone(),
+                path: from.clone(),
+            });
+        }
+    }
+    for (output, &index) in &producers {
+        let mut ancestor = *output;
+        while let Some((parent, _)) = ancestor.rsplit_once('/') {
+            if let Some(&outer) = producers.get(parent) {
+                return Err(PlanError::NestedOutput {
+                    output: (*output).to_owned(),
+                    action: plan[index].action.id.clone(),
+                    outer: parent.to_owned(),
+                    outer_action: plan[outer].action.id.clone(),
+                });
+            }
+            ancestor = parent;
+        }
+    }
+    let mut dependencies = vec![Vec::new(); plan.len()];
+    let mut dependents = vec![Vec::new(); plan.len()];
+    for (index, planned) in plan.iter().enumerate() {
+        for input in &planned.action.inputs {
+            let mut candidate = input.as_str();
+            loop {
+                if let Some(&producer) = producers.get(candidate) {
+                    if producer != index
+                        && !dependencies[index]
+                            .iter()
+                            .any(|(p, path): &(usize, String)| *p == producer && path == candidate)
+                    {
+                        dependencies[index].push((producer, candidate.to_owned()));
+                        if !dependents[producer].contains(&index) {
+                            dependents[producer].push(index);
+                        }
+                    }
+                    break;
+                }
+                match candidate.rsplit_once('/') {
+                    Some((parent, _)) => candidate = parent,
+                    None => break,
+                }
+            }
+        }
+    }
+    // An action may consume several outputs of one producer: it waits for the producer once.
+    let producers_of: Vec<Vec<usize>> = dependencies
+        .iter()
+        .map(|edges| {
+            let mut producers: Vec<usize> = edges.iter().map(|(producer, _)| *producer).collect();
+            producers.sort_unstable();
+            producers.dedup();
+            producers
+        })
+        .collect();
+    // Kahn's algorithm from the sinks: priorities, and whatever is left is in a cycle.
+    let mut remaining: Vec<usize> = dependents.iter().map(Vec::len).collect();
+    let mut priority = vec![0u64; plan.len()];
+    let mut queue: Vec<usize> = (0..plan.len()).filter(|&i| remaining[i] == 0).collect();
+    let mut visited = 0;
+    while let Some(index) = queue.pop() {
+        visited += 1;
+        priority[index] = 1 + dependents[index]
+            .iter()
+            .map(|&d| priority[d])
+            .max()
+            .unwrap_or(0);
+        for &producer in &producers_of[index] {
+            remaining[producer] -= 1;
+            if remaining[producer] == 0 {
+                queue.push(producer);
+            }
+        }
+    }
+    if visited != plan.len() {
+        let actions = (0..plan.len())
+            .filter(|&i| remaining[i] != 0)
+            .map(|i| plan[i].action.id.clone())
+            .collect();
+        return Err(PlanError::Cycle { actions });
+    }
+    Ok(Graph {
+        waiting_for: producers_of.iter().map(Vec::len).collect(),
+        dependencies,
+        dependents,
+        priority,
+    })
+}
+
+static SYSTEM_RUNNER: SystemRunner = SystemRunner;
+
+type ProgressCallback<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
+
+/// Runs plans against a workspace and a store.
+pub struct Executor<'a> {
+    workspace_root: PathBuf,
+    store: &'a Store,
+    runner: &'a dyn ProcessRunner,
+    options: ExecOptions,
+    cancel: CancelHandle,
+    progress: Option<ProgressCallback<'a>>,
+    /// A panic of the progress callback, re-raised once every process is gone.
+    callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+struct Scheduler {
+    ready: BinaryHeap<(u64, Reverse<usize>)>,
+    waiting_for: Vec<usize>,
+    results: Vec<Option<ActionResult>>,
+    /// The declared outputs' digests of each succeeded action.
+    digests: Vec<Vec<DeclaredOutput>>,
+    running: usize,
+    done: usize,
+    stop: bool,
+}
+
+/// What one execution shares between its workers.
+struct Run<'r> {
+    plan: &'r [PlannedAction],
+    graph: Graph,
+    workspace: WorkspaceRoot,
+    stamps: OutputStamps,
+    tools: ToolDigests,
+    scheduler: Mutex<Scheduler>,
+    wake: Condvar,
+}
+
+impl<'a> Executor<'a> {
+    /// An executor for the workspace at `workspace_root` using `store`, running real
+    /// processes with the default options.
+    pub fn new(workspace_root: &Path, store: &'a Store) -> Executor<'a> {
+        Executor {
+            workspace_root: workspace_root.to_path_buf(),
+            store,
+            runner: &SYSTEM_RUNNER,
+            options: ExecOptions::default(),
+            cancel: CancelHandle::new(),
+            progress: None,
+            callback_panic: Mutex::new(None),
+        }
+    }
+
+    pub fn with_runner(mut self, runner: &'a dyn ProcessRunner) -> Self {
+        self.runner = runner;
+        self
+    }
+
+    pub fn with_options(mut self, options: ExecOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Uses `cancel` (a clone kept elsewhere cancels this executor).
+    pub fn with_cancel(mut self, cancel: CancelHandle) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Calls `progress` after each action ends, from the worker that ran it and with the
+    /// scheduler's lock held (calls are ordered by `done`): keep it short, e.g. send the
+    /// message to a channel. If it panics, the execution is cancelled (every process
+    /// killed) and [`Executor::run`] re-raises the panic once nothing runs any more.
+    pub fn on_progress(mut self, progress: ProgressCallback<'a>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Runs `plan` to its end; a plan it cannot run is refused before anything starts.
+    /// Problems of single actions (a failure, a missing output, an unwritable output) are
+    /// in their results.
+    pub fn run(&self, plan: &[PlannedAction]) -> Result<ExecutionReport, ExecError> {
+        let graph = plan_graph(plan).map_err(ExecError::Plan)?;
+        let _in_use = self.store.start_use().map_err(ExecError::Store)?;
+        let workspace = WorkspaceRoot::open(&self.workspace_root).map_err(ExecError::Workspace)?;
+        let stamps = OutputStamps::load(&workspace);
+        let waiting_for = graph.waiting_for.clone();
+        let ready = (0..plan.len())
+            .filter(|&i| waiting_for[i] == 0)
+            .map(|i| (graph.priority[i], Reverse(i)))
+            .collect();
+        let run = Run {
+            plan,
+            workspace,
+            stamps,
+            tools: ToolDigests::default(),
+            scheduler: Mutex::new(Scheduler {
+                ready,
+                waiting_for,
+                results: vec![None; plan.len()],
+                digests: vec![Vec::new(); plan.len()],
+                running: 0,
+                done: 0,
+                stop: false,
+            }),
+            wake: Condvar::new(),
+            graph,
+        };
+        let workers = self.options.jobs.clamp(1, plan.len().max(1));
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| self.work(&run));
+            }
+        });
+        let mut scheduler = run
+            .scheduler
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        let cancelled = self.cancel.is_cancelled();
+        for index in 0..plan.len() {
+            if scheduler.results[index].is_none() {
+                let (status, message) = if cancelled {
+                    (ActionStatus::Cancelled, "cancelled before it started")
+                } else {
+                    (ActionStatus::Skipped, "not started: another action failed")
+                };
+                let mut result = ActionResult::new(&plan[index].action.id, status);
+                result.message = Some(message.to_owned());
+                scheduler.done += 1;
+                self.report(&scheduler, plan.len(), &result);
+                scheduler.results[index] = Some(result);
+            }
+        }
+        // Both files are caches: failing to save them costs time, never correctness.
+        let _ = run.stamps.save(&run.workspace);
+        let _ = run.tools.save(self.store);
+        let panic = self
+            .callback_panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(panic) = panic {
+            std::panic::resume_unwind(panic);
+        }
+        Ok(ExecutionReport {
+            results: scheduler.results.into_iter().flatten().collect(),
+        })
+    }
+
+    fn report(&self, scheduler: &Scheduler, total: usize, result: &ActionResult) {
+        let Some(progress) = self.progress else {
+            return;
+        };
+        let message = match (result.status, result.cache) {
+            (ActionStatus::Succeeded, Some(cache)) => format!("{} {}", cache.as_str(), result.id),
+            (ActionStatus::Succeeded, None) => format!("done {}", result.id),
+            (ActionStatus::Failed, _) => format!(
+                "failed {}: {}",
+                result.id,
+                result.message.as_deref().unwrap_or("failed")
+            ),
+            (ActionStatus::Skipped, _) => format!("skipped {}", result.id),
+            (ActionStatus::Cancelled, _) => format!("cancelled {}", result.id),
+        };
+        let reported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            progress(&Progress {
+                done: scheduler.done,
+                total,
+                message,
+                result,
+            })
+        }));
+        // A front end's bug must not leave processes running: cancel everything, and
+        // re-raise the panic when they are gone.
+        if let Err(panic) = reported {
+            self.cancel.cancel();
+            let mut slot = self
+                .callback_panic
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert(panic);
+        }
+    }
+
+    fn work(&self, run: &Run<'_>) {
+        loop {
+            let (index, dependency_outputs) = {
+                let mut scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+                let index = loop {
+                    let stopping = scheduler.stop || self.cancel.is_cancelled();
+                    if !stopping && let Some((_, Reverse(index))) = scheduler.ready.pop() {
+                        scheduler.running += 1;
+                        break Some(index);
+                    }
+                    if scheduler.running == 0 && (stopping || scheduler.ready.is_empty()) {
+                        break None;
+                    }
+                    scheduler = run
+                        .wake
+                        .wait_timeout(scheduler, Duration::from_millis(50))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                };
+                let Some(index) = index else {
+                    run.wake.notify_all();
+                    return;
+                };
+                let dependency_outputs: Vec<(String, Sha256Digest)> = run.graph.dependencies[index]
+                    .iter()
+                    .filter_map(|(producer, path)| {
+                        scheduler.digests[*producer]
+                            .iter()
+                            .find(|output| output.path == *path)
+                            .map(|output| (path.clone(), output.digest))
+                    })
+                    .collect();
+                (index, dependency_outputs)
+            };
+            // A bug in one action must not leave the others waiting for it forever.
+            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.process(run, &run.plan[index], &dependency_outputs)
+            }));
+            let result = processed.unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let mut failed =
+                    ActionResult::new(&run.plan[index].action.id, ActionStatus::Failed);
+                failed.message = Some(format!("internal error (a bug in once): {why}"));
+                failed
+            });
+            let mut scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+            scheduler.running -= 1;
+            scheduler.done += 1;
+            self.report(&scheduler, run.plan.len(), &result);
+            if result.status == ActionStatus::Succeeded {
+                scheduler.digests[index] = result.outputs.clone();
+                for &dependent in &run.graph.dependents[index] {
+                    scheduler.waiting_for[dependent] -= 1;
+                    if scheduler.waiting_for[dependent] == 0 {
+                        scheduler
+                            .ready
+                            .push((run.graph.priority[dependent], Reverse(dependent)));
+                    }
+                }
+            } else {
+                if !self.options.keep_going {
+                    scheduler.stop = true;
+                }
+                let mut stack = run.graph.dependents[index].clone();
+                while let Some(dependent) = stack.pop() {
+                    if scheduler.results[dependent].is_some() {
+                        continue;
+                    }
+                    let mut skipped =
+                        ActionResult::new(&run.plan[dependent].action.id, ActionStatus::Skipped);
+                    skipped.message = Some(format!(
+                        "not run: it depends on `{}`, which did not succeed",
+                        result.id
+                    ));
+                    scheduler.done += 1;
+                    self.report(&scheduler, run.plan.len(), &skipped);
+                    scheduler.results[dependent] = Some(skipped);
+                    stack.extend(run.graph.dependents[dependent].iter().copied());
+                }
+            }
+            scheduler.results[index] = Some(result);
+            run.wake.notify_all();
+        }
+    }
+
+    fn process(
+        &self,
+        run: &Run<'_>,
+        planned: &PlannedAction,
+        dependency_outputs: &[(String, Sha256Digest)],
+    ) -> ActionResult {
+        let started = Instant::now();
+        let mut result = ActionResult::new(&planned.action.id, ActionStatus::Failed);
+        if let Err(message) = self.process_action(run, planned, dependency_outputs, &mut result) {
+            result.status = ActionStatus::Failed;
+            result.message = Some(message);
+        }
+        if result.status == ActionStatus::Failed && self.cancel.is_cancelled() {
+            result.status = ActionStatus::Cancelled;
+            result.message = Some("cancelled".to_owned());
+        }
+        result.duration = started.elapsed();
+        result
+    }
+
+    fn process_action(
+        &self,
+        run: &Run<'_>,
+        planned: &PlannedAction,
+        dependency_outputs: &[(String, Sha256Digest)],
+        result: &mut ActionResult,
+    ) -> Result<(), String> {
+        let action = &planned.action;
+        let mut program = None;
+        let mut environment = None;
+        let mut tool: Option<ToolIdentity> = None;
+        if let ActionStep::Run(command) = &action.step {
+            let env = self.options.host_env.action_environment(&command.env);
+            let cwd = absolute(&self.workspace_root, &command.cwd);
+            let path_variable = env.get("PATH").map_or("", String::as_str);
+            let argv0 = command.argv.first().map_or("", String::as_str);
+            let found = resolve_program(argv0, path_variable, &cwd)?;
+            let mut identity = run
+                .tools
+                .identity(self.store, &found)
+                .map_err(|e| format!("cannot read the program `{}`: {e}", found.display()))?;
+            // A program of the workspace is named relative to it, so checkouts at
+            // different places share results.
+            if let Ok(relative) = found.strip_prefix(&self.workspace_root) {
+                identity.path = format!("$WORKSPACE/{}", relative.to_string_lossy());
+            }
+            tool = Some(identity);
+            program = Some(found);
+            environment = Some(env);
+        }
+        let key = action_key(
+            action,
+            &planned.static_key,
+            &KeyParts {
+                host_env: environment.as_ref().map(keyed_values).unwrap_or_default(),
+                tool: tool.as_ref(),
+                dependency_outputs: dependency_outputs
+                    .iter()
+                    .map(|(path, digest)| (path.as_str(), *digest))
+                    .collect(),
+            },
+        );
+        result.key = Some(key);
+        let prepared = Prepared {
+            program: program.as_deref(),
+            environment: environment.as_ref(),
+        };
+        let give_up = || self.cancel.is_cancelled();
+        let Some(_outputs_lock) = run
+            .workspace
+            .lock_outputs(&action.outputs, give_up)
+            .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
+        else {
+            return Err("cancelled".to_owned());
+        };
+        if !action.cacheable {
+            return self.execute(run, action, &prepared, None, result);
+        }
+        if self.try_hit(run, action, &key, result)? {
+            return Ok(());
+        }
+        let Some(_lock) = self
+            .store
+            .lock_key(&key, give_up)
+            .map_err(|e| format!("cannot lock the action's key in the store: {e}"))?
+        else {
+            return Err("cancelled".to_owned());
+        };
+        // Another thread or process may have run it while this one waited.
+        if self.try_hit(run, action, &key, result)? {
+            return Ok(());
+        }
+        self.execute(run, action, &prepared, Some(&key), result)
+    }
+
+    /// Reuses the record of `key` when there is one whose blobs are all sound.
+    fn try_hit(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        key: &Sha256Digest,
+        result: &mut ActionResult,
+    ) -> Result<bool, String> {
+        let Some(record) = self.store.read_record(key) else {
+            return Ok(false);
+        };
+        if !action
+            .outputs
+            .iter()
+            .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
+        {
+            return Ok(false);
+        }
+        match run
+            .workspace
+            .restore(&record.outputs, self.store, &run.stamps)
+        {
+            Ok(_) => {}
+            Err(RestoreError::Blob(digest, error)) => {
+                warn(
+                    result,
+                    format!(
+                        "the stored output {digest} could not be used ({error}); running the action again"
+                    ),
+                );
+                return Ok(false);
+            }
+            Err(RestoreError::Io(error)) => {
+                return Err(format!("cannot restore the action's outputs: {error}"));
+            }
+        }
+        let limit = self.options.stream_memory_limit;
+        let mut streams = Vec::new();
+        for stream in [&record.stdout, &record.stderr] {
+            // An empty stream has nothing to read back or check.
+            if stream.size == 0 && stream.digest == Sha256Digest::of(b"") {
+                streams.push(CapturedStream {
+                    digest: Some(stream.digest),
+                    size: 0,
+                    tail: Vec::new(),
+                });
+                continue;
+            }
+            let mut tail = TailWriter::new(limit);
+            match self.store.copy_blob_to(&stream.digest, &mut tail) {
+                Ok(_) => streams.push(CapturedStream {
+                    digest: Some(stream.digest),
+                    size: stream.size,
+                    tail: tail.into_bytes(),
+                }),
+                Err(error) => {
+                    warn(
+                        result,
+                        format!(
+                            "the stored stream {} could not be used ({error}); running the action again",
+                            stream.digest
+                        ),
+                    );
+                    return Ok(false);
+                }
+            }
+        }
+        self.store.touch_record(key);
+        result.stderr = streams.pop().unwrap_or_default();
+        result.stdout = streams.pop().unwrap_or_default();
+        result.status = ActionStatus::Succeeded;
+        result.cache = Some(CacheState::Hit);
+        result.exit_code = Some(record.exit_code);
+        result.outputs = declared_outputs(action, &record.outputs);
+        result.entries = record.outputs;
+        Ok(true)
+    }
+
+    fn execute(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        prepared: &Prepared<'_>,
+        key: Option<&Sha256Digest>,
+        result: &mut ActionResult,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        result.cache = Some(if key.is_some() {
+            CacheState::Miss
+        } else {
+            CacheState::Bypass
+        });
+        let workspace = &run.workspace;
+        for output in &action.outputs {
+            workspace
+                .remove(output)
+                .and_then(|()| workspace.make_parent(output))
+                .map_err(|e| format!("cannot prepare the output `{output}`: {e}"))?;
+        }
+        let stream_error =
+            |e: io::Error| format!("cannot capture the action's output streams: {e}");
+        let (stdout_name, stdout) = self.store.temporary_file().map_err(stream_error)?;
+        let (stderr_name, stderr) = match self.store.temporary_file() {
+            Ok(file) => file,
+            Err(e) => {
+                self.store.remove_temporary(&stdout_name);
+                return Err(stream_error(e));
+            }
+        };
+        let ran = self.run_step(workspace, action, prepared, &stdout, &stderr);
+        let captured_stdout = self.capture_stream(&stdout_name, stdout);
+        let captured_stderr = self.capture_stream(&stderr_name, stderr);
+        result.stdout = captured_stdout.map_err(stream_error)?;
+        result.stderr = captured_stderr.map_err(stream_error)?;
+        let exit = ran?;
+        let success_codes: &[i32] = match &action.step {
+            ActionStep::Run(command) => &command.success_exit_codes,
+            _ => &[0],
+        };
+        match exit {
+            ProcessExit::Code(code) => {
+                result.exit_code = Some(code);
+                if !success_codes.contains(&code) {
+                    return Err(format!("{} exited with code {code}", describe(action)));
+                }
+            }
+            ProcessExit::Signal(signal) => {
+                return Err(format!(
+                    "{} was killed by signal {signal}",
+                    describe(action)
+                ));
+            }
+        }
+        if self.cancel.is_cancelled() {
+            result.status = ActionStatus::Cancelled;
+            result.message = Some("cancelled".to_owned());
+            return Ok(());
+        }
+        let mut entries = Vec::new();
+        for output in &action.outputs {
+            let captured = workspace
+                .capture(output, key.map(|_| self.store), &run.stamps)
+                .map_err(|e| e.to_string())?;
+            entries.extend(captured);
+        }
+        if let Some(key) = key {
+            let record = ActionRecord {
+                exit_code: result.exit_code.unwrap_or(0),
+                duration: started.elapsed(),
+                stdout: stream_digest(&result.stdout),
+                stderr: stream_digest(&result.stderr),
+                outputs: entries.clone(),
+            };
+            self.store
+                .write_record(key, &record)
+                .map_err(|e| format!("cannot write the action's record to the store: {e}"))?;
+        }
+        result.outputs = declared_outputs(action, &entries);
+        result.entries = entries;
+        result.status = ActionStatus::Succeeded;
+        Ok(())
+    }
+
+    fn run_step(
+        &self,
+        workspace: &WorkspaceRoot,
+        action: &Action,
+        prepared: &Prepared<'_>,
+        stdout: &File,
+        stderr: &File,
+    ) -> Result<ProcessExit, String> {
+        let done = |written: io::Result<()>| {
+            written
+                .map(|()| ProcessExit::Code(0))
+                .map_err(|e| format!("{} failed: {e}", describe(action)))
+        };
+        match &action.step {
+            ActionStep::Run(command) => {
+                let (Some(program), Some(environment)) = (prepared.program, prepared.environment)
+                else {
+                    return Err("the program was not resolved".to_owned());
+                };
+                let streams = stdout
+                    .try_clone()
+                    .and_then(|out| Ok((out, stderr.try_clone()?)));
+                let (stdout, stderr) =
+                    streams.map_err(|e| format!("cannot capture the streams: {e}"))?;
+                let cwd = absolute(&self.workspace_root, &command.cwd);
+                self.runner
+                    .run(ProcessRequest {
+                        program,
+                        argv: &command.argv,
+                        env: environment,
+                        cwd: &cwd,
+                        stdout,
+                        stderr,
+                        cancel: &self.cancel,
+                    })
+                    .map_err(|e| {
+                        format!(
+                            "cannot start `{}` in `{}`: {e}",
+                            program.display(),
+                            cwd.display()
+                        )
+                    })
+            }
+            ActionStep::WriteFile {
+                path,
+                content,
+                executable,
+            } => {
+                let mode = if *executable { 0o755 } else { 0o644 };
+                done(workspace.write_file(path, content.as_bytes(), mode))
+            }
+            ActionStep::Copy { from, to } => done(
+                workspace
+                    .read_file(from)
+                    .and_then(|(bytes, mode)| workspace.write_file(to, &bytes, mode)),
+            ),
+            ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
+            ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
+        }
+    }
+
+    /// Hashes a captured stream, keeps its end in memory and moves it into the store.
+    fn capture_stream(&self, name: &str, written: File) -> io::Result<CapturedStream> {
+        drop(written);
+        let mut file = match self.store.reopen_temporary(name) {
+            Ok(file) => file,
+            Err(e) => {
+                self.store.remove_temporary(name);
+                return Err(e);
+            }
+        };
+        let captured = (|| {
+            let mut hasher = Sha256::new();
+            let mut tail = TailWriter::new(self.options.stream_memory_limit);
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                let read = file.read(&mut buffer)?;
+                if read == 0 {
+                    break;
+                }
+                hasher.update(&buffer[..read]);
+                io::Write::write_all(&mut tail, &buffer[..read])?;
+                size += read as u64;
+            }
+            let digest = Sha256Digest(hasher.finalize().into());
+            Ok(CapturedStream {
+                digest: Some(digest),
+                size,
+                tail: tail.into_bytes(),
+            })
+        })();
+        match captured {
+            Ok(stream) => {
+                if let Some(digest) = &stream.digest {
+                    self.store.adopt_temporary(name, &file, digest)?;
+                }
+                Ok(stream)
+            }
+            Err(e) => {
+                self.store.remove_temporary(name);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Executor<'_> {
+    fn drop(&mut self) {
+        self.cancel.kill_registered();
+    }
+}
+
+/// Why an execution could not start.
+#[derive(Debug)]
+pub enum ExecError {
+    Plan(PlanError),
+    Store(io::Error),
+    Workspace(io::Error),
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExecError::Plan(e) => write!(f, "{e}"),
+            ExecError::Store(e) => write!(f, "cannot use the store: {e}"),
+            ExecError::Workspace(e) => write!(f, "cannot open the workspace: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+struct Prepared<'p> {
+    program: Option<&'p Path>,
+    environment: Option<&'p std::collections::BTreeMap<String, String>>,
+}
+
+fn absolute(root: &Path, relative: &str) -> PathBuf {
+    let mut path = root.to_path_buf();
+    for part in relative.split('/').filter(|part| !part.is_empty()) {
+        path.push(part);
+    }
+    path
+}
+
+/// Adds a warning once (the second look under the key's lock meets the same problem).
+fn warn(result: &mut ActionResult, warning: String) {
+    let known = result.warnings.iter().any(|w| {
+        w.split(" could not be used").next() == warning.split(" could not be used").next()
+    });
+    if !known {
+        result.warnings.push(warning);
+    }
+}
+
+fn describe(action: &Action) -> String {
+    match &action.step {
+        ActionStep::Run(command) => format!("`{}`", command.argv.join(" ")),
+        ActionStep::WriteFile { path, .. } => format!("writing `{path}`"),
+        ActionStep::Copy { from, to } => format!("copying `{from}` to `{to}`"),
+        ActionStep::Symlink { link, .. } => format!("linking `{link}`"),
+        ActionStep::MakeDir { path } => format!("making the directory `{path}`"),
+    }
+}
+
+fn declared_outputs(action: &Action, entries: &[OutputEntry]) -> Vec<DeclaredOutput> {
+    action
+        .outputs
+        .iter()
+        .map(|path| DeclaredOutput {
+            path: path.clone(),
+            digest: output_digest(entries, path),
+        })
+        .collect()
+}
+
+fn stream_digest(stream: &CapturedStream) -> StreamDigest {
+    StreamDigest {
+        digest: stream.digest.unwrap_or_else(|| Sha256Digest::of(b"")),
+        size: stream.size,
+    }
+}
+
+/// Keeps the last `limit` bytes written to it.
+struct TailWriter {
+    limit: usize,
+    bytes: Vec<u8>,
+}
+
+impl TailWriter {
+    fn new(limit: usize) -> TailWriter {
+        TailWriter {
+            limit,
+            bytes: Vec::new(),
+        }
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl io::Write for TailWriter {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        if buffer.len() >= self.limit {
+            self.bytes.clear();
+            self.bytes
+                .extend_from_slice(&buffer[buffer.len() - self.limit..]);
+        } else {
+            self.bytes.extend_from_slice(buffer);
+            if self.bytes.len() > self.limit {
+                let excess = self.bytes.len() - self.limit;
+                self.bytes.drain(..excess);
+            }
+        }
+        Ok(buffer.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! The execution layer: runs the actions a plan declares, caches their results, and is
+//! the only crate that starts processes.
+//!
+//! A front end takes a plan from analysis ([`PlannedAction`]s: each `once_model` action
+//! with its static key), drops its database snapshot, opens the [`Store`] and runs the
+//! plan with an [`Executor`]:
+//!
+//! ```no_run
+//! # fn plan() -> Vec<once_exec::PlannedAction> { Vec::new() }
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::path::Path::new("/path/to/workspace");
+//! let store = once_exec::Store::open(&once_exec::Store::default_path(root))?;
+//! let report = once_exec::Executor::new(root, &store).run(&plan())?;
+//! assert!(report.succeeded());
+//! # Ok(()) }
+//! ```
+//!
+//! - [`key`]: the canonical encoding of action keys;
+//! - [`executor`]: scheduling, cache lookup, execution, results and progress;
+//! - [`runner`]: the [`ProcessRunner`] trait, real process groups, cancellation;
+//! - [`fake`]: an in-memory runner for tests;
+//! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
+//! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
+//! - [`environment`]: the scrubbed environment and its allowlist;
+//! - [`tools`]: finding programs and caching their digests;
+//! - [`record`]: the action cache's record format.
+//!
+//! `docs/execution.md` describes the design for users.
+
+pub mod environment;
+pub mod executor;
+pub mod fake;
+mod handles;
+pub mod key;
+pub mod outputs;
+pub mod record;
+pub mod runner;
+pub mod store;
+pub mod tools;
+
+pub use environment::HostEnvironment;
+pub use executor::{
+    ActionResult, ActionStatus, CacheState, CapturedStream, DeclaredOutput, ExecError, ExecOptions,
+    ExecutionReport, Executor, PlanError, PlannedAction, Progress,
+};
+pub use fake::{FakeOutcome, FakeRunner};
+pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
+pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
+pub use store::{GcReport, Store, StoreStats};

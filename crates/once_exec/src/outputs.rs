@@ -1,0 +1,520 @@
+//! Build outputs in the workspace: clearing them before a run, capturing them into the
+//! store after it, and restoring them from the store on a hit.
+//!
+//! Every operation starts from a handle of the workspace root and reaches the output's
+//! directory one component at a time without following links
+//! ([`once_db::confined::open_directory_at`]); files are written to a temporary file in
+//! their directory and renamed into place.
+//!
+//! **Restore strategy: copy, checked.** A hit copies each blob into a temporary file next
+//! to the output while hashing it, and renames it into place only when the digest
+//! matches. Hard links are not used: an output would share its inode with the blob, so a
+//! tool or an editor writing the output in place (or a `chmod`) would change the store
+//! and every other workspace sharing it, and read-only blobs do not stop a process
+//! running as root. Reflinks would have to read the blob anyway to check it.
+//!
+//! **Outputs already in place are not touched.** Before restoring a file, its stamp
+//! (size, modification and change times, inode, mode) is looked up in the workspace's
+//! stamp file `.once/output-stamps`; when it matches a stamp recorded with the same
+//! digest, the file is known to hold the right bytes without reading it. Otherwise a file
+//! of the right size and mode is hashed, and only a mismatch is restored. Stamps follow
+//! git's racy rule: one whose change time is not older than the stamp file itself is not
+//! trusted (the file could have changed again within the same clock tick).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use once_db::Sha256Digest;
+use once_db::confined::{create_temporary, open_directory_at, open_root};
+use rustix::fs::{
+    AtFlags, FileType, Mode, Stat, fchmod, fstat, readlinkat, renameat, symlinkat, unlinkat,
+};
+use sha2::{Digest as _, Sha256};
+
+use crate::handles::{self, with_context};
+use crate::record::{OutputEntry, OutputKind};
+use crate::store::{BlobError, Store};
+
+/// The directory of the workspace's output locks, relative to its root.
+pub const LOCKS_DIR: &str = ".once/locks";
+
+/// The stamp file, relative to the workspace root.
+pub const STAMPS_FILE: &str = ".once/output-stamps";
+
+const STAMPS_HEADER: &str = "once-output-stamps 1";
+
+/// The workspace root, held open.
+pub struct WorkspaceRoot {
+    pub path: PathBuf,
+    handle: OwnedFd,
+}
+
+/// A file's metadata that changes whenever its content may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    size: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    inode: u64,
+    mode: u32,
+}
+
+impl Stamp {
+    fn of(stat: &Stat) -> Stamp {
+        Stamp {
+            size: stat.st_size.max(0) as u64,
+            modified_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+            changed_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
+            inode: stat.st_ino,
+            mode: stat.st_mode,
+        }
+    }
+}
+
+/// The workspace's output stamps (path → stamp and digest).
+#[derive(Default)]
+pub struct OutputStamps {
+    entries: Mutex<HashMap<String, (Stamp, Sha256Digest)>>,
+    /// Whether an entry was added or changed since loading (else saving is skipped).
+    changed: std::sync::atomic::AtomicBool,
+}
+
+/// Why the outputs of a record could not be restored.
+#[derive(Debug)]
+pub enum RestoreError {
+    /// A blob was missing or corrupt: the action must run again.
+    Blob(Sha256Digest, BlobError),
+    Io(io::Error),
+}
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RestoreError::Blob(digest, e) => write!(f, "blob {digest}: {e}"),
+            RestoreError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn split(relative: &str) -> (&str, &str) {
+    relative.rsplit_once('/').unwrap_or(("", relative))
+}
+
+impl WorkspaceRoot {
+    pub fn open(path: &Path) -> io::Result<WorkspaceRoot> {
+        Ok(WorkspaceRoot {
+            path: path.to_path_buf(),
+            handle: open_root(path)?,
+        })
+    }
+
+    fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
+        open_directory_at(self.handle.as_fd(), relative, create)
+    }
+
+    /// Takes the workspace's lock of the output set `outputs` (`.once/locks/outputs-<hex>`),
+    /// so two executors in one workspace never write the same outputs at once (even for
+    /// different keys: two revisions of one action); `None` once `give_up` says so.
+    pub fn lock_outputs(
+        &self,
+        outputs: &[String],
+        give_up: impl Fn() -> bool,
+    ) -> io::Result<Option<File>> {
+        let mut sorted: Vec<&str> = outputs.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut hasher = Sha256::new();
+        for output in sorted {
+            hasher.update(output.as_bytes());
+            hasher.update([0]);
+        }
+        let name = format!("outputs-{}", Sha256Digest(hasher.finalize().into()));
+        let locks = self
+            .directory(LOCKS_DIR, true)?
+            .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
+        handles::lock_exclusive(&locks, &name, give_up)
+    }
+
+    /// Removes whatever is at `relative` (a whole directory), so a run starts clean.
+    pub fn remove(&self, relative: &str) -> io::Result<()> {
+        let (directory, name) = split(relative);
+        match self.directory(directory, false)? {
+            Some(handle) => handles::remove_entry(&handle, name),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the directory that will hold `relative`.
+    pub fn make_parent(&self, relative: &str) -> io::Result<()> {
+        let (directory, _) = split(relative);
+        self.directory(directory, true).map(|_| ())
+    }
+
+    /// Makes the directory `relative` and its parents.
+    pub fn make_directory(&self, relative: &str) -> io::Result<()> {
+        self.directory(relative, true).map(|_| ())
+    }
+
+    /// Writes `contents` to `relative` atomically with `mode`.
+    pub fn write_file(&self, relative: &str, contents: &[u8], mode: u32) -> io::Result<()> {
+        let (directory, name) = split(relative);
+        let handle = self.directory(directory, true)?.ok_or_else(|| {
+            io::Error::other(format!("cannot create the directory of `{relative}`"))
+        })?;
+        handles::write_atomically(&handle, name, contents, mode)
+    }
+
+    /// The content and permission bits of the regular file `relative`.
+    pub fn read_file(&self, relative: &str) -> io::Result<(Vec<u8>, u32)> {
+        let (directory, name) = split(relative);
+        let missing = || {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("`{relative}` does not exist"),
+            )
+        };
+        let handle = self.directory(directory, false)?.ok_or_else(missing)?;
+        let mut file = handles::open_file(&handle, name)?.ok_or_else(missing)?;
+        let stat = fstat(&file)?;
+        if handles::file_type(&stat) != FileType::RegularFile {
+            return Err(io::Error::other(format!(
+                "`{relative}` is not a regular file"
+            )));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok((bytes, stat.st_mode & 0o777))
+    }
+
+    /// Makes `relative` a symbolic link to `target` (replacing what is there).
+    pub fn symlink(&self, target: &str, relative: &str) -> io::Result<()> {
+        let (directory, name) = split(relative);
+        let handle = self.directory(directory, true)?.ok_or_else(|| {
+            io::Error::other(format!("cannot create the directory of `{relative}`"))
+        })?;
+        handles::remove_entry(&handle, name)?;
+        symlinkat(target, &handle, name)?;
+        Ok(())
+    }
+
+    /// Captures the declared output `declared`: its entries (everything under it when it
+    /// is a directory), each file copied into `store` when given (else only hashed).
+    pub fn capture(
+        &self,
+        declared: &str,
+        store: Option<&Store>,
+        stamps: &OutputStamps,
+    ) -> io::Result<Vec<OutputEntry>> {
+        if declared.contains('\n') {
+            return Err(io::Error::other(format!(
+                "the output path `{declared:?}` holds a newline"
+            )));
+        }
+        let (directory, name) = split(declared);
+        let not_written = || {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("the action did not write its declared output `{declared}`"),
+            )
+        };
+        let handle = self.directory(directory, false)?.ok_or_else(not_written)?;
+        let mut entries = Vec::new();
+        capture_entry(&handle, name, declared, store, stamps, &mut entries)?;
+        if entries.is_empty() {
+            return Err(not_written());
+        }
+        Ok(entries)
+    }
+
+    /// Puts `entries` (a record's outputs) in place, leaving alone what already matches.
+    /// Answers how many files were written.
+    pub fn restore(
+        &self,
+        entries: &[OutputEntry],
+        store: &Store,
+        stamps: &OutputStamps,
+    ) -> Result<usize, RestoreError> {
+        let mut written = 0;
+        let listed: std::collections::HashSet<&str> =
+            entries.iter().map(|entry| entry.path.as_str()).collect();
+        for entry in entries {
+            let (directory, name) = split(&entry.path);
+            let handle = self
+                .directory(directory, true)
+                .map_err(RestoreError::Io)?
+                .ok_or_else(|| RestoreError::Io(io::Error::other("cannot create a directory")))?;
+            let current = handles::stat_entry(&handle, name).map_err(RestoreError::Io)?;
+            match &entry.kind {
+                OutputKind::Directory => {
+                    if current.as_ref().map(handles::file_type) != Some(FileType::Directory) {
+                        handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
+                    }
+                    // What the record does not list (left by another run) goes.
+                    let inner = handles::make_directory(&handle, name).map_err(RestoreError::Io)?;
+                    for child in handles::entry_names(&inner).map_err(RestoreError::Io)? {
+                        let path = format!("{}/{child}", entry.path);
+                        if !listed.contains(path.as_str()) {
+                            handles::remove_entry(&inner, &child).map_err(RestoreError::Io)?;
+                        }
+                    }
+                }
+                OutputKind::Symlink { target } => {
+                    let same = current.as_ref().map(handles::file_type) == Some(FileType::Symlink)
+                        && readlinkat(&handle, name, Vec::new())
+                            .is_ok_and(|text| text.as_bytes() == target.as_bytes());
+                    if !same {
+                        handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
+                        symlinkat(target.as_str(), &handle, name)
+                            .map_err(|e| RestoreError::Io(e.into()))?;
+                    }
+                }
+                OutputKind::File { mode, size, digest } => {
+                    if let Some(stat) = &current
+                        && handles::file_type(stat) == FileType::RegularFile
+                        && stat.st_mode & 0o777 == *mode
+                        && stat.st_size.max(0) as u64 == *size
+                        && stamps.holds(&entry.path, stat, digest, &handle, name)
+                    {
+                        continue;
+                    }
+                    let (temporary, mut file) =
+                        create_temporary(&handle).map_err(RestoreError::Io)?;
+                    let copied = (|| {
+                        store
+                            .copy_blob_to(digest, &mut file)
+                            .map_err(|e| RestoreError::Blob(*digest, e))?;
+                        fchmod(&file, Mode::from_raw_mode(*mode))
+                            .map_err(|e| RestoreError::Io(e.into()))?;
+                        if current.as_ref().map(handles::file_type) == Some(FileType::Directory) {
+                            handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
+                        }
+                        renameat(&handle, temporary.as_str(), &handle, name)
+                            .map_err(|e| RestoreError::Io(e.into()))?;
+                        let stat = fstat(&file).map_err(|e| RestoreError::Io(e.into()))?;
+                        stamps.record(&entry.path, &stat, digest);
+                        Ok(())
+                    })();
+                    if copied.is_err() {
+                        let _ = unlinkat(&handle, temporary.as_str(), AtFlags::empty());
+                    }
+                    copied?;
+                    written += 1;
+                }
+            }
+        }
+        Ok(written)
+    }
+}
+
+fn capture_entry(
+    directory: &OwnedFd,
+    name: &str,
+    path: &str,
+    store: Option<&Store>,
+    stamps: &OutputStamps,
+    entries: &mut Vec<OutputEntry>,
+) -> io::Result<()> {
+    let Some(stat) = handles::stat_entry(directory, name)? else {
+        return Ok(());
+    };
+    match handles::file_type(&stat) {
+        FileType::RegularFile => {
+            let mut file = handles::open_file(directory, name)?.ok_or_else(|| {
+                io::Error::other(format!("`{path}` disappeared while it was read"))
+            })?;
+            let stat = fstat(&file)?;
+            let (digest, size) = match store {
+                Some(store) => store
+                    .put_blob_from(&mut file)
+                    .map_err(|e| with_context(e, format_args!("cannot store `{path}`")))?,
+                None => hash_file(&mut file)?,
+            };
+            stamps.record(path, &stat, &digest);
+            entries.push(OutputEntry {
+                path: path.to_owned(),
+                kind: OutputKind::File {
+                    mode: stat.st_mode & 0o777,
+                    size,
+                    digest,
+                },
+            });
+        }
+        FileType::Directory => {
+            entries.push(OutputEntry {
+                path: path.to_owned(),
+                kind: OutputKind::Directory,
+            });
+            let inner = handles::open_directory(directory, name)?.ok_or_else(|| {
+                io::Error::other(format!("`{path}` disappeared while it was read"))
+            })?;
+            for child in handles::entry_names(&inner)? {
+                if child.contains('\n') {
+                    return Err(io::Error::other(format!(
+                        "the output `{path}/{child:?}` holds a newline"
+                    )));
+                }
+                capture_entry(
+                    &inner,
+                    &child,
+                    &format!("{path}/{child}"),
+                    store,
+                    stamps,
+                    entries,
+                )?;
+            }
+        }
+        FileType::Symlink => {
+            let target = readlinkat(directory, name, Vec::new())?;
+            let target = target.into_string().map_err(|_| {
+                io::Error::other(format!(
+                    "the link `{path}` points to a path that is not UTF-8"
+                ))
+            })?;
+            entries.push(OutputEntry {
+                path: path.to_owned(),
+                kind: OutputKind::Symlink { target },
+            });
+        }
+        _ => {
+            return Err(io::Error::other(format!(
+                "the output `{path}` is not a regular file, a directory or a symbolic link"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn hash_file(file: &mut File) -> io::Result<(Sha256Digest, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut size = 0u64;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        size += read as u64;
+    }
+    Ok((Sha256Digest(hasher.finalize().into()), size))
+}
+
+impl OutputStamps {
+    /// The stamps saved in the workspace (none when the file is missing or unreadable);
+    /// entries failing the racy rule are left out.
+    pub fn load(workspace: &WorkspaceRoot) -> OutputStamps {
+        let stamps = OutputStamps::default();
+        let (directory, name) = split(STAMPS_FILE);
+        let Ok(Some(handle)) = workspace.directory(directory, false) else {
+            return stamps;
+        };
+        let Ok(Some(mut file)) = handles::open_file(&handle, name) else {
+            return stamps;
+        };
+        let Ok(own) = fstat(&file) else {
+            return stamps;
+        };
+        let saved_ns = Stamp::of(&own).modified_ns;
+        let mut text = String::new();
+        if file.read_to_string(&mut text).is_err() {
+            return stamps;
+        }
+        let mut lines = text.lines();
+        if lines.next() != Some(STAMPS_HEADER) {
+            return stamps;
+        }
+        let mut entries = stamps.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for line in lines {
+            let mut fields = line.splitn(7, ' ');
+            let mut next = || fields.next();
+            let parsed = (|| {
+                let digest = Sha256Digest::from_hex(next()?)?;
+                let stamp = Stamp {
+                    size: next()?.parse().ok()?,
+                    modified_ns: next()?.parse().ok()?,
+                    changed_ns: next()?.parse().ok()?,
+                    inode: next()?.parse().ok()?,
+                    mode: next()?.parse().ok()?,
+                };
+                Some((next()?.to_owned(), stamp, digest))
+            })();
+            if let Some((path, stamp, digest)) = parsed
+                && stamp.changed_ns < saved_ns
+                && stamp.modified_ns < saved_ns
+            {
+                entries.insert(path, (stamp, digest));
+            }
+        }
+        drop(entries);
+        stamps
+    }
+
+    /// Saves the stamps when one changed (the last of concurrent savers wins; a lost
+    /// entry only costs a hash).
+    pub fn save(&self, workspace: &WorkspaceRoot) -> io::Result<()> {
+        if !self.changed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sorted: Vec<_> = entries.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let mut text = format!("{STAMPS_HEADER}\n");
+        for (path, (s, digest)) in sorted {
+            text.push_str(&format!(
+                "{digest} {} {} {} {} {} {path}\n",
+                s.size, s.modified_ns, s.changed_ns, s.inode, s.mode
+            ));
+        }
+        drop(entries);
+        workspace.write_file(STAMPS_FILE, text.as_bytes(), 0o644)
+    }
+
+    fn record(&self, path: &str, stat: &Stat, digest: &Sha256Digest) {
+        let entry = (Stamp::of(stat), *digest);
+        let previous = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_owned(), entry);
+        if previous != Some(entry) {
+            self.changed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the file `name` in `directory` (the output `path`, whose status is `stat`)
+    /// holds `digest`: known from its stamp, else by hashing it.
+    fn holds(
+        &self,
+        path: &str,
+        stat: &Stat,
+        digest: &Sha256Digest,
+        directory: &OwnedFd,
+        name: &str,
+    ) -> bool {
+        let stamp = Stamp::of(stat);
+        if let Some((known, known_digest)) = self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            && *known == stamp
+        {
+            return known_digest == digest;
+        }
+        let Ok(Some(mut file)) = handles::open_file(directory, name) else {
+            return false;
+        };
+        let Ok((actual, _)) = hash_file(&mut file) else {
+            return false;
+        };
+        if let Ok(stat) = fstat(&file) {
+            self.record(path, &stat, &actual);
+        }
+        actual == *digest
+    }
+}

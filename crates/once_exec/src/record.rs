@@ -1,0 +1,304 @@
+//! The action cache's result record and its text encoding.
+//!
+//! A record says what a successful run of an action produced: its exit code, how long
+//! it took, the digests of its captured streams and every output entry (a file with its
+//! mode, size and content digest, a directory, or a symbolic link with its target). It is
+//! stored as text:
+//!
+//! ```text
+//! once-action-result 1
+//! exit 0
+//! duration-ms 40
+//! stdout <sha256 hex> <size>
+//! stderr <sha256 hex> <size>
+//! file <mode, octal> <sha256 hex> <size> <path>
+//! dir <path>
+//! link <target, hex of its bytes> <path>
+//! end <number of entries>
+//! ```
+//!
+//! Paths come last on their line and never contain a newline (such an output is refused
+//! when captured). A record that does not parse completely (truncated, foreign version)
+//! is no record: a miss.
+
+use std::time::Duration;
+
+use once_db::Sha256Digest;
+
+use crate::key::KeyHasher;
+
+const HEADER: &str = "once-action-result 1";
+
+/// A captured stream in the store: its digest and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamDigest {
+    pub digest: Sha256Digest,
+    pub size: u64,
+}
+
+/// What is at an output path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutputKind {
+    /// A regular file: its permission bits (`0o777` mask), size and content digest.
+    File {
+        mode: u32,
+        size: u64,
+        digest: Sha256Digest,
+    },
+    Directory,
+    /// A symbolic link, with the text it points to (never followed).
+    Symlink {
+        target: String,
+    },
+}
+
+/// One entry of an action's outputs: a declared output or something under a declared
+/// output directory. The path is workspace-relative.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OutputEntry {
+    pub path: String,
+    pub kind: OutputKind,
+}
+
+/// A successful run of an action, as the action cache keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRecord {
+    pub exit_code: i32,
+    pub duration: Duration,
+    pub stdout: StreamDigest,
+    pub stderr: StreamDigest,
+    /// In the order of a walk: each declared output, a directory before what is in it
+    /// (names sorted within a directory).
+    pub outputs: Vec<OutputEntry>,
+}
+
+impl ActionRecord {
+    pub fn encode(&self) -> String {
+        let mut text = format!(
+            "{HEADER}\nexit {}\nduration-ms {}\nstdout {} {}\nstderr {} {}\n",
+            self.exit_code,
+            self.duration.as_millis(),
+            self.stdout.digest,
+            self.stdout.size,
+            self.stderr.digest,
+            self.stderr.size
+        );
+        for entry in &self.outputs {
+            match &entry.kind {
+                OutputKind::File { mode, size, digest } => {
+                    text.push_str(&format!("file {mode:o} {digest} {size} {}\n", entry.path));
+                }
+                OutputKind::Directory => text.push_str(&format!("dir {}\n", entry.path)),
+                OutputKind::Symlink { target } => {
+                    let hex = hex(target.as_bytes());
+                    text.push_str(&format!("link {hex} {}\n", entry.path));
+                }
+            }
+        }
+        text.push_str(&format!("end {}\n", self.outputs.len()));
+        text
+    }
+
+    /// The record in `text`, or `None` when it is not a complete record of this version.
+    pub fn decode(text: &str) -> Option<ActionRecord> {
+        let mut lines = text.lines();
+        if lines.next()? != HEADER {
+            return None;
+        }
+        let exit_code = lines.next()?.strip_prefix("exit ")?.parse().ok()?;
+        let millis = lines.next()?.strip_prefix("duration-ms ")?.parse().ok()?;
+        let stream = |line: &str, name: &str| -> Option<StreamDigest> {
+            let rest = line.strip_prefix(name)?.strip_prefix(' ')?;
+            let (digest, size) = rest.split_once(' ')?;
+            Some(StreamDigest {
+                digest: Sha256Digest::from_hex(digest)?,
+                size: size.parse().ok()?,
+            })
+        };
+        let stdout = stream(lines.next()?, "stdout")?;
+        let stderr = stream(lines.next()?, "stderr")?;
+        let mut outputs = Vec::new();
+        for line in lines {
+            let (word, rest) = line.split_once(' ')?;
+            let kind = match word {
+                "end" => {
+                    return (rest.parse::<usize>().ok()? == outputs.len()).then_some(
+                        ActionRecord {
+                            exit_code,
+                            duration: Duration::from_millis(millis),
+                            stdout,
+                            stderr,
+                            outputs,
+                        },
+                    );
+                }
+                "file" => {
+                    let mut fields = rest.splitn(4, ' ');
+                    let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
+                    let digest = Sha256Digest::from_hex(fields.next()?)?;
+                    let size = fields.next()?.parse().ok()?;
+                    let path = fields.next()?;
+                    (path, OutputKind::File { mode, size, digest })
+                }
+                "dir" => (rest, OutputKind::Directory),
+                "link" => {
+                    let (hex, path) = rest.split_once(' ')?;
+                    let target = String::from_utf8(decode_hex(hex)?).ok()?;
+                    (path, OutputKind::Symlink { target })
+                }
+                _ => return None,
+            };
+            outputs.push(OutputEntry {
+                path: kind.0.to_owned(),
+                kind: kind.1,
+            });
+        }
+        None
+    }
+
+    /// The content digests this record refers to (outputs and streams).
+    pub fn blobs(&self) -> impl Iterator<Item = Sha256Digest> + '_ {
+        [self.stdout.digest, self.stderr.digest]
+            .into_iter()
+            .chain(self.outputs.iter().filter_map(|entry| match entry.kind {
+                OutputKind::File { digest, .. } => Some(digest),
+                _ => None,
+            }))
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The digest a dependent sees of the declared output `declared`: every entry at or under
+/// it (kind, mode, content digest or link target, path relative to `declared`), so two
+/// runs that leave byte-identical outputs with the same modes have the same digest.
+pub fn output_digest(entries: &[OutputEntry], declared: &str) -> Sha256Digest {
+    let mut hasher = KeyHasher::new();
+    hasher.field("output");
+    for entry in entries {
+        let relative = if entry.path == declared {
+            ""
+        } else if let Some(rest) = entry
+            .path
+            .strip_prefix(declared)
+            .and_then(|rest| rest.strip_prefix('/'))
+        {
+            rest
+        } else {
+            continue;
+        };
+        hasher.bytes(relative.as_bytes());
+        match &entry.kind {
+            OutputKind::File { mode, digest, .. } => {
+                hasher.field("file");
+                hasher.number(u64::from(*mode));
+                hasher.bytes(&digest.0);
+            }
+            OutputKind::Directory => hasher.field("dir"),
+            OutputKind::Symlink { target } => {
+                hasher.field("link");
+                hasher.bytes(target.as_bytes());
+            }
+        }
+    }
+    hasher.finish()
+}
+
+/// Lower-case hexadecimal of arbitrary bytes.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> ActionRecord {
+        ActionRecord {
+            exit_code: 0,
+            duration: Duration::from_millis(42),
+            stdout: StreamDigest {
+                digest: Sha256Digest::of(b"out"),
+                size: 3,
+            },
+            stderr: StreamDigest {
+                digest: Sha256Digest::of(b""),
+                size: 0,
+            },
+            outputs: vec![
+                OutputEntry {
+                    path: ".once/out/A/dir".to_owned(),
+                    kind: OutputKind::Directory,
+                },
+                OutputEntry {
+                    path: ".once/out/A/dir/file with spaces".to_owned(),
+                    kind: OutputKind::File {
+                        mode: 0o755,
+                        size: 5,
+                        digest: Sha256Digest::of(b"hello"),
+                    },
+                },
+                OutputEntry {
+                    path: ".once/out/A/link".to_owned(),
+                    kind: OutputKind::Symlink {
+                        target: "dir/file with spaces".to_owned(),
+                    },
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_truncations_are_rejected() {
+        let record = record();
+        let text = record.encode();
+        assert_eq!(ActionRecord::decode(&text), Some(record.clone()));
+        for cut in 0..text.len() - 1 {
+            assert_eq!(
+                ActionRecord::decode(&text[..cut]),
+                None,
+                "a record cut at {cut} bytes is no record"
+            );
+        }
+        assert_eq!(
+            ActionRecord::decode(&text.replace("result 1", "result 2")),
+            None
+        );
+        assert_eq!(record.blobs().count(), 3);
+    }
+
+    #[test]
+    fn output_digests_cover_the_entries_under_a_declared_output_only() {
+        let record = record();
+        let directory = output_digest(&record.outputs, ".once/out/A/dir");
+        let link = output_digest(&record.outputs, ".once/out/A/link");
+        assert_ne!(directory, link);
+        let mut changed = record.clone();
+        changed.outputs[2].kind = OutputKind::Symlink {
+            target: "elsewhere".to_owned(),
+        };
+        assert_eq!(
+            output_digest(&changed.outputs, ".once/out/A/dir"),
+            directory
+        );
+        assert_ne!(output_digest(&changed.outputs, ".once/out/A/link"), link);
+        let mut executable_bit = record.clone();
+        executable_bit.outputs[1].kind = OutputKind::File {
+            mode: 0o644,
+            size: 5,
+            digest: Sha256Digest::of(b"hello"),
+        };
+        assert_ne!(
+            output_digest(&executable_bit.outputs, ".once/out/A/dir"),
+            directory
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! Running one program: the [`ProcessRunner`] trait, the real [`SystemRunner`] and the
+//! [`CancelHandle`] that kills what runs.
+//!
+//! The system runner starts each program as the leader of its own process group, with
+//! exactly the environment it is given, stdin from `/dev/null` and stdout/stderr written
+//! straight to files (no pipes to drain, nothing lost however much a program prints).
+//! When the program exits, its process group is killed before the program is reaped, so
+//! nothing it left running in the background survives it (a process that moved itself to
+//! another group or session with `setsid` escapes this; containing those needs cgroups).
+//! Cancelling kills every registered group with `SIGKILL` at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+
+/// One program to run.
+pub struct ProcessRequest<'a> {
+    /// The resolved program (absolute).
+    pub program: &'a Path,
+    /// The command line as declared; `argv[0]` is passed as the program's name.
+    pub argv: &'a [String],
+    /// The complete environment (nothing else is inherited).
+    pub env: &'a BTreeMap<String, String>,
+    /// The working directory (absolute).
+    pub cwd: &'a Path,
+    pub stdout: File,
+    pub stderr: File,
+    pub cancel: &'a CancelHandle,
+}
+
+/// How a program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessExit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Something that runs programs: [`SystemRunner`], or a fake in tests.
+pub trait ProcessRunner: Send + Sync {
+    /// Runs `request` to its end (or until it is cancelled).
+    fn run(&self, request: ProcessRequest<'_>) -> io::Result<ProcessExit>;
+}
+
+/// Runs programs as real processes, each in its own process group.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemRunner;
+
+impl ProcessRunner for SystemRunner {
+    fn run(&self, request: ProcessRequest<'_>) -> io::Result<ProcessExit> {
+        let mut command = std::process::Command::new(request.program);
+        if let Some((first, rest)) = request.argv.split_first() {
+            command.arg0(first).args(rest);
+        }
+        command
+            .env_clear()
+            .envs(request.env)
+            .current_dir(request.cwd)
+            .stdin(Stdio::null())
+            .stdout(request.stdout)
+            .stderr(request.stderr)
+            .process_group(0);
+        let mut child = command.spawn()?;
+        let group = Pid::from_raw(child.id().cast_signed());
+        let Some(group) = group else {
+            return Err(io::Error::other("the process has no valid id"));
+        };
+        request.cancel.register(group);
+        // Wait for the leader to exit without reaping it, so its id (the group's id) cannot
+        // be reused before the group is killed.
+        while let Err(rustix::io::Errno::INTR) = waitid(
+            WaitId::Pid(group),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {}
+        let _ = kill_process_group(group, Signal::KILL);
+        request.cancel.unregister(group);
+        let status = child.wait()?;
+        Ok(match (status.code(), status.signal()) {
+            (Some(code), _) => ProcessExit::Code(code),
+            (None, Some(signal)) => ProcessExit::Signal(signal),
+            (None, None) => ProcessExit::Signal(0),
+        })
+    }
+}
+
+/// Cancels an execution: no new action starts and every running process group is
+/// killed. Clones share the same state.
+#[derive(Clone, Default)]
+pub struct CancelHandle {
+    state: Arc<(Mutex<CancelState>, Condvar)>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    cancelled: bool,
+    groups: BTreeSet<i32>,
+}
+
+impl CancelHandle {
+    pub fn new() -> CancelHandle {
+        CancelHandle::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CancelState> {
+        self.state.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Cancels: kills every running process group (`SIGKILL`) and wakes waiters.
+    pub fn cancel(&self) {
+        let mut state = self.lock();
+        state.cancelled = true;
+        for group in &state.groups {
+            if let Some(pid) = Pid::from_raw(*group) {
+                let _ = kill_process_group(pid, Signal::KILL);
+            }
+        }
+        self.state.1.notify_all();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.lock().cancelled
+    }
+
+    /// Registers a running process group; killed at once when already cancelled.
+    pub fn register(&self, group: Pid) {
+        let mut state = self.lock();
+        if state.cancelled {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+        state.groups.insert(group.as_raw_nonzero().get());
+    }
+
+    pub fn unregister(&self, group: Pid) {
+        self.lock().groups.remove(&group.as_raw_nonzero().get());
+    }
+
+    /// Kills every registered group without cancelling (an executor being dropped).
+    pub(crate) fn kill_registered(&self) {
+        let state = self.lock();
+        for group in &state.groups {
+            if let Some(pid) = Pid::from_raw(*group) {
+                let _ = kill_process_group(pid, Signal::KILL);
+            }
+        }
+    }
+
+    /// Sleeps for `duration` or until cancelled; answers whether it was cancelled (for
+    /// fake runners that pretend to take time).
+    pub fn sleep(&self, duration: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .state
+            .1
+            .wait_timeout_while(state, duration, |state| !state.cancelled)
+            .unwrap_or_else(|e| e.into_inner());
+        state.cancelled
+    }
+}
+
+impl std::fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelHandle")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}

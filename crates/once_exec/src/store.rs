@@ -1,0 +1,668 @@
+//! The local store: content-addressed blobs and the action cache, shared safely by every
+//! `once` process using it.
+//!
+//! ## Layout (default `<workspace>/.once/cache`, any directory may be used)
+//!
+//! - `blobs/<2 hex>/<62 hex>`: file contents by SHA-256, read-only (mode 0444);
+//! - `actions/<2 hex>/<62 hex>`: result records by action key ([`ActionRecord`]);
+//! - `locks/<64 hex>`: one lock file per action key being executed;
+//! - `tools`: the digests of programs actions ran, by path and metadata
+//!   ([`crate::tools`]);
+//! - `tmp/`: temporary files being written (streams, blobs, records);
+//! - `store.lock`: held shared by every executor while it runs, exclusively by `gc` and
+//!   `clean`.
+//!
+//! ## Safety
+//!
+//! Every file reaches its place by `renameat` from a temporary file, so a reader sees
+//! nothing or all of it, and a writer killed mid-write leaves only a temporary file
+//! (removed by the next executor that finds the store unused, or by `gc`/`clean`). Blobs
+//! are checked against their name whenever they are read; one that does not match is
+//! removed and reported, and whatever needed it is a miss. Nothing is `fsync`ed: a power
+//! cut can leave an empty or partial blob or record, which the checks turn into misses.
+//!
+//! Executions of one key are serialised across threads and processes by an advisory lock
+//! (`flock`) on its lock file; the executor reads the record again once it holds the
+//! lock, so a process that waited for another one's run reuses its result.
+
+use std::fs::File;
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use once_db::Sha256Digest;
+use once_db::confined::{TEMPORARY_PREFIX, create_temporary, open_directory_at, open_root};
+use rustix::fs::{
+    AtFlags, FileType, FlockOperation, Mode, OFlags, fchmod, flock, openat, renameat, unlinkat,
+};
+use rustix::io::Errno;
+use sha2::{Digest as _, Sha256};
+
+use crate::handles::{self, with_context};
+use crate::record::ActionRecord;
+
+/// The store's directory under the workspace root when none is configured.
+pub const DEFAULT_STORE_DIR: &str = ".once/cache";
+
+const BLOBS: &str = "blobs";
+const ACTIONS: &str = "actions";
+const LOCKS: &str = "locks";
+const TEMPORARIES: &str = "tmp";
+const STORE_LOCK: &str = "store.lock";
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// An open store.
+pub struct Store {
+    path: PathBuf,
+    root: OwnedFd,
+    blobs: OwnedFd,
+    actions: OwnedFd,
+    locks: OwnedFd,
+    temporaries: OwnedFd,
+}
+
+/// Why a blob could not be read.
+#[derive(Debug)]
+pub enum BlobError {
+    Missing,
+    /// Its content did not match its digest; it has been removed.
+    Corrupt,
+    Io(io::Error),
+}
+
+impl std::fmt::Display for BlobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlobError::Missing => f.write_str("the blob is missing"),
+            BlobError::Corrupt => {
+                f.write_str("the blob's content does not match its digest; it was removed")
+            }
+            BlobError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Holds the lock of one action key; released when dropped.
+pub struct KeyLock {
+    _file: File,
+}
+
+/// Held while an executor uses the store (shared) or while `gc`/`clean` run (exclusive).
+pub struct StoreUse {
+    _file: File,
+}
+
+/// Counts and sizes of what a store holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    pub blobs: u64,
+    pub blob_bytes: u64,
+    pub actions: u64,
+    pub action_bytes: u64,
+}
+
+impl StoreStats {
+    pub fn total_bytes(&self) -> u64 {
+        self.blob_bytes + self.action_bytes
+    }
+}
+
+/// What `gc` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcReport {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub removed_blobs: u64,
+    pub removed_actions: u64,
+}
+
+fn fan_out(digest: &Sha256Digest) -> (String, String) {
+    let hex = digest.to_hex();
+    (hex[..2].to_owned(), hex[2..].to_owned())
+}
+
+impl Store {
+    /// Opens (creating it when missing) the store at `path`.
+    pub fn open(path: &Path) -> io::Result<Store> {
+        std::fs::create_dir_all(path).map_err(|e| {
+            with_context(
+                e,
+                format_args!("cannot create the store `{}`", path.display()),
+            )
+        })?;
+        let root = open_root(path)?;
+        let directory = |name: &str| -> io::Result<OwnedFd> {
+            open_directory_at(root.as_fd(), name, true)?
+                .ok_or_else(|| io::Error::other(format!("cannot create `{name}` in the store")))
+        };
+        Ok(Store {
+            blobs: directory(BLOBS)?,
+            actions: directory(ACTIONS)?,
+            locks: directory(LOCKS)?,
+            temporaries: directory(TEMPORARIES)?,
+            root,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The store of a workspace: `<root>/.once/cache`.
+    pub fn default_path(workspace_root: &Path) -> PathBuf {
+        workspace_root.join(DEFAULT_STORE_DIR)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock_store(&self, operation: FlockOperation) -> io::Result<File> {
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = openat(&self.root, STORE_LOCK, flags, Mode::from_raw_mode(0o666))?;
+        flock(&fd, operation)?;
+        Ok(File::from(fd))
+    }
+
+    /// Marks the store as in use until the answer is dropped. When no other process uses
+    /// it, leftovers of writers that died (temporary files) are removed first.
+    pub fn start_use(&self) -> io::Result<StoreUse> {
+        match self.lock_store(FlockOperation::NonBlockingLockExclusive) {
+            Ok(file) => {
+                self.remove_temporaries();
+                flock(&file, FlockOperation::LockShared)?;
+                Ok(StoreUse { _file: file })
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(StoreUse {
+                _file: self.lock_store(FlockOperation::LockShared)?,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Removes temporary files (in `tmp/` and those of top-level files); only while
+    /// nobody else uses the store.
+    fn remove_temporaries(&self) {
+        for directory in [&self.temporaries, &self.root] {
+            if let Ok(names) = handles::entry_names(directory) {
+                for name in names {
+                    if name.starts_with(TEMPORARY_PREFIX) {
+                        let _ = unlinkat(directory, name.as_str(), AtFlags::empty());
+                    }
+                }
+            }
+        }
+    }
+
+    /// A new temporary file in the store (for a stream being captured).
+    pub fn temporary_file(&self) -> io::Result<(String, File)> {
+        create_temporary(&self.temporaries)
+    }
+
+    /// Opens the temporary file `name` again, for reading.
+    pub fn reopen_temporary(&self, name: &str) -> io::Result<File> {
+        handles::open_file(&self.temporaries, name)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the temporary file is gone"))
+    }
+
+    /// Removes a temporary file made by [`Store::temporary_file`].
+    pub fn remove_temporary(&self, name: &str) {
+        let _ = unlinkat(&self.temporaries, name, AtFlags::empty());
+    }
+
+    pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
+        let (directory, name) = fan_out(digest);
+        rustix::fs::statat(
+            &self.blobs,
+            format!("{directory}/{name}"),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .is_ok()
+    }
+
+    /// Moves the temporary file `temporary` (already hashed to `digest`) into the blobs.
+    pub fn adopt_temporary(
+        &self,
+        temporary: &str,
+        file: &File,
+        digest: &Sha256Digest,
+    ) -> io::Result<()> {
+        if self.has_blob(digest) {
+            self.remove_temporary(temporary);
+            return Ok(());
+        }
+        let (directory, name) = fan_out(digest);
+        let fan = handles::make_directory(&self.blobs, &directory)?;
+        let moved = (|| {
+            fchmod(file, Mode::from_raw_mode(0o444))?;
+            renameat(&self.temporaries, temporary, &fan, name.as_str())?;
+            Ok(())
+        })();
+        if moved.is_err() {
+            self.remove_temporary(temporary);
+        }
+        moved
+    }
+
+    /// Copies `source` (from its current position) into the store, hashing it on the way;
+    /// answers its digest and size.
+    pub fn put_blob_from(&self, source: &mut impl io::Read) -> io::Result<(Sha256Digest, u64)> {
+        let (temporary, mut file) = self.temporary_file()?;
+        let copied = (|| {
+            let mut hasher = Sha256::new();
+            let mut buffer = vec![0u8; COPY_CHUNK];
+            let mut size = 0u64;
+            loop {
+                let read = match source.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(read) => read,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                hasher.update(&buffer[..read]);
+                file.write_all(&buffer[..read])?;
+                size += read as u64;
+            }
+            Ok((Sha256Digest(hasher.finalize().into()), size))
+        })();
+        match copied {
+            Ok((digest, size)) => {
+                self.adopt_temporary(&temporary, &file, &digest)?;
+                Ok((digest, size))
+            }
+            Err(e) => {
+                self.remove_temporary(&temporary);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn put_blob(&self, mut bytes: &[u8]) -> io::Result<Sha256Digest> {
+        Ok(self.put_blob_from(&mut bytes)?.0)
+    }
+
+    /// Copies the blob `digest` into `destination`, checking it on the way. A blob that
+    /// does not match is removed ([`BlobError::Corrupt`]); `destination` then holds
+    /// garbage and must be discarded.
+    pub fn copy_blob_to(
+        &self,
+        digest: &Sha256Digest,
+        destination: &mut impl io::Write,
+    ) -> Result<u64, BlobError> {
+        let (directory, name) = fan_out(digest);
+        let relative = format!("{directory}/{name}");
+        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
+        else {
+            return Err(BlobError::Missing);
+        };
+        let mut hasher = Sha256::new();
+        let mut buffer = vec![0u8; COPY_CHUNK];
+        let mut size = 0u64;
+        loop {
+            let read = match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(BlobError::Io(e)),
+            };
+            hasher.update(&buffer[..read]);
+            destination
+                .write_all(&buffer[..read])
+                .map_err(BlobError::Io)?;
+            size += read as u64;
+        }
+        if Sha256Digest(hasher.finalize().into()) != *digest {
+            let _ = unlinkat(&self.blobs, relative.as_str(), AtFlags::empty());
+            return Err(BlobError::Corrupt);
+        }
+        Ok(size)
+    }
+
+    /// The checked content of the blob `digest`.
+    pub fn read_blob(&self, digest: &Sha256Digest) -> Result<Vec<u8>, BlobError> {
+        let mut bytes = Vec::new();
+        self.copy_blob_to(digest, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The record of `key`, or `None` (no record, or not a complete one).
+    pub fn read_record(&self, key: &Sha256Digest) -> Option<ActionRecord> {
+        let (directory, name) = fan_out(key);
+        let bytes = handles::read_file(&self.actions, &format!("{directory}/{name}")).ok()??;
+        ActionRecord::decode(std::str::from_utf8(&bytes).ok()?)
+    }
+
+    pub fn write_record(&self, key: &Sha256Digest, record: &ActionRecord) -> io::Result<()> {
+        let (directory, name) = fan_out(key);
+        let fan = handles::make_directory(&self.actions, &directory)?;
+        handles::write_atomically(&fan, &name, record.encode().as_bytes(), 0o644)
+    }
+
+    /// Removes the record of `key` (what used it will run again).
+    pub fn forget_record(&self, key: &Sha256Digest) {
+        let (directory, name) = fan_out(key);
+        let _ = unlinkat(
+            &self.actions,
+            format!("{directory}/{name}"),
+            AtFlags::empty(),
+        );
+    }
+
+    /// Marks the record of `key` as used now (`gc` evicts the least recently used first).
+    pub fn touch_record(&self, key: &Sha256Digest) {
+        let (directory, name) = fan_out(key);
+        let now = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_NOW,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_NOW,
+            },
+        };
+        let _ = rustix::fs::utimensat(
+            &self.actions,
+            format!("{directory}/{name}"),
+            &now,
+            AtFlags::SYMLINK_NOFOLLOW,
+        );
+    }
+
+    /// Takes the lock of `key`, waiting while another thread or process holds it; gives up
+    /// (answering `None`) once `give_up` says so, checked every 20 ms.
+    pub fn lock_key(
+        &self,
+        key: &Sha256Digest,
+        give_up: impl Fn() -> bool,
+    ) -> io::Result<Option<KeyLock>> {
+        Ok(
+            handles::lock_exclusive(&self.locks, &key.to_hex(), give_up)?
+                .map(|file| KeyLock { _file: file }),
+        )
+    }
+
+    /// Reads a small file at the store's top level (e.g. `tools`).
+    pub fn read_top_level(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        handles::read_file(&self.root, name)
+    }
+
+    /// Replaces a small file at the store's top level atomically.
+    pub fn write_top_level(&self, name: &str, contents: &[u8]) -> io::Result<()> {
+        handles::write_atomically(&self.root, name, contents, 0o644)
+    }
+
+    /// Every entry of a fanned-out directory: (fan/name, size, modification time).
+    fn listing(directory: &OwnedFd) -> io::Result<Vec<(String, u64, SystemTime)>> {
+        let mut entries = Vec::new();
+        for fan in handles::entry_names(directory)? {
+            let Some(fan_fd) = handles::open_directory(directory, &fan)? else {
+                continue;
+            };
+            for name in handles::entry_names(&fan_fd)? {
+                if let Some(stat) = handles::stat_entry(&fan_fd, &name)?
+                    && handles::file_type(&stat) == FileType::RegularFile
+                {
+                    let modified = SystemTime::UNIX_EPOCH
+                        + Duration::new(
+                            stat.st_mtime.max(0) as u64,
+                            stat.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+                        );
+                    entries.push((
+                        format!("{fan}/{name}"),
+                        stat.st_size.max(0) as u64,
+                        modified,
+                    ));
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    pub fn stats(&self) -> io::Result<StoreStats> {
+        let blobs = Store::listing(&self.blobs)?;
+        let actions = Store::listing(&self.actions)?;
+        Ok(StoreStats {
+            blobs: blobs.len() as u64,
+            blob_bytes: blobs.iter().map(|entry| entry.1).sum(),
+            actions: actions.len() as u64,
+            action_bytes: actions.iter().map(|entry| entry.1).sum(),
+        })
+    }
+
+    /// Removes everything the store holds, waiting until no executor uses it.
+    pub fn clean(&self) -> io::Result<StoreStats> {
+        let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
+        let before = self.stats()?;
+        for directory in [&self.blobs, &self.actions, &self.locks, &self.temporaries] {
+            for name in handles::entry_names(directory)? {
+                handles::remove_entry(directory, &name)?;
+            }
+        }
+        match unlinkat(&self.root, crate::tools::TOOLS_FILE, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(before)
+    }
+
+    /// Shrinks the store to at most `max_bytes` (blobs and records), waiting until no
+    /// executor uses it. Blobs no record refers to go first (oldest first), then records
+    /// from the least recently used, each taking the blobs only it referred to. Lock files
+    /// and temporary files are removed too.
+    pub fn gc(&self, max_bytes: u64) -> io::Result<GcReport> {
+        let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
+        self.remove_temporaries();
+        for name in handles::entry_names(&self.locks)? {
+            let _ = unlinkat(&self.locks, name.as_str(), AtFlags::empty());
+        }
+        let mut blobs = Store::listing(&self.blobs)?;
+        let mut actions = Store::listing(&self.actions)?;
+        let bytes_before: u64 =
+            blobs.iter().map(|b| b.1).sum::<u64>() + actions.iter().map(|a| a.1).sum::<u64>();
+        let mut total = bytes_before;
+        let mut report = GcReport {
+            bytes_before,
+            ..GcReport::default()
+        };
+        // References of each blob, from every readable record; unreadable records go.
+        let mut references: std::collections::HashMap<String, u32> =
+            std::collections::HashMap::new();
+        let mut records = Vec::new();
+        for (name, size, modified) in actions.drain(..) {
+            let record = handles::read_file(&self.actions, &name)
+                .ok()
+                .flatten()
+                .and_then(|bytes| ActionRecord::decode(std::str::from_utf8(&bytes).ok()?));
+            match record {
+                Some(record) => {
+                    let referenced: std::collections::BTreeSet<String> = record
+                        .blobs()
+                        .map(|digest| fan_out(&digest))
+                        .map(|(a, b)| format!("{a}/{b}"))
+                        .collect();
+                    for blob in &referenced {
+                        *references.entry(blob.clone()).or_default() += 1;
+                    }
+                    records.push((name, size, modified, referenced));
+                }
+                None => {
+                    let _ = unlinkat(&self.actions, name.as_str(), AtFlags::empty());
+                    total -= size;
+                    report.removed_actions += 1;
+                }
+            }
+        }
+        let blob_sizes: std::collections::HashMap<String, u64> = blobs
+            .iter()
+            .map(|(name, size, _)| (name.clone(), *size))
+            .collect();
+        blobs.sort_by_key(|blob| blob.2);
+        for (name, size, _) in &blobs {
+            if total <= max_bytes {
+                break;
+            }
+            if !references.contains_key(name) {
+                let _ = unlinkat(&self.blobs, name.as_str(), AtFlags::empty());
+                total -= size;
+                report.removed_blobs += 1;
+            }
+        }
+        records.sort_by_key(|record| record.2);
+        for (name, size, _, referenced) in records {
+            if total <= max_bytes {
+                break;
+            }
+            let _ = unlinkat(&self.actions, name.as_str(), AtFlags::empty());
+            total -= size;
+            report.removed_actions += 1;
+            for blob in referenced {
+                let Some(count) = references.get_mut(&blob) else {
+                    continue;
+                };
+                *count -= 1;
+                if *count == 0
+                    && let Some(size) = blob_sizes.get(&blob)
+                {
+                    references.remove(&blob);
+                    let _ = unlinkat(&self.blobs, blob.as_str(), AtFlags::empty());
+                    total -= size;
+                    report.removed_blobs += 1;
+                }
+            }
+        }
+        report.bytes_after = total;
+        Ok(report)
+    }
+}
+
+/// Reads the tail of `file` (at most `limit` bytes) and its size, from the start.
+pub fn stream_tail(file: &mut File, limit: usize) -> io::Result<(Vec<u8>, u64)> {
+    let size = file.seek(SeekFrom::End(0))?;
+    let start = size.saturating_sub(limit as u64);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.take(limit as u64).read_to_end(&mut tail)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok((tail, size))
+}
+
+/// Parses a size such as `500M`, `2G`, `1GiB`, `1048576` (binary units).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_are_checked_on_read_and_a_corrupt_one_is_removed() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(directory.path()).unwrap();
+        let digest = store.put_blob(b"hello").unwrap();
+        assert_eq!(digest, Sha256Digest::of(b"hello"));
+        assert_eq!(store.read_blob(&digest).unwrap(), b"hello");
+        assert_eq!(
+            store.put_blob(b"hello").unwrap(),
+            digest,
+            "a second put is a no-op"
+        );
+        let (fan, name) = fan_out(&digest);
+        let path = directory.path().join(BLOBS).join(fan).join(name);
+        let mode = std::fs::metadata(&path).unwrap().permissions();
+        assert!(mode.readonly(), "blobs are read-only");
+        let mut permissions = mode;
+        #[allow(
+            clippy::permissions_set_readonly_false,
+            reason = "the test corrupts a blob"
+        )]
+        permissions.set_readonly(false);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        std::fs::write(&path, b"hellO").unwrap();
+        assert!(matches!(store.read_blob(&digest), Err(BlobError::Corrupt)));
+        assert!(!path.exists(), "the corrupt blob is gone");
+        assert!(matches!(store.read_blob(&digest), Err(BlobError::Missing)));
+    }
+
+    #[test]
+    fn gc_evicts_orphans_first_then_least_recently_used_records() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(directory.path()).unwrap();
+        let orphan = store.put_blob(&[1u8; 1000]).unwrap();
+        let record = |content: &[u8]| {
+            let digest = store.put_blob(content).unwrap();
+            let empty = store.put_blob(b"").unwrap();
+            let stream = crate::record::StreamDigest {
+                digest: empty,
+                size: 0,
+            };
+            ActionRecord {
+                exit_code: 0,
+                duration: Duration::ZERO,
+                stdout: stream,
+                stderr: stream,
+                outputs: vec![crate::record::OutputEntry {
+                    path: ".once/out/A/x".to_owned(),
+                    kind: crate::record::OutputKind::File {
+                        mode: 0o644,
+                        size: content.len() as u64,
+                        digest,
+                    },
+                }],
+            }
+        };
+        let old_key = Sha256Digest::of(b"old");
+        let new_key = Sha256Digest::of(b"new");
+        store.write_record(&old_key, &record(&[2u8; 1000])).unwrap();
+        store.write_record(&new_key, &record(&[3u8; 1000])).unwrap();
+        // Make the old record older than the new one.
+        let (fan, name) = fan_out(&old_key);
+        let old_path = directory.path().join(ACTIONS).join(fan).join(name);
+        std::fs::File::options()
+            .write(true)
+            .open(&old_path)
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+            .unwrap();
+        let before = store.stats().unwrap();
+        assert_eq!(before.blobs, 4);
+        assert_eq!(before.actions, 2);
+        let report = store.gc(before.total_bytes() - 500).unwrap();
+        assert_eq!((report.removed_blobs, report.removed_actions), (1, 0));
+        assert!(!store.has_blob(&orphan));
+        let report = store.gc(report.bytes_after - 500).unwrap();
+        assert_eq!((report.removed_blobs, report.removed_actions), (1, 1));
+        assert!(store.read_record(&old_key).is_none());
+        assert!(store.read_record(&new_key).is_some());
+        assert!(
+            store.has_blob(&Sha256Digest::of(b"")),
+            "still referenced by the new record"
+        );
+        let cleaned = store.clean().unwrap();
+        assert_eq!(cleaned.actions, 1);
+        assert_eq!(store.stats().unwrap(), StoreStats::default());
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("1048576"), Some(1 << 20));
+        assert_eq!(parse_size("500M"), Some(500 << 20));
+        assert_eq!(parse_size("2GiB"), Some(2 << 30));
+        assert_eq!(parse_size("2 g"), Some(2 << 30));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("1X"), None);
+    }
+}

@@ -1,0 +1,659 @@
+//! The executor's scheduling and caching, with the in-memory fake runner: order and
+//! parallelism, failure propagation and `keep_going`, early cutoff, hits and restores,
+//! plan errors, progress, bounded streams and the in-process steps.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use once_db::Sha256Digest;
+use once_exec::{
+    ActionStatus, CacheState, ExecOptions, ExecutionReport, Executor, FakeOutcome, FakeRunner,
+    HostEnvironment, PlanError, PlannedAction, Progress, Store,
+};
+use once_model::action::{Action, ActionStep, Command};
+
+/// An action of target `T` named `name` that runs `true <name>` (the fake decides what
+/// that does), reading `inputs` and writing `outputs` (names under `.once/out/T`).
+fn action(name: &str, inputs: &[&str], outputs: &[&str]) -> PlannedAction {
+    PlannedAction {
+        action: Action {
+            id: format!("T#build/{name}"),
+            target: "T".to_owned(),
+            capability: "build".to_owned(),
+            step: ActionStep::Run(Command::new(vec!["true".to_owned(), name.to_owned()])),
+            inputs: inputs.iter().map(|input| out(input)).collect(),
+            outputs: outputs.iter().map(|output| out(output)).collect(),
+            cacheable: true,
+        },
+        static_key: Sha256Digest::of(name.as_bytes()),
+    }
+}
+
+fn out(name: &str) -> String {
+    if name.starts_with("src/") {
+        name.to_owned()
+    } else {
+        format!(".once/out/T/{name}")
+    }
+}
+
+/// A fake where `true <name>` writes `.once/out/T/<name>` with `<name>` in it, takes
+/// 30 ms, and fails for the names in `failing`.
+fn writer(failing: &'static [&'static str]) -> FakeRunner {
+    FakeRunner::new(move |argv| {
+        let name = argv[1].as_str();
+        if failing.contains(&name) {
+            return FakeOutcome::failing(2, "boom\n");
+        }
+        FakeOutcome::writes(&out(name), name.as_bytes()).taking(Duration::from_millis(30))
+    })
+}
+
+struct Fixture {
+    workspace: tempfile::TempDir,
+    store: Store,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let workspace = tempfile::tempdir().unwrap();
+        let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+        Fixture { workspace, store }
+    }
+
+    fn root(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    fn run(
+        &self,
+        runner: &FakeRunner,
+        plan: &[PlannedAction],
+        jobs: usize,
+        keep_going: bool,
+    ) -> ExecutionReport {
+        Executor::new(self.root(), &self.store)
+            .with_runner(runner)
+            .with_options(options(jobs, keep_going))
+            .run(plan)
+            .unwrap()
+    }
+}
+
+fn options(jobs: usize, keep_going: bool) -> ExecOptions {
+    ExecOptions {
+        jobs,
+        keep_going,
+        host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
+        stream_memory_limit: 1024,
+    }
+}
+
+fn names(runner: &FakeRunner) -> Vec<String> {
+    runner
+        .ran()
+        .into_iter()
+        .map(|argv| argv[1].clone())
+        .collect()
+}
+
+fn summary(report: &ExecutionReport) -> Vec<String> {
+    report
+        .results
+        .iter()
+        .map(|result| {
+            let cache = result.cache.map_or("-", |cache| cache.as_str());
+            format!("{} {:?} {cache}", result.id, result.status)
+        })
+        .collect()
+}
+
+#[test]
+fn a_diamond_runs_in_dependency_order_with_its_middle_in_parallel() {
+    let fixture = Fixture::new();
+    let plan = [
+        action("d", &["b", "c"], &["d"]),
+        action("b", &["a"], &["b"]),
+        action("c", &["a"], &["c"]),
+        action("a", &["src/a.txt"], &["a"]),
+    ];
+    let runner = writer(&[]);
+    let report = fixture.run(&runner, &plan, 4, false);
+    assert!(report.succeeded(), "{:?}", summary(&report));
+    let ran = names(&runner);
+    assert_eq!(ran.first().map(String::as_str), Some("a"));
+    assert_eq!(ran.last().map(String::as_str), Some("d"));
+    assert_eq!(runner.peak_parallelism(), 2, "b and c ran at once");
+    assert_eq!(
+        std::fs::read_to_string(fixture.root().join(".once/out/T/d")).unwrap(),
+        "d"
+    );
+}
+
+#[test]
+fn the_longest_chain_starts_first() {
+    let fixture = Fixture::new();
+    let plan = [
+        action("single", &[], &["single"]),
+        action("x3", &["x2"], &["x3"]),
+        action("x2", &["x1"], &["x2"]),
+        action("x1", &[], &["x1"]),
+    ];
+    let runner = writer(&[]);
+    fixture.run(&runner, &plan, 1, false);
+    // x1 and x2 head longer chains than `single`; then x3 and `single` are both one
+    // action from the end, and ties go in plan order.
+    assert_eq!(names(&runner), ["x1", "x2", "single", "x3"]);
+}
+
+#[test]
+fn jobs_bound_the_parallelism() {
+    let fixture = Fixture::new();
+    let plan: Vec<PlannedAction> = (0..8)
+        .map(|i| {
+            let name = format!("p{i}");
+            action(&name, &[], &[&name])
+        })
+        .collect();
+    let runner = writer(&[]);
+    let report = fixture.run(&runner, &plan, 3, false);
+    assert!(report.succeeded());
+    assert_eq!(runner.peak_parallelism(), 3);
+}
+
+#[test]
+fn a_failure_skips_its_dependents_and_stops_new_work_unless_keep_going() {
+    let plan = [
+        action("bad", &[], &["bad"]),
+        action("after", &["bad"], &["after"]),
+        action("way_after", &["after"], &["way_after"]),
+        action("independent", &[], &["independent"]),
+    ];
+    let fixture = Fixture::new();
+    let runner = writer(&["bad"]);
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(
+        summary(&report),
+        [
+            "T#build/bad Failed miss",
+            "T#build/after Skipped -",
+            "T#build/way_after Skipped -",
+            "T#build/independent Skipped -",
+        ]
+    );
+    let bad = report.result("T#build/bad").unwrap();
+    assert_eq!(bad.exit_code, Some(2));
+    assert_eq!(
+        bad.message.as_deref(),
+        Some("`true bad` exited with code 2")
+    );
+    assert_eq!(bad.stderr.tail, b"boom\n");
+    assert_eq!(
+        report.result("T#build/after").unwrap().message.as_deref(),
+        Some("not run: it depends on `T#build/bad`, which did not succeed")
+    );
+    assert_eq!(
+        report
+            .result("T#build/independent")
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("not started: another action failed")
+    );
+
+    let fixture = Fixture::new();
+    let runner = writer(&["bad"]);
+    let report = fixture.run(&runner, &plan, 1, true);
+    assert_eq!(
+        summary(&report),
+        [
+            "T#build/bad Failed miss",
+            "T#build/after Skipped -",
+            "T#build/way_after Skipped -",
+            "T#build/independent Succeeded miss",
+        ]
+    );
+    assert!(!report.succeeded());
+}
+
+#[test]
+fn failures_are_not_cached() {
+    let fixture = Fixture::new();
+    let plan = [action("bad", &[], &["bad"])];
+    let runner = writer(&["bad"]);
+    fixture.run(&runner, &plan, 1, false);
+    fixture.run(&runner, &plan, 1, false);
+    assert_eq!(names(&runner), ["bad", "bad"]);
+}
+
+#[test]
+fn a_second_run_is_all_hits_and_restores_deleted_outputs() {
+    let fixture = Fixture::new();
+    let plan = [action("b", &["a"], &["b"]), action("a", &[], &["a"])];
+    let runner = writer(&[]);
+    let first = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&first),
+        ["T#build/b Succeeded miss", "T#build/a Succeeded miss"]
+    );
+    let second = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&second),
+        ["T#build/b Succeeded hit", "T#build/a Succeeded hit"]
+    );
+    assert_eq!(first.results[0].key, second.results[0].key);
+    assert_eq!(first.results[0].outputs, second.results[0].outputs);
+    std::fs::remove_dir_all(fixture.root().join(".once/out")).unwrap();
+    let third = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&third),
+        ["T#build/b Succeeded hit", "T#build/a Succeeded hit"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(fixture.root().join(".once/out/T/b")).unwrap(),
+        "b"
+    );
+    assert_eq!(
+        names(&runner),
+        ["a", "b"],
+        "nothing ran after the first time"
+    );
+}
+
+#[test]
+fn a_hit_leaves_outputs_in_place_untouched() {
+    use std::os::unix::fs::MetadataExt as _;
+    let fixture = Fixture::new();
+    let plan = [action("a", &[], &["a"])];
+    let runner = writer(&[]);
+    fixture.run(&runner, &plan, 1, false);
+    let output = fixture.root().join(".once/out/T/a");
+    let before = std::fs::metadata(&output).unwrap();
+    for _ in 0..2 {
+        let report = fixture.run(&runner, &plan, 1, false);
+        assert_eq!(report.results[0].cache, Some(CacheState::Hit));
+        let after = std::fs::metadata(&output).unwrap();
+        assert_eq!(
+            (after.ino(), after.mtime_nsec(), after.ctime_nsec()),
+            (before.ino(), before.mtime_nsec(), before.ctime_nsec()),
+            "the output was not rewritten"
+        );
+    }
+}
+
+#[test]
+fn an_output_changed_in_place_is_restored_from_the_store() {
+    let fixture = Fixture::new();
+    let plan = [action("a", &[], &["a"])];
+    let runner = writer(&[]);
+    fixture.run(&runner, &plan, 1, false);
+    std::fs::write(fixture.root().join(".once/out/T/a"), "edited").unwrap();
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(report.results[0].cache, Some(CacheState::Hit));
+    assert_eq!(
+        std::fs::read_to_string(fixture.root().join(".once/out/T/a")).unwrap(),
+        "a"
+    );
+}
+
+#[test]
+fn early_cutoff_a_dependency_rebuilt_into_identical_bytes_leaves_dependents_hits() {
+    let fixture = Fixture::new();
+    let content = std::sync::Arc::new(Mutex::new("v1".to_owned()));
+    let shared = content.clone();
+    let runner = FakeRunner::new(move |argv| {
+        let name = argv[1].as_str();
+        let bytes = if name == "lib" {
+            shared.lock().unwrap().clone()
+        } else {
+            name.to_owned()
+        };
+        FakeOutcome::writes(&out(name), bytes.as_bytes())
+    });
+    let mut plan = vec![
+        action("app", &["lib"], &["app"]),
+        action("lib", &[], &["lib"]),
+    ];
+    fixture.run(&runner, &plan, 1, false);
+    // A source of `lib` changed (its static key), but it builds the same bytes.
+    plan[1].static_key = Sha256Digest::of(b"lib, edited comment");
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(
+        summary(&report),
+        ["T#build/app Succeeded hit", "T#build/lib Succeeded miss"]
+    );
+    // Now it builds different bytes: the dependent runs.
+    *content.lock().unwrap() = "v2".to_owned();
+    plan[1].static_key = Sha256Digest::of(b"lib, edited code");
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(
+        summary(&report),
+        ["T#build/app Succeeded miss", "T#build/lib Succeeded miss"]
+    );
+    assert_eq!(names(&runner), ["lib", "app", "lib", "lib", "app"]);
+}
+
+#[test]
+fn a_missing_declared_output_fails_the_action_with_its_path() {
+    let fixture = Fixture::new();
+    let plan = [action("a", &[], &["a", "forgotten"])];
+    let report = fixture.run(&writer(&[]), &plan, 1, false);
+    let result = &report.results[0];
+    assert_eq!(result.status, ActionStatus::Failed);
+    assert_eq!(
+        result.message.as_deref(),
+        Some("the action did not write its declared output `.once/out/T/forgotten`")
+    );
+}
+
+#[test]
+fn uncacheable_actions_always_run() {
+    let fixture = Fixture::new();
+    let mut planned = action("a", &[], &["a"]);
+    planned.action.cacheable = false;
+    let runner = writer(&[]);
+    let plan = [planned];
+    fixture.run(&runner, &plan, 1, false);
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(report.results[0].cache, Some(CacheState::Bypass));
+    assert_eq!(names(&runner), ["a", "a"]);
+    assert_eq!(fixture.store.stats().unwrap().actions, 0, "no record");
+}
+
+#[test]
+fn bad_plans_are_refused_before_anything_runs() {
+    let fixture = Fixture::new();
+    let runner = writer(&[]);
+    let refusal = |plan: &[PlannedAction]| {
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .run(plan)
+            .unwrap_err()
+            .to_string()
+    };
+    let mut outside = action("a", &[], &["a"]);
+    outside.action.outputs = vec!["src/generated.rs".to_owned()];
+    let mut escaping = action("a", &[], &["a"]);
+    escaping.action.outputs = vec![".once/out/T/../U/a".to_owned()];
+    let mut other_target = action("a", &[], &["a"]);
+    other_target.action.outputs = vec![".once/out/U/a".to_owned()];
+    let mut duplicate = action("b", &[], &["a"]);
+    duplicate.action.id = "T#build/b".to_owned();
+    let reasons = [
+        refusal(&[outside]),
+        refusal(&[escaping]),
+        refusal(&[other_target]),
+        refusal(&[action("a", &[], &["a"]), duplicate]),
+        refusal(&[action("a", &["b"], &["a"]), action("b", &["a/x"], &["b"])]),
+        refusal(&[action("a", &[], &["dir"]), action("b", &[], &["dir/x"])]),
+    ];
+    assert_eq!(
+        reasons,
+        [
+            "action `T#build/a` declares the output `src/generated.rs` outside its target's build directory `.once/out/T`",
+            "action `T#build/a` names `.once/out/T/../U/a`, which is not a relative path inside the workspace",
+            "action `T#build/a` declares the output `.once/out/U/a` outside its target's build directory `.once/out/T`",
+            "actions `T#build/a` and `T#build/b` both declare the output `.once/out/T/a`",
+            "these actions depend on each other's outputs in a cycle: T#build/a, T#build/b",
+            "action `T#build/b` declares the output `.once/out/T/dir/x` inside `.once/out/T/dir`, an output of `T#build/a`",
+        ]
+    );
+    assert!(runner.ran().is_empty());
+    assert!(matches!(
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .run(&[action("a", &[], &["a"]), action("a", &[], &["b"])]),
+        Err(once_exec::ExecError::Plan(PlanError::DuplicateId(_)))
+    ));
+}
+
+#[test]
+fn progress_is_reported_once_per_action_with_done_and_total() {
+    let fixture = Fixture::new();
+    let plan = [
+        action("bad", &[], &["bad"]),
+        action("after", &["bad"], &["after"]),
+        action("fine", &[], &["fine"]),
+    ];
+    let runner = writer(&["bad"]);
+    let seen = Mutex::new(Vec::new());
+    let record = |progress: &Progress<'_>| {
+        seen.lock().unwrap().push(format!(
+            "{}/{} {}",
+            progress.done, progress.total, progress.message
+        ));
+    };
+    Executor::new(fixture.root(), &fixture.store)
+        .with_runner(&runner)
+        .with_options(options(1, true))
+        .on_progress(&record)
+        .run(&plan)
+        .unwrap();
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        [
+            "1/3 failed T#build/bad: `true bad` exited with code 2",
+            "2/3 skipped T#build/after",
+            "3/3 miss T#build/fine",
+        ]
+    );
+}
+
+#[test]
+fn streams_keep_their_end_in_memory_and_all_of_it_in_the_store() {
+    let fixture = Fixture::new();
+    let runner = FakeRunner::new(|_| FakeOutcome {
+        stdout: b"0123456789".repeat(200),
+        ..FakeOutcome::writes(&out("a"), b"a")
+    });
+    let plan = [action("a", &[], &["a"])];
+    let mut options = options(1, false);
+    options.stream_memory_limit = 15;
+    let run = || {
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .with_options(options.clone())
+            .run(&plan)
+            .unwrap()
+    };
+    for expected in [CacheState::Miss, CacheState::Hit] {
+        let report = run();
+        let stdout = &report.results[0].stdout;
+        assert_eq!(report.results[0].cache, Some(expected));
+        assert_eq!(stdout.size, 2000);
+        assert_eq!(stdout.tail, b"567890123456789");
+        let whole = fixture.store.read_blob(&stdout.digest.unwrap()).unwrap();
+        assert_eq!(whole, b"0123456789".repeat(200));
+    }
+}
+
+#[test]
+fn declared_success_codes_and_in_process_steps() {
+    let fixture = Fixture::new();
+    std::fs::create_dir(fixture.root().join("src")).unwrap();
+    std::fs::write(fixture.root().join("src/input.txt"), "copied").unwrap();
+    let mut lenient = action("lenient", &[], &["lenient"]);
+    if let ActionStep::Run(command) = &mut lenient.action.step {
+        command.success_exit_codes = vec![0, 1];
+    }
+    let in_process = |name: &str, step: ActionStep, inputs: &[&str], outputs: &[&str]| {
+        let mut planned = action(name, inputs, outputs);
+        planned.action.step = step;
+        planned
+    };
+    let plan = [
+        lenient,
+        in_process(
+            "write",
+            ActionStep::WriteFile {
+                path: out("script.sh"),
+                content: "#!/bin/sh\n".to_owned(),
+                executable: true,
+            },
+            &[],
+            &["script.sh"],
+        ),
+        in_process(
+            "copy",
+            ActionStep::Copy {
+                from: "src/input.txt".to_owned(),
+                to: out("copy.txt"),
+            },
+            &["src/input.txt"],
+            &["copy.txt"],
+        ),
+        in_process(
+            "link",
+            ActionStep::Symlink {
+                to: "script.sh".to_owned(),
+                link: out("link"),
+            },
+            &["script.sh"],
+            &["link"],
+        ),
+        in_process(
+            "mkdir",
+            ActionStep::MakeDir { path: out("dir") },
+            &[],
+            &["dir"],
+        ),
+    ];
+    let runner = FakeRunner::new(|argv| FakeOutcome {
+        exit_code: 1,
+        ..FakeOutcome::writes(&out(&argv[1]), b"x")
+    });
+    let report = fixture.run(&runner, &plan, 2, false);
+    assert!(report.succeeded(), "{:?}", report.results);
+    use std::os::unix::fs::PermissionsExt as _;
+    let script = fixture.root().join(".once/out/T/script.sh");
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert_eq!(
+        std::fs::read_to_string(fixture.root().join(".once/out/T/copy.txt")).unwrap(),
+        "copied"
+    );
+    assert_eq!(
+        std::fs::read_link(fixture.root().join(".once/out/T/link")).unwrap(),
+        Path::new("script.sh")
+    );
+    assert!(fixture.root().join(".once/out/T/dir").is_dir());
+    std::fs::remove_dir_all(fixture.root().join(".once/out")).unwrap();
+    let again = fixture.run(&runner, &plan, 2, false);
+    let caches: BTreeMap<_, _> = again
+        .results
+        .iter()
+        .map(|result| (result.id.as_str(), result.cache))
+        .collect();
+    assert!(
+        caches.values().all(|cache| *cache == Some(CacheState::Hit)),
+        "{caches:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert_eq!(
+        std::fs::read_link(fixture.root().join(".once/out/T/link")).unwrap(),
+        Path::new("script.sh")
+    );
+}
+
+#[test]
+fn directory_outputs_are_captured_whole_and_restored_exactly() {
+    let fixture = Fixture::new();
+    let runner = FakeRunner::new(|argv| match argv[1].as_str() {
+        "tree" => FakeOutcome {
+            writes: vec![
+                (out("tree/a"), b"a".to_vec()),
+                (out("tree/sub/b"), b"b".to_vec()),
+            ],
+            ..FakeOutcome::default()
+        },
+        name => FakeOutcome::writes(&out(name), b"uses b"),
+    });
+    let plan = [
+        action("user", &["tree/sub/b"], &["user"]),
+        action("tree", &[], &["tree"]),
+    ];
+    let first = fixture.run(&runner, &plan, 2, false);
+    assert!(first.succeeded(), "{:?}", first.results);
+    let paths: Vec<&str> = first.results[1]
+        .entries
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ".once/out/T/tree",
+            ".once/out/T/tree/a",
+            ".once/out/T/tree/sub",
+            ".once/out/T/tree/sub/b"
+        ]
+    );
+    assert_eq!(
+        names(&runner),
+        ["tree", "user"],
+        "the input under `tree` is an edge"
+    );
+    let tree = fixture.root().join(".once/out/T/tree");
+    std::fs::remove_file(tree.join("a")).unwrap();
+    std::fs::write(tree.join("stray"), "left over").unwrap();
+    let second = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&second),
+        ["T#build/user Succeeded hit", "T#build/tree Succeeded hit"]
+    );
+    assert_eq!(std::fs::read_to_string(tree.join("a")).unwrap(), "a");
+    assert!(!tree.join("stray").exists());
+}
+
+#[test]
+fn an_action_consuming_several_outputs_of_one_producer_waits_for_it_once() {
+    let fixture = Fixture::new();
+    let runner = FakeRunner::new(|argv| match argv[1].as_str() {
+        "both" => FakeOutcome {
+            writes: vec![(out("x"), b"x".to_vec()), (out("y"), b"y".to_vec())],
+            ..FakeOutcome::default()
+        },
+        name => FakeOutcome::writes(&out(name), b"user"),
+    });
+    let plan = [
+        action("user", &["x", "y"], &["user"]),
+        action("both", &[], &["x", "y"]),
+    ];
+    let report = fixture.run(&runner, &plan, 2, false);
+    assert_eq!(
+        summary(&report),
+        ["T#build/user Succeeded miss", "T#build/both Succeeded miss"]
+    );
+    assert_eq!(names(&runner), ["both", "user"]);
+}
+
+#[test]
+fn a_build_directory_replaced_by_a_link_is_never_written_through() {
+    let fixture = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(fixture.root().join(".once/out")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), fixture.root().join(".once/out/T")).unwrap();
+    let mut planned = action("write", &[], &["file"]);
+    planned.action.step = ActionStep::WriteFile {
+        path: out("file"),
+        content: "content".to_owned(),
+        executable: false,
+    };
+    let report = fixture.run(&writer(&[]), &[planned], 1, false);
+    assert_eq!(report.results[0].status, ActionStatus::Failed);
+    assert_eq!(
+        report.results[0].message.as_deref(),
+        Some(
+            "cannot prepare the output `.once/out/T/file`: `.once/out/T` is a symbolic link; \
+             once does not write through links, which may lead outside the workspace"
+        )
+    );
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+}
