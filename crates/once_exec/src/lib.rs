@@ -23,11 +23,13 @@
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`tools`]: finding programs and caching their digests;
-//! - [`record`]: the action cache's record format.
+//! - [`record`]: the action cache's record format;
+//! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
 //! `docs/execution.md` describes the design for users.
 
 pub mod environment;
+pub mod evidence;
 pub mod executor;
 pub mod fake;
 mod handles;

@@ -657,3 +657,87 @@ fn a_build_directory_replaced_by_a_link_is_never_written_through() {
     );
     assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
 }
+
+#[test]
+fn a_report_becomes_evidence_of_each_action_that_ran_or_was_reused() {
+    use once_evidence::{CacheOutcome, EvidenceStatus, Subject};
+    let fixture = Fixture::new();
+    let plan = [
+        action("a", &["src/a.txt"], &["a"]),
+        action("b", &["a"], &["b"]),
+        action("c", &["b"], &["c"]),
+    ];
+    let report = fixture.run(&writer(&["b"]), &plan, 1, false);
+    let records = once_exec::evidence::evidence_records(&plan, &report, 42);
+    let seen: Vec<(
+        String,
+        Option<&str>,
+        EvidenceStatus,
+        CacheOutcome,
+        Option<i32>,
+    )> = records
+        .iter()
+        .map(|record| {
+            let evidence = &record.evidence;
+            (
+                evidence.subject.to_string(),
+                evidence.action.as_deref(),
+                evidence.status,
+                evidence.cache,
+                evidence.exit_code,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                "T:build".to_owned(),
+                Some("T#build/a"),
+                EvidenceStatus::Passed,
+                CacheOutcome::Miss,
+                Some(0)
+            ),
+            (
+                "T:build".to_owned(),
+                Some("T#build/b"),
+                EvidenceStatus::Failed,
+                CacheOutcome::Miss,
+                Some(2)
+            ),
+        ],
+        "the skipped `c` has no evidence"
+    );
+    let a = &records[0];
+    let result = report.result("T#build/a").unwrap();
+    assert_eq!(Some(a.evidence.action_digest), result.key);
+    assert_eq!(a.evidence.input_digest, Some(plan[0].static_key));
+    assert_eq!(a.evidence.stdout, result.stdout.digest);
+    assert_eq!(a.created_at_unix_ms, 42);
+    assert!(
+        matches!(&a.evidence.subject, Subject::Target { id, capability } if id == "T" && capability == "build")
+    );
+
+    // Recorded in the workspace's database in one call, then read back; a second run's
+    // hits are evidence too.
+    let written = once_exec::evidence::record_evidence(fixture.root(), &plan, &report).unwrap();
+    assert_eq!(written, 2);
+    let succeeding = &plan[..1];
+    let again = fixture.run(&writer(&[]), succeeding, 1, false);
+    assert_eq!(
+        once_exec::evidence::record_evidence(fixture.root(), succeeding, &again).unwrap(),
+        1
+    );
+    let stored = once_evidence::query_workspace(fixture.root(), Some("T:build"), 5).unwrap();
+    let caches: Vec<(&str, CacheOutcome)> = stored
+        .iter()
+        .map(|record| {
+            (
+                record.evidence.action.as_deref().unwrap_or(""),
+                record.evidence.cache,
+            )
+        })
+        .collect();
+    assert_eq!(caches[0], ("T#build/a", CacheOutcome::Hit));
+    assert_eq!(caches.len(), 3);
+}

@@ -70,7 +70,12 @@ pub const LAYERS: &[(&str, Allowed)] = &[
         "once_lsp",
         Allowed::Only(&["once_analysis", "once_json", "once_watch", "once_fixture"]),
     ),
-    ("once_exec", Allowed::Only(&["once_model", "once_db"])),
+    // The evidence database: SQLite, reached through once_db's confined paths.
+    ("once_evidence", Allowed::Only(&["once_db"])),
+    (
+        "once_exec",
+        Allowed::Only(&["once_model", "once_db", "once_evidence"]),
+    ),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),
 ];
@@ -127,6 +132,11 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
         Scope::AllTables,
     ),
     ("ureq", Placement::OnlyIn(&["once_fetch"]), Scope::AllTables),
+    (
+        "rusqlite",
+        Placement::OnlyIn(&["once_evidence"]),
+        Scope::AllTables,
+    ),
     (
         "notify",
         Placement::OnlyIn(&["once_watch"]),

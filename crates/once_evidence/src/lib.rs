@@ -1,0 +1,31 @@
+//! Evidence: a durable `once.evidence.v1` record of every action an execution ran or
+//! reused, in the workspace's SQLite database `.once/once.sqlite`.
+//!
+//! A record says that at `created_at_unix_ms` an action with this action digest (its
+//! complete key) ended with this status, exit code and cache state, for this subject (a
+//! target's capability, or a command). It is historical provenance, not proof that the
+//! inputs are still unchanged: whoever needs a current result runs the capability again.
+//!
+//! - [`EvidenceRecord`], [`ActionEvidence`], [`Subject`]: what a record holds; its `id` is
+//!   [`record_id`], a SHA-256 over its content and time.
+//! - [`EvidenceStore`]: the database. It is opened through the workspace's confined paths
+//!   (`.once` is never followed when it is a symbolic link), in WAL mode with a busy
+//!   timeout, so concurrent `once` processes wait for each other instead of failing; the
+//!   `once_schema` table says which schema the file holds (a newer or foreign one is an
+//!   [`EvidenceError`], an older one is rebuilt).
+//! - [`query_workspace`]: the newest records matching a subject filter, for `once query
+//!   evidence` and the MCP tool `once_query_evidence`; no database yet is no records.
+//!
+//! The execution layer turns its results into records (`once_exec::evidence`).
+
+mod database;
+mod record;
+
+pub use database::{
+    DATABASE_PATH, DEFAULT_LIMIT, EvidenceError, EvidenceStore, MAX_LIMIT, RETAINED_RECORDS,
+    SCHEMA_VERSION, query_workspace,
+};
+pub use record::{
+    ActionEvidence, CacheOutcome, EVIDENCE_SCHEMA, EvidenceRecord, EvidenceStatus, RECORD_KIND,
+    Subject, record_id,
+};
