@@ -189,6 +189,21 @@ pub enum Query {
         /// Workspace-relative path, such as `modules/generated_text.star`.
         path: String,
     },
+    /// Evidence of the actions run or reused for targets' capabilities, newest first:
+    /// historical provenance, not proof that their inputs are unchanged.
+    Evidence {
+        /// Only this target (`cli`), target capability (`cli:test`) or action digest.
+        #[arg(long, value_name = "S")]
+        subject: Option<String>,
+        /// At most this many records (1 to 100).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = once_evidence::DEFAULT_LIMIT as u64,
+            value_parser = clap::value_parser!(u64).range(1..=once_evidence::MAX_LIMIT as u64),
+        )]
+        limit: u64,
+    },
     /// Fetch bounded UTF-8 source from a public HTTPS address (no redirects, no private hosts).
     ExternalSource {
         /// A public `https://` address.

@@ -607,3 +607,75 @@ pub fn module_validation(validation: &once_analysis::ModuleValidation) {
         println!("{} {}", paint(ERROR, "module invalid:"), validation.path);
     }
 }
+
+/// One line per record, newest first: time (UTC), subject, status, cache state, exit
+/// code, action digest and action id.
+pub fn evidence(records: &[once_evidence::EvidenceRecord], subject: Option<&str>) {
+    if records.is_empty() {
+        match subject {
+            Some(subject) => println!("no evidence for `{}`", printable(subject)),
+            None => println!("no evidence recorded"),
+        }
+        return;
+    }
+    for record in records {
+        let evidence = &record.evidence;
+        let status = match evidence.status {
+            once_evidence::EvidenceStatus::Passed => paint(OK, "passed"),
+            once_evidence::EvidenceStatus::Failed => paint(ERROR, "failed"),
+        };
+        let exit = evidence
+            .exit_code
+            .map_or_else(|| "signal".to_owned(), |code| code.to_string());
+        let action = evidence
+            .action
+            .as_deref()
+            .map(|action| format!(" {}", paint(DIM, printable(action))))
+            .unwrap_or_default();
+        println!(
+            "{} {} {status} cache={} exit={exit} action={}{action}",
+            paint(DIM, utc_time(record.created_at_unix_ms)),
+            paint(ID, printable(&evidence.subject.to_string())),
+            evidence.cache.as_str(),
+            evidence.action_digest.to_hex(),
+        );
+    }
+}
+
+/// `2026-12-01T03:04:05.678Z` for milliseconds since the Unix epoch.
+fn utc_time(unix_ms: u64) -> String {
+    let seconds = unix_ms / 1000;
+    let (hour, minute, second) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
+    // Days to a civil date (Howard Hinnant's algorithm, for days after 1970-01-01).
+    let days = seconds / 86_400 + 719_468;
+    let era = days / 146_097;
+    let day_of_era = days % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{:03}Z",
+        unix_ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    #[test]
+    fn utc_times() {
+        assert_eq!(super::utc_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::utc_time(951_782_400_001), "2000-02-29T00:00:00.001Z");
+        assert_eq!(
+            super::utc_time(1_812_345_678_901),
+            "2027-06-07T05:21:18.901Z"
+        );
+    }
+}

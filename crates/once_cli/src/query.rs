@@ -76,6 +76,9 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     if let Query::ExternalSource { url, max_bytes } = query {
         return external_source(args, url, *max_bytes);
     }
+    if let Query::Evidence { subject, limit } = query {
+        return evidence(args, subject.as_deref(), *limit);
+    }
     if let Query::ValidateWorkspace { fix: true } = query {
         return fix_workspace(args);
     }
@@ -303,6 +306,7 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             }
         }
         Query::ExternalSource { url, max_bytes } => return external_source(args, url, *max_bytes),
+        Query::Evidence { subject, limit } => return evidence(args, subject.as_deref(), *limit),
         Query::AffectedTests {
             paths,
             changed_paths,
@@ -336,6 +340,25 @@ fn found<T>(lookup: Result<T, once_analysis::NotFound>) -> anyhow::Result<T> {
             once_analysis::Listing::TargetKinds => "`once query target-kinds` lists them",
         }))
     })
+}
+
+/// `once query evidence`: reads `.once/once.sqlite` (no database yet: no records); needs
+/// no analysis.
+fn evidence(args: &Args, subject: Option<&str>, limit: u64) -> anyhow::Result<Outcome> {
+    let root = workspace_root(args)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let records = once_evidence::query_workspace(&root, subject, limit)?;
+    if args.format == Format::Json {
+        print_json(
+            &records
+                .iter()
+                .map(once_json::evidence_record)
+                .collect::<Vec<_>>(),
+        )?
+    } else {
+        human::evidence(&records, subject)
+    }
+    Ok(Outcome::Success)
 }
 
 /// `once query external-source`: needs no workspace. Always the strict policy.

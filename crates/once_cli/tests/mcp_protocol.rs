@@ -967,3 +967,133 @@ fn runaway_modules_and_fifos_do_not_stop_the_server() {
     assert!(targets.to_string().contains("app/Files"), "{targets}");
     assert_eq!(server.finish(), 0);
 }
+
+/// `once_query_evidence`: always listed, read-only, the seed's arguments; no database is
+/// an empty list; records written by the execution layer come back newest first, filtered,
+/// in the advertised output schema; a limit outside 1 to 100 is a tool error.
+#[test]
+fn evidence_is_listed_read_only_and_answers_newest_first() {
+    use once_evidence::{
+        ActionEvidence, CacheOutcome, EvidenceRecord, EvidenceStatus, EvidenceStore, Sha256Digest,
+        Subject,
+    };
+    let mut server = Server::start(&[]);
+    server.initialize("2025-06-18");
+    let tools = server.request(1, "tools/list", json!({}));
+    let tool = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "once_query_evidence")
+        .expect("once_query_evidence is listed without --allow-run")
+        .clone();
+    assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    assert_eq!(
+        tool["inputSchema"]["properties"],
+        json!({
+            "limit": {
+                "default": 5,
+                "description": "Maximum number of newest matching records to return.",
+                "maximum": 100,
+                "minimum": 1,
+                "type": "integer"
+            },
+            "subject": {
+                "description": "Optional subject id or subject-capability pair, such as `cli` or `cli:test`.",
+                "type": "string"
+            }
+        })
+    );
+    assert_eq!(tool["inputSchema"]["required"], json!([]));
+
+    let empty = server.call(2, "once_query_evidence", json!({}));
+    assert_eq!(empty["isError"], false, "{empty}");
+    assert_eq!(empty["structuredContent"]["result"], json!([]));
+
+    let record = |capability: &str, n: u64| {
+        EvidenceRecord::new(
+            ActionEvidence {
+                subject: Subject::Target {
+                    id: "cli".into(),
+                    capability: capability.into(),
+                },
+                action: Some(format!("cli#{capability}/{n}")),
+                status: EvidenceStatus::Passed,
+                action_digest: Sha256Digest::of(&n.to_le_bytes()),
+                input_digest: None,
+                cache: CacheOutcome::Hit,
+                exit_code: Some(0),
+                stdout: None,
+                stderr: None,
+            },
+            1_000 + n,
+        )
+    };
+    let records: Vec<EvidenceRecord> = (0..8)
+        .map(|n| record(if n % 2 == 0 { "build" } else { "test" }, n))
+        .collect();
+    EvidenceStore::open(server._workspace.path())
+        .unwrap()
+        .record_all(&records)
+        .unwrap();
+
+    let newest = server.call(3, "once_query_evidence", json!({}));
+    let structured = &newest["structuredContent"];
+    assert_eq!(
+        once_mcp::schema::validate(&tool["outputSchema"], structured),
+        Vec::<String>::new()
+    );
+    let actions = |result: &Value| -> Vec<String> {
+        result["structuredContent"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["action"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        actions(&newest),
+        [
+            "cli#test/7",
+            "cli#build/6",
+            "cli#test/5",
+            "cli#build/4",
+            "cli#test/3"
+        ]
+    );
+    assert_eq!(
+        structured["result"][0],
+        json!({
+            "schema": "once.evidence.v1",
+            "id": records[7].id.to_hex(),
+            "kind": "action_result",
+            "subject": { "kind": "target", "id": "cli", "capability": "test" },
+            "action": "cli#test/7",
+            "status": "passed",
+            "action_digest": records[7].evidence.action_digest.to_hex(),
+            "cache": "hit",
+            "exit_code": 0,
+            "created_at_unix_ms": 1007,
+        })
+    );
+    let filtered = server.call(
+        4,
+        "once_query_evidence",
+        json!({ "subject": "cli:build", "limit": 2 }),
+    );
+    assert_eq!(actions(&filtered), ["cli#build/6", "cli#build/4"]);
+    let all = server.call(
+        5,
+        "once_query_evidence",
+        json!({ "subject": "cli", "limit": 100 }),
+    );
+    assert_eq!(actions(&all).len(), 8);
+
+    for (id, limit) in [(6, 0), (7, 101)] {
+        let refused = server.call(id, "once_query_evidence", json!({ "limit": limit }));
+        assert_eq!(refused["isError"], true, "{refused}");
+        let message = refused["content"][0]["text"].as_str().unwrap();
+        assert!(message.starts_with("Input validation error"), "{message}");
+    }
+    assert_eq!(server.finish(), 0);
+}

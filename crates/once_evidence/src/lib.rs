@@ -21,6 +21,9 @@
 mod database;
 mod record;
 
+/// The digest type of records' fields.
+pub use once_db::Sha256Digest;
+
 pub use database::{
     DATABASE_PATH, DEFAULT_LIMIT, EvidenceError, EvidenceStore, MAX_LIMIT, RETAINED_RECORDS,
     SCHEMA_VERSION, query_workspace,

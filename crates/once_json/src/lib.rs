@@ -4,8 +4,11 @@
 //! both use these, so a record has the same keys on every surface. Core types do not
 //! derive `Serialize`; this crate is the only place their JSON shape is decided.
 
+mod evidence;
 mod external_source;
 mod modules;
+
+pub use evidence::{EvidenceRecordDto, EvidenceSubjectDto, evidence_record};
 
 pub use external_source::{ExternalSourceDto, external_source};
 pub use modules::{

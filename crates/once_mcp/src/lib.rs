@@ -8,7 +8,7 @@
 //! - [`server`]: the reader/worker loop.
 //!
 //! **Architecture Invariant:** this crate converts and dispatches; every fact comes from
-//! `once_analysis`. stdout carries protocol messages only; logs go to stderr.
+//! `once_analysis` (evidence records from `once_evidence`). stdout carries protocol messages only; logs go to stderr.
 
 pub mod jsonrpc;
 pub mod lifecycle;

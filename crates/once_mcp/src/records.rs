@@ -499,3 +499,45 @@ pub fn materialize() -> Value {
         ],
     )
 }
+
+/// A `once.evidence.v1` record (`once_json::EvidenceRecordDto`).
+pub fn evidence_record() -> Value {
+    let one_of = |values: &[&str]| json!({ "type": "string", "enum": values });
+    object(
+        &[
+            ("schema", one_of(&["once.evidence.v1"])),
+            ("id", plain_string()),
+            ("kind", one_of(&["action_result"])),
+            (
+                "subject",
+                object(
+                    &[
+                        ("kind", one_of(&["target", "command"])),
+                        ("id", plain_string()),
+                        ("capability", plain_string()),
+                    ],
+                    &["kind", "id"],
+                ),
+            ),
+            ("action", plain_string()),
+            ("status", one_of(&["passed", "failed"])),
+            ("action_digest", plain_string()),
+            ("input_digest", plain_string()),
+            ("cache", one_of(&["hit", "miss", "bypass"])),
+            ("exit_code", json!({ "type": "integer" })),
+            ("stdout", plain_string()),
+            ("stderr", plain_string()),
+            ("created_at_unix_ms", integer()),
+        ],
+        &[
+            "schema",
+            "id",
+            "kind",
+            "subject",
+            "status",
+            "action_digest",
+            "cache",
+            "created_at_unix_ms",
+        ],
+    )
+}

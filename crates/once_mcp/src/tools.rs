@@ -338,6 +338,38 @@ pub fn registry() -> Vec<Tool> {
             handler: query_affected_tests,
         },
         Tool {
+            name: "once_query_evidence",
+            title: "Query evidence",
+            description: "List durable evidence records, optionally filtered by subject.\n\n\
+                Returns the same record shape as `once query evidence --format json`: durable `once.evidence.v1` records of the actions `once` ran or reused for a target's build, run and test capabilities \
+                (subject, action digest, input digest, status, cache hit/miss/bypass, exit code, stream digests, time). \
+                Pass `subject` to filter to one command action (its action digest), target, or target capability, such as `cli` or `cli:test`. \
+                The tool returns the newest five matching records, newest first, by default; set `limit` from 1 through 100 when more or fewer are useful. \
+                The matching command-line option is `once query evidence --limit <count>`. \
+                Evidence is historical provenance, not proof that inputs remain unchanged; run the relevant capability when a current result is required."
+                .into(),
+            input_schema: object(
+                &[
+                    (
+                        "limit",
+                        json!({
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": once_evidence::MAX_LIMIT,
+                            "default": once_evidence::DEFAULT_LIMIT,
+                            "description": "Maximum number of newest matching records to return.",
+                        }),
+                    ),
+                    ("subject", string("Optional subject id or subject-capability pair, such as `cli` or `cli:test`.")),
+                ],
+                &[],
+            ),
+            result_schema: array(records::evidence_record()),
+            annotations: QUERY,
+            gated: false,
+            handler: query_evidence,
+        },
+        Tool {
             name: "once_validate_workspace",
             title: "Validate the workspace",
             description: format!(
@@ -651,6 +683,33 @@ fn validate_workspace(
         next_cursor: page.next_cursor,
         warnings: None,
     }))
+}
+
+/// Reads the workspace's evidence database (none yet: an empty list); a database that
+/// cannot be read (foreign, newer, a linked `.once`) is a tool error.
+fn query_evidence(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(once_evidence::DEFAULT_LIMIT, |limit| {
+            usize::try_from(limit).unwrap_or(usize::MAX)
+        });
+    let subject = arguments.get("subject").and_then(Value::as_str);
+    Ok(
+        once_evidence::query_workspace(&analysis.root(), subject, limit)
+            .map(|records| {
+                page_none(Value::Array(
+                    records
+                        .iter()
+                        .map(|record| once_json::to_value(&once_json::evidence_record(record)))
+                        .collect(),
+                ))
+            })
+            .map_err(|e| e.to_string()),
+    )
 }
 
 /// Always the strict policy: public HTTPS addresses only. A refusal is a tool error.

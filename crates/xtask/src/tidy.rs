@@ -60,11 +60,17 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     // The JSON records shared by the CLI and the MCP server.
     (
         "once_json",
-        Allowed::Only(&["once_analysis", "once_model", "once_fetch"]),
+        Allowed::Only(&["once_analysis", "once_model", "once_fetch", "once_evidence"]),
     ),
     (
         "once_mcp",
-        Allowed::Only(&["once_analysis", "once_json", "once_fetch", "once_watch"]),
+        Allowed::Only(&[
+            "once_analysis",
+            "once_json",
+            "once_fetch",
+            "once_watch",
+            "once_evidence",
+        ]),
     ),
     (
         "once_lsp",

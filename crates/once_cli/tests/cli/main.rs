@@ -2,6 +2,7 @@
 
 mod commands;
 mod digests;
+mod evidence;
 mod fixtures;
 mod modules;
 mod support;
