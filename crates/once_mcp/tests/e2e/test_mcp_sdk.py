@@ -25,6 +25,7 @@ EXPECTED_TOOLS = [
     "once_list_target_kinds",
     "once_query_tests",
     "once_query_affected_tests",
+    "once_query_evidence",
     "once_validate_workspace",
     "once_validate_target",
     "once_fetch_external_source",
@@ -112,6 +113,11 @@ async def test_every_tool_answers_the_demo(once_binary, demo, mode):
         assert "libs/text/TextTest" in affected_ids and "libs/greeting/GreetingTest" in affected_ids
         assert all(t["reasons"] for t in affected["result"])
 
+        # Nothing has run in the demo: no evidence yet is an empty list, not an error.
+        evidence = await call(client, "once_query_evidence", {"subject": "libs/text/TextTest:test", "limit": 100})
+        assert evidence["result"] == []
+        assert not (demo / ".once" / "once.sqlite").exists()
+
         validation = await call(client, "once_validate_workspace", {})
         assert validation["result"] == {"valid": True, "target_count": 17, "diagnostics": []}
 
@@ -143,6 +149,9 @@ async def test_tool_errors_stay_inside_the_result(once_binary, demo, mode):
         )
         assert refused.is_error
         assert "external source address must be public" in refused.content[0].text
+        too_many = await client.call_tool("once_query_evidence", {"limit": 101})
+        assert too_many.is_error
+        assert "Input validation error" in too_many.content[0].text
 
 
 @pytest.mark.parametrize("mode", MODES)
