@@ -237,27 +237,27 @@ mod tests {
         let base = record_id(&evidence(), 1);
         assert_eq!(base, record_id(&evidence(), 1));
         assert_ne!(base, record_id(&evidence(), 2));
-        let variants: Vec<Box<dyn Fn(&mut ActionEvidence)>> = vec![
-            Box::new(|e| {
+        let variants: Vec<fn(&mut ActionEvidence)> = vec![
+            |e| {
                 e.subject = Subject::Command {
                     action_digest: e.action_digest,
                 }
-            }),
-            Box::new(|e| {
+            },
+            |e| {
                 e.subject = Subject::Target {
                     id: "cli".into(),
                     capability: "build".into(),
                 }
-            }),
-            Box::new(|e| e.action = None),
-            Box::new(|e| e.status = EvidenceStatus::Failed),
-            Box::new(|e| e.action_digest = Sha256Digest::of(b"other")),
-            Box::new(|e| e.input_digest = None),
-            Box::new(|e| e.cache = CacheOutcome::Hit),
-            Box::new(|e| e.exit_code = None),
-            Box::new(|e| e.exit_code = Some(1)),
-            Box::new(|e| e.stdout = None),
-            Box::new(|e| e.stderr = e.stdout),
+            },
+            |e| e.action = None,
+            |e| e.status = EvidenceStatus::Failed,
+            |e| e.action_digest = Sha256Digest::of(b"other"),
+            |e| e.input_digest = None,
+            |e| e.cache = CacheOutcome::Hit,
+            |e| e.exit_code = None,
+            |e| e.exit_code = Some(1),
+            |e| e.stdout = None,
+            |e| e.stderr = e.stdout,
         ];
         for (index, change) in variants.iter().enumerate() {
             let mut changed = evidence();
