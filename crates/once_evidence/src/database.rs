@@ -52,6 +52,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const STATE_DIRECTORY: &str = ".once";
 
+const NO_LINKS: &str = "once does not write through links, which may lead outside the workspace";
+
 /// The `once_schema` row of the evidence tables.
 const SCHEMA_COMPONENT: &str = "evidence";
 
@@ -202,12 +204,17 @@ impl EvidenceStore {
             return Ok(None);
         };
         let directory = fs::File::from(directory).metadata().map_err(io_error)?;
-        if !create {
-            match fs::symlink_metadata(&path) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_error(e)),
-                Ok(_) => {}
+        match fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(e)),
+            Ok(file) if file.file_type().is_symlink() => {
+                return Err(io_error(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("`{DATABASE_PATH}` is a symbolic link; {NO_LINKS}"),
+                )));
             }
+            Ok(_) => {}
         }
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -226,7 +233,9 @@ impl EvidenceStore {
         {
             return Err(io_error(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "`.once` was replaced while it was opened (perhaps by a symbolic link); once does not write through links, which may lead outside the workspace",
+                format!(
+                    "`.once` was replaced while it was opened (perhaps by a symbolic link); {NO_LINKS}"
+                ),
             )));
         }
         connection

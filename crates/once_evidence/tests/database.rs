@@ -237,8 +237,17 @@ fn a_linked_database_file_is_never_followed() {
         workspace.path().join(DATABASE_PATH),
     )
     .unwrap();
-    assert!(EvidenceStore::open(workspace.path()).is_err());
-    assert!(query_workspace(workspace.path(), None, 5).is_err());
+    for error in [
+        EvidenceStore::open(workspace.path()).unwrap_err(),
+        query_workspace(workspace.path(), None, 5).unwrap_err(),
+    ] {
+        assert!(
+            error
+                .to_string()
+                .contains("`.once/once.sqlite` is a symbolic link"),
+            "{error}"
+        );
+    }
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 }
 
@@ -293,4 +302,40 @@ fn concurrent_writers_all_succeed() {
         })
         .unwrap();
     assert_eq!(count, 200);
+}
+
+#[test]
+fn linked_journal_files_are_never_written_through() {
+    let workspace = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut store = EvidenceStore::open(workspace.path()).unwrap();
+    store
+        .record(&EvidenceRecord::new(
+            target_evidence("cli", "build", "k"),
+            1,
+        ))
+        .unwrap();
+    drop(store);
+    for suffix in ["-wal", "-shm"] {
+        let journal = workspace.path().join(format!("{DATABASE_PATH}{suffix}"));
+        let _ = std::fs::remove_file(&journal);
+        let outside = elsewhere.path().join(suffix);
+        std::fs::write(&outside, b"outside").unwrap();
+        std::os::unix::fs::symlink(&outside, &journal).unwrap();
+    }
+    // SQLite opens its journal files without following links: refused, not followed.
+    let written = EvidenceStore::open(workspace.path()).and_then(|mut store| {
+        store.record(&EvidenceRecord::new(
+            target_evidence("cli", "build", "k"),
+            2,
+        ))
+    });
+    assert!(written.is_err(), "{written:?}");
+    for suffix in ["-wal", "-shm"] {
+        assert_eq!(
+            std::fs::read(elsewhere.path().join(suffix)).unwrap(),
+            b"outside",
+            "{suffix} was written through its link"
+        );
+    }
 }
