@@ -368,7 +368,10 @@ impl EvidenceStore {
             }
             transaction
                 .execute(
-                    "DELETE FROM evidence_records WHERE seq <= (SELECT seq FROM evidence_records ORDER BY seq DESC LIMIT 1 OFFSET ?1)",
+                    // Sequence numbers are consecutive (SQLite gives each row the largest one
+                    // plus one and only the oldest rows are removed), so this is the newest
+                    // `RETAINED_RECORDS` rows, found through the primary key alone.
+                    "DELETE FROM evidence_records WHERE seq <= (SELECT max(seq) FROM evidence_records) - ?1",
                     [i64::try_from(RETAINED_RECORDS).unwrap_or(i64::MAX)],
                 )
                 .map_err(database_error)?;
