@@ -1095,5 +1095,21 @@ fn evidence_is_listed_read_only_and_answers_newest_first() {
         let message = refused["content"][0]["text"].as_str().unwrap();
         assert!(message.starts_with("Input validation error"), "{message}");
     }
+
+    // A database that cannot be read is a tool error (the request itself was valid).
+    std::fs::write(
+        server._workspace.path().join(".once/once.sqlite"),
+        "not a database, just text long enough to be read",
+    )
+    .unwrap();
+    let unreadable = server.request(
+        8,
+        "tools/call",
+        json!({ "name": "once_query_evidence", "arguments": {} }),
+    );
+    assert!(unreadable.get("error").is_none(), "{unreadable}");
+    assert_eq!(unreadable["result"]["isError"], true, "{unreadable}");
+    let message = unreadable["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("file is not a database"), "{message}");
     assert_eq!(server.finish(), 0);
 }

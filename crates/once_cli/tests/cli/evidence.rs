@@ -344,3 +344,22 @@ fn writers_in_separate_processes_never_fail_on_a_lock() {
         );
     }
 }
+
+#[test]
+fn a_file_that_is_not_a_database_is_an_error_naming_it() {
+    let demo = demo();
+    demo.write(
+        ".once/once.sqlite",
+        "not a database, just text long enough to be read",
+    );
+    let outcome = Once::at(&demo, &["query", "evidence", "--format", "json"]).run();
+    assert_eq!(outcome.code, 2, "{}", outcome.render());
+    let error: serde_json::Value = serde_json::from_str(&outcome.stderr).unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "evidence database `$WORKSPACE/.once/once.sqlite`: file is not a database"
+        ),
+        "{message}"
+    );
+}
