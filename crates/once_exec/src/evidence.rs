@@ -86,7 +86,8 @@ pub fn now_unix_ms() -> u64 {
 }
 
 /// Records the evidence of `report` (run from `plan`) in the database of the workspace at
-/// `root`, in one transaction; returns how many records were written.
+/// `root`, in one transaction; returns how many records were written. The outcome of the
+/// execution does not depend on it: a front end reports a failure here as a warning.
 pub fn record_evidence(
     root: &Path,
     plan: &[PlannedAction],
