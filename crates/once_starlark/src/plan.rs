@@ -314,9 +314,12 @@ impl PlanState {
         outputs: Vec<String>,
         cacheable: bool,
     ) -> anyhow::Result<()> {
+        let mut inputs = inputs;
         for input in &inputs {
             check_path("input", input)?;
         }
+        let mut seen = std::collections::HashSet::new();
+        inputs.retain(|input| seen.insert(input.clone()));
         for output in &outputs {
             self.check_output(output)?;
         }
