@@ -34,6 +34,47 @@ pub(crate) fn implementation_slot(kind: &str, capability: &str) -> String {
     format!("once implementation {kind} {capability}")
 }
 
+/// The fields of the context an implementation receives, with what each holds: the
+/// module contract's list (a test keeps it equal to the struct [`PlanRequest`] becomes).
+pub const CONTEXT_FIELDS: &[(&str, &str)] = &[
+    ("ctx.target", "The canonical target id, `<package>/<name>`."),
+    (
+        "ctx.package",
+        "The package directory, workspace-relative (`\"\"` for the root package).",
+    ),
+    ("ctx.name", "The target's name."),
+    ("ctx.kind", "The target's kind."),
+    (
+        "ctx.capability",
+        "The capability being planned: `build`, `run` or `test`.",
+    ),
+    (
+        "ctx.attrs",
+        "A struct of the kind's attributes: the value the target sets (a `select` resolved for \
+         the workspace configuration) or the default; attributes with neither are absent \
+         (test with `hasattr(ctx.attrs, \"name\")`).",
+    ),
+    (
+        "ctx.srcs",
+        "The files the target's `srcs` patterns match, workspace-relative and sorted.",
+    ),
+    (
+        "ctx.build_dir",
+        "`.once/out/<package>/<name>`: every output must lie under it.",
+    ),
+    (
+        "ctx.deps",
+        "The direct dependencies in declaration order, each a struct of `target`, `kind`, \
+         `role` (`deps` or the `dependencies` role), `providers` and `outputs` (the default \
+         outputs of its `build` implementation; empty without one).",
+    ),
+    (
+        "ctx.tools",
+        "The kind's declared tools: a dict from tool name to the program to run (looked up on \
+         `PATH` when the action runs).",
+    ),
+];
+
 /// Everything an implementation's context holds: the resolved target.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct PlanRequest {

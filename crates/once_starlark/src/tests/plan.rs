@@ -373,3 +373,28 @@ fn generic_and_shell_kinds() {
     "#]],
     );
 }
+
+#[test]
+fn the_documented_context_fields_are_the_fields() {
+    let outcome = plan_module(
+        "modules/gen.star",
+        "def _build(ctx):\n    actions.write(ctx.build_dir + \"/f\", \" \".join(dir(ctx)))\n\ntarget_kind(\"gen\", capabilities = [capability(\"build\")], implementations = {\"build\": _build})\n",
+        &EvalLimits::default(),
+        &NoModules,
+        &request("gen", "build"),
+    );
+    let PlanOutcome::Planned(plan) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let ActionStep::WriteFile { content, .. } = &plan.actions[0].step else {
+        panic!("{plan:?}");
+    };
+    let mut fields: Vec<&str> = content.split(' ').collect();
+    fields.sort_unstable();
+    let mut documented: Vec<&str> = crate::CONTEXT_FIELDS
+        .iter()
+        .map(|(name, _)| name.trim_start_matches("ctx."))
+        .collect();
+    documented.sort_unstable();
+    assert_eq!(fields, documented);
+}
