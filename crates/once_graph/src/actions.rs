@@ -71,13 +71,28 @@ pub fn action_static_keys<'db>(
     )
 }
 
+/// The plan of every target on a dependency cycle: nothing, and why.
 fn plan_cycle<'db>(
-    _db: &'db dyn Db,
+    db: &'db dyn Db,
     _id: salsa::Id,
     _workspace: Workspace,
-    _key: PlanKey<'db>,
+    key: PlanKey<'db>,
 ) -> TargetPlan {
-    TargetPlan::default()
+    let id = key.target(db);
+    let mut diagnostic = Diagnostic::new(
+        DiagnosticCode::DependencyCycle,
+        format!(
+            "`{}` of `{id}` is not planned: the target is on a dependency cycle, so the \
+             outputs of its dependencies are undefined",
+            key.capability(db)
+        ),
+    )
+    .with_repair("Break the cycle `once query validate-workspace` reports".to_owned());
+    diagnostic.target = Some(id.clone());
+    TargetPlan {
+        diagnostics: vec![diagnostic],
+        ..TargetPlan::default()
+    }
 }
 
 /// Finds a target by id: its package and resolved declaration.

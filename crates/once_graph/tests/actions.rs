@@ -405,3 +405,41 @@ fn language_kinds_plan_their_toolchains() {
     "#]]
     .assert_eq(&out);
 }
+
+/// A dependency cycle (reported by `dependency_cycles`) does not stop planning: the
+/// targets on it plan without the outputs of the dependency that closes the cycle.
+#[test]
+fn dependency_cycles_plan_without_panicking() {
+    let system = Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+        //- /a/once.toml
+        [[target]]
+        name = "A"
+        kind = "filegroup"
+        srcs = ["a.txt"]
+        deps = ["b/B"]
+        //- /a/a.txt
+        //- /b/once.toml
+        [[target]]
+        name = "B"
+        kind = "filegroup"
+        srcs = ["b.txt"]
+        deps = ["a/A"]
+        //- /b/b.txt
+        "#,
+    )
+    .system();
+    let (db, workspace, _) = load(&system);
+    let out = render(&db, workspace, "a/A", "build") + &render(&db, workspace, "b/B", "build");
+    expect![[r#"
+        a/A build implemented=false
+          default: 
+          dependency_cycle  None: `build` of `a/A` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+        b/B build implemented=false
+          default: 
+          dependency_cycle  None: `build` of `b/B` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+    "#]]
+    .assert_eq(&out);
+}
