@@ -176,8 +176,10 @@ fn prelude_limits() -> EvalLimits {
     }
 }
 
-/// Plans with a kind of the project module `path` (text `source`), under `limits`, on an
-/// evaluation thread with a deadline (like [`crate::evaluate_module_with_loads`]).
+/// Plans with a kind of the project module `path` (text `source`), under `limits`: first
+/// through the installed [`crate::Isolation`] (a child process, when the binary installed
+/// one), then on an evaluation thread with a deadline, like
+/// [`crate::evaluate_module_with_loads`].
 pub fn plan_module(
     path: &str,
     source: &str,
@@ -185,8 +187,32 @@ pub fn plan_module(
     modules: &dyn ModuleSource,
     request: &PlanRequest,
 ) -> PlanOutcome {
-    crate::reserved_kind_names();
+    if let Some(isolation) = crate::runner::isolation()
+        && let Some(diagnostic) = isolation.check_plan(path, source, limits, modules, request)
+    {
+        return PlanOutcome::Failed(diagnostic);
+    }
     let progress = crate::EvaluationProgress::default();
+    plan_module_on_thread(path, source, limits, modules, request, &progress).unwrap_or_else(
+        |message| match crate::stopped(path, &progress, message).diagnostics.pop() {
+            Some(diagnostic) => PlanOutcome::Failed(diagnostic),
+            None => PlanOutcome::NoImplementation,
+        },
+    )
+}
+
+/// [`plan_module`] without isolation, with `progress` following the module's statements
+/// (the isolated evaluator's side). `Err` with the reason when planning did not end by
+/// itself within the deadline.
+pub fn plan_module_on_thread(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    modules: &dyn ModuleSource,
+    request: &PlanRequest,
+    progress: &crate::EvaluationProgress,
+) -> Result<PlanOutcome, String> {
+    crate::reserved_kind_names();
     let (job_path, job_source, job_limits, job_request, job_progress) = (
         path.to_owned(),
         source.to_owned(),
@@ -194,7 +220,7 @@ pub fn plan_module(
         request.clone(),
         progress.clone(),
     );
-    let outcome = crate::runner::run_on_thread(limits, modules, move |modules| {
+    crate::runner::run_on_thread(limits, modules, move |modules| {
         let ctx = crate::module_context(&job_path);
         let loads = crate::eval::Loads::new(modules, &job_limits, Some(job_progress.clone()));
         match crate::eval::freeze(&job_path, &job_source, &job_limits, &ctx, Some(&loads)) {
@@ -207,17 +233,8 @@ pub fn plan_module(
             ),
             Err(diagnostic) => PlanOutcome::Failed(diagnostic),
         }
-    });
-    match outcome {
-        Ok(outcome) => outcome,
-        Err((message, _)) => {
-            let stopped = crate::stopped(path, &progress, message);
-            match stopped.diagnostics.into_iter().next() {
-                Some(diagnostic) => PlanOutcome::Failed(diagnostic),
-                None => PlanOutcome::NoImplementation,
-            }
-        }
-    }
+    })
+    .map_err(|(message, _)| message)
 }
 
 fn call(

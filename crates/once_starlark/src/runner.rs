@@ -113,6 +113,25 @@ pub trait Isolation: Send + Sync {
         limits: &EvalLimits,
         modules: &dyn ModuleSource,
     ) -> Option<ModuleEvaluation>;
+
+    /// Like [`Isolation::check`], for planning `request` with a kind of the module
+    /// (evaluating it and calling the implementation): `None` when planning finished,
+    /// else the diagnostic to report instead. The default runs nothing in isolation.
+    fn check_plan(
+        &self,
+        _path: &str,
+        _source: &str,
+        _limits: &EvalLimits,
+        _modules: &dyn ModuleSource,
+        _request: &crate::PlanRequest,
+    ) -> Option<ModuleDiagnostic> {
+        None
+    }
+}
+
+/// The installed [`Isolation`], if any.
+pub(crate) fn isolation() -> Option<&'static dyn Isolation> {
+    ISOLATION.get().map(|isolation| &**isolation)
 }
 
 static ISOLATION: OnceLock<Box<dyn Isolation>> = OnceLock::new();

@@ -67,9 +67,9 @@ pub fn modules_doc() -> String {
          function in `target_kind(…, implementations = {\"build\": _build})`. Planning a \
          target's capability (`once query actions ID`; the executor plans before it runs \
          anything) calls that function with one argument, the context `ctx`, under the limits \
-         above: steps, heap, nested calls and the deadline, on an evaluation thread the caller \
-         abandons at the deadline. The separate child process of the isolation paragraph \
-         guards the evaluation of the module itself, not yet the calls of its implementations. The function \
+         above, and first in the isolated child process like the module's own evaluation: an \
+         implementation that runs too long or allocates too much is one \
+         `implementation_error` at its running statement. The function \
          declares actions with the `actions.*` primitives and returns `None` or the list of its \
          default outputs (the files dependents receive as `outputs`). Nothing runs during \
          planning: the executor runs the declared actions afterwards, keyed and cached. The \
