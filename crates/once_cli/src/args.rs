@@ -140,6 +140,15 @@ pub enum Query {
         /// Canonical target ids, such as `apps/cli/Cli`; every target when absent.
         ids: Vec<String>,
     },
+    /// The actions a target's capability plans (after the `build` plans of its
+    /// dependencies), each with its static cache key. Nothing is run.
+    Actions {
+        /// Canonical target id, such as `apps/cli/Cli`.
+        id: String,
+        /// The capability to plan.
+        #[arg(long, default_value = "build", value_parser = ["build", "run", "test"])]
+        capability: String,
+    },
     /// The capabilities of one target, with output groups and required outputs.
     Capabilities {
         /// Canonical target id.
