@@ -426,6 +426,30 @@ pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
         .collect()
 }
 
+/// The records of a plan refused for its problems: every target `failed`, nothing run.
+pub fn refused_records(plan: &Plan) -> Vec<TargetRecord> {
+    records(
+        plan,
+        &ExecutionReport {
+            results: Vec::new(),
+        },
+    )
+    .into_iter()
+    .map(|mut record| {
+        record.status = "failed";
+        record.failure = Some(Failure {
+            action: String::new(),
+            command: String::new(),
+            exit_code: None,
+            message: format!("not planned: {}", plan.problems.join("; ")),
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+        });
+        record
+    })
+    .collect()
+}
+
 /// Counts of a report's actions by cache state: `(hit, miss, bypass, failed)`.
 pub fn action_counts(report: &ExecutionReport) -> (usize, usize, usize, usize) {
     let count = |state| {

@@ -43,12 +43,12 @@ pub fn mcp_doc() -> String {
             } else {
                 "no"
             },
-            if tool.gated { "yes" } else { "no" }
+            if tool.gated() { "yes" } else { "no" }
         );
     }
     let gated: Vec<String> = tools
         .iter()
-        .filter(|t| t.gated)
+        .filter(|t| t.gated())
         .map(|t| format!("`{}`", t.name))
         .collect();
     let _ = writeln!(
