@@ -247,9 +247,9 @@ fn print_records(records: &[TargetRecord]) {
         }
         match failure.exit_code {
             Some(code) => println!("  exit code: {code}"),
-            None => println!("  exit code: none"),
+            // No exit code to tell why (a signal, a missing output, a step that failed).
+            None => println!("  error:     {}", printable(&failure.message)),
         }
-        println!("  error:     {}", printable(&failure.message));
         for (name, text) in [
             ("stdout", &failure.stdout_tail),
             ("stderr", &failure.stderr_tail),

@@ -171,3 +171,82 @@ pub fn execute(
         problems: Vec::new(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use once_build::{ActionSummary, Failure};
+
+    fn result(full: bool) -> ExecutionResult {
+        let some = |text: &str| full.then(|| text.to_owned());
+        ExecutionResult {
+            target: "a/A".into(),
+            capability: "build".into(),
+            exit_code: 1,
+            success: false,
+            record: TargetRecord {
+                target: "a/A".into(),
+                kind: "command".into(),
+                capability: "build".into(),
+                implemented: true,
+                status: "failed",
+                cache: full.then_some("miss"),
+                action_digest: some("00"),
+                output_groups: vec!["default".into()],
+                required_outputs: vec!["default".into()],
+                outputs: vec![".once/out/a/A/x".into()],
+                actions: vec![ActionSummary {
+                    id: "a/A#build/cmd".into(),
+                    status: "failed",
+                    cache: full.then_some("bypass"),
+                    key: some("00"),
+                    exit_code: full.then_some(3),
+                    duration_ms: 5,
+                }],
+                failure: full.then(|| Failure {
+                    action: "a/A#build/cmd".into(),
+                    command: "sh -c 'exit 3'".into(),
+                    exit_code: Some(3),
+                    message: "failed".into(),
+                    stdout_tail: String::new(),
+                    stderr_tail: "no\n".into(),
+                }),
+            },
+            stdout: String::new(),
+            stderr: "no\n".into(),
+            problems: vec!["p".into()],
+        }
+    }
+
+    /// The schema is built next to the record types; a result with every field set, and
+    /// one with every optional field null, both validate, so a field added to a record
+    /// without its schema (or the other way round) fails here.
+    #[test]
+    fn results_validate_against_their_output_schema_field_for_field() {
+        let schema = result_schema();
+        for full in [true, false] {
+            let value = serde_json::to_value(result(full)).unwrap();
+            let problems = crate::schema::validate(&schema, &value);
+            assert!(problems.is_empty(), "{problems:?}\n{value}");
+        }
+        // Every property the schema lists is required, so none can go missing silently.
+        fn check_required(schema: &Value) {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                let required: Vec<&str> = schema["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                for (name, property) in properties {
+                    assert!(required.contains(&name.as_str()), "{name} is not required");
+                    check_required(property);
+                }
+            }
+            if let Some(items) = schema.get("items") {
+                check_required(items);
+            }
+        }
+        check_required(&schema);
+    }
+}

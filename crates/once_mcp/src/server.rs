@@ -519,7 +519,7 @@ impl Worker {
         };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.handle(message)));
         *lock(&self.shared.in_flight) = None;
-        if std::mem::take(&mut self.deferred) && matches!(outcome, Ok(_)) {
+        if std::mem::take(&mut self.deferred) && outcome.is_ok() {
             // A background job owns the request now: it answers (or not, if cancelled).
             return None;
         }

@@ -740,3 +740,34 @@ fn fetch_external_source(
             .map_err(|e| format!("cannot fetch external source `{url}`: {}", e.message())),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kind decides the gating and agrees with the annotations: read-only tools say
+    /// `readOnlyHint: true`, the others need `--allow-run`.
+    #[test]
+    fn every_tool_kind_agrees_with_its_annotations() {
+        for tool in registry() {
+            assert_eq!(
+                tool.annotations.read_only,
+                tool.kind() == ToolKind::ReadOnly,
+                "{}",
+                tool.name
+            );
+            assert_eq!(
+                tool.gated(),
+                tool.kind() != ToolKind::ReadOnly,
+                "{}",
+                tool.name
+            );
+        }
+        let executing: Vec<&str> = registry()
+            .iter()
+            .filter(|t| t.kind() == ToolKind::Executing)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(executing, ["once_build_target", "once_run_target"]);
+    }
+}

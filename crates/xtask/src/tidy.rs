@@ -64,13 +64,26 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ),
     (
         "once_mcp",
-        Allowed::Only(&["once_analysis", "once_json", "once_fetch", "once_watch"]),
+        Allowed::Only(&[
+            "once_analysis",
+            "once_json",
+            "once_fetch",
+            "once_watch",
+            "once_build",
+            "once_exec",
+        ]),
     ),
     (
         "once_lsp",
         Allowed::Only(&["once_analysis", "once_json", "once_watch", "once_fixture"]),
     ),
     ("once_exec", Allowed::Only(&["once_model", "once_db"])),
+    // Planning (from an analysis snapshot) joined to execution, shared by the CLI and the
+    // MCP server's executing tools.
+    (
+        "once_build",
+        Allowed::Only(&["once_analysis", "once_exec", "once_model", "once_db"]),
+    ),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),
 ];
