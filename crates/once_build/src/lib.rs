@@ -119,6 +119,8 @@ pub struct Plan {
     /// Planning problems (implementation errors, dependency cycles), one line each; a
     /// plan with problems is not executed.
     pub problems: Vec<String>,
+    /// The kind of every target the plan has actions of, by id.
+    pub kinds: std::collections::HashMap<String, String>,
 }
 
 /// A requested target and the actions of its own capability.
@@ -146,6 +148,7 @@ pub fn plan(
         targets: Vec::new(),
         actions: Vec::new(),
         problems: Vec::new(),
+        kinds: std::collections::HashMap::new(),
     };
     let mut seen_actions = HashSet::new();
     let mut seen_problems = HashSet::new();
@@ -193,6 +196,9 @@ pub fn plan(
                     }
                 }
             }
+            plan.kinds
+                .entry(step.target.clone())
+                .or_insert_with(|| step.kind.clone());
             let own = step.target == *id && step.capability == capability;
             if own {
                 target.kind.clone_from(&step.kind);

@@ -2,10 +2,11 @@
 //! snapshot (`once_build`), drop it, execute with `once_exec`, print one record per
 //! target. Exit codes: 0 success, 1 a build or run failed, 2 usage or I/O errors.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
@@ -62,34 +63,89 @@ fn options(exec: &ExecArgs) -> ExecOptions {
     options
 }
 
-/// The live progress line on a terminal: `[done/total] building TARGET (kind)`.
+/// The live progress line on a terminal: `[done/total] building TARGET (kind)` and the
+/// actions running. The executor reports ends only, so "running" is every unfinished
+/// action whose producers have finished, at most `jobs` of them.
 struct ProgressLine<'p> {
     plan: &'p Plan,
+    actions: &'p [once_exec::PlannedAction],
+    jobs: usize,
+    /// Per action: the actions producing its inputs.
+    producers: Vec<Vec<usize>>,
+    finished: Mutex<Vec<bool>>,
     shown: AtomicBool,
 }
 
-impl ProgressLine<'_> {
-    fn update(&self, progress: &Progress<'_>) {
-        let target = progress
-            .result
-            .id
-            .split('#')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        let kind = self
-            .plan
-            .actions
+impl<'p> ProgressLine<'p> {
+    fn new(plan: &'p Plan, actions: &'p [once_exec::PlannedAction], jobs: usize) -> Self {
+        let mut by_output = HashMap::new();
+        for (index, planned) in actions.iter().enumerate() {
+            for output in &planned.action.outputs {
+                by_output.insert(output.as_str(), index);
+            }
+        }
+        let producers = actions
             .iter()
-            .find(|a| a.action.id == progress.result.id)
-            .map(|a| a.action.capability.clone())
-            .unwrap_or_default();
-        let line = format!(
-            "[{}/{}] {kind} {target}: {}",
-            progress.done,
-            progress.total,
-            progress.message.lines().next().unwrap_or_default()
-        );
+            .map(|planned| {
+                let mut found = Vec::new();
+                for input in &planned.action.inputs {
+                    // The input itself, or a declared directory above it.
+                    let mut path = input.as_str();
+                    loop {
+                        if let Some(&producer) = by_output.get(path) {
+                            found.push(producer);
+                            break;
+                        }
+                        match path.rfind('/') {
+                            Some(slash) => path = &path[..slash],
+                            None => break,
+                        }
+                    }
+                }
+                found
+            })
+            .collect();
+        ProgressLine {
+            plan,
+            actions,
+            jobs: jobs.max(1),
+            producers,
+            finished: Mutex::new(vec![false; actions.len()]),
+            shown: AtomicBool::new(false),
+        }
+    }
+
+    fn show(&self, done: usize, last: Option<&str>) {
+        let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        let running: Vec<&str> = (0..self.actions.len())
+            .filter(|&i| !finished[i] && self.producers[i].iter().all(|&p| finished[p]))
+            .take(self.jobs)
+            .map(|i| self.actions[i].action.id.as_str())
+            .collect();
+        drop(finished);
+        let current = running
+            .first()
+            .copied()
+            .or(last)
+            .and_then(|id| self.actions.iter().find(|a| a.action.id == id))
+            .map(|a| &a.action);
+        let mut line = format!("[{done}/{}]", self.actions.len());
+        if let Some(action) = current {
+            let kind = self
+                .plan
+                .kinds
+                .get(&action.target)
+                .map_or("", String::as_str);
+            let verb = if action.capability == "build" {
+                "building".to_owned()
+            } else {
+                format!("{}:", action.capability)
+            };
+            line.push_str(&format!(" {verb} {} ({kind})", action.target));
+        }
+        if !running.is_empty() {
+            line.push_str(&format!(" · running {}", running.join(", ")));
+        }
         let width = terminal_width();
         let line: String = printable(&line)
             .chars()
@@ -99,6 +155,17 @@ impl ProgressLine<'_> {
         let _ = write!(stderr, "\r\x1b[K{line}");
         let _ = stderr.flush();
         self.shown.store(true, Ordering::Relaxed);
+    }
+
+    fn update(&self, progress: &Progress<'_>) {
+        if let Some(index) = self
+            .actions
+            .iter()
+            .position(|a| a.action.id == progress.result.id)
+        {
+            self.finished.lock().unwrap_or_else(|e| e.into_inner())[index] = true;
+        }
+        self.show(progress.done, Some(&progress.result.id));
     }
 
     fn clear(&self) {
@@ -127,14 +194,13 @@ fn execute(
     format: Format,
 ) -> anyhow::Result<ExecutionReport> {
     let store = open_store(root, exec)?;
-    let line = ProgressLine {
-        plan,
-        shown: AtomicBool::new(false),
-    };
-    let live = format == Format::Human && std::io::stderr().is_terminal();
+    let options = options(exec);
+    let line = ProgressLine::new(plan, actions, options.jobs);
+    let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
     let callback = |progress: &Progress<'_>| line.update(progress);
-    let mut executor = Executor::new(root, &store).with_options(options(exec));
+    let mut executor = Executor::new(root, &store).with_options(options);
     if live {
+        line.show(0, None);
         executor = executor.on_progress(&callback);
     }
     let report = executor

@@ -316,3 +316,34 @@ fn run_builds_first_then_runs_with_the_arguments() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "from c\n");
 }
+
+/// On a terminal (`script` gives one), a live progress line shows `[done/total]`, the
+/// target being built with its kind, and the running actions; it is cleared before the
+/// per-target lines.
+#[test]
+fn a_terminal_gets_a_live_progress_line() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to give once a terminal");
+        return;
+    }
+    let dir = workspace();
+    let root = dir.path();
+    let command = format!(
+        "{} -C {} build use/Use",
+        env!("CARGO_BIN_EXE_once"),
+        root.display()
+    );
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let screen = text(&output.stdout);
+    for part in [
+        "\r\x1b[K[0/2] building gen/Gen (command) · running gen/Gen#build/cmd",
+        "\r\x1b[K[1/2] building use/Use (command) · running use/Use#build/cmd",
+        "\r\x1b[K[2/2] building use/Use (command)\r\x1b[Kuse/Use (command): miss",
+    ] {
+        assert!(screen.contains(part), "no {part:?} in {screen:?}");
+    }
+}
