@@ -62,7 +62,8 @@ pub enum Command {
     Query(Query),
     /// Serve the Model Context Protocol over stdin/stdout for coding agents.
     Mcp {
-        /// Enable tools that change the workspace.
+        /// Enable the tools that change the workspace or run processes (edits, examples,
+        /// builds and runs).
         #[arg(long)]
         allow_run: bool,
     },

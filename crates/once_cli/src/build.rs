@@ -380,6 +380,15 @@ pub fn run(
         }
         return Ok(Outcome::Invalid);
     }
+    // A run the kind declares cacheable went through the executor: replay its output.
+    if args.format == Format::Human {
+        for id in &own {
+            if let Some(result) = report.result(id) {
+                let _ = std::io::stdout().write_all(&result.stdout.tail);
+                let _ = std::io::stderr().write_all(&result.stderr.tail);
+            }
+        }
+    }
     let host = once_exec::HostEnvironment::from_process();
     let last = attached.len().saturating_sub(1);
     let mut success = true;

@@ -8,6 +8,12 @@
 //! and answers every request, `initialize` included, with an internal error saying the
 //! load failed (a server that exits would look like a hang or a crash to the client).
 //!
+//! An executing tool (`once_build_target`, `once_run_target`) is planned on the worker
+//! from a snapshot, then runs on a thread of its own, which sends its progress
+//! notifications and its reply (alone on its line, even when the call came in a batch);
+//! cancelling it kills its process groups, and the server cancels and waits for every
+//! running one before it exits.
+//!
 //! Cancellation follows the MCP spec: only a request that was read and not yet answered
 //! can be cancelled (its reply is then suppressed); a cancellation naming any other id
 //! (unknown, finished, or not sent yet) is ignored and leaves nothing behind.
@@ -771,7 +777,7 @@ impl Worker {
         }
         let shared = self.shared.clone();
         let root = self.config.root.clone();
-        let id = id.clone();
+        let request_id = id.clone();
         let params = params.clone();
         let version = version.to_owned();
         let token = params
@@ -793,7 +799,7 @@ impl Worker {
                 crate::execute::execute(&root, &job, cancel, &progress)
             }));
             lock(&shared.background).remove(&key);
-            if lock(&shared.pending).finish(&id) {
+            if lock(&shared.pending).finish(&request_id) {
                 return;
             }
             let reply = match outcome {
@@ -804,18 +810,19 @@ impl Worker {
                         warnings: None,
                     };
                     jsonrpc::result(
-                        &id,
+                        &request_id,
                         stamp_modern(&params, tool_result(output, &version), false),
                     )
                 }
-                Ok(Err(message)) => {
-                    jsonrpc::result(&id, stamp_modern(&params, tool_error(message), false))
-                }
+                Ok(Err(message)) => jsonrpc::result(
+                    &request_id,
+                    stamp_modern(&params, tool_error(message), false),
+                ),
                 Err(panic) => {
                     let what = panic_message(&*panic);
                     log(&format!("internal error: {what}"));
                     jsonrpc::error(
-                        &id,
+                        &request_id,
                         jsonrpc::INTERNAL_ERROR,
                         format!("internal error in once (the server keeps running): {what}"),
                     )
@@ -830,7 +837,17 @@ impl Worker {
             .spawn(body)
         {
             Ok(thread) => threads.push(thread),
-            Err(e) => log(&format!("cannot start a build thread: {e}")),
+            Err(e) => {
+                log(&format!("cannot start a build thread: {e}"));
+                lock(&self.shared.background).remove(&id.to_string());
+                if !lock(&self.shared.pending).finish(id) {
+                    self.shared.send(&jsonrpc::error(
+                        id,
+                        jsonrpc::INTERNAL_ERROR,
+                        format!("cannot start the build: {e}"),
+                    ));
+                }
+            }
         }
     }
 }
