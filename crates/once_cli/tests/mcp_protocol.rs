@@ -1129,6 +1129,14 @@ fn builds_report_progress_hit_the_cache_and_fail_as_normal_results() {
     );
 
     let ran = server.call(6, "once_run_target", json!({ "target": "tools/Hello" }));
+    // Every answer matches the advertised output schema (the same for both tools).
+    for answer in [&reply["result"], &again, &failed, &ran] {
+        assert_eq!(
+            once_mcp::schema::validate(&build["outputSchema"], &answer["structuredContent"]),
+            Vec::<String>::new(),
+            "{answer}"
+        );
+    }
     let result = &ran["structuredContent"]["result"];
     assert_eq!(result["success"], true, "{ran}");
     assert_eq!(result["capability"], "run");
