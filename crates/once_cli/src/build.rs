@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
 use once_build::{Plan, TargetRecord};
-use once_exec::{ExecOptions, ExecutionReport, Executor, Progress, Store};
+use once_exec::{CancelHandle, ExecOptions, ExecutionReport, Executor, Progress, Store};
 use once_model::action::ActionStep;
 use serde_json::json;
 
@@ -22,6 +22,23 @@ use crate::query::{print_json, workspace_root};
 
 fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the analysis was cancelled"))
+}
+
+/// What SIGINT, SIGTERM and SIGHUP cancel: the running execution, if any. While a
+/// program runs attached to the terminal there is none: the program gets the terminal's
+/// signals itself, and `once` waits for it.
+static CANCEL: Mutex<Option<CancelHandle>> = Mutex::new(None);
+
+fn set_cancel(cancel: Option<CancelHandle>) {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if let Some(cancel) = CANCEL.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                cancel.cancel();
+            }
+        });
+    });
+    *CANCEL.lock().unwrap_or_else(|e| e.into_inner()) = cancel;
 }
 
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
@@ -198,7 +215,11 @@ fn execute(
     let line = ProgressLine::new(plan, actions, options.jobs);
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
     let callback = |progress: &Progress<'_>| line.update(progress);
-    let mut executor = Executor::new(root, &store).with_options(options);
+    let cancel = CancelHandle::new();
+    set_cancel(Some(cancel.clone()));
+    let mut executor = Executor::new(root, &store)
+        .with_options(options)
+        .with_cancel(cancel.clone());
     if live {
         line.show(0, None);
         executor = executor.on_progress(&callback);

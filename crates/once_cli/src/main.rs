@@ -84,6 +84,11 @@ fn run() -> ExitCode {
                 allow_run: *allow_run,
                 threads: query::analysis_threads()?,
             };
+            // SIGINT, SIGTERM or SIGHUP: kill the running builds' processes, then exit.
+            let _ = ctrlc::set_handler(|| {
+                once_mcp::server::stop_all_builds();
+                std::process::exit(0);
+            });
             once_mcp::run_stdio(config)?;
             Ok(Outcome::Success)
         }),

@@ -347,3 +347,80 @@ fn a_terminal_gets_a_live_progress_line() {
         assert!(screen.contains(part), "no {part:?} in {screen:?}");
     }
 }
+
+/// The processes whose working directory is `dir` (Linux `/proc`).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            (cwd == dir).then_some(pid)
+        })
+        .collect()
+}
+
+/// Whether `ps` still lists `pid` (a zombie counts as gone).
+fn ps_lists(pid: u32) -> bool {
+    let output = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = text(&output.stdout);
+    output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM to `once build` kills the actions it runs (each in a
+/// process group of its own, which the terminal's signal does not reach) before it
+/// exits 1, reporting the target cancelled.
+#[test]
+fn a_signal_to_once_build_kills_its_actions() {
+    for signal in ["-INT", "-TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "once.toml", "[workspace]\n");
+        write(
+            root,
+            "slow/once.toml",
+            "[[target]]\nname = \"Slow\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"sleep 600\"\noutputs = [\"never.txt\"]\n",
+        );
+        let child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(root)
+            .args(["build", "slow/Slow"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let slow = root.join("slow");
+        let mut pids = Vec::new();
+        for _ in 0..500 {
+            pids = processes_in(&slow);
+            if !pids.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!pids.is_empty(), "the action never started");
+        let sent = std::time::Instant::now();
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let output = child.wait_with_output().unwrap();
+        assert!(sent.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stdout).contains("slow/Slow (command): CANCELLED"),
+            "{}",
+            text(&output.stdout)
+        );
+        assert!(
+            pids.iter().all(|&pid| !ps_lists(pid)),
+            "an action survived {signal}: {pids:?}"
+        );
+    }
+}

@@ -1213,3 +1213,34 @@ fn no_build_process_outlives_the_server() {
         "a build process survived the server: {pids:?}"
     );
 }
+
+/// A server stopped by SIGTERM (as clients stop servers) kills its builds' processes first.
+#[test]
+fn a_terminated_server_kills_its_builds_processes() {
+    let workspace = execution_workspace();
+    let slow = workspace.path().join("slow");
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
+    server.initialize("2025-11-25");
+    server.send(
+        json!({ "jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+    );
+    let pids = wait_for_processes(&slow);
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sent = std::time::Instant::now();
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        pids.iter().all(|&pid| !ps_lists(pid)),
+        "a build process survived the server: {pids:?}"
+    );
+}

@@ -23,7 +23,7 @@ use std::io::{self, BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System};
 use once_watch::WorkspaceWatcher;
@@ -170,6 +170,31 @@ impl Job {
     }
 }
 
+/// The servers running in this process, for [`stop_all_builds`].
+static SERVERS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Cancels every running build of every server in this process (killing their process
+/// groups) and waits for them: what a signal handler calls before the process exits, so
+/// that no build process outlives the server.
+pub fn stop_all_builds() {
+    let servers: Vec<Arc<Shared>> = {
+        let mut servers = lock(&SERVERS);
+        servers.retain(|server| server.strong_count() > 0);
+        servers.iter().filter_map(Weak::upgrade).collect()
+    };
+    for shared in &servers {
+        for cancel in lock(&shared.background).values() {
+            cancel.cancel();
+        }
+    }
+    for shared in servers {
+        let threads = std::mem::take(&mut *lock(&shared.threads));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Serves MCP over stdin/stdout until stdin closes.
 pub fn run_stdio(config: ServerConfig) -> io::Result<()> {
     let stdin = io::stdin();
@@ -200,6 +225,7 @@ fn serve(
         background: Mutex::new(HashMap::new()),
         threads: Mutex::new(Vec::new()),
     });
+    lock(&SERVERS).push(Arc::downgrade(&shared));
     let (jobs, receiver) = channel::<Job>();
     let worker = {
         let shared = shared.clone();
