@@ -387,6 +387,13 @@ pub fn run(
         .collect();
     let mut report = execute(&root, exec, &plan, &before, args.format)?;
     if !report.succeeded() {
+        // The program is not started: its actions are skipped, for the failure before.
+        for planned in &attached {
+            let mut skipped = attached_result(&planned.action.id, once_exec::ActionStatus::Skipped);
+            skipped.cache = None;
+            skipped.message = Some("not started: what it needs failed to build".to_owned());
+            report.results.push(skipped);
+        }
         let records = once_build::records(&plan, &report);
         if args.format == Format::Json {
             print_json(
@@ -443,24 +450,16 @@ pub fn run(
         let code = status.code();
         exit_code = code;
         let ok = code.is_some_and(|c| command.success_exit_codes.contains(&c));
-        let mut result = once_exec::ActionResult {
-            id: planned.action.id.clone(),
-            status: if ok {
+        let mut result = attached_result(
+            &planned.action.id,
+            if ok {
                 once_exec::ActionStatus::Succeeded
             } else {
                 once_exec::ActionStatus::Failed
             },
-            cache: Some(once_exec::CacheState::Bypass),
-            key: None,
-            exit_code: code,
-            duration: started.elapsed(),
-            outputs: Vec::new(),
-            entries: Vec::new(),
-            stdout: Default::default(),
-            stderr: Default::default(),
-            message: None,
-            warnings: Vec::new(),
-        };
+        );
+        result.exit_code = code;
+        result.duration = started.elapsed();
         if !ok {
             result.message = Some(match code {
                 Some(code) => format!("the program exited with code {code}"),
@@ -497,4 +496,23 @@ pub fn run(
     } else {
         Outcome::Invalid
     })
+}
+
+/// The result of an action `once run` runs itself, attached to the terminal: uncached,
+/// no key, no captured streams.
+fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::ActionResult {
+    once_exec::ActionResult {
+        id: id.to_owned(),
+        status,
+        cache: Some(once_exec::CacheState::Bypass),
+        key: None,
+        exit_code: None,
+        duration: std::time::Duration::ZERO,
+        outputs: Vec::new(),
+        entries: Vec::new(),
+        stdout: Default::default(),
+        stderr: Default::default(),
+        message: None,
+        warnings: Vec::new(),
+    }
 }

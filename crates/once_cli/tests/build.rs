@@ -315,6 +315,19 @@ fn run_builds_first_then_runs_with_the_arguments() {
     let output = once(root, &["run", "c/Prog"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "from c\n");
+
+    // A program whose build fails is not started; the failure is shown.
+    write(root, "c/main.c", "int main(void) { return missing; }\n");
+    let output = once(root, &["run", "c/Prog"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "c/Prog (c_binary): SKIPPED",
+        "  not built: `c/Prog#build/",
+        "not run: what `c/Prog` needs failed to build",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
 }
 
 /// On a terminal (`script` gives one), a live progress line shows `[done/total]`, the
