@@ -12,6 +12,7 @@ mod format;
 pub mod ide;
 pub mod kind_search;
 pub mod modules;
+mod plans;
 mod prime;
 
 use std::path::PathBuf;
@@ -40,6 +41,7 @@ pub use once_db::{
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::{AffectedTest, TestTarget};
 pub use once_model::LineCol;
+pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
 
 /// The names closest to `word` (for "did you mean" messages), best first.
@@ -394,6 +396,13 @@ impl Analysis {
     pub fn target_inputs(&self, id: &str) -> Cancellable<Option<TargetInputs>> {
         let id = id.to_owned();
         self.with_db(move |db, ws| answers::target_inputs(db, ws, &id))
+    }
+
+    /// The actions `capability` of the target `id` plans, after the `build` plans of its
+    /// dependency closure, each with its static key; `None` when no target has the id.
+    pub fn action_plan(&self, id: &str, capability: &str) -> Cancellable<Option<ActionPlan>> {
+        let (id, capability) = (id.to_owned(), capability.to_owned());
+        self.with_db(move |db, ws| plans::action_plan(db, ws, &id, &capability))
     }
 
     /// Saves the digests this process computed to `.once/digests` (see

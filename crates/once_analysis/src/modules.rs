@@ -34,11 +34,9 @@ pub struct ModuleContract {
     pub schema_invariants: Vec<String>,
     /// How modules load each other.
     pub load_contract: Vec<String>,
-    /// What an implementation function receives; empty while kinds have no
-    /// implementations (capabilities are declared, not executed).
+    /// The fields of the context an implementation function receives.
     pub context_fields: Vec<ContractEntry>,
-    /// The action primitives an implementation may call; empty while kinds have no
-    /// implementations.
+    /// The action primitives an implementation may call (the `actions.*` helpers).
     pub action_primitives: Vec<ContractEntry>,
     pub maintenance_loop: Vec<String>,
     /// Where the starter goes, and the starter module itself (it validates).
@@ -57,6 +55,12 @@ fn entry(signature: &str, purpose: &str) -> ContractEntry {
 
 /// The starter module: a `generated_text` kind.
 pub const STARTER: &str = r#"# modules/generated_text.star: a text file generated from lines.
+
+def _build(ctx):
+    out = ctx.build_dir + "/" + ctx.attrs.output
+    actions.write(out, "\n".join(ctx.attrs.lines) + "\n")
+    return [out]
+
 target_kind(
     name = "generated_text",
     docs = "A text file generated from a list of lines, for small configuration files.",
@@ -66,6 +70,7 @@ target_kind(
     },
     providers = ["generated_file"],
     capabilities = [capability("build", "Writes the file.", output_groups = ["default"])],
+    implementations = {"build": _build},
     examples = [
         example(
             "generated-text-minimal",
@@ -79,12 +84,17 @@ target_kind(
 
 /// The module-authoring contract.
 pub fn module_contract() -> ModuleContract {
-    let helpers = once_starlark::helpers()
+    let helpers: Vec<ContractEntry> = once_starlark::helpers()
         .into_iter()
         .map(|h| ContractEntry {
             signature: h.signature,
             purpose: h.docs.lines().map(str::trim).collect::<Vec<_>>().join(" "),
         })
+        .collect();
+    let action_primitives = helpers
+        .iter()
+        .filter(|h: &&ContractEntry| h.signature.starts_with("actions."))
+        .cloned()
         .collect();
     ModuleContract {
         language: "Starlark".to_owned(),
@@ -110,7 +120,8 @@ pub fn module_contract() -> ModuleContract {
             "Dependency roles name the providers they accept; `min` <= `max` bound how many dependencies a role takes.".to_owned(),
             "Capabilities are `build`, `run` or `test`; `requires_outputs` names output groups another capability of the same kind produces; only `test` takes a `runner`.".to_owned(),
             "Example files are relative paths without `.` or `..`, include a `once.toml`, and are not empty.".to_owned(),
-            "A kind declares a schema only: its capabilities are not executed yet, so there are no implementation functions, context fields or action primitives.".to_owned(),
+            "A capability is implemented by the function `implementations` names for it: it receives the context `ctx`, declares actions with `actions.*` and returns `None` or its default output paths. A capability without an implementation plans no actions.".to_owned(),
+            "Every output lies under `ctx.build_dir`; paths are workspace-relative without `.` or `..`; an output has one producer. A broken rule, an error or a limit reached while planning is an `implementation_error` diagnostic at the failing line, with the target's id.".to_owned(),
             "Evaluation stops at the first error; kinds declared before it stay available. Evaluation is bounded (2,000,000 steps, 64 MiB of heap, 200 nested calls, 3 s; `range` no longer than the step limit; `str`, `repr` and `json.encode` of values nested at most 1,000 deep): a module past a limit is one `invalid_module` at the running statement, never a hang or a crash.".to_owned(),
             "Modules are trusted code but have no host access: no `print`, no file or network reads; `load()` reads only workspace `.star` files.".to_owned(),
         ],
@@ -120,11 +131,11 @@ pub fn module_contract() -> ModuleContract {
             "Symbols of a loaded module are shared; kinds it declares itself belong to it and are registered only if `[modules] paths` matches it. A kind declared by calling a loaded helper belongs to the caller.".to_owned(),
             "Editing a module re-evaluates it and the modules that load it, nothing else.".to_owned(),
         ],
-        // Kinds declare schemas only: no implementation function runs yet, so the
-        // contract lists no context fields and no action primitives rather than promising
-        // ones that do not exist. The execution work fills both from what it implements.
-        context_fields: Vec::new(),
-        action_primitives: Vec::new(),
+        context_fields: once_starlark::CONTEXT_FIELDS
+            .iter()
+            .map(|(field, purpose)| entry(field, purpose))
+            .collect(),
+        action_primitives,
         maintenance_loop: vec![
             "Read this contract (`once query module-contract`).".to_owned(),
             "Fetch and inspect the authoritative upstream rule (`once query external-source URL`); record it with `source_reference`.".to_owned(),

@@ -62,7 +62,8 @@ pub enum Command {
     Query(Query),
     /// Serve the Model Context Protocol over stdin/stdout for coding agents.
     Mcp {
-        /// Enable tools that change the workspace.
+        /// Enable the tools that change the workspace or run processes (edits, examples,
+        /// builds and runs).
         #[arg(long)]
         allow_run: bool,
     },
@@ -71,6 +72,28 @@ pub enum Command {
     Edit(Edit),
     /// Serve the Language Server Protocol on stdin/stdout for editors (`once.toml` files).
     Lsp,
+    /// Build targets: run their `build` actions (and their dependencies'), reusing cached
+    /// results. Exits 1 when a build fails.
+    Build {
+        /// Target ids (`libs/text/Text`), `PKG/...` for every target in a package and
+        /// below it (`libs/...`), or `...` for every target.
+        #[arg(required = true, value_name = "TARGET")]
+        targets: Vec<String>,
+        #[command(flatten)]
+        exec: ExecArgs,
+    },
+    /// Build what a target's `run` capability needs, then run it with the terminal
+    /// attached; ARGS after `--` go to the program. Exits 1 when the build or the program
+    /// fails.
+    Run {
+        /// The target id, such as `apps/greeter/Greeter`.
+        target: String,
+        /// Arguments for the program.
+        #[arg(last = true, value_name = "ARGS")]
+        args: Vec<String>,
+        #[command(flatten)]
+        exec: ExecArgs,
+    },
     /// Inspect and trim the local store of build results (`.once/cache`).
     #[command(subcommand)]
     Cache(Cache),
@@ -112,6 +135,20 @@ pub enum Cache {
     },
 }
 
+/// How `build` and `run` execute.
+#[derive(clap::Args, Debug)]
+pub struct ExecArgs {
+    /// How many actions run at once (default: the number of cores).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// After a failure, keep running every action that does not depend on it.
+    #[arg(short = 'k', long)]
+    pub keep_going: bool,
+    /// The store's directory (default: `.once/cache` in the workspace).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct StoreArg {
     /// The store's directory (default: `.once/cache` in the workspace).
@@ -139,6 +176,15 @@ pub enum Query {
     Inputs {
         /// Canonical target ids, such as `apps/cli/Cli`; every target when absent.
         ids: Vec<String>,
+    },
+    /// The actions a target's capability plans (after the `build` plans of its
+    /// dependencies), each with its static cache key. Nothing is run.
+    Actions {
+        /// Canonical target id, such as `apps/cli/Cli`.
+        id: String,
+        /// The capability to plan.
+        #[arg(long, default_value = "build", value_parser = ["build", "run", "test"])]
+        capability: String,
     },
     /// The capabilities of one target, with output groups and required outputs.
     Capabilities {

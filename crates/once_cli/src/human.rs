@@ -321,6 +321,91 @@ pub fn kinds(kinds: &[KindSchema]) {
     }
 }
 
+/// `once query actions`: per planned capability a header, then each action's id and static
+/// key, what it does, and its inputs and outputs.
+pub fn action_plan(plan: &once_analysis::ActionPlan) {
+    use once_model::action::ActionStep;
+    for step in &plan.steps {
+        println!(
+            "{} {} {}",
+            paint(ID, &step.target),
+            paint(BOLD, &step.capability),
+            paint(DIM, format!("({})", step.kind))
+        );
+        if !step.implemented {
+            println!("  {}", paint(DIM, "no implementation: nothing to run"));
+        }
+        for planned in &step.actions {
+            let action = &planned.action;
+            println!(
+                "  {} {}",
+                paint(BOLD, &action.id),
+                paint(DIM, &planned.static_key)
+            );
+            let what = match &action.step {
+                ActionStep::Run(command) => {
+                    let mut line = format!("run {}", shell_words(&command.argv));
+                    if !command.cwd.is_empty() {
+                        line.push_str(&format!(" (in {})", command.cwd));
+                    }
+                    for (name, value) in &command.env {
+                        line.push_str(&format!(
+                            " {name}={}",
+                            shell_words(std::slice::from_ref(value))
+                        ));
+                    }
+                    if command.success_exit_codes != [0] {
+                        line.push_str(&format!(" exit codes {:?}", command.success_exit_codes));
+                    }
+                    line
+                }
+                ActionStep::WriteFile {
+                    path, executable, ..
+                } => format!(
+                    "write {path}{}",
+                    if *executable { " (executable)" } else { "" }
+                ),
+                ActionStep::Copy { from, to } => format!("copy {from} -> {to}"),
+                ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
+                ActionStep::MakeDir { path } => format!("mkdir {path}"),
+            };
+            println!("    {what}");
+            if !action.inputs.is_empty() {
+                println!("    inputs:  {}", action.inputs.join(" "));
+            }
+            if !action.outputs.is_empty() {
+                println!("    outputs: {}", action.outputs.join(" "));
+            }
+            if !action.cacheable {
+                println!("    {}", paint(DIM, "not cacheable"));
+            }
+        }
+        if !step.default_outputs.is_empty() {
+            println!("  default outputs: {}", step.default_outputs.join(" "));
+        }
+        diagnostics(&step.diagnostics);
+    }
+}
+
+/// Words as a shell would read them back: plain words bare, others single-quoted.
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {
     for located in diagnostics {
         let d = &located.diagnostic;

@@ -13,6 +13,10 @@
 //! one answer per `load()`: `{"text": …}` or `{"error": …}`. Child to parent:
 //! `{"load": path}`, `{"at": [line, column, end_line, end_column]}` while statements run,
 //! and last `{"done": true}` or `{"stopped": message}`.
+//!
+//! Planning with a project kind (calling its implementation) goes through the same child:
+//! the request then also carries `"plan"`, the implementation's context
+//! ([`PlanRequest`]), and the child evaluates the module and calls the implementation.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -21,9 +25,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use once_model::{AttrValue, Float};
 use once_starlark::{
     DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvalLimits, EvaluationProgress, Isolation,
-    ModuleEvaluation, ModuleSource, StatementLocation,
+    ModuleDiagnostic, ModuleEvaluation, ModuleSource, PlanDep, PlanRequest, StatementLocation,
 };
 use serde_json::{Value, json};
 
@@ -74,6 +79,47 @@ impl Isolation for ProcessIsolation {
         limits: &EvalLimits,
         modules: &dyn ModuleSource,
     ) -> Option<ModuleEvaluation> {
+        self.supervise(request(path, source, limits), path, limits, modules)
+    }
+
+    fn check_plan(
+        &self,
+        path: &str,
+        source: &str,
+        limits: &EvalLimits,
+        modules: &dyn ModuleSource,
+        plan: &PlanRequest,
+    ) -> Option<ModuleDiagnostic> {
+        let mut request = request(path, source, limits);
+        request["plan"] = plan_to_json(plan);
+        self.supervise(request, path, limits, modules)
+            .and_then(|evaluation| evaluation.diagnostics.into_iter().next())
+    }
+}
+
+/// The request for an evaluation of `source` as `path`.
+fn request(path: &str, source: &str, limits: &EvalLimits) -> Value {
+    json!({
+        "path": path,
+        "source": source,
+        "max_steps": limits.max_steps,
+        "max_bytes": limits.max_bytes,
+        "max_call_depth": limits.max_call_depth,
+        "deadline_ms": u64::try_from(limits.deadline.as_millis()).unwrap_or(u64::MAX),
+        "reserved": once_starlark::reserved_kind_names(),
+    })
+}
+
+impl ProcessIsolation {
+    /// Sends `request` to a child, answers its loads, and returns the verdict: `None`
+    /// when it finished, else one diagnostic at the statement it had reached.
+    fn supervise(
+        &self,
+        request: Value,
+        path: &str,
+        limits: &EvalLimits,
+        modules: &dyn ModuleSource,
+    ) -> Option<ModuleEvaluation> {
         let started = Instant::now();
         // Without a child (no such executable any more), the in-process guards remain.
         let mut child = self.spawn().ok()?;
@@ -92,15 +138,6 @@ impl Isolation for ProcessIsolation {
             }
         });
         let progress = EvaluationProgress::default();
-        let request = json!({
-            "path": path,
-            "source": source,
-            "max_steps": limits.max_steps,
-            "max_bytes": limits.max_bytes,
-            "max_call_depth": limits.max_call_depth,
-            "deadline_ms": u64::try_from(limits.deadline.as_millis()).unwrap_or(u64::MAX),
-            "reserved": once_starlark::reserved_kind_names(),
-        });
         send(&mut stdin, &request);
         let give_up = started.checked_add(limits.deadline.saturating_add(2 * DEADLINE_GRACE));
         let verdict = loop {
@@ -311,21 +348,193 @@ pub fn run_worker() -> anyhow::Result<()> {
         output: output.clone(),
         input: Mutex::new(input),
     };
-    let outcome = once_starlark::evaluate_on_thread(&path, &source, &limits, &modules, &progress);
+    let outcome = match request.get("plan") {
+        Some(plan) => {
+            let plan = plan_from_json(plan)
+                .ok_or_else(|| anyhow::anyhow!("the request's `plan` is malformed"))?;
+            once_starlark::plan_module_on_thread(
+                &path, &source, &limits, &modules, &plan, &progress,
+            )
+            .map(drop)
+        }
+        None => once_starlark::evaluate_on_thread(&path, &source, &limits, &modules, &progress)
+            .map(drop)
+            .map_err(|stopped| {
+                stopped
+                    .diagnostics
+                    .first()
+                    .map_or_else(String::new, |d| d.message.clone())
+            }),
+    };
     drop(finished);
     let _ = reporter.join();
     let mut send_location = send_location;
     send_location();
     match outcome {
-        Ok(_) => report(&output, &json!({ "done": true })),
-        Err(stopped) => {
-            let message = stopped
-                .diagnostics
-                .first()
-                .map_or_else(String::new, |d| d.message.clone());
-            report(&output, &json!({ "stopped": message }));
-        }
+        Ok(()) => report(&output, &json!({ "done": true })),
+        Err(message) => report(&output, &json!({ "stopped": message })),
     }
     // An evaluation thread that never ends must not keep the process alive.
     std::process::exit(0)
+}
+
+fn strings(items: &[String]) -> Value {
+    Value::from(items.to_vec())
+}
+
+fn string_list(value: Option<&Value>) -> Option<Vec<String>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A [`PlanRequest`] as JSON for the child, attribute values tagged by type.
+fn plan_to_json(plan: &PlanRequest) -> Value {
+    json!({
+        "target": plan.target,
+        "package": plan.package,
+        "name": plan.name,
+        "kind": plan.kind,
+        "capability": plan.capability,
+        "attrs": plan.attrs.iter().map(|(name, value)| json!([name, attr_to_json(value)])).collect::<Vec<_>>(),
+        "srcs": strings(&plan.srcs),
+        "build_dir": plan.build_dir,
+        "deps": plan.deps.iter().map(|dep| json!({
+            "target": dep.target,
+            "kind": dep.kind,
+            "role": dep.role,
+            "providers": strings(&dep.providers),
+            "outputs": strings(&dep.outputs),
+        })).collect::<Vec<_>>(),
+        "tools": strings(&plan.tools),
+    })
+}
+
+fn plan_from_json(value: &Value) -> Option<PlanRequest> {
+    let text = |v: &Value, key: &str| v.get(key)?.as_str().map(str::to_owned);
+    Some(PlanRequest {
+        target: text(value, "target")?,
+        package: text(value, "package")?,
+        name: text(value, "name")?,
+        kind: text(value, "kind")?,
+        capability: text(value, "capability")?,
+        attrs: value
+            .get("attrs")?
+            .as_array()?
+            .iter()
+            .map(|pair| {
+                Some((
+                    pair.get(0)?.as_str()?.to_owned(),
+                    attr_from_json(pair.get(1)?)?,
+                ))
+            })
+            .collect::<Option<_>>()?,
+        srcs: string_list(value.get("srcs"))?,
+        build_dir: text(value, "build_dir")?,
+        deps: value
+            .get("deps")?
+            .as_array()?
+            .iter()
+            .map(|dep| {
+                Some(PlanDep {
+                    target: text(dep, "target")?,
+                    kind: text(dep, "kind")?,
+                    role: text(dep, "role")?,
+                    providers: string_list(dep.get("providers"))?,
+                    outputs: string_list(dep.get("outputs"))?,
+                })
+            })
+            .collect::<Option<_>>()?,
+        tools: string_list(value.get("tools"))?,
+    })
+}
+
+fn attr_to_json(value: &AttrValue) -> Value {
+    match value {
+        AttrValue::String(s) => json!({ "string": s }),
+        AttrValue::Int(i) => json!({ "int": i }),
+        AttrValue::Float(f) => json!({ "float": f.0 }),
+        AttrValue::Bool(b) => json!({ "bool": b }),
+        AttrValue::Datetime(s) => json!({ "datetime": s }),
+        AttrValue::List(items) => {
+            json!({ "list": items.iter().map(attr_to_json).collect::<Vec<_>>() })
+        }
+        AttrValue::Dict(entries) => json!({
+            "dict": entries.iter().map(|(k, v)| json!([k, attr_to_json(v)])).collect::<Vec<_>>()
+        }),
+    }
+}
+
+fn attr_from_json(value: &Value) -> Option<AttrValue> {
+    let (tag, inner) = value.as_object()?.iter().next()?;
+    Some(match tag.as_str() {
+        "string" => AttrValue::String(inner.as_str()?.to_owned()),
+        "int" => AttrValue::Int(inner.as_i64()?),
+        "float" => AttrValue::Float(Float(inner.as_f64()?)),
+        "bool" => AttrValue::Bool(inner.as_bool()?),
+        "datetime" => AttrValue::Datetime(inner.as_str()?.to_owned()),
+        "list" => AttrValue::List(
+            inner
+                .as_array()?
+                .iter()
+                .map(attr_from_json)
+                .collect::<Option<_>>()?,
+        ),
+        "dict" => AttrValue::Dict(
+            inner
+                .as_array()?
+                .iter()
+                .map(|pair| {
+                    Some((
+                        pair.get(0)?.as_str()?.to_owned(),
+                        attr_from_json(pair.get(1)?)?,
+                    ))
+                })
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_requests_survive_the_trip_to_the_child() {
+        let plan = PlanRequest {
+            target: "a/T".to_owned(),
+            package: "a".to_owned(),
+            name: "T".to_owned(),
+            kind: "k".to_owned(),
+            capability: "build".to_owned(),
+            attrs: vec![
+                ("s".to_owned(), AttrValue::String("x".to_owned())),
+                ("i".to_owned(), AttrValue::Int(-3)),
+                ("f".to_owned(), AttrValue::Float(Float(1.5))),
+                ("b".to_owned(), AttrValue::Bool(true)),
+                ("d".to_owned(), AttrValue::Datetime("1979-05-27".to_owned())),
+                (
+                    "l".to_owned(),
+                    AttrValue::List(vec![AttrValue::Dict(vec![(
+                        "k".to_owned(),
+                        AttrValue::String("v".to_owned()),
+                    )])]),
+                ),
+            ],
+            srcs: vec!["a/x".to_owned()],
+            build_dir: ".once/out/a/T".to_owned(),
+            deps: vec![PlanDep {
+                target: "b/U".to_owned(),
+                kind: "filegroup".to_owned(),
+                role: "deps".to_owned(),
+                providers: vec!["files".to_owned()],
+                outputs: vec!["b/y".to_owned()],
+            }],
+            tools: vec!["sh".to_owned()],
+        };
+        assert_eq!(plan_from_json(&plan_to_json(&plan)), Some(plan));
+    }
 }

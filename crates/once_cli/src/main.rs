@@ -1,8 +1,9 @@
 //! The `once` binary: parses the command line, runs the command, maps outcomes to exit codes.
 //!
 //! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
-//! `validate-*` command found the workspace or target invalid or an `edit` command was
-//! rejected or conflicted (nothing written), 2 for usage and I/O errors.
+//! `validate-*` command found the workspace or target invalid, an `edit` command was
+//! rejected or conflicted (nothing written), or a `build` or `run` failed, 2 for usage
+//! and I/O errors.
 
 #![allow(
     clippy::print_stdout,
@@ -11,6 +12,7 @@
 )]
 
 mod args;
+mod build;
 mod cache;
 mod edit;
 mod human;
@@ -70,12 +72,23 @@ fn run() -> ExitCode {
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
         Command::Cache(cache) => cache::run(&args, cache),
+        Command::Build { targets, exec } => build::build(&args, targets, exec),
+        Command::Run {
+            target,
+            args: extra,
+            exec,
+        } => build::run(&args, target, extra, exec),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,
                 allow_run: *allow_run,
                 threads: query::analysis_threads()?,
             };
+            // SIGINT, SIGTERM or SIGHUP: kill the running builds' processes, then exit.
+            let _ = ctrlc::set_handler(|| {
+                once_mcp::server::stop_all_builds();
+                std::process::exit(0);
+            });
             once_mcp::run_stdio(config)?;
             Ok(Outcome::Success)
         }),
@@ -121,7 +134,7 @@ fn run() -> ExitCode {
 /// How a command that ran ended.
 pub enum Outcome {
     Success,
-    /// A validation found errors.
+    /// A validation found errors, or a build or run failed.
     Invalid,
 }
 

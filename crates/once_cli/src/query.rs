@@ -209,6 +209,20 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 human::target_inputs(&answers)
             }
         }
+        Query::Actions { id, capability } => {
+            let Some(plan) = answer(analysis.action_plan(id, capability))? else {
+                // The lookup's error names the target and suggests near misses.
+                find_target(analysis, id)?;
+                bail!("no target `{id}`");
+            };
+            // The index only saves work; failing to write it changes no answer.
+            let _ = analysis.save_digest_index();
+            if json {
+                print_json(&once_json::action_plan(&plan))?
+            } else {
+                human::action_plan(&plan)
+            }
+        }
         Query::Capabilities { id } => {
             let target = find_target(analysis, id)?;
             if json {

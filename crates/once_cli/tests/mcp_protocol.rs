@@ -622,7 +622,12 @@ fn answers_stay_bounded_on_a_10k_target_workspace() {
     assert_eq!(server.finish(), 0);
 }
 
-const GATED: [&str; 2] = ["once_apply_edit", "once_materialize_example"];
+const GATED: [&str; 4] = [
+    "once_apply_edit",
+    "once_materialize_example",
+    "once_build_target",
+    "once_run_target",
+];
 
 fn tool_names(server: &mut Server, id: i64) -> Vec<String> {
     server.request(id, "tools/list", json!({}))["result"]["tools"]
@@ -1112,4 +1117,276 @@ fn evidence_is_listed_read_only_and_answers_newest_first() {
     let message = unreadable["result"]["content"][0]["text"].as_str().unwrap();
     assert!(message.contains("file is not a database"), "{message}");
     assert_eq!(server.finish(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Executing tools: once_build_target, once_run_target
+
+/// A workspace with a quick generator, a `sleep 600` command, a script and a failure.
+fn execution_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "once.toml",
+            "[workspace]\ninclude = [\"gen\", \"slow\", \"tools\", \"broken\"]\n",
+        ),
+        (
+            "gen/once.toml",
+            "[[target]]\nname = \"Gen\"\nkind = \"command\"\nsrcs = [\"in.txt\"]\n\n[target.attrs]\ncmd = \"cp in.txt \\\"$OUT/out.txt\\\"\"\noutputs = [\"out.txt\"]\n",
+        ),
+        ("gen/in.txt", "hello\n"),
+        (
+            "slow/once.toml",
+            "[[target]]\nname = \"Slow\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"sleep 600\"\noutputs = [\"never.txt\"]\n",
+        ),
+        (
+            "tools/once.toml",
+            "[[target]]\nname = \"Hello\"\nkind = \"script\"\nsrcs = [\"hello.sh\"]\n\n[target.attrs]\nscript_path = \"hello.sh\"\nscript_runtime = \"sh\"\nargs = [\"agent\"]\n",
+        ),
+        ("tools/hello.sh", "echo \"hello $1\"\necho warned >&2\n"),
+        (
+            "broken/once.toml",
+            "[[target]]\nname = \"Broken\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"echo no >&2; exit 4\"\noutputs = [\"x\"]\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// The processes whose working directory is `dir` (Linux `/proc`).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Whether `ps` still lists `pid` (a zombie counts as gone).
+fn ps_lists(pid: u32) -> bool {
+    let output = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8_lossy(&output.stdout);
+    output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
+}
+
+fn wait_for_processes(dir: &Path) -> Vec<u32> {
+    for _ in 0..500 {
+        let pids = processes_in(dir);
+        if !pids.is_empty() {
+            return pids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no process started in {}", dir.display());
+}
+
+/// Messages until the reply with `id`: the notifications before it, and the reply.
+fn until_reply(server: &Server, id: i64) -> (Vec<Value>, Value) {
+    let mut before = Vec::new();
+    loop {
+        let message = server.recv();
+        if message["id"] == json!(id) {
+            return (before, message);
+        }
+        before.push(message);
+    }
+}
+
+#[test]
+fn builds_report_progress_hit_the_cache_and_fail_as_normal_results() {
+    let mut server = Server::start_in(execution_workspace(), &["--allow-run"]);
+    server.initialize("2025-11-25");
+    let tools = server.request(1, "tools/list", json!({}))["result"]["tools"].clone();
+    let build = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "once_build_target")
+        .unwrap()
+        .clone();
+    assert_eq!(build["annotations"]["readOnlyHint"], json!(false));
+    let schema = &build["outputSchema"]["properties"]["result"];
+    assert_eq!(schema["required"].as_array().unwrap().len(), 8, "{schema}");
+
+    server.send(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "once_build_target", "arguments": { "target": "gen/Gen" },
+        "_meta": { "progressToken": "p-2" } } }),
+    );
+    let (notes, reply) = until_reply(&server, 2);
+    let progress: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 1, "{notes:?}");
+    assert_eq!(progress[0]["params"]["progressToken"], "p-2");
+    assert_eq!(progress[0]["params"]["progress"], 1);
+    assert_eq!(progress[0]["params"]["total"], 1);
+    assert_eq!(progress[0]["params"]["message"], "miss gen/Gen#build/cmd");
+    let result = &reply["result"]["structuredContent"]["result"];
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["record"]["cache"], "miss");
+    assert_eq!(
+        result["record"]["outputs"],
+        json!([".once/out/gen/Gen/out/out.txt"])
+    );
+    let again = server.call(3, "once_build_target", json!({ "target": "gen/Gen" }));
+    assert_eq!(
+        again["structuredContent"]["result"]["record"]["cache"],
+        "hit"
+    );
+
+    let failed = server.call(4, "once_build_target", json!({ "target": "broken/Broken" }));
+    assert_eq!(failed["isError"], false, "{failed}");
+    let result = &failed["structuredContent"]["result"];
+    assert_eq!(result["success"], false);
+    assert_eq!(result["exit_code"], 1);
+    assert_eq!(result["record"]["status"], "failed");
+    assert_eq!(result["record"]["failure"]["exit_code"], 4);
+    assert_eq!(result["stderr"], "no\n");
+
+    let unknown = server.call(5, "once_build_target", json!({ "target": "gen/Gne" }));
+    assert_eq!(unknown["isError"], true);
+    assert!(
+        unknown["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("gen/Gen"),
+        "{unknown}"
+    );
+
+    let ran = server.call(6, "once_run_target", json!({ "target": "tools/Hello" }));
+    // Every answer matches the advertised output schema (the same for both tools).
+    for answer in [&reply["result"], &again, &failed, &ran] {
+        assert_eq!(
+            once_mcp::schema::validate(&build["outputSchema"], &answer["structuredContent"]),
+            Vec::<String>::new(),
+            "{answer}"
+        );
+    }
+    let result = &ran["structuredContent"]["result"];
+    assert_eq!(result["success"], true, "{ran}");
+    assert_eq!(result["capability"], "run");
+    assert_eq!(result["record"]["cache"], "bypass");
+    assert_eq!(result["stdout"], "hello agent\n");
+    assert_eq!(result["stderr"], "warned\n");
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_processes() {
+    let workspace = execution_workspace();
+    let slow = workspace.path().join("slow");
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
+    server.initialize("2025-11-25");
+    server.send(
+        json!({ "jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+    );
+    let pids = wait_for_processes(&slow);
+    assert!(pids.iter().all(|&pid| ps_lists(pid)), "{pids:?}");
+    // The worker is free: ping, a read-only tool and another build answer meanwhile.
+    assert_eq!(server.request(11, "ping", json!({}))["result"], json!({}));
+    let targets = server.call(12, "once_query_targets", json!({}));
+    assert_eq!(
+        targets["structuredContent"]["result"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let quick = server.call(13, "once_build_target", json!({ "target": "gen/Gen" }));
+    assert_eq!(quick["structuredContent"]["result"]["success"], true);
+
+    let cancelled_at = std::time::Instant::now();
+    server.send(
+        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 10, "reason": "test" } }),
+    );
+    while pids.iter().any(|&pid| ps_lists(pid)) {
+        assert!(
+            cancelled_at.elapsed() < Duration::from_secs(1),
+            "the build's processes outlived its cancellation by a second"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // No reply for the cancelled request: the next reply is the ping's.
+    std::thread::sleep(Duration::from_millis(300));
+    server.send(json!({ "jsonrpc": "2.0", "id": 15, "method": "ping" }));
+    let (before, _) = until_reply(&server, 15);
+    assert!(
+        before.iter().all(|m| m["id"] != json!(10)),
+        "the cancelled build was answered: {before:?}"
+    );
+    assert_eq!(server.finish(), 0);
+}
+
+#[test]
+fn no_build_process_outlives_the_server() {
+    let workspace = execution_workspace();
+    let slow = workspace.path().join("slow");
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
+    server.initialize("2025-11-25");
+    server.send(
+        json!({ "jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+    );
+    let pids = wait_for_processes(&slow);
+    let closed_at = std::time::Instant::now();
+    assert_eq!(server.finish(), 0);
+    assert!(closed_at.elapsed() < Duration::from_secs(2));
+    assert!(
+        pids.iter().all(|&pid| !ps_lists(pid)),
+        "a build process survived the server: {pids:?}"
+    );
+}
+
+/// A server stopped by SIGTERM (as clients stop servers) kills its builds' processes first.
+#[test]
+fn a_terminated_server_kills_its_builds_processes() {
+    let workspace = execution_workspace();
+    let slow = workspace.path().join("slow");
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
+    server.initialize("2025-11-25");
+    server.send(
+        json!({ "jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+    );
+    let pids = wait_for_processes(&slow);
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sent = std::time::Instant::now();
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        pids.iter().all(|&pid| !ps_lists(pid)),
+        "a build process survived the server: {pids:?}"
+    );
 }

@@ -161,3 +161,43 @@ fn validate_module_refuses_a_fifo() {
         );
     }
 }
+
+/// A kind's implementation that would exhaust memory or never return, planned through the
+/// real binary (`once query actions`): the implementation runs in the isolated child too,
+/// and the plan is one located `implementation_error` in bounded time.
+#[test]
+fn runaway_implementations_are_located_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("modules/runaway.star"),
+        "def _memory(ctx):\n    n = 2000000000\n    l = [0] * n\n\n\
+         def _time(ctx):\n    x = []\n    y = []\n    for i in range(40):\n        x = [x, x]\n        y = [y, y]\n    return [] if x == y else []\n\n\
+         target_kind(\"memory\", capabilities = [capability(\"build\")], implementations = {\"build\": _memory})\n\
+         target_kind(\"time\", capabilities = [capability(\"build\")], implementations = {\"build\": _time})\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app/once.toml"),
+        "[[target]]\nname = \"Memory\"\nkind = \"memory\"\n\n[[target]]\nname = \"Time\"\nkind = \"time\"\n",
+    )
+    .unwrap();
+    for (target, line) in [("app/Memory", 3), ("app/Time", 11)] {
+        let (code, json) = once(root, &["query", "actions", target]);
+        assert_eq!(code, 0, "{json}");
+        let diagnostics = &json["steps"][0]["diagnostics"];
+        let [diagnostic] = diagnostics.as_array().unwrap().as_slice() else {
+            panic!("one diagnostic expected: {json}");
+        };
+        assert_eq!(diagnostic["code"], "implementation_error", "{json}");
+        assert_eq!(diagnostic["file"], "modules/runaway.star", "{json}");
+        assert_eq!(diagnostic["range"]["start"]["line"], line, "{json}");
+    }
+}

@@ -194,9 +194,9 @@ pub fn module_limits() -> EvalLimits {
 
 /// Reads `load()`ed modules from the workspace's `.star` inputs, so the caller's query
 /// depends on exactly the modules it loads.
-struct DbModules<'a> {
-    db: &'a dyn Db,
-    workspace: Workspace,
+pub(crate) struct DbModules<'a> {
+    pub(crate) db: &'a dyn Db,
+    pub(crate) workspace: Workspace,
 }
 
 impl ModuleSource for DbModules<'_> {

@@ -14,11 +14,14 @@
 //! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
 //!   only in the packages the package-level graph puts on a cycle).
 //! - [`affected`]: `test_targets`, `target_inputs`, `owners`, `affected_tests`.
+//! - [`actions`]: `target_actions` (a kind's Starlark implementation of a capability,
+//!   called with the resolved target) and `action_static_keys`.
 //!
 //! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
 //! to one manifest re-runs that package's queries and, through backdating, nothing else
 //! unless names, kinds or visibility changed. Diagnostics are return values.
 
+pub mod actions;
 pub mod affected;
 pub mod fixes;
 pub mod graph;
@@ -30,6 +33,7 @@ pub mod validate;
 
 pub mod text;
 
+pub use actions::{ACTION_KEY_FORMAT, PlanKey, TargetPlan, action_static_keys, target_actions};
 pub use affected::{
     AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
     normalize_changed_path, owners, target_inputs, test_targets,

@@ -875,3 +875,131 @@ pub fn materialize(
         workspace_validation: after.map(validation),
     }
 }
+
+/// The plan of a target's capability (`once query actions`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ActionPlanDto {
+    pub target: String,
+    pub capability: String,
+    /// Dependencies' `build` first, the asked capability last.
+    pub steps: Vec<PlannedCapabilityDto>,
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct PlannedCapabilityDto {
+    pub target: String,
+    pub kind: String,
+    pub capability: String,
+    pub implemented: bool,
+    pub actions: Vec<ActionDto>,
+    pub default_outputs: Vec<String>,
+    pub diagnostics: Vec<DiagnosticDto>,
+}
+
+/// One planned action. `step` is `run`, `write`, `copy`, `symlink` or `mkdir`; the
+/// fields of that step follow.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ActionDto {
+    pub id: String,
+    pub static_key: String,
+    pub step: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_exit_codes: Option<Vec<i32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub cacheable: bool,
+}
+
+pub fn action_plan(plan: &once_analysis::ActionPlan) -> ActionPlanDto {
+    ActionPlanDto {
+        target: plan.target.clone(),
+        capability: plan.capability.clone(),
+        steps: plan
+            .steps
+            .iter()
+            .map(|step| PlannedCapabilityDto {
+                target: step.target.clone(),
+                kind: step.kind.clone(),
+                capability: step.capability.clone(),
+                implemented: step.implemented,
+                actions: step.actions.iter().map(action).collect(),
+                default_outputs: step.default_outputs.clone(),
+                diagnostics: step.diagnostics.iter().map(diagnostic).collect(),
+            })
+            .collect(),
+    }
+}
+
+fn action(planned: &once_analysis::PlannedAction) -> ActionDto {
+    use once_model::action::ActionStep;
+    let a = &planned.action;
+    let mut dto = ActionDto {
+        id: a.id.clone(),
+        static_key: planned.static_key.clone(),
+        step: "run",
+        argv: None,
+        env: None,
+        cwd: None,
+        success_exit_codes: None,
+        path: None,
+        content: None,
+        executable: None,
+        from: None,
+        to: None,
+        link: None,
+        inputs: a.inputs.clone(),
+        outputs: a.outputs.clone(),
+        cacheable: a.cacheable,
+    };
+    match &a.step {
+        ActionStep::Run(command) => {
+            dto.argv = Some(command.argv.clone());
+            dto.env = Some(command.env.clone());
+            dto.cwd = Some(command.cwd.clone());
+            dto.success_exit_codes = Some(command.success_exit_codes.clone());
+        }
+        ActionStep::WriteFile {
+            path,
+            content,
+            executable,
+        } => {
+            dto.step = "write";
+            dto.path = Some(path.clone());
+            dto.content = Some(content.clone());
+            dto.executable = Some(*executable);
+        }
+        ActionStep::Copy { from, to } => {
+            dto.step = "copy";
+            dto.from = Some(from.clone());
+            dto.to = Some(to.clone());
+        }
+        ActionStep::Symlink { to, link } => {
+            dto.step = "symlink";
+            dto.link = Some(link.clone());
+            dto.to = Some(to.clone());
+        }
+        ActionStep::MakeDir { path } => {
+            dto.step = "mkdir";
+            dto.path = Some(path.clone());
+        }
+    }
+    dto
+}

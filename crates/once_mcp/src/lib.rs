@@ -10,6 +10,7 @@
 //! **Architecture Invariant:** this crate converts and dispatches; every fact comes from
 //! `once_analysis` (evidence records from `once_evidence`). stdout carries protocol messages only; logs go to stderr.
 
+pub mod execute;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod records;

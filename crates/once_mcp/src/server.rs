@@ -8,6 +8,12 @@
 //! and answers every request, `initialize` included, with an internal error saying the
 //! load failed (a server that exits would look like a hang or a crash to the client).
 //!
+//! An executing tool (`once_build_target`, `once_run_target`) is planned on the worker
+//! from a snapshot, then runs on a thread of its own, which sends its progress
+//! notifications and its reply (alone on its line, even when the call came in a batch);
+//! cancelling it kills its process groups, and the server cancels and waits for every
+//! running one before it exits.
+//!
 //! Cancellation follows the MCP spec: only a request that was read and not yet answered
 //! can be cancelled (its reply is then suppressed); a cancellation naming any other id
 //! (unknown, finished, or not sent yet) is ignored and leaves nothing behind.
@@ -17,7 +23,7 @@ use std::io::{self, BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use once_analysis::{AnalysisHost, CancelHandle, OsSystem, System};
 use once_watch::WorkspaceWatcher;
@@ -25,7 +31,7 @@ use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, Message};
 use crate::lifecycle::{self, BATCH_VERSION, MODERN_VERSION, PROTOCOL_VERSION_META};
-use crate::tools::{Tool, registry};
+use crate::tools::{Tool, ToolHandler, ToolOutput, registry};
 
 /// Lines longer than this are refused (and drained without being buffered).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -54,6 +60,12 @@ struct Shared {
     in_flight: Mutex<Option<InFlight>>,
     /// Requests read and not yet answered, by id: what a cancellation can name.
     pending: Mutex<PendingRequests>,
+    /// Executing tools running in the background, by the id's JSON text: cancelling one
+    /// kills its process groups.
+    background: Mutex<HashMap<String, once_exec::CancelHandle>>,
+    /// The background threads, joined when the server exits (after cancelling them, so
+    /// no process outlives the server).
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// The requests between the reader and the worker's reply, keyed by the id's JSON text.
@@ -158,6 +170,31 @@ impl Job {
     }
 }
 
+/// The servers running in this process, for [`stop_all_builds`].
+static SERVERS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Cancels every running build of every server in this process (killing their process
+/// groups) and waits for them: what a signal handler calls before the process exits, so
+/// that no build process outlives the server.
+pub fn stop_all_builds() {
+    let servers: Vec<Arc<Shared>> = {
+        let mut servers = lock(&SERVERS);
+        servers.retain(|server| server.strong_count() > 0);
+        servers.iter().filter_map(Weak::upgrade).collect()
+    };
+    for shared in &servers {
+        for cancel in lock(&shared.background).values() {
+            cancel.cancel();
+        }
+    }
+    for shared in servers {
+        let threads = std::mem::take(&mut *lock(&shared.threads));
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Serves MCP over stdin/stdout until stdin closes.
 pub fn run_stdio(config: ServerConfig) -> io::Result<()> {
     let stdin = io::stdin();
@@ -185,7 +222,10 @@ fn serve(
         session: Mutex::new(None),
         in_flight: Mutex::new(None),
         pending: Mutex::new(PendingRequests::default()),
+        background: Mutex::new(HashMap::new()),
+        threads: Mutex::new(Vec::new()),
     });
+    lock(&SERVERS).push(Arc::downgrade(&shared));
     let (jobs, receiver) = channel::<Job>();
     let worker = {
         let shared = shared.clone();
@@ -277,6 +317,14 @@ fn serve(
     }
     drop(jobs);
     let _ = worker.join();
+    // No build outlives the server: kill every running one's processes, then wait.
+    for cancel in lock(&shared.background).values() {
+        cancel.cancel();
+    }
+    let threads = std::mem::take(&mut *lock(&shared.threads));
+    for thread in threads {
+        let _ = thread.join();
+    }
     Ok(())
 }
 
@@ -342,6 +390,9 @@ fn cancel(shared: &Shared, params: &Map<String, Value>) {
         && in_flight.id == *id
     {
         in_flight.cancel.cancel();
+    }
+    if let Some(running) = lock(&shared.background).get(&id.to_string()) {
+        running.cancel();
     }
 }
 
@@ -432,6 +483,8 @@ struct Worker {
     host: AnalysisHost,
     watcher: WorkspaceWatcher,
     tools: Vec<Tool>,
+    /// Set by a call handed to a background job: its reply comes from there.
+    deferred: bool,
 }
 
 impl Worker {
@@ -453,6 +506,7 @@ impl Worker {
             host,
             watcher,
             tools: registry(),
+            deferred: false,
         }
     }
 
@@ -497,6 +551,10 @@ impl Worker {
         };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.handle(message)));
         *lock(&self.shared.in_flight) = None;
+        if std::mem::take(&mut self.deferred) && outcome.is_ok() {
+            // A background job owns the request now: it answers (or not, if cancelled).
+            return None;
+        }
         let cancelled = id
             .as_ref()
             .is_some_and(|id| lock(&self.shared.pending).finish(id));
@@ -603,7 +661,7 @@ impl Worker {
                 let tools: Vec<Value> = self
                     .tools
                     .iter()
-                    .filter(|t| !t.gated || self.config.allow_run)
+                    .filter(|t| !t.gated() || self.config.allow_run)
                     .map(|t| {
                         t.listing(
                             lifecycle::has_structured_content(&version),
@@ -660,7 +718,7 @@ impl Worker {
             let names: Vec<&str> = self
                 .tools
                 .iter()
-                .filter(|t| !t.gated || self.config.allow_run)
+                .filter(|t| !t.gated() || self.config.allow_run)
                 .map(|t| t.name)
                 .collect();
             return Ok(tool_error(format!(
@@ -668,7 +726,7 @@ impl Worker {
                 names.join(", ")
             )));
         };
-        if tool.gated && !self.config.allow_run {
+        if tool.gated() && !self.config.allow_run {
             return Ok(tool_error(format!(
                 "`{name}` changes the workspace and is disabled: start the server with `once mcp --allow-run` to enable it"
             )));
@@ -682,41 +740,159 @@ impl Worker {
             )));
         }
         self.host.apply_changes(&self.watcher.sync());
-        let outcome = if let Some(edit) = crate::tools::edit_handler(name) {
+        let handler = tool.handler;
+        let outcome = match handler {
             // Writes go through the host, which applies the written paths as changes at
             // once: the next call sees them without waiting for the watcher.
-            Ok(edit(&mut self.host, &arguments))
-        } else {
-            let analysis = self.host.analysis();
-            *lock(&self.shared.in_flight) = Some(InFlight {
-                id: id.clone(),
-                cancel: analysis.cancel_handle(),
-            });
-            let outcome = (tool.handler)(&analysis, &arguments);
-            *lock(&self.shared.in_flight) = None;
-            outcome
+            ToolHandler::Editing(edit) => Ok(edit(&mut self.host, &arguments)),
+            ToolHandler::ReadOnly(query) => {
+                let analysis = self.host.analysis();
+                *lock(&self.shared.in_flight) = Some(InFlight {
+                    id: id.clone(),
+                    cancel: analysis.cancel_handle(),
+                });
+                let outcome = query(&analysis, &arguments);
+                *lock(&self.shared.in_flight) = None;
+                outcome
+            }
+            ToolHandler::Executing(plan) => {
+                // Plan from a snapshot, drop it, run the plan in the background: the
+                // worker (and the database) are free for the next request at once.
+                let analysis = self.host.analysis();
+                *lock(&self.shared.in_flight) = Some(InFlight {
+                    id: id.clone(),
+                    cancel: analysis.cancel_handle(),
+                });
+                let planned = plan(&analysis, &arguments);
+                *lock(&self.shared.in_flight) = None;
+                drop(analysis);
+                match planned {
+                    Ok(Ok(job)) => {
+                        self.spawn_execution(id, params, version, job);
+                        self.deferred = true;
+                        return Ok(Value::Null);
+                    }
+                    Ok(Err(message)) => Ok(Err(message)),
+                    Err(cancelled) => Err(cancelled),
+                }
+            }
         };
         match outcome {
             Err(_cancelled) => Ok(tool_error(format!("`{name}` was cancelled"))),
             Ok(Err(message)) => Ok(tool_error(message)),
-            Ok(Ok(output)) => {
-                let mut structured = json!({ "result": output.result });
-                if let Some(warnings) = output.warnings {
-                    structured["warnings"] = json!(warnings);
+            Ok(Ok(output)) => Ok(tool_result(output, version)),
+        }
+    }
+
+    /// Runs an executing tool's job on its own thread, which sends the reply (none when
+    /// the request is cancelled: its processes are killed) and, when the request carries
+    /// a `progressToken`, a `notifications/progress` per finished action.
+    fn spawn_execution(
+        &self,
+        id: &Value,
+        params: &Map<String, Value>,
+        version: &str,
+        job: crate::execute::ExecutionJob,
+    ) {
+        let cancel = once_exec::CancelHandle::new();
+        let key = id.to_string();
+        lock(&self.shared.background).insert(key.clone(), cancel.clone());
+        // A cancellation that arrived while planning.
+        if self.shared.is_cancelled(id) {
+            cancel.cancel();
+        }
+        let shared = self.shared.clone();
+        let root = self.config.root.clone();
+        let request_id = id.clone();
+        let params = params.clone();
+        let version = version.to_owned();
+        let token = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
+            .cloned();
+        let body = move || {
+            let progress = |done: usize, total: usize, message: &str| {
+                if let Some(token) = &token {
+                    shared.send(&json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": { "progressToken": token, "progress": done, "total": total, "message": message },
+                    }));
                 }
-                if let Some(cursor) = output.next_cursor {
-                    structured["next_cursor"] = json!(cursor);
+            };
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                crate::execute::execute(&root, &job, cancel, &progress)
+            }));
+            lock(&shared.background).remove(&key);
+            if lock(&shared.pending).finish(&request_id) {
+                return;
+            }
+            let reply = match outcome {
+                Ok(Ok(result)) => {
+                    let output = ToolOutput {
+                        result: serde_json::to_value(&result).unwrap_or(Value::Null),
+                        next_cursor: None,
+                        warnings: None,
+                    };
+                    jsonrpc::result(
+                        &request_id,
+                        stamp_modern(&params, tool_result(output, &version), false),
+                    )
                 }
-                let text = structured.to_string();
-                let mut result =
-                    json!({ "content": [{ "type": "text", "text": text }], "isError": false });
-                if lifecycle::has_structured_content(version) {
-                    result["structuredContent"] = structured;
+                Ok(Err(message)) => jsonrpc::result(
+                    &request_id,
+                    stamp_modern(&params, tool_error(message), false),
+                ),
+                Err(panic) => {
+                    let what = panic_message(&*panic);
+                    log(&format!("internal error: {what}"));
+                    jsonrpc::error(
+                        &request_id,
+                        jsonrpc::INTERNAL_ERROR,
+                        format!("internal error in once (the server keeps running): {what}"),
+                    )
                 }
-                Ok(result)
+            };
+            shared.send(&reply);
+        };
+        let mut threads = lock(&self.shared.threads);
+        threads.retain(|thread| !thread.is_finished());
+        match std::thread::Builder::new()
+            .name("once-mcp-execute".into())
+            .spawn(body)
+        {
+            Ok(thread) => threads.push(thread),
+            Err(e) => {
+                log(&format!("cannot start a build thread: {e}"));
+                lock(&self.shared.background).remove(&id.to_string());
+                if !lock(&self.shared.pending).finish(id) {
+                    self.shared.send(&jsonrpc::error(
+                        id,
+                        jsonrpc::INTERNAL_ERROR,
+                        format!("cannot start the build: {e}"),
+                    ));
+                }
             }
         }
     }
+}
+
+/// A successful call's result: the output as text and, from 2025-06-18, structured.
+fn tool_result(output: ToolOutput, version: &str) -> Value {
+    let mut structured = json!({ "result": output.result });
+    if let Some(warnings) = output.warnings {
+        structured["warnings"] = json!(warnings);
+    }
+    if let Some(cursor) = output.next_cursor {
+        structured["next_cursor"] = json!(cursor);
+    }
+    let text = structured.to_string();
+    let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": false });
+    if lifecycle::has_structured_content(version) {
+        result["structuredContent"] = structured;
+    }
+    result
 }
 
 fn tool_error(message: String) -> Value {

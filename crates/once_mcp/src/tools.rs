@@ -48,19 +48,67 @@ const MATERIALIZE: Annotations = Annotations {
     open_world: false,
 };
 
-const WRITES_IN_WORKER: &str =
-    "internal error: this tool writes files and runs through `edit_handler` in the server worker";
+/// Runs processes (builds, runs): not idempotent (a run may do anything), not destructive
+/// of the workspace's sources (outputs go to `.once/out`).
+const EXECUTE: Annotations = Annotations {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: true,
+};
+
+/// What a tool does, which decides how the server runs it and whether it is gated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Reads the graph from a database snapshot; always available.
+    ReadOnly,
+    /// Writes manifests or sources through the host (`--allow-run`).
+    Editing,
+    /// Plans from a snapshot, then runs processes in a background job (`--allow-run`).
+    Executing,
+}
+
+impl ToolKind {
+    /// Whether the tool is listed and callable only with `--allow-run`.
+    pub fn gated(self) -> bool {
+        self != ToolKind::ReadOnly
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::ReadOnly => "read-only",
+            ToolKind::Editing => "editing",
+            ToolKind::Executing => "executing",
+        }
+    }
+}
 
 /// A tool that writes files: it gets the host, plans with a snapshot, writes through the
 /// host (which applies the changes at once, so the next call sees them) and answers.
 pub type EditHandler = fn(&mut AnalysisHost, &Map<String, Value>) -> Result<ToolOutput, ToolError>;
 
-/// The writing handler of a gated editing tool, if `name` is one.
-pub fn edit_handler(name: &str) -> Option<EditHandler> {
-    match name {
-        "once_apply_edit" => Some(apply_edit),
-        "once_materialize_example" => Some(materialize_example),
-        _ => None,
+/// A tool that runs processes: it plans from a snapshot; the server runs the job in the
+/// background (`crate::execute`) without the database.
+pub type ExecuteHandler = fn(
+    &Analysis,
+    &Map<String, Value>,
+) -> Cancellable<Result<crate::execute::ExecutionJob, ToolError>>;
+
+/// How a tool is run; the variant matches its [`ToolKind`].
+#[derive(Clone, Copy)]
+pub enum ToolHandler {
+    ReadOnly(Handler),
+    Editing(EditHandler),
+    Executing(ExecuteHandler),
+}
+
+impl ToolHandler {
+    pub fn kind(self) -> ToolKind {
+        match self {
+            ToolHandler::ReadOnly(_) => ToolKind::ReadOnly,
+            ToolHandler::Editing(_) => ToolKind::Editing,
+            ToolHandler::Executing(_) => ToolKind::Executing,
+        }
     }
 }
 
@@ -120,12 +168,20 @@ pub struct Tool {
     /// The schema of `result` inside `structuredContent`.
     pub result_schema: Value,
     pub annotations: Annotations,
-    /// Changes state: listed and callable only with `--allow-run`.
-    pub gated: bool,
-    pub handler: Handler,
+    /// How it runs; its kind decides whether it needs `--allow-run`.
+    pub handler: ToolHandler,
 }
 
 impl Tool {
+    pub fn kind(&self) -> ToolKind {
+        self.handler.kind()
+    }
+
+    /// Listed and callable only with `--allow-run`.
+    pub fn gated(&self) -> bool {
+        self.kind().gated()
+    }
+
     /// The `tools/list` entry; `modern_fields` adds title and output schema (2025-06-18+),
     /// `annotations` the hints (2025-03-26+).
     pub fn listing(&self, modern_fields: bool, annotations: bool) -> Value {
@@ -199,11 +255,10 @@ pub fn registry() -> Vec<Tool> {
             input_schema: object(&[], &[]),
             result_schema: records::workspace(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, _| {
+            handler: ToolHandler::ReadOnly(|analysis, _| {
                 let info = analysis.workspace_info()?;
                 Ok(Ok(page_none(once_json::to_value(&once_json::workspace(&info)))))
-            },
+            }),
         },
         Tool {
             name: "once_query_targets",
@@ -216,8 +271,7 @@ pub fn registry() -> Vec<Tool> {
             input_schema: paged_object(vec![("kind", string("Restrict results to a target kind discovered through `once_list_target_kinds`."))], DEFAULT_TARGETS_PAGE, "targets"),
             result_schema: array(records::target()),
             annotations: QUERY,
-            gated: false,
-            handler: query_targets,
+            handler: ToolHandler::ReadOnly(query_targets),
         },
         Tool {
             name: "once_get_target",
@@ -228,13 +282,12 @@ pub fn registry() -> Vec<Tool> {
             input_schema: object(&[("target", string("Canonical target id, such as `packages/core/Core`."))], &["target"]),
             result_schema: records::graph_target(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
                     .lookup_target(text(arguments, "target"))?
                     .map(|t| page_none(once_json::to_value(&once_json::graph_target(&t))))
                     .map_err(|e| not_found_message(&e)))
-            },
+            }),
         },
         Tool {
             name: "once_query_capabilities",
@@ -245,13 +298,12 @@ pub fn registry() -> Vec<Tool> {
             input_schema: object(&[("target", string("Canonical target id, such as `apps/service/Service`."))], &["target"]),
             result_schema: records::capabilities(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
                     .lookup_target(text(arguments, "target"))?
                     .map(|t| page_none(once_json::to_value(&once_json::capabilities(&t))))
                     .map_err(|e| not_found_message(&e)))
-            },
+            }),
         },
         Tool {
             name: "once_query_schema",
@@ -262,13 +314,12 @@ pub fn registry() -> Vec<Tool> {
             input_schema: object(&[("kind", string("Target kind to introspect. Discover names with `once_list_target_kinds`."))], &["kind"]),
             result_schema: records::kind_schema(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
                     .lookup_kind(text(arguments, "kind"))?
                     .map(|k| page_none(once_json::to_value(&once_json::kind_schema(&k))))
                     .map_err(|e| not_found_message(&e)))
-            },
+            }),
         },
         Tool {
             name: "once_query_example",
@@ -282,13 +333,12 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::example(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
                     .lookup_example(text(arguments, "kind"), text(arguments, "slug"))?
                     .map(|e| page_none(once_json::to_value(&once_json::example(&e))))
                     .map_err(|e| not_found_message(&e)))
-            },
+            }),
         },
         Tool {
             name: "once_list_target_kinds",
@@ -302,8 +352,7 @@ pub fn registry() -> Vec<Tool> {
             input_schema: paged_object(vec![("query", string("Short ecosystem, target-kind family, or intent text copied from the user's request."))], DEFAULT_KINDS_PAGE, "kinds"),
             result_schema: array(records::kind_list_entry()),
             annotations: QUERY,
-            gated: false,
-            handler: list_target_kinds,
+            handler: ToolHandler::ReadOnly(list_target_kinds),
         },
         Tool {
             name: "once_query_tests",
@@ -315,8 +364,7 @@ pub fn registry() -> Vec<Tool> {
             input_schema: paged_object(Vec::new(), DEFAULT_TESTS_PAGE, "tests"),
             result_schema: array(records::test()),
             annotations: QUERY,
-            gated: false,
-            handler: query_tests,
+            handler: ToolHandler::ReadOnly(query_tests),
         },
         Tool {
             name: "once_query_affected_tests",
@@ -334,8 +382,7 @@ pub fn registry() -> Vec<Tool> {
                     }))], DEFAULT_TESTS_PAGE, "tests"),
             result_schema: array(records::affected_test()),
             annotations: QUERY,
-            gated: false,
-            handler: query_affected_tests,
+            handler: ToolHandler::ReadOnly(query_affected_tests),
         },
         Tool {
             name: "once_query_evidence",
@@ -366,8 +413,7 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: array(records::evidence_record()),
             annotations: QUERY,
-            gated: false,
-            handler: query_evidence,
+            handler: ToolHandler::ReadOnly(query_evidence),
         },
         Tool {
             name: "once_validate_workspace",
@@ -381,8 +427,7 @@ pub fn registry() -> Vec<Tool> {
             input_schema: paged_object(Vec::new(), DEFAULT_DIAGNOSTICS_PAGE, "diagnostics"),
             result_schema: records::validation(),
             annotations: QUERY,
-            gated: false,
-            handler: validate_workspace,
+            handler: ToolHandler::ReadOnly(validate_workspace),
         },
         Tool {
             name: "once_validate_target",
@@ -403,8 +448,7 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::target_validation(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 let target = arguments.get("target").cloned().unwrap_or(Value::Null);
                 let proposed = match once_json::json_to_attr_value(&target) {
                     Ok(proposed) => proposed,
@@ -412,7 +456,7 @@ pub fn registry() -> Vec<Tool> {
                 };
                 let validation = analysis.validate_target(&proposed)?;
                 Ok(Ok(page_none(once_json::to_value(&once_json::target_validation(&validation)))))
-            },
+            }),
         },
         Tool {
             name: "once_apply_edit",
@@ -440,8 +484,7 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::edit_result(),
             annotations: EDIT,
-            gated: true,
-            handler: |_, _| Ok(Err(WRITES_IN_WORKER.to_owned())),
+            handler: ToolHandler::Editing(apply_edit),
         },
         Tool {
             name: "once_materialize_example",
@@ -466,8 +509,36 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::materialize(),
             annotations: MATERIALIZE,
-            gated: true,
-            handler: |_, _| Ok(Err(WRITES_IN_WORKER.to_owned())),
+            handler: ToolHandler::Editing(materialize_example),
+        },
+        Tool {
+            name: "once_build_target",
+            title: "Build a target",
+            description: "Build a target by running its `build` capability: the actions of the target and of its dependency closure, each reused from the action cache when its inputs did not change.\n\n                Available only when the server starts with `once mcp --allow-run`. The build runs as a background job: the server keeps answering `ping` and the other tools meanwhile, and analysis is not held while processes run.                 With a `progressToken` in the request's `_meta`, a `notifications/progress` is sent after each finished action (`progress` done, `total`, `message` such as `miss apps/cli/Cli#build/compile`).                 `notifications/cancelled` kills the build's processes (their process groups) and no reply is sent.                 Returns `{target, capability, exit_code, success, record, stdout, stderr, problems}`: `record` is the target's record (`status`, `cache` hit/miss/bypass, `action_digest`, `outputs`, each action, and the failing action's command, exit code and output tail in `failure`).                 A failed build is a normal result with `success: false`, not a tool error; an unknown target or a target without `build` is a tool error.                 The matching command-line operation is `once build <target> --format json`."
+                .into(),
+            input_schema: object(
+                &[("target", string("Target id to build, such as `apps/service/Service`."))],
+                &["target"],
+            ),
+            result_schema: crate::execute::result_schema(),
+            annotations: EXECUTE,
+            handler: ToolHandler::Executing(crate::execute::plan_build),
+        },
+        Tool {
+            name: "once_run_target",
+            title: "Run a target",
+            description: "Run a target by executing its `run` capability, after building what it needs (the target's `build` and its dependencies').\n\n                Available only when the server starts with `once mcp --allow-run`. It runs as a background job like `once_build_target`, with the same progress notifications and cancellation.                 The run itself is not cached (`cache: \"bypass\"`) unless the kind declares it cacheable; its standard output and error (their last 64 KiB) are returned in `stdout` and `stderr`, and `exit_code` is the program's.                 `visible` is accepted for compatibility; no kind has a visible interface yet, so it changes nothing.                 A failed run is a normal result with `success: false`. The matching command-line operation is `once run <target> --format json` (which attaches the terminal instead of capturing the output)."
+                .into(),
+            input_schema: object(
+                &[
+                    ("target", string("Target id to run, such as `apps/service/Service`.")),
+                    ("visible", json!({ "type": "boolean", "description": "Request a visible runtime interface when the target kind supports one (none does yet)." })),
+                ],
+                &["target"],
+            ),
+            result_schema: crate::execute::result_schema(),
+            annotations: EXECUTE,
+            handler: ToolHandler::Executing(crate::execute::plan_run),
         },
         Tool {
             name: "once_fetch_external_source",
@@ -497,8 +568,7 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::external_source(),
             annotations: EXTERNAL,
-            gated: false,
-            handler: fetch_external_source,
+            handler: ToolHandler::ReadOnly(fetch_external_source),
         },
         Tool {
             name: "once_query_module_contract",
@@ -510,12 +580,11 @@ pub fn registry() -> Vec<Tool> {
             input_schema: object(&[], &[]),
             result_schema: records::module_contract(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, _| {
+            handler: ToolHandler::ReadOnly(|analysis, _| {
                 Ok(Ok(page_none(once_json::to_value(&once_json::module_contract(
                     &analysis.module_contract(),
                 )))))
-            },
+            }),
         },
         Tool {
             name: "once_validate_module",
@@ -531,12 +600,11 @@ pub fn registry() -> Vec<Tool> {
             ),
             result_schema: records::module_validation(),
             annotations: QUERY,
-            gated: false,
-            handler: |analysis, arguments| {
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis.validate_module(text(arguments, "path"))?.map(|validation| {
                     page_none(once_json::to_value(&once_json::module_validation(&validation)))
                 }))
-            },
+            }),
         },
     ]
 }
@@ -729,4 +797,35 @@ fn fetch_external_source(
             .map(|fetched| page_none(once_json::to_value(&once_json::external_source(&fetched))))
             .map_err(|e| format!("cannot fetch external source `{url}`: {}", e.message())),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kind decides the gating and agrees with the annotations: read-only tools say
+    /// `readOnlyHint: true`, the others need `--allow-run`.
+    #[test]
+    fn every_tool_kind_agrees_with_its_annotations() {
+        for tool in registry() {
+            assert_eq!(
+                tool.annotations.read_only,
+                tool.kind() == ToolKind::ReadOnly,
+                "{}",
+                tool.name
+            );
+            assert_eq!(
+                tool.gated(),
+                tool.kind() != ToolKind::ReadOnly,
+                "{}",
+                tool.name
+            );
+        }
+        let executing: Vec<&str> = registry()
+            .iter()
+            .filter(|t| t.kind() == ToolKind::Executing)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(executing, ["once_build_target", "once_run_target"]);
+    }
 }

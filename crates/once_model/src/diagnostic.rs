@@ -184,6 +184,12 @@ diagnostic_codes! {
     /// A project module declares a target kind whose name is built in or already declared
     /// by another module (modules are read in path order; the first declaration wins).
     DuplicateKind = "duplicate_kind", Error;
+    /// Planning a target's capability failed: the kind's implementation raised an error,
+    /// returned something other than `None` or a list of paths, or declared an invalid
+    /// action (an output outside the target's build directory, a path with `..`, an
+    /// output declared twice). The range is the failing line of the implementation's
+    /// module (`prelude/<file>.star` for a built-in kind).
+    ImplementationError = "implementation_error", Error;
     /// A file has more diagnostics of one code than are worth reading: only the first 100
     /// of each code per file are reported (like a compiler's error limit), and this one,
     /// placed at the first left out, says how many more there are. Its severity is that of

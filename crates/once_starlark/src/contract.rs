@@ -79,6 +79,14 @@ pub fn registered_helper_names() -> Vec<String> {
     let mut attr = GlobalsBuilder::new();
     attr_namespace(&mut attr);
     names.extend(attr.build().names().map(|n| format!("attr.{}", n.as_str())));
+    let mut actions = GlobalsBuilder::new();
+    crate::plan::actions_namespace(&mut actions);
+    names.extend(
+        actions
+            .build()
+            .names()
+            .map(|n| format!("actions.{}", n.as_str())),
+    );
     names.sort();
     names
 }

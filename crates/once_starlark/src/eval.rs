@@ -178,6 +178,7 @@ pub(crate) fn globals() -> &'static Globals {
         builder.namespace("json", json_namespace);
         declaration_globals(&mut builder);
         builder.namespace("attr", attr_namespace);
+        builder.namespace("actions", crate::plan::actions_namespace);
         builder.build()
     })
 }
@@ -457,4 +458,95 @@ fn friendlier(message: &str) -> String {
 
 fn one_based(zero_based: usize) -> u32 {
     u32::try_from(zero_based).unwrap_or(u32::MAX - 1) + 1
+}
+
+/// Evaluates `source` as module `path` and freezes it, so that its functions can be called
+/// later. `loads` enables `load()`; `None` evaluates without it (the prelude).
+pub(crate) fn freeze(
+    path: &str,
+    source: &str,
+    limits: &EvalLimits,
+    ctx: &DeclarationContext,
+    loads: Option<&Loads<'_>>,
+) -> Result<FrozenModule, ModuleDiagnostic> {
+    let no_modules = crate::NoModules;
+    let own_loads;
+    let (loads, enable_load) = match loads {
+        Some(loads) => (loads, true),
+        None => {
+            own_loads = Loads::new(&no_modules, limits, None);
+            (&own_loads, false)
+        }
+    };
+    loads.stack.borrow_mut().push(path.to_owned());
+    let result = Module::with_temp_heap(|module| {
+        evaluate(path, source, limits, ctx, loads, enable_load, &module)?;
+        module.freeze().map_err(starlark::Error::from)
+    });
+    loads.stack.borrow_mut().pop();
+    result.map_err(|error| located_diagnostic(path, &error))
+}
+
+/// Calls `function` (from a frozen module) with the one argument `argument` builds, under
+/// `limits` and with `ctx` as the helpers' context. The function returns `None` or a list
+/// of paths (its default outputs). A failure is one diagnostic at the line that raised it.
+pub(crate) fn call_function(
+    path: &str,
+    function: &starlark::values::OwnedFrozenValue,
+    limits: &EvalLimits,
+    ctx: &DeclarationContext,
+    progress: Option<&EvaluationProgress>,
+    argument: impl for<'v> FnOnce(starlark::values::Heap<'v>) -> starlark::values::Value<'v>,
+) -> Result<Vec<String>, ModuleDiagnostic> {
+    let hook = StatementHook {
+        path: path.to_owned(),
+        max_bytes: limits.max_bytes.max(1),
+        deadline: Instant::now().checked_add(limits.deadline),
+        progress: progress.cloned(),
+        last: Rc::default(),
+        last_own: Rc::default(),
+    };
+    ctx.max_range_len.set(limits.max_steps.max(1));
+    ctx.max_render_bytes.set(limits.max_bytes.max(1));
+    let last_statement = hook.last.clone();
+    let result: starlark::Result<Vec<String>> = Module::with_temp_heap(|module| {
+        let function = module.heap().access_owned_frozen_value(function);
+        let argument = argument(module.heap());
+        let mut eval = Evaluator::new(&module);
+        eval.disable_gc();
+        eval.extra = Some(ctx);
+        eval.set_max_tick_count(limits.max_steps.max(1))
+            .map_err(starlark::Error::new_other)?;
+        eval.set_max_heap_size(limits.max_bytes.max(1))
+            .map_err(starlark::Error::new_other)?;
+        eval.set_max_callstack_size(limits.max_call_depth.max(1))
+            .map_err(starlark::Error::new_other)?;
+        eval.before_stmt_for_dap(BeforeStmtFunc::Dyn(Box::new(hook)));
+        let returned = eval.eval_function(function, &[argument], &[])?;
+        crate::plan::default_outputs(returned).map_err(|error| {
+            let mut error = starlark::Error::new_other(error);
+            if let Some(span) = last_statement.borrow().clone() {
+                error.set_span(span.span, &span.file);
+            }
+            error
+        })
+    });
+    result.map_err(|mut error| {
+        if error.span().is_none()
+            && let Some(span) = last_statement.borrow_mut().take()
+        {
+            error.set_span(span.span, &span.file);
+        }
+        located_diagnostic(path, &error)
+    })
+}
+
+/// A diagnostic in the file the error's span names (a loaded module's, for an error
+/// raised there), else in `path`.
+fn located_diagnostic(path: &str, error: &starlark::Error) -> ModuleDiagnostic {
+    let file = error
+        .span()
+        .map(|span| span.filename().to_owned())
+        .unwrap_or_else(|| path.to_owned());
+    to_diagnostic(&file, error, ModuleErrorKind::Invalid)
 }

@@ -66,6 +66,8 @@ pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
         source_references: UnpackListOrTuple<&'v SourceReferenceDecl>,
         #[starlark(require = named, default = UnpackListOrTuple::default())]
         examples: UnpackListOrTuple<&'v ExampleDecl>,
+        #[starlark(require = named, default = UnpackDictEntries::default())]
+        implementations: UnpackDictEntries<&'v str, Value<'v>>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
         let ctx = context(eval)?;
@@ -97,6 +99,29 @@ pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
             origin: ctx.origin.clone(),
         };
         validate_kind(ctx, &schema)?;
+        for (capability, function) in &implementations.entries {
+            if !schema.capabilities.iter().any(|c| c.name == *capability) {
+                bail!(
+                    "kind `{name}`: `implementations` names capability `{capability}`, which \
+                     the kind does not declare"
+                );
+            }
+            if function.get_type() != "function" {
+                bail!(
+                    "kind `{name}`: the implementation of `{capability}` must be a function \
+                     taking the context, got {}",
+                    function.get_type()
+                );
+            }
+        }
+        // The functions stay in the module (under names no module can write), where
+        // planning finds them after freezing it.
+        for (capability, function) in implementations.entries {
+            eval.module().set(
+                &crate::plan::implementation_slot(name, capability),
+                function,
+            );
+        }
         let module = match &ctx.origin {
             once_model::KindOrigin::Module(path) | once_model::KindOrigin::Prelude(path) => path,
         };

@@ -16,6 +16,7 @@ mod contract;
 mod eval;
 mod guards;
 mod helpers;
+mod plan;
 mod prelude;
 mod runner;
 mod values;
@@ -29,6 +30,10 @@ use std::sync::OnceLock;
 use once_model::{KindOrigin, KindSchema};
 
 pub use contract::{HelperDoc, helpers, registered_helper_names};
+pub use plan::{
+    CONTEXT_FIELDS, PlanDep, PlanOutcome, PlanRequest, plan_module, plan_module_on_thread,
+    plan_prelude,
+};
 pub use prelude::{prelude_file, prelude_kinds};
 pub use runner::{
     DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvaluationProgress, FirstSight, Isolation,

@@ -27,6 +27,11 @@ pub fn prelude_file(path: &str) -> Option<&'static [u8]> {
         .map(|(_, contents)| *contents)
 }
 
+/// Every embedded prelude file, for `example(files = "dir")`.
+pub(crate) fn embedded_files() -> crate::values::EmbeddedFiles {
+    PRELUDE_FILES
+}
+
 /// The top-level `.star` files of the prelude, sorted by path.
 pub(crate) fn prelude_modules() -> impl Iterator<Item = (&'static str, &'static [u8])> {
     PRELUDE_FILES

@@ -113,6 +113,25 @@ pub trait Isolation: Send + Sync {
         limits: &EvalLimits,
         modules: &dyn ModuleSource,
     ) -> Option<ModuleEvaluation>;
+
+    /// Like [`Isolation::check`], for planning `request` with a kind of the module
+    /// (evaluating it and calling the implementation): `None` when planning finished,
+    /// else the diagnostic to report instead. The default runs nothing in isolation.
+    fn check_plan(
+        &self,
+        _path: &str,
+        _source: &str,
+        _limits: &EvalLimits,
+        _modules: &dyn ModuleSource,
+        _request: &crate::PlanRequest,
+    ) -> Option<ModuleDiagnostic> {
+        None
+    }
+}
+
+/// The installed [`Isolation`], if any.
+pub(crate) fn isolation() -> Option<&'static dyn Isolation> {
+    ISOLATION.get().map(|isolation| &**isolation)
 }
 
 static ISOLATION: OnceLock<Box<dyn Isolation>> = OnceLock::new();
@@ -124,18 +143,18 @@ pub fn install_isolation(isolation: Box<dyn Isolation>) -> bool {
 }
 
 /// What the evaluation thread sends the caller.
-enum FromEvaluation {
+enum FromEvaluation<T> {
     Load(String),
-    Done(ModuleEvaluation),
+    Done(T),
 }
 
 /// A [`ModuleSource`] on the evaluation thread that asks the caller's thread.
-struct ForwardedSource {
-    requests: mpsc::Sender<FromEvaluation>,
+struct ForwardedSource<T> {
+    requests: mpsc::Sender<FromEvaluation<T>>,
     answers: Mutex<mpsc::Receiver<Result<String, String>>>,
 }
 
-impl ModuleSource for ForwardedSource {
+impl<T: Send> ModuleSource for ForwardedSource<T> {
     fn read(&self, path: &str) -> Result<String, String> {
         self.requests
             .send(FromEvaluation::Load(path.to_owned()))
@@ -190,6 +209,37 @@ pub fn evaluate_on_thread(
     // The prelude (evaluated once per process, for the reserved kind names) does not
     // count against the module's deadline.
     crate::reserved_kind_names();
+    let (thread_path, thread_source, thread_limits, thread_progress) = (
+        path.to_owned(),
+        source.to_owned(),
+        limits.clone(),
+        progress.clone(),
+    );
+    run_on_thread(limits, modules, move |forwarded| {
+        crate::evaluate_here(
+            &thread_path,
+            &thread_source,
+            &thread_limits,
+            forwarded,
+            Some(&thread_progress),
+        )
+    })
+    .map_err(|(message, loaded)| {
+        let mut evaluation = stopped(path, progress, message);
+        evaluation.loads = loaded;
+        evaluation
+    })
+}
+
+/// Runs `job` on a fresh thread with [`EVALUATION_STACK_BYTES`] of stack, serving the
+/// `load()`s of the [`ModuleSource`] it receives from `modules` on this thread, and gives
+/// up [`DEADLINE_GRACE`] after `limits.deadline`. `Err` holds why it did not end by
+/// itself, and the modules it had loaded (sorted) when it timed out.
+pub(crate) fn run_on_thread<T: Send + 'static>(
+    limits: &EvalLimits,
+    modules: &dyn ModuleSource,
+    job: impl FnOnce(&dyn ModuleSource) -> T + Send + 'static,
+) -> Result<T, (String, Vec<String>)> {
     let started = Instant::now();
     let (requests, from_evaluation) = mpsc::channel();
     let (answer, answers) = mpsc::channel();
@@ -197,30 +247,17 @@ pub fn evaluate_on_thread(
         requests: requests.clone(),
         answers: Mutex::new(answers),
     };
-    let (thread_path, thread_source, thread_limits, thread_progress) = (
-        path.to_owned(),
-        source.to_owned(),
-        limits.clone(),
-        progress.clone(),
-    );
     let spawned = std::thread::Builder::new()
         .name("module-evaluation".to_owned())
         .stack_size(EVALUATION_STACK_BYTES)
         .spawn(move || {
-            let evaluation = crate::evaluate_here(
-                &thread_path,
-                &thread_source,
-                &thread_limits,
-                &forwarded,
-                Some(&thread_progress),
-            );
-            let _ = requests.send(FromEvaluation::Done(evaluation));
+            let done = job(&forwarded);
+            let _ = requests.send(FromEvaluation::Done(done));
         });
     if let Err(error) = spawned {
-        return Err(stopped(
-            path,
-            progress,
+        return Err((
             format!("module evaluation could not start a thread: {error}"),
+            Vec::new(),
         ));
     }
     let give_up = started.checked_add(limits.deadline.saturating_add(DEADLINE_GRACE));
@@ -237,22 +274,19 @@ pub fn evaluate_on_thread(
                     break;
                 }
             }
-            Ok(FromEvaluation::Done(evaluation)) => return Ok(evaluation),
+            Ok(FromEvaluation::Done(done)) => return Ok(done),
             Err(RecvTimeoutError::Timeout) => {
-                let mut evaluation = stopped(path, progress, over_deadline(limits));
                 loaded.sort();
                 loaded.dedup();
-                evaluation.loads = loaded;
-                return Err(evaluation);
+                return Err((over_deadline(limits), loaded));
             }
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    Err(stopped(
-        path,
-        progress,
+    Err((
         "module evaluation failed inside the interpreter (an internal error in a builtin)"
             .to_owned(),
+        Vec::new(),
     ))
 }
 

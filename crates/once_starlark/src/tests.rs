@@ -7,6 +7,7 @@ use once_model::{KindOrigin, KindSchema};
 mod declarations;
 mod limits;
 mod module;
+mod plan;
 mod prelude;
 
 /// A compact, line-oriented rendering of a kind for snapshots (docs prose left out).

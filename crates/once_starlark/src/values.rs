@@ -108,6 +108,8 @@ pub(crate) struct DeclarationContext {
     pub(crate) max_range_len: std::cell::Cell<u64>,
     /// The longest text `str`, `repr` and `json.encode` produce (the heap limit).
     pub(crate) max_render_bytes: std::cell::Cell<usize>,
+    /// Set while a kind's implementation runs: where `actions.*` record what it declares.
+    pub(crate) plan: Option<crate::plan::PlanState>,
 }
 
 impl DeclarationContext {
@@ -122,6 +124,7 @@ impl DeclarationContext {
             duplicate: std::cell::Cell::new(false),
             max_range_len: std::cell::Cell::new(u64::MAX),
             max_render_bytes: std::cell::Cell::new(usize::MAX),
+            plan: None,
         }
     }
 }

@@ -61,23 +61,39 @@ pub fn modules_doc() -> String {
             helper.signature, helper.purpose
         );
     }
-    out.push_str("## Implementations\n\n");
-    if contract.context_fields.is_empty() && contract.action_primitives.is_empty() {
-        out.push_str(
-            "A kind declares a schema only: its `build`, `run` and `test` capabilities are not \
-             executed yet, so a module has no implementation functions, context fields or \
-             action primitives to use.\n",
-        );
-        return out;
-    }
+    out.push_str("## Kind implementations\n\n");
+    out.push_str(
+        "A kind runs nothing by itself: each capability it implements names a Starlark \
+         function in `target_kind(…, implementations = {\"build\": _build})`. Planning a \
+         target's capability (`once query actions ID`; the executor plans before it runs \
+         anything) calls that function with one argument, the context `ctx`, under the limits \
+         above, and first in the isolated child process like the module's own evaluation: an \
+         implementation that runs too long or allocates too much is one \
+         `implementation_error` at its running statement. The function \
+         declares actions with the `actions.*` primitives and returns `None` or the list of its \
+         default outputs (the files dependents receive as `outputs`). Nothing runs during \
+         planning: the executor runs the declared actions afterwards, keyed and cached. The \
+         starter above is a complete example. Planning is a query: a warm server re-plans a \
+         target only when its manifest, its package's file list, its kind's module or a \
+         dependency's outputs change; editing a source file re-plans nothing and re-keys only \
+         the actions that read it.\n\n",
+    );
     out.push_str("| context field | meaning |\n|---|---|\n");
     for entry in &contract.context_fields {
         let _ = writeln!(out, "| `{}` | {} |", entry.signature, entry.purpose);
     }
     out.push_str("\n| action primitive | purpose |\n|---|---|\n");
     for entry in &contract.action_primitives {
-        let _ = writeln!(out, "| `{}` | {} |", entry.signature, entry.purpose);
+        let name = entry.signature.split('(').next().unwrap_or_default();
+        let _ = writeln!(out, "| `{name}` | {} |", entry.purpose);
     }
+    out.push_str(
+        "\nPaths are workspace-relative with `/` separators. An action reads another action's \
+         output (of this target or of a dependency) by naming it among its `inputs`, which \
+         orders the two. An implementation error (a broken rule such as an output outside \
+         `ctx.build_dir`, a `fail()`, a limit) is an `implementation_error` diagnostic at the \
+         failing line of the module, and the capability plans no actions.\n",
+    );
     out
 }
 

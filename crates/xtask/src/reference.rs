@@ -29,7 +29,7 @@ pub fn mcp_doc() -> String {
     out.push_str(MCP_INTRO);
     let tools = once_mcp::tools::registry();
     out.push_str(
-        "\n## Tools\n\n| Tool | Summary | Read-only | Needs `--allow-run` |\n|---|---|---|---|\n",
+        "\n## Tools\n\nEach tool declares its kind: *read-only* tools answer from a snapshot of the graph; *editing* tools write manifests or sources; *executing* tools build or run targets, planning from a snapshot and then running processes in a background job while the server keeps answering. Editing and executing tools need `--allow-run`.\n\n| Tool | Summary | Kind | Needs `--allow-run` |\n|---|---|---|---|\n",
     );
     for tool in &tools {
         let summary = tool.description.split("\n\n").next().unwrap_or_default();
@@ -38,17 +38,13 @@ pub fn mcp_doc() -> String {
             "| [`{0}`](#{0}) | {1} | {2} | {3} |",
             tool.name,
             cell(summary),
-            if tool.annotations.read_only {
-                "yes"
-            } else {
-                "no"
-            },
-            if tool.gated { "yes" } else { "no" }
+            tool.kind().as_str(),
+            if tool.gated() { "yes" } else { "no" }
         );
     }
     let gated: Vec<String> = tools
         .iter()
-        .filter(|t| t.gated)
+        .filter(|t| t.gated())
         .map(|t| format!("`{}`", t.name))
         .collect();
     let _ = writeln!(
@@ -124,7 +120,7 @@ once mcp --workspace /absolute/path/to/repo      # or: once -C /absolute/path/to
 once mcp --workspace /absolute/path/to/repo --allow-run   # also enable state-changing tools
 ```
 
-The state-changing tools, which write into the workspace, are only listed with `--allow-run` (see [Tools](#tools)).
+The state-changing tools, which write into the workspace or build and run its targets, are only listed with `--allow-run` (see [Tools](#tools)).
 
 Without `--workspace` or `-C`, the root comes from `ONCE_WORKSPACE`, else the nearest ancestor of the current directory whose `once.toml` has a `[workspace]` table.
 A missing or non-directory workspace is reported on stderr and the process exits with status 2.

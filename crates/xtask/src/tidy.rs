@@ -70,6 +70,8 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_fetch",
             "once_watch",
             "once_evidence",
+            "once_build",
+            "once_exec",
         ]),
     ),
     (
@@ -81,6 +83,18 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     (
         "once_exec",
         Allowed::Only(&["once_model", "once_db", "once_evidence"]),
+    ),
+    // Planning (from an analysis snapshot) joined to execution, shared by the CLI and the
+    // MCP server's executing tools.
+    (
+        "once_build",
+        Allowed::Only(&[
+            "once_analysis",
+            "once_exec",
+            "once_model",
+            "once_db",
+            "once_evidence",
+        ]),
     ),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),

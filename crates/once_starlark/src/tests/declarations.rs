@@ -11,6 +11,7 @@ fn native_signatures() -> Vec<String> {
     let mut builder = GlobalsBuilder::new();
     declaration_globals(&mut builder);
     builder.namespace("attr", attr_namespace);
+    builder.namespace("actions", crate::plan::actions_namespace);
     let mut out = Vec::new();
     collect("", &builder.build().documentation(), &mut out);
     out.sort();
@@ -76,8 +77,8 @@ fn documented_signatures() -> Vec<String> {
 #[test]
 fn declaration_source_matches_native_helpers() {
     let native = native_signatures();
-    // 6 globals and 11 `attr.*` constructors.
-    assert_eq!(native.len(), 17, "{native:#?}");
+    // 6 globals, 11 `attr.*` constructors and 5 `actions.*` primitives.
+    assert_eq!(native.len(), 22, "{native:#?}");
     assert!(
         native.contains(
             &"attr.of(type, docs, *, required, default, configurable, values)".to_owned()

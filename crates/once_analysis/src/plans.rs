@@ -1,0 +1,140 @@
+//! Plans: the actions a target's capability declares, with those of its dependency
+//! closure and each action's static key, as plain data (`once query actions`).
+
+use once_db::{RootDatabase, Workspace};
+use once_graph::{action_static_keys, dependency_graph, target_actions};
+use once_model::action::Action;
+
+use crate::LocatedDiagnostic;
+
+/// The plan of one target's capability: its dependencies' `build` plans first
+/// (dependencies before dependents), then the target's own `build` when another
+/// capability was asked for, then the capability itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionPlan {
+    pub target: String,
+    pub capability: String,
+    pub steps: Vec<PlannedCapability>,
+}
+
+/// What one capability of one target plans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedCapability {
+    pub target: String,
+    pub kind: String,
+    pub capability: String,
+    /// Whether the kind implements the capability.
+    pub implemented: bool,
+    pub actions: Vec<PlannedAction>,
+    pub default_outputs: Vec<String>,
+    /// Why planning failed (implementation errors), located in the module's text.
+    pub diagnostics: Vec<LocatedDiagnostic>,
+}
+
+/// One action with its static key (hex SHA-256; the executor joins tool identities and
+/// the digests of dependency outputs at execution time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedAction {
+    pub action: Action,
+    pub static_key: String,
+}
+
+/// The plan, or `None` when no target has the id.
+pub(crate) fn action_plan(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+    capability: &str,
+) -> Option<ActionPlan> {
+    let graph = dependency_graph(db, workspace);
+    let root = graph.index_of(id)?;
+    // Post-order over the dependency edges: each dependency before its dependents.
+    let mut order = Vec::new();
+    let mut visited = vec![false; graph.nodes.len()];
+    let mut stack = vec![(root, 0usize)];
+    visited[root] = true;
+    while let Some((node, next)) = stack.pop() {
+        let edges = &graph.nodes[node].edges;
+        if let Some((dep, _)) = edges.get(next) {
+            stack.push((node, next + 1));
+            if !visited[*dep] {
+                visited[*dep] = true;
+                stack.push((*dep, 0));
+            }
+        } else {
+            order.push(node);
+        }
+    }
+    let mut steps = Vec::new();
+    for node in order {
+        let node = &graph.nodes[node];
+        if node.id != id || capability != "build" {
+            steps.push(planned(db, workspace, &node.id, &node.kind, "build"));
+        }
+        if node.id == id {
+            steps.push(planned(db, workspace, &node.id, &node.kind, capability));
+        }
+    }
+    // A kind without `build` plans nothing for it; keep only what the kind declares.
+    let catalog = once_graph::kind_catalog(db, workspace);
+    steps.retain(|step| {
+        catalog
+            .get(&step.kind)
+            .is_some_and(|kind| kind.capability(&step.capability).is_some())
+            || step.target == id && step.capability == capability
+    });
+    Some(ActionPlan {
+        target: id.to_owned(),
+        capability: capability.to_owned(),
+        steps,
+    })
+}
+
+fn planned(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+    kind: &str,
+    capability: &str,
+) -> PlannedCapability {
+    let plan = target_actions(db, workspace, id, capability);
+    let keys = action_static_keys(db, workspace, id, capability);
+    PlannedCapability {
+        target: id.to_owned(),
+        kind: kind.to_owned(),
+        capability: capability.to_owned(),
+        implemented: plan.implemented,
+        actions: plan
+            .actions
+            .actions
+            .iter()
+            .zip(keys)
+            .map(|(action, key)| PlannedAction {
+                action: action.clone(),
+                static_key: key.clone(),
+            })
+            .collect(),
+        default_outputs: plan.actions.default_outputs.clone(),
+        diagnostics: plan
+            .diagnostics
+            .iter()
+            .map(|d| locate_in_module(db, d))
+            .collect(),
+    }
+}
+
+/// Locates a diagnostic in a workspace file, or in the embedded prelude's text.
+fn locate_in_module(db: &RootDatabase, diagnostic: &once_model::Diagnostic) -> LocatedDiagnostic {
+    let prelude = diagnostic
+        .file
+        .as_deref()
+        .and_then(|f| f.strip_prefix("prelude/"))
+        .and_then(once_starlark::prelude_file);
+    match prelude {
+        Some(bytes) => {
+            let index = once_db::LineIndex::new(String::from_utf8_lossy(bytes).into());
+            LocatedDiagnostic::new(diagnostic.clone(), Some(&index))
+        }
+        None => crate::locate(db, diagnostic),
+    }
+}

@@ -1,0 +1,596 @@
+//! Building and running targets, shared by `once build`/`once run` and the MCP tools
+//! `once_build_target`/`once_run_target`:
+//!
+//! 1. [`resolve_targets`] turns the command line's patterns into target ids (`ID`,
+//!    `PKG/...` for every target in a package and below it, `...` for every target);
+//! 2. [`plan`] asks an analysis snapshot for each target's plan of one capability
+//!    (`Analysis::action_plan`) and merges them: one list of actions, each once, and per
+//!    requested target the actions of its own capability. After this the snapshot can be
+//!    dropped: execution never touches the database;
+//! 3. the caller runs [`Plan::actions`] with a `once_exec::Executor`;
+//! 4. [`records`] turns the execution report into one [`TargetRecord`] per requested
+//!    target: its status, its cache state, its outputs and, when it failed, the failing
+//!    action's command, exit code and the end of its output.
+//!
+//! After each execution the front end calls [`record_evidence`], which stores the
+//! `once.evidence.v1` records of the actions that ran or were reused (`once query
+//! evidence`); failing to store them is a warning, never the build's outcome.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use once_analysis::{Analysis, Cancellable};
+use once_exec::{ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction};
+use once_model::action::ActionStep;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// The syntax of a pattern naming every target below a package: `PKG/...`.
+pub const RECURSIVE_SUFFIX: &str = "...";
+
+/// The target ids `patterns` name, in the order given, each once.
+///
+/// - `ID` (a canonical id such as `libs/text/Text`): that target;
+/// - `PKG/...`: every target whose package is `PKG` or below it that has `capability`;
+/// - `...`: every target of the workspace that has `capability`.
+///
+/// A pattern naming no target, or a target without the capability, is an error.
+pub fn resolve_targets(
+    analysis: &Analysis,
+    patterns: &[String],
+    capability: &str,
+) -> Cancellable<Result<Vec<String>, String>> {
+    let mut ids = Vec::new();
+    let mut seen = HashSet::new();
+    let mut listing = None;
+    for pattern in patterns {
+        let pattern = pattern.trim();
+        let prefix = if pattern == RECURSIVE_SUFFIX {
+            Some("")
+        } else {
+            pattern.strip_suffix("/...")
+        };
+        if let Some(prefix) = prefix {
+            let prefix = prefix.trim_start_matches("./").trim_matches('/');
+            if listing.is_none() {
+                listing = Some(analysis.targets(None)?);
+            }
+            let matching: Vec<_> = listing
+                .iter()
+                .flatten()
+                .filter(|t| {
+                    prefix.is_empty()
+                        || t.package == prefix
+                        || t.package.starts_with(&format!("{prefix}/"))
+                })
+                .collect();
+            if matching.is_empty() {
+                return Ok(Err(format!(
+                    "`{pattern}` names no target: no package is `{prefix}` or below it"
+                )));
+            }
+            for target in matching {
+                if target.capabilities.iter().any(|c| c == capability)
+                    && seen.insert(target.id.clone())
+                {
+                    ids.push(target.id.clone());
+                }
+            }
+        } else {
+            let target = match analysis.lookup_target(pattern)? {
+                Ok(target) => target,
+                Err(not_found) => {
+                    return Ok(Err(
+                        not_found.with_hint(|_| "`once query targets` lists them")
+                    ));
+                }
+            };
+            let id = target.label.to_string();
+            if !target.capabilities.iter().any(|c| c.name == capability) {
+                let names: Vec<&str> = target
+                    .capabilities
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                return Ok(Err(format!(
+                    "`{id}` ({}) has no `{capability}` capability; it has: {}",
+                    target.kind,
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            }
+            if seen.insert(id.clone()) {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(Ok(ids))
+}
+
+/// What to execute for a set of targets, planned from one analysis snapshot.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub capability: String,
+    pub targets: Vec<PlannedTarget>,
+    /// Every action of every requested target's plan, each once, dependencies first.
+    pub actions: Vec<PlannedAction>,
+    /// Planning problems (implementation errors, dependency cycles), one line each; a
+    /// plan with problems is not executed.
+    pub problems: Vec<String>,
+    /// The kind of every target the plan has actions of, by id.
+    pub kinds: std::collections::HashMap<String, String>,
+}
+
+/// A requested target and the actions of its own capability.
+#[derive(Clone, Debug)]
+pub struct PlannedTarget {
+    pub id: String,
+    pub kind: String,
+    /// The ids of the actions the target's requested capability declares.
+    pub actions: Vec<String>,
+    pub default_outputs: Vec<String>,
+    pub output_groups: Vec<String>,
+    pub required_outputs: Vec<String>,
+    /// Whether the kind implements the capability (one that does not plans nothing).
+    pub implemented: bool,
+}
+
+/// Plans `capability` for every id (ids from [`resolve_targets`]).
+pub fn plan(
+    analysis: &Analysis,
+    ids: &[String],
+    capability: &str,
+) -> Cancellable<Result<Plan, String>> {
+    let mut plan = Plan {
+        capability: capability.to_owned(),
+        targets: Vec::new(),
+        actions: Vec::new(),
+        problems: Vec::new(),
+        kinds: std::collections::HashMap::new(),
+    };
+    let mut seen_actions = HashSet::new();
+    let mut seen_problems = HashSet::new();
+    for id in ids {
+        let Some(action_plan) = analysis.action_plan(id, capability)? else {
+            return Ok(Err(format!("no target `{id}`")));
+        };
+        let details = analysis.target(id)?;
+        let declared = details
+            .as_ref()
+            .and_then(|d| d.capabilities.iter().find(|c| c.name == capability));
+        let mut target = PlannedTarget {
+            id: id.clone(),
+            kind: details.as_ref().map(|d| d.kind.clone()).unwrap_or_default(),
+            actions: Vec::new(),
+            default_outputs: Vec::new(),
+            output_groups: declared
+                .map(|c| c.output_groups.clone())
+                .unwrap_or_default(),
+            required_outputs: declared
+                .map(|c| c.requires_outputs.clone())
+                .unwrap_or_default(),
+            implemented: true,
+        };
+        for step in &action_plan.steps {
+            for located in &step.diagnostics {
+                let d = &located.diagnostic;
+                if d.severity == once_model::Severity::Error {
+                    let line = located
+                        .range
+                        .as_ref()
+                        .map(|r| format!(":{}", r.start.line))
+                        .unwrap_or_default();
+                    let problem = format!(
+                        "{} {}: {}{}: {} [{}]",
+                        step.target,
+                        step.capability,
+                        d.file.as_deref().unwrap_or("?"),
+                        line,
+                        d.message,
+                        d.code
+                    );
+                    if seen_problems.insert(problem.clone()) {
+                        plan.problems.push(problem);
+                    }
+                }
+            }
+            plan.kinds
+                .entry(step.target.clone())
+                .or_insert_with(|| step.kind.clone());
+            let own = step.target == *id && step.capability == capability;
+            if own {
+                target.kind.clone_from(&step.kind);
+                target.default_outputs.clone_from(&step.default_outputs);
+                target.implemented = step.implemented;
+            }
+            for planned in &step.actions {
+                if own {
+                    target.actions.push(planned.action.id.clone());
+                }
+                if seen_actions.insert(planned.action.id.clone()) {
+                    let Some(static_key) = once_db::Sha256Digest::from_hex(&planned.static_key)
+                    else {
+                        return Ok(Err(format!(
+                            "internal error: the static key of `{}` is not a SHA-256",
+                            planned.action.id
+                        )));
+                    };
+                    plan.actions.push(PlannedAction {
+                        action: planned.action.clone(),
+                        static_key,
+                    });
+                }
+            }
+        }
+        plan.targets.push(target);
+    }
+    Ok(Ok(plan))
+}
+
+/// Records an execution as evidence in the workspace's `.once/once.sqlite` (`once query
+/// evidence`). The build's outcome does not depend on it: a failure comes back as a
+/// warning for the front end to show.
+pub fn record_evidence(
+    root: &std::path::Path,
+    plan: &Plan,
+    report: &ExecutionReport,
+) -> Option<String> {
+    once_exec::evidence::record_evidence(root, &plan.actions, report)
+        .err()
+        .map(|err| format!("the evidence of this execution was not recorded: {err}"))
+}
+
+/// How one requested target ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TargetRecord {
+    pub target: String,
+    pub kind: String,
+    pub capability: String,
+    /// Whether the kind implements the capability; one that does not plans nothing, and
+    /// its target completes with nothing to run.
+    pub implemented: bool,
+    /// `completed`, `failed` (one of its actions failed), `skipped` (an action it needs
+    /// failed first) or `cancelled`.
+    pub status: &'static str,
+    /// `hit` when every action of the target's capability was reused, `miss` when one
+    /// ran and was stored, `bypass` when one ran uncached (and none was a miss); `null`
+    /// when the capability declares no action or none ran.
+    pub cache: Option<&'static str>,
+    /// The key of the capability's last action (`null` without actions).
+    pub action_digest: Option<String>,
+    pub output_groups: Vec<String>,
+    pub required_outputs: Vec<String>,
+    /// The files the capability hands to dependents (its default outputs).
+    pub outputs: Vec<String>,
+    /// Each action of the target's capability.
+    pub actions: Vec<ActionSummary>,
+    /// Why the target did not complete: the first failed action (its own, or the one of
+    /// a dependency that stopped it).
+    pub failure: Option<Failure>,
+}
+
+/// One action of a target's capability.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ActionSummary {
+    pub id: String,
+    /// `succeeded`, `failed`, `skipped` or `cancelled`.
+    pub status: &'static str,
+    pub cache: Option<&'static str>,
+    pub key: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+}
+
+/// A failed action: what it ran, how it ended and the end of its output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    pub action: String,
+    /// The command line (`argv` joined, shell-quoted), or what the step does.
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub message: String,
+    /// The last lines of its stdout and stderr.
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}
+
+/// How many lines of a failed action's streams a record keeps.
+pub const TAIL_LINES: usize = 20;
+
+fn status_name(status: ActionStatus) -> &'static str {
+    match status {
+        ActionStatus::Succeeded => "succeeded",
+        ActionStatus::Failed => "failed",
+        ActionStatus::Skipped => "skipped",
+        ActionStatus::Cancelled => "cancelled",
+    }
+}
+
+/// The last `lines` lines of `bytes`, as text.
+pub fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    let mut out = all[start..].join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// A shell-quoted command line.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            if !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn failure(plan: &Plan, result: &ActionResult) -> Failure {
+    let action = plan.actions.iter().find(|a| a.action.id == result.id);
+    let command = match action.map(|a| &a.action.step) {
+        Some(ActionStep::Run(command)) => {
+            let words = shell_words(&command.argv);
+            if command.cwd.is_empty() {
+                words
+            } else {
+                format!(
+                    "(cd {} && {words})",
+                    shell_words(std::slice::from_ref(&command.cwd))
+                )
+            }
+        }
+        Some(ActionStep::WriteFile { path, .. }) => format!("write {path}"),
+        Some(ActionStep::Copy { from, to }) => format!("copy {from} {to}"),
+        Some(ActionStep::Symlink { link, .. }) => format!("symlink {link}"),
+        Some(ActionStep::MakeDir { path }) => format!("mkdir {path}"),
+        None => String::new(),
+    };
+    Failure {
+        action: result.id.clone(),
+        command,
+        exit_code: result.exit_code,
+        message: result
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("action `{}` failed", result.id)),
+        stdout_tail: tail(&result.stdout.tail, TAIL_LINES),
+        stderr_tail: tail(&result.stderr.tail, TAIL_LINES),
+    }
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One record per requested target, in the plan's order.
+pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
+    let first_failure = report
+        .results
+        .iter()
+        .find(|r| r.status == ActionStatus::Failed);
+    plan.targets
+        .iter()
+        .map(|target| {
+            let results: Vec<&ActionResult> = target
+                .actions
+                .iter()
+                .filter_map(|id| report.result(id))
+                .collect();
+            let has = |status| results.iter().any(|r| r.status == status);
+            let has_cache = |state| results.iter().any(|r| r.cache == Some(state));
+            let (status, failed) =
+                if let Some(own) = results.iter().find(|r| r.status == ActionStatus::Failed) {
+                    ("failed", Some(failure(plan, own)))
+                } else if has(ActionStatus::Cancelled) {
+                    ("cancelled", None)
+                } else if has(ActionStatus::Skipped) {
+                    ("skipped", first_failure.map(|f| failure(plan, f)))
+                } else {
+                    ("completed", None)
+                };
+            let cache = if has_cache(CacheState::Miss) {
+                Some("miss")
+            } else if has_cache(CacheState::Bypass) {
+                Some("bypass")
+            } else if !results.is_empty()
+                && results.iter().all(|r| r.cache == Some(CacheState::Hit))
+            {
+                Some("hit")
+            } else {
+                None
+            };
+            TargetRecord {
+                target: target.id.clone(),
+                kind: target.kind.clone(),
+                capability: plan.capability.clone(),
+                implemented: target.implemented,
+                status,
+                cache,
+                action_digest: results.last().and_then(|r| r.key).map(|k| k.to_hex()),
+                output_groups: target.output_groups.clone(),
+                required_outputs: target.required_outputs.clone(),
+                outputs: target.default_outputs.clone(),
+                actions: results
+                    .iter()
+                    .map(|r| ActionSummary {
+                        id: r.id.clone(),
+                        status: status_name(r.status),
+                        cache: r.cache.map(CacheState::as_str),
+                        key: r.key.map(|k| k.to_hex()),
+                        exit_code: r.exit_code,
+                        duration_ms: duration_ms(r.duration),
+                    })
+                    .collect(),
+                failure: failed,
+            }
+        })
+        .collect()
+}
+
+/// The records of a plan refused for its problems: every target `failed`, nothing run.
+pub fn refused_records(plan: &Plan) -> Vec<TargetRecord> {
+    records(
+        plan,
+        &ExecutionReport {
+            results: Vec::new(),
+        },
+    )
+    .into_iter()
+    .map(|mut record| {
+        record.status = "failed";
+        record.failure = Some(Failure {
+            action: String::new(),
+            command: String::new(),
+            exit_code: None,
+            message: format!("not planned: {}", plan.problems.join("; ")),
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+        });
+        record
+    })
+    .collect()
+}
+
+/// Counts of a report's actions by cache state: `(hit, miss, bypass, failed)`.
+pub fn action_counts(report: &ExecutionReport) -> (usize, usize, usize, usize) {
+    let count = |state| {
+        report
+            .results
+            .iter()
+            .filter(|r| r.status == ActionStatus::Succeeded && r.cache == Some(state))
+            .count()
+    };
+    let failed = report
+        .results
+        .iter()
+        .filter(|r| r.status != ActionStatus::Succeeded)
+        .count();
+    (
+        count(CacheState::Hit),
+        count(CacheState::Miss),
+        count(CacheState::Bypass),
+        failed,
+    )
+}
+
+/// The output schemas of the records, kept next to the types: a test in `once_mcp`
+/// checks that a record with every field set validates against them, field for field.
+pub mod schema {
+    use super::{Value, json};
+
+    fn string() -> Value {
+        json!({ "type": "string" })
+    }
+    fn nullable(kind: &str) -> Value {
+        json!({ "type": [kind, "null"] })
+    }
+    fn strings() -> Value {
+        json!({ "type": "array", "items": string() })
+    }
+    fn enumeration(values: &[&str]) -> Value {
+        json!({ "type": "string", "enum": values })
+    }
+    fn nullable_enumeration(values: &[&str]) -> Value {
+        let mut all: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+        all.push(Value::Null);
+        json!({ "type": ["string", "null"], "enum": all })
+    }
+    fn object(properties: &[(&str, Value)]) -> Value {
+        let map: serde_json::Map<String, Value> = properties
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        let required: Vec<&str> = properties.iter().map(|(k, _)| *k).collect();
+        json!({ "type": "object", "properties": map, "required": required, "additionalProperties": false })
+    }
+
+    const CACHE: &[&str] = &["hit", "miss", "bypass"];
+
+    /// [`super::Failure`].
+    pub fn failure() -> Value {
+        object(&[
+            ("action", string()),
+            ("command", string()),
+            ("exit_code", json!({ "type": ["integer", "null"] })),
+            ("message", string()),
+            ("stdout_tail", string()),
+            ("stderr_tail", string()),
+        ])
+    }
+
+    /// [`super::ActionSummary`].
+    pub fn action_summary() -> Value {
+        object(&[
+            ("id", string()),
+            (
+                "status",
+                enumeration(&["succeeded", "failed", "skipped", "cancelled"]),
+            ),
+            ("cache", nullable_enumeration(CACHE)),
+            ("key", nullable("string")),
+            ("exit_code", json!({ "type": ["integer", "null"] })),
+            ("duration_ms", json!({ "type": "integer", "minimum": 0 })),
+        ])
+    }
+
+    /// [`super::TargetRecord`].
+    pub fn target_record() -> Value {
+        let mut failure = failure();
+        failure["type"] = json!(["object", "null"]);
+        object(&[
+            ("target", string()),
+            ("kind", string()),
+            ("capability", string()),
+            ("implemented", json!({ "type": "boolean" })),
+            (
+                "status",
+                enumeration(&["completed", "failed", "skipped", "cancelled"]),
+            ),
+            ("cache", nullable_enumeration(CACHE)),
+            ("action_digest", nullable("string")),
+            ("output_groups", strings()),
+            ("required_outputs", strings()),
+            ("outputs", strings()),
+            (
+                "actions",
+                json!({ "type": "array", "items": action_summary() }),
+            ),
+            ("failure", failure),
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tails_keep_the_last_lines() {
+        assert_eq!(tail(b"a\nb\nc\n", 2), "b\nc\n");
+        assert_eq!(tail(b"", 2), "");
+        assert_eq!(tail(b"x", 5), "x\n");
+    }
+
+    #[test]
+    fn words_are_quoted_for_a_shell() {
+        let argv = ["sh", "-c", "echo 'hi' > $OUT", "a/b.txt"].map(String::from);
+        assert_eq!(
+            shell_words(&argv),
+            r#"sh -c 'echo '\''hi'\'' > $OUT' a/b.txt"#
+        );
+    }
+}

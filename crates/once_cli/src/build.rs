@@ -1,0 +1,520 @@
+//! `once build PATTERN…` and `once run TARGET [-- ARGS…]`: plan from an analysis
+//! snapshot (`once_build`), drop it, execute with `once_exec`, print one record per
+//! target. Exit codes: 0 success, 1 a build or run failed, 2 usage or I/O errors.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context as _, anyhow, bail};
+use once_analysis::{AnalysisHost, OsSystem};
+use once_build::{Plan, TargetRecord};
+use once_exec::{CancelHandle, ExecOptions, ExecutionReport, Executor, Progress, Store};
+use once_model::action::ActionStep;
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::{Args, ExecArgs, Format};
+use crate::human::printable;
+use crate::query::{print_json, workspace_root};
+
+fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
+    value.map_err(|_| anyhow!("the analysis was cancelled"))
+}
+
+/// What SIGINT, SIGTERM and SIGHUP cancel: the running execution, if any. While a
+/// program runs attached to the terminal there is none: the program gets the terminal's
+/// signals itself, and `once` waits for it.
+static CANCEL: Mutex<Option<CancelHandle>> = Mutex::new(None);
+
+fn set_cancel(cancel: Option<CancelHandle>) {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if let Some(cancel) = CANCEL.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                cancel.cancel();
+            }
+        });
+    });
+    *CANCEL.lock().unwrap_or_else(|e| e.into_inner()) = cancel;
+}
+
+/// Plans `capability` for the targets `patterns` name; the database is gone on return.
+fn plan_targets(root: &Path, patterns: &[String], capability: &str) -> anyhow::Result<Plan> {
+    let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
+    let analysis = host.analysis();
+    let ids = answer(once_build::resolve_targets(&analysis, patterns, capability))?
+        .map_err(|e| anyhow!(e))?;
+    if ids.is_empty() {
+        bail!(
+            "{} names no target with a `{capability}` capability",
+            patterns.join(" ")
+        );
+    }
+    let plan = answer(once_build::plan(&analysis, &ids, capability))?.map_err(|e| anyhow!(e))?;
+    // The digest index only saves work next time; failing to write it changes nothing.
+    let _ = analysis.save_digest_index();
+    drop(analysis);
+    drop(host);
+    Ok(plan)
+}
+
+fn open_store(root: &Path, exec: &ExecArgs) -> anyhow::Result<Store> {
+    let path = match &exec.store {
+        Some(path) => path.clone(),
+        None => Store::default_path(root),
+    };
+    Store::open(&path).with_context(|| format!("cannot open the store `{}`", path.display()))
+}
+
+fn options(exec: &ExecArgs) -> ExecOptions {
+    let mut options = ExecOptions {
+        keep_going: exec.keep_going,
+        ..ExecOptions::default()
+    };
+    if let Some(jobs) = exec.jobs {
+        options.jobs = jobs.max(1);
+    }
+    options
+}
+
+/// The live progress line on a terminal: `[done/total] building TARGET (kind)` and the
+/// actions running. The executor reports ends only, so "running" is every unfinished
+/// action whose producers have finished, at most `jobs` of them.
+struct ProgressLine<'p> {
+    plan: &'p Plan,
+    actions: &'p [once_exec::PlannedAction],
+    jobs: usize,
+    /// Per action: the actions producing its inputs.
+    producers: Vec<Vec<usize>>,
+    finished: Mutex<Vec<bool>>,
+    shown: AtomicBool,
+}
+
+impl<'p> ProgressLine<'p> {
+    fn new(plan: &'p Plan, actions: &'p [once_exec::PlannedAction], jobs: usize) -> Self {
+        let mut by_output = HashMap::new();
+        for (index, planned) in actions.iter().enumerate() {
+            for output in &planned.action.outputs {
+                by_output.insert(output.as_str(), index);
+            }
+        }
+        let producers = actions
+            .iter()
+            .map(|planned| {
+                let mut found = Vec::new();
+                for input in &planned.action.inputs {
+                    // The input itself, or a declared directory above it.
+                    let mut path = input.as_str();
+                    loop {
+                        if let Some(&producer) = by_output.get(path) {
+                            found.push(producer);
+                            break;
+                        }
+                        match path.rfind('/') {
+                            Some(slash) => path = &path[..slash],
+                            None => break,
+                        }
+                    }
+                }
+                found
+            })
+            .collect();
+        ProgressLine {
+            plan,
+            actions,
+            jobs: jobs.max(1),
+            producers,
+            finished: Mutex::new(vec![false; actions.len()]),
+            shown: AtomicBool::new(false),
+        }
+    }
+
+    fn show(&self, done: usize, last: Option<&str>) {
+        let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        let running: Vec<&str> = (0..self.actions.len())
+            .filter(|&i| !finished[i] && self.producers[i].iter().all(|&p| finished[p]))
+            .take(self.jobs)
+            .map(|i| self.actions[i].action.id.as_str())
+            .collect();
+        drop(finished);
+        let current = running
+            .first()
+            .copied()
+            .or(last)
+            .and_then(|id| self.actions.iter().find(|a| a.action.id == id))
+            .map(|a| &a.action);
+        let mut line = format!("[{done}/{}]", self.actions.len());
+        if let Some(action) = current {
+            let kind = self
+                .plan
+                .kinds
+                .get(&action.target)
+                .map_or("", String::as_str);
+            let verb = if action.capability == "build" {
+                "building".to_owned()
+            } else {
+                format!("{}:", action.capability)
+            };
+            line.push_str(&format!(" {verb} {} ({kind})", action.target));
+        }
+        if !running.is_empty() {
+            line.push_str(&format!(" · running {}", running.join(", ")));
+        }
+        let width = terminal_width();
+        let line: String = printable(&line)
+            .chars()
+            .take(width.saturating_sub(1))
+            .collect();
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[K{line}");
+        let _ = stderr.flush();
+        self.shown.store(true, Ordering::Relaxed);
+    }
+
+    fn update(&self, progress: &Progress<'_>) {
+        if let Some(index) = self
+            .actions
+            .iter()
+            .position(|a| a.action.id == progress.result.id)
+        {
+            self.finished.lock().unwrap_or_else(|e| e.into_inner())[index] = true;
+        }
+        self.show(progress.done, Some(&progress.result.id));
+    }
+
+    fn clear(&self) {
+        if self.shown.load(Ordering::Relaxed) {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r\x1b[K");
+            let _ = stderr.flush();
+        }
+    }
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&c: &usize| c > 10)
+        .unwrap_or(100)
+}
+
+/// Runs the plan's actions (all of them, or those `keep` selects).
+fn execute(
+    root: &Path,
+    exec: &ExecArgs,
+    plan: &Plan,
+    actions: &[once_exec::PlannedAction],
+    format: Format,
+) -> anyhow::Result<ExecutionReport> {
+    let store = open_store(root, exec)?;
+    let options = options(exec);
+    let line = ProgressLine::new(plan, actions, options.jobs);
+    let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
+    let callback = |progress: &Progress<'_>| line.update(progress);
+    let cancel = CancelHandle::new();
+    set_cancel(Some(cancel.clone()));
+    let mut executor = Executor::new(root, &store)
+        .with_options(options)
+        .with_cancel(cancel.clone());
+    if live {
+        line.show(0, None);
+        executor = executor.on_progress(&callback);
+    }
+    let report = executor
+        .run(actions)
+        .map_err(|e| anyhow!("cannot run the plan: {e}"));
+    line.clear();
+    let report = report?;
+    if let Some(warning) = once_build::record_evidence(root, plan, &report) {
+        eprintln!("once: warning: {warning}");
+    }
+    Ok(report)
+}
+
+/// Prints the plan's problems; a plan with problems is not executed.
+fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
+    if format == Format::Json {
+        print_json(&json!({
+            "success": false,
+            "capability": plan.capability,
+            "targets": [],
+            "problems": plan.problems,
+        }))?;
+    } else {
+        eprintln!(
+            "once: cannot {} what was asked; nothing ran:",
+            plan.capability
+        );
+        for problem in &plan.problems {
+            eprintln!("  {}", printable(problem));
+        }
+    }
+    Ok(Outcome::Invalid)
+}
+
+/// `once build PATTERN…`.
+pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Result<Outcome> {
+    let root = workspace_root(args)?;
+    let plan = plan_targets(&root, patterns, "build")?;
+    if !plan.problems.is_empty() {
+        return refuse(&plan, args.format);
+    }
+    let report = execute(&root, exec, &plan, &plan.actions, args.format)?;
+    let records = once_build::records(&plan, &report);
+    let success = report.succeeded();
+    if args.format == Format::Json {
+        print_json(&json!({
+            "success": success,
+            "capability": "build",
+            "targets": records,
+            "problems": [],
+        }))?;
+    } else {
+        print_records(&records);
+        let (hit, miss, bypass, not_ok) = once_build::action_counts(&report);
+        let summary = format!(
+            "{} {} {} ({} {}: {hit} hit, {miss} miss, {bypass} bypass{})",
+            if success { "built" } else { "failed to build" },
+            records.len(),
+            if records.len() == 1 {
+                "target"
+            } else {
+                "targets"
+            },
+            report.results.len(),
+            if report.results.len() == 1 {
+                "action"
+            } else {
+                "actions"
+            },
+            if not_ok > 0 {
+                format!(", {not_ok} failed or not run")
+            } else {
+                String::new()
+            }
+        );
+        println!("{summary}");
+    }
+    Ok(if success {
+        Outcome::Success
+    } else {
+        Outcome::Invalid
+    })
+}
+
+/// One line per target with its cache state; a failure's command, exit code and output.
+fn print_records(records: &[TargetRecord]) {
+    for record in records {
+        let state = match (record.status, record.cache) {
+            ("completed", Some(cache)) => cache.to_owned(),
+            ("completed", None) if !record.implemented => format!(
+                "nothing to run (the kind does not implement `{}`)",
+                record.capability
+            ),
+            ("completed", None) => "nothing to run".to_owned(),
+            (status, _) => status.to_uppercase(),
+        };
+        println!(
+            "{} ({}): {state}",
+            printable(&record.target),
+            printable(&record.kind)
+        );
+        let Some(failure) = &record.failure else {
+            continue;
+        };
+        if record.status == "skipped" {
+            println!("  not built: `{}` failed", printable(&failure.action));
+            continue;
+        }
+        println!("  action:    {}", printable(&failure.action));
+        if !failure.command.is_empty() {
+            println!("  command:   {}", printable(&failure.command));
+        }
+        match failure.exit_code {
+            Some(code) => println!("  exit code: {code}"),
+            // No exit code to tell why (a signal, a missing output, a step that failed).
+            None => println!("  error:     {}", printable(&failure.message)),
+        }
+        for (name, text) in [
+            ("stdout", &failure.stdout_tail),
+            ("stderr", &failure.stderr_tail),
+        ] {
+            if text.is_empty() {
+                continue;
+            }
+            println!("  {name} (last lines):");
+            for line in text.lines() {
+                println!("    {}", printable(line));
+            }
+        }
+    }
+}
+
+/// `once run TARGET [-- ARGS…]`: builds what the run capability needs, then runs its
+/// uncached commands with the terminal attached (ARGS appended to the last one).
+pub fn run(
+    args: &Args,
+    target: &str,
+    extra: &[String],
+    exec: &ExecArgs,
+) -> anyhow::Result<Outcome> {
+    let root = workspace_root(args)?;
+    let plan = plan_targets(&root, &[target.to_owned()], "run")?;
+    if !plan.problems.is_empty() {
+        return refuse(&plan, args.format);
+    }
+    let own: Vec<String> = plan
+        .targets
+        .first()
+        .map(|t| t.actions.clone())
+        .unwrap_or_default();
+    let attached: Vec<&once_exec::PlannedAction> = plan
+        .actions
+        .iter()
+        .filter(|a| {
+            own.contains(&a.action.id)
+                && !a.action.cacheable
+                && matches!(a.action.step, ActionStep::Run(_))
+        })
+        .collect();
+    let before: Vec<once_exec::PlannedAction> = plan
+        .actions
+        .iter()
+        .filter(|a| !attached.iter().any(|b| b.action.id == a.action.id))
+        .cloned()
+        .collect();
+    let mut report = execute(&root, exec, &plan, &before, args.format)?;
+    if !report.succeeded() {
+        // The program is not started: its actions are skipped, for the failure before.
+        for planned in &attached {
+            let mut skipped = attached_result(&planned.action.id, once_exec::ActionStatus::Skipped);
+            skipped.cache = None;
+            skipped.message = Some("not started: what it needs failed to build".to_owned());
+            report.results.push(skipped);
+        }
+        let records = once_build::records(&plan, &report);
+        if args.format == Format::Json {
+            print_json(
+                &json!({ "success": false, "capability": "run", "targets": records, "problems": [] }),
+            )?;
+        } else {
+            print_records(&records);
+            println!(
+                "not run: what `{}` needs failed to build",
+                printable(target)
+            );
+        }
+        return Ok(Outcome::Invalid);
+    }
+    // A run the kind declares cacheable went through the executor: replay its output.
+    if args.format == Format::Human {
+        for id in &own {
+            if let Some(result) = report.result(id) {
+                let _ = std::io::stdout().write_all(&result.stdout.tail);
+                let _ = std::io::stderr().write_all(&result.stderr.tail);
+            }
+        }
+    }
+    let host = once_exec::HostEnvironment::from_process();
+    let last = attached.len().saturating_sub(1);
+    let mut success = true;
+    let mut exit_code = None;
+    for (index, planned) in attached.iter().enumerate() {
+        let ActionStep::Run(command) = &planned.action.step else {
+            continue;
+        };
+        let environment = host.action_environment(&command.env);
+        let cwd = if command.cwd.is_empty() {
+            root.clone()
+        } else {
+            root.join(&command.cwd)
+        };
+        let path = environment.get("PATH").cloned().unwrap_or_default();
+        let program = once_exec::tools::resolve_program(&command.argv[0], &path, &cwd)
+            .map_err(|e| anyhow!("cannot run `{}`: {e}", planned.action.id))?;
+        let mut child = std::process::Command::new(&program);
+        child
+            .args(&command.argv[1..])
+            .env_clear()
+            .envs(&environment)
+            .current_dir(&cwd);
+        if index == last {
+            child.args(extra);
+        }
+        let started = std::time::Instant::now();
+        let status = child
+            .status()
+            .with_context(|| format!("cannot start `{}`", program.display()))?;
+        let code = status.code();
+        exit_code = code;
+        let ok = code.is_some_and(|c| command.success_exit_codes.contains(&c));
+        let mut result = attached_result(
+            &planned.action.id,
+            if ok {
+                once_exec::ActionStatus::Succeeded
+            } else {
+                once_exec::ActionStatus::Failed
+            },
+        );
+        result.exit_code = code;
+        result.duration = started.elapsed();
+        if !ok {
+            result.message = Some(match code {
+                Some(code) => format!("the program exited with code {code}"),
+                None => "the program was killed by a signal".to_owned(),
+            });
+        }
+        report.results.push(result);
+        if !ok {
+            success = false;
+            break;
+        }
+    }
+    let records = once_build::records(&plan, &report);
+    if args.format == Format::Json {
+        print_json(&json!({
+            "success": success,
+            "capability": "run",
+            "exit_code": exit_code,
+            "targets": records,
+            "problems": [],
+        }))?;
+    } else if !success {
+        eprintln!(
+            "once: `{}` failed: {}",
+            printable(target),
+            match exit_code {
+                Some(code) => format!("exit code {code}"),
+                None => "killed by a signal".to_owned(),
+            }
+        );
+    }
+    Ok(if success {
+        Outcome::Success
+    } else {
+        Outcome::Invalid
+    })
+}
+
+/// The result of an action `once run` runs itself, attached to the terminal: uncached,
+/// no key, no captured streams.
+fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::ActionResult {
+    once_exec::ActionResult {
+        id: id.to_owned(),
+        status,
+        cache: Some(once_exec::CacheState::Bypass),
+        key: None,
+        exit_code: None,
+        duration: std::time::Duration::ZERO,
+        outputs: Vec::new(),
+        entries: Vec::new(),
+        stdout: Default::default(),
+        stderr: Default::default(),
+        message: None,
+        warnings: Vec::new(),
+    }
+}

@@ -1,0 +1,439 @@
+//! `once build` and `once run` through the real binary, on a small workspace of
+//! `filegroup`, `command`, `script` and `c_binary` targets: cache states per target
+//! (miss, then hit, then miss after an edit), early cutoff, failures and exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `data/Data` (filegroup) ← `gen/Gen` (command: the first line of its source and of
+/// the data) ← `use/Use` (command reading Gen's output); `tools/Hello` (script);
+/// `broken/Broken` (a command that fails).
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        "[workspace]\ninclude = [\"data\", \"gen\", \"use\", \"tools\", \"broken\", \"c\"]\n",
+    );
+    write(
+        root,
+        "data/once.toml",
+        "[[target]]\nname = \"Data\"\nkind = \"filegroup\"\nsrcs = [\"*.txt\"]\nvisibility = [\"public\"]\n",
+    );
+    write(root, "data/a.txt", "alpha\n");
+    write(
+        root,
+        "gen/once.toml",
+        r#"[[target]]
+name = "Gen"
+kind = "command"
+srcs = ["in.txt"]
+deps = ["data/Data"]
+visibility = ["public"]
+
+[target.attrs]
+cmd = "head -n 1 in.txt > \"$OUT/gen.txt\" && cat ../data/a.txt >> \"$OUT/gen.txt\""
+outputs = ["gen.txt"]
+"#,
+    );
+    write(root, "gen/in.txt", "first\nsecond\n");
+    write(
+        root,
+        "use/once.toml",
+        r#"[[target]]
+name = "Use"
+kind = "command"
+deps = ["gen/Gen"]
+
+[target.attrs]
+cmd = "tr a-z A-Z < ../.once/out/gen/Gen/out/gen.txt > \"$OUT/use.txt\""
+outputs = ["use.txt"]
+"#,
+    );
+    write(
+        root,
+        "tools/once.toml",
+        r#"[[target]]
+name = "Hello"
+kind = "script"
+srcs = ["hello.sh"]
+
+[target.attrs]
+script_path = "hello.sh"
+script_runtime = "sh"
+args = ["fixed"]
+"#,
+    );
+    write(
+        root,
+        "tools/hello.sh",
+        "echo \"hello $*\"\n[ \"$2\" = fail ] && exit 7\nexit 0\n",
+    );
+    write(
+        root,
+        "broken/once.toml",
+        r#"[[target]]
+name = "Broken"
+kind = "command"
+
+[target.attrs]
+cmd = "echo 'about to fail' && echo 'oops: no such thing' >&2 && exit 3"
+outputs = ["never.txt"]
+"#,
+    );
+    write(
+        root,
+        "c/once.toml",
+        "[[target]]\nname = \"Prog\"\nkind = \"c_binary\"\nsrcs = [\"main.c\"]\n",
+    );
+    write(
+        root,
+        "c/main.c",
+        "#include <stdio.h>\nint main(void) { puts(\"from c\"); return 0; }\n",
+    );
+    dir
+}
+
+fn once(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_once"))
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env_remove("ONCE_WORKSPACE")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `once build … --format json`: the exit code and each target's cache state.
+fn build_json(root: &Path, targets: &[&str]) -> (i32, Value) {
+    let mut args = vec!["build", "--format", "json"];
+    args.extend_from_slice(targets);
+    let output = once(root, &args);
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap(), value)
+}
+
+fn cache_states(value: &Value) -> Vec<(String, String)> {
+    value["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["target"].as_str().unwrap().to_owned(),
+                t["cache"].as_str().unwrap_or("none").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn states(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_second_build_hits_an_edit_misses_and_identical_outputs_cut_off() {
+    let dir = workspace();
+    let root = dir.path();
+    let (code, first) = build_json(root, &["use/Use", "gen/Gen", "data/Data"]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(first["success"], true);
+    assert_eq!(
+        cache_states(&first),
+        states(&[
+            ("use/Use", "miss"),
+            ("gen/Gen", "miss"),
+            ("data/Data", "none")
+        ])
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".once/out/use/Use/out/use.txt")).unwrap(),
+        "FIRST\nALPHA\n"
+    );
+    let gen_record = &first["targets"][1];
+    assert_eq!(gen_record["kind"], "command");
+    assert_eq!(gen_record["status"], "completed");
+    assert_eq!(
+        gen_record["outputs"],
+        serde_json::json!([".once/out/gen/Gen/out/gen.txt"])
+    );
+    assert_eq!(gen_record["action_digest"].as_str().unwrap().len(), 64);
+
+    // Nothing changed: every action is reused.
+    let (code, second) = build_json(root, &["use/Use", "gen/Gen"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        cache_states(&second),
+        states(&[("use/Use", "hit"), ("gen/Gen", "hit")])
+    );
+
+    // An edit Gen's output does not see: Gen runs again, writes the same bytes, and Use
+    // stays a hit (early cutoff).
+    write(root, "gen/in.txt", "first\nchanged second line\n");
+    let (_, third) = build_json(root, &["use/Use", "gen/Gen"]);
+    assert_eq!(
+        cache_states(&third),
+        states(&[("use/Use", "hit"), ("gen/Gen", "miss")])
+    );
+
+    // An edit that changes Gen's output rebuilds both.
+    write(root, "gen/in.txt", "new first\n");
+    let (_, fourth) = build_json(root, &["use/Use"]);
+    assert_eq!(cache_states(&fourth), states(&[("use/Use", "miss")]));
+    assert_eq!(
+        std::fs::read_to_string(root.join(".once/out/use/Use/out/use.txt")).unwrap(),
+        "NEW FIRST\nALPHA\n"
+    );
+
+    // A data file read through the filegroup is an input too.
+    write(root, "data/a.txt", "beta\n");
+    let (_, fifth) = build_json(root, &["use/Use"]);
+    assert_eq!(cache_states(&fifth), states(&[("use/Use", "miss")]));
+}
+
+#[test]
+fn patterns_name_packages_and_everything() {
+    let dir = workspace();
+    let root = dir.path();
+    // `gen/...` is every target in `gen` and below it; `...` every target with `build`
+    // (the script has only `run`), here with `--keep-going` past the broken one.
+    let (code, value) = build_json(root, &["gen/..."]);
+    assert_eq!(code, 0);
+    assert_eq!(cache_states(&value), states(&[("gen/Gen", "miss")]));
+    let output = once(root, &["build", "...", "--keep-going"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "broken/Broken (command): FAILED",
+        "c/Prog (c_binary): miss",
+        "data/Data (filegroup): nothing to run",
+        "gen/Gen (command): hit",
+        "use/Use (command): miss",
+        "failed to build 5 targets",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+    assert!(!stdout.contains("tools/Hello"), "{stdout}");
+    let output = once(root, &["build", "nowhere/..."]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("`nowhere/...` names no target"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = once(root, &["build", "gen/Gne"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("gen/Gen"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = once(root, &["build", "tools/Hello"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("has no `build` capability; it has: run"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn a_failing_action_shows_its_command_exit_code_and_output() {
+    let dir = workspace();
+    let root = dir.path();
+    let output = once(root, &["build", "broken/Broken"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "broken/Broken (command): FAILED",
+        "  action:    broken/Broken#build/cmd",
+        "  command:   (cd broken && sh -c ",
+        "  exit code: 3",
+        "  stdout (last lines):\n    about to fail",
+        "  stderr (last lines):\n    oops: no such thing",
+        "failed to build 1 target",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+    let (code, value) = build_json(root, &["broken/Broken"]);
+    assert_eq!(code, 1);
+    assert_eq!(value["success"], false);
+    let record = &value["targets"][0];
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["failure"]["exit_code"], 3);
+    assert_eq!(record["failure"]["stderr_tail"], "oops: no such thing\n");
+}
+
+#[test]
+fn run_builds_first_then_runs_with_the_arguments() {
+    let dir = workspace();
+    let root = dir.path();
+    let output = once(root, &["run", "tools/Hello", "--", "extra"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "hello fixed extra\n");
+    let output = once(root, &["run", "tools/Hello", "--", "fail"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stdout), "hello fixed fail\n");
+    assert!(
+        text(&output.stderr).contains("`tools/Hello` failed: exit code 7"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = once(root, &["run", "tools/Hello", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = text(&output.stdout);
+    let (program, record) = stdout.split_once('{').unwrap();
+    assert_eq!(program, "hello fixed\n");
+    let record: Value = serde_json::from_str(&format!("{{{record}")).unwrap();
+    assert_eq!(record["exit_code"], 0);
+    assert_eq!(record["targets"][0]["cache"], "bypass");
+    assert_eq!(record["targets"][0]["capability"], "run");
+
+    // A compiled program is built before it runs.
+    let output = once(root, &["run", "c/Prog"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "from c\n");
+
+    // A program whose build fails is not started; the failure is shown.
+    write(root, "c/main.c", "int main(void) { return missing; }\n");
+    let output = once(root, &["run", "c/Prog"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "c/Prog (c_binary): SKIPPED",
+        "  not built: `c/Prog#build/",
+        "not run: what `c/Prog` needs failed to build",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+}
+
+/// On a terminal (`script` gives one), a live progress line shows `[done/total]`, the
+/// target being built with its kind, and the running actions; it is cleared before the
+/// per-target lines.
+#[test]
+fn a_terminal_gets_a_live_progress_line() {
+    if Command::new("script").arg("--version").output().is_err() {
+        // No `script` to give `once` a terminal: nothing to check here.
+        return;
+    }
+    let dir = workspace();
+    let root = dir.path();
+    let command = format!(
+        "{} -C {} build use/Use",
+        env!("CARGO_BIN_EXE_once"),
+        root.display()
+    );
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let screen = text(&output.stdout);
+    for part in [
+        "\r\x1b[K[0/2] building gen/Gen (command) · running gen/Gen#build/cmd",
+        "\r\x1b[K[1/2] building use/Use (command) · running use/Use#build/cmd",
+        "\r\x1b[K[2/2] building use/Use (command)\r\x1b[Kuse/Use (command): miss",
+    ] {
+        assert!(screen.contains(part), "no {part:?} in {screen:?}");
+    }
+}
+
+/// The processes whose working directory is `dir` (Linux `/proc`).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            (cwd == dir).then_some(pid)
+        })
+        .collect()
+}
+
+/// Whether `ps` still lists `pid` (a zombie counts as gone).
+fn ps_lists(pid: u32) -> bool {
+    let output = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = text(&output.stdout);
+    output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM to `once build` kills the actions it runs (each in a
+/// process group of its own, which the terminal's signal does not reach) before it
+/// exits 1, reporting the target cancelled.
+#[test]
+fn a_signal_to_once_build_kills_its_actions() {
+    for signal in ["-INT", "-TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "once.toml", "[workspace]\n");
+        write(
+            root,
+            "slow/once.toml",
+            "[[target]]\nname = \"Slow\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"sleep 600\"\noutputs = [\"never.txt\"]\n",
+        );
+        let child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(root)
+            .args(["build", "slow/Slow"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let slow = root.join("slow");
+        let mut pids = Vec::new();
+        for _ in 0..500 {
+            pids = processes_in(&slow);
+            if !pids.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!pids.is_empty(), "the action never started");
+        let sent = std::time::Instant::now();
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let output = child.wait_with_output().unwrap();
+        assert!(sent.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stdout).contains("slow/Slow (command): CANCELLED"),
+            "{}",
+            text(&output.stdout)
+        );
+        assert!(
+            pids.iter().all(|&pid| !ps_lists(pid)),
+            "an action survived {signal}: {pids:?}"
+        );
+    }
+}

@@ -1,0 +1,445 @@
+//! Planning through the database: `target_actions` builds each target's context from the
+//! graph (attributes with defaults, expanded `srcs`, dependency outputs), implementation
+//! failures are diagnostics, and `action_static_keys` covers the digests of source inputs.
+//! Incrementality is proven with salsa's execution log.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use expect_test::{Expect, expect};
+use once_db::{ChangeEvent, ExecutionLog, MemorySystem, RootDatabase, Workspace, apply_changes};
+use once_fixture::Fixture;
+use once_graph::{action_static_keys, target_actions};
+use once_model::action::ActionStep;
+
+const ROOT: &str = once_fixture::ROOT;
+
+fn system() -> MemorySystem {
+    Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+
+        [modules]
+        paths = ["modules/*.star"]
+        //- /modules/stamp.star
+        def _build(ctx):
+            out = ctx.build_dir + "/stamp.txt"
+            lines = [ctx.attrs.prefix] + ctx.srcs + [o for d in ctx.deps for o in d.outputs]
+            actions.write(out, "\n".join(lines))
+            return [out]
+
+        def _broken(ctx):
+            actions.write("elsewhere.txt", "")
+
+        target_kind(
+            "stamp",
+            "Writes a stamp.",
+            attrs = {"prefix": attr.string("First line.", default = "stamp")},
+            deps = [dep(providers = ["files"])],
+            providers = ["files"],
+            capabilities = [capability("build"), capability("run")],
+            implementations = {"build": _build, "run": _broken},
+        )
+        //- /tools/once.toml
+        [[target]]
+        name = "Gen"
+        kind = "sh_binary"
+        srcs = ["gen.sh"]
+        //- /tools/gen.sh
+        echo generated
+        //- /data/once.toml
+        [[target]]
+        name = "Files"
+        kind = "filegroup"
+        srcs = ["*.txt"]
+
+        [[target]]
+        name = "Out"
+        kind = "command"
+        srcs = ["a.txt"]
+        deps = ["./Files"]
+        dependencies = { tools = ["tools/Gen"] }
+        attrs = { cmd = "gen.sh > $OUT/out.txt", outputs = ["out.txt"] }
+
+        [[target]]
+        name = "Stamp"
+        kind = "stamp"
+        srcs = ["b.txt"]
+        deps = ["./Out"]
+        //- /data/a.txt
+        a
+        //- /data/b.txt
+        b
+        "#,
+    )
+    .system()
+}
+
+fn load(system: &MemorySystem) -> (RootDatabase, Workspace, ExecutionLog) {
+    let (mut db, log) = RootDatabase::with_execution_log(Arc::new(system.clone()));
+    let workspace = db.load(PathBuf::from(ROOT));
+    (db, workspace, log)
+}
+
+/// The plan of `capability` of `id`, one line per action with a short static key.
+fn render(db: &RootDatabase, workspace: Workspace, id: &str, capability: &str) -> String {
+    let plan = target_actions(db, workspace, id, capability);
+    let keys = action_static_keys(db, workspace, id, capability);
+    let mut out = format!("{id} {capability} implemented={}\n", plan.implemented);
+    for (action, key) in plan.actions.actions.iter().zip(keys) {
+        let step = match &action.step {
+            ActionStep::Run(command) => {
+                let mut line = format!("run {:?}", command.argv);
+                if !command.cwd.is_empty() {
+                    line.push_str(&format!(" cwd={}", command.cwd));
+                }
+                for (name, value) in &command.env {
+                    line.push_str(&format!(" {name}={value:?}"));
+                }
+                line
+            }
+            ActionStep::WriteFile { path, content, .. } => format!("write {path} {content:?}"),
+            ActionStep::Copy { from, to } => format!("copy {from} -> {to}"),
+            ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
+            ActionStep::MakeDir { path } => format!("mkdir {path}"),
+        };
+        out.push_str(&format!("  {} {}: {step}\n", action.id, &key[..12]));
+        if !action.inputs.is_empty() {
+            out.push_str(&format!("    in:  {}\n", action.inputs.join(" ")));
+        }
+    }
+    out.push_str(&format!(
+        "  default: {}\n",
+        plan.actions.default_outputs.join(" ")
+    ));
+    for d in &plan.diagnostics {
+        out.push_str(&format!(
+            "  {} {} {:?}: {}\n",
+            d.code.as_str(),
+            d.file.as_deref().unwrap_or(""),
+            d.range,
+            d.message
+        ));
+    }
+    out
+}
+
+fn check(targets: &[(&str, &str)], expect: Expect) {
+    let (db, workspace, _) = load(&system());
+    let out: String = targets
+        .iter()
+        .map(|(id, capability)| render(&db, workspace, id, capability))
+        .collect();
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn plans_follow_the_graph() {
+    check(
+        &[
+            ("tools/Gen", "build"),
+            ("data/Files", "build"),
+            ("data/Out", "build"),
+            ("data/Stamp", "build"),
+            ("data/Stamp", "run"),
+            ("data/Stamp", "test"),
+            ("data/Missing", "build"),
+        ],
+        expect![[r#"
+            tools/Gen build implemented=true
+              tools/Gen#build/check b70adf0e857d: run ["bash", "-c", "for f in \"$@\"; do bash -n \"$f\" || exit 1; done", "bash", "tools/gen.sh"]
+                in:  tools/gen.sh
+              tools/Gen#build/1 6dac810e66b8: copy tools/gen.sh -> .once/out/tools/Gen/gen.sh
+                in:  tools/gen.sh
+              default: .once/out/tools/Gen/gen.sh
+            data/Files build implemented=true
+              default: data/a.txt data/b.txt
+            data/Out build implemented=true
+              data/Out#build/cmd 5706bf7b5b48: run ["sh", "-c", "mkdir -p \"$OUT\" || exit 1\nPATH=\"$PWD/../.once/out/tools/Gen:$PATH\"\nexport PATH\ngen.sh > $OUT/out.txt"] cwd=data OUT="../.once/out/data/Out/out"
+                in:  data/a.txt data/b.txt .once/out/tools/Gen/gen.sh
+              default: .once/out/data/Out/out/out.txt
+            data/Stamp build implemented=true
+              data/Stamp#build/0 525aeb566cb1: write .once/out/data/Stamp/stamp.txt "stamp\ndata/b.txt\n.once/out/data/Out/out/out.txt"
+              default: .once/out/data/Stamp/stamp.txt
+            data/Stamp run implemented=true
+              default: 
+              implementation_error modules/stamp.star Some(TextRange { start: 222, end: 256 }): planning `run` of `data/Stamp` failed: output `elsewhere.txt` lies outside the target's build directory `.once/out/data/Stamp`; declare outputs under `ctx.build_dir`
+            data/Stamp test implemented=false
+              default: 
+            data/Missing build implemented=false
+              default: 
+        "#]],
+    );
+}
+
+/// How many times each planning query ran.
+fn runs(log: &ExecutionLog) -> (usize, usize) {
+    let executed = log.take();
+    let plans = executed
+        .iter()
+        .filter(|e| e.starts_with("plan_of("))
+        .count();
+    let keys = executed
+        .iter()
+        .filter(|e| e.starts_with("static_keys_of("))
+        .count();
+    (plans, keys)
+}
+
+const PLANNED: [&str; 4] = ["tools/Gen", "data/Files", "data/Out", "data/Stamp"];
+
+fn plan_all(db: &RootDatabase, workspace: Workspace) -> Vec<Vec<String>> {
+    PLANNED
+        .iter()
+        .map(|id| action_static_keys(db, workspace, id, "build").to_vec())
+        .collect()
+}
+
+#[test]
+fn editing_a_source_rekeys_only_the_actions_reading_it() {
+    let system = system();
+    let (mut db, workspace, log) = load(&system);
+    let cold = plan_all(&db, workspace);
+    assert_eq!(runs(&log), (4, 4));
+
+    // `data/a.txt` is read by the command (and matched by the filegroup, which plans no
+    // action): only the command's keys are recomputed, and nothing is re-planned.
+    let path = format!("{ROOT}/data/a.txt");
+    system.write(&path, "a, edited\n");
+    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    let warm = plan_all(&db, workspace);
+    assert_eq!(runs(&log), (0, 1), "only data/Out's keys are recomputed");
+    let changed: Vec<&str> = PLANNED
+        .iter()
+        .zip(cold.iter().zip(&warm))
+        .filter(|(_, (before, after))| before != after)
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(changed, ["data/Out"]);
+
+    // A new file the filegroup's glob matches re-plans that package's targets; the
+    // command reads the filegroup's outputs, so its plan (and key) change; the stamp
+    // reads only the command's outputs, which did not change, so it backdates.
+    let path = format!("{ROOT}/data/c.txt");
+    system.write(&path, "c\n");
+    apply_changes(&mut db, &[ChangeEvent::Created(PathBuf::from(&path))]);
+    let _ = plan_all(&db, workspace);
+    let (plans, _) = runs(&log);
+    assert_eq!(
+        plans, 3,
+        "data/Files, data/Out and data/Stamp re-plan; tools/Gen does not"
+    );
+}
+
+/// The build and run plans of each language's built-in kinds, with defaults filled in.
+#[test]
+fn language_kinds_plan_their_toolchains() {
+    let system = Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+        //- /c/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "c_library"
+        srcs = ["lib.c", "include/lib/lib.h"]
+        attrs = { hdrs = ["include/lib/lib.h"], includes = ["include"], defines = ["X=1"] }
+
+        [[target]]
+        name = "App"
+        kind = "c_binary"
+        srcs = ["main.cpp"]
+        deps = ["./Lib"]
+        attrs = { linkopts = ["-lm"], args = ["--fast"] }
+        //- /c/lib.c
+        //- /c/include/lib/lib.h
+        //- /c/main.cpp
+        //- /py/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "python_library"
+        srcs = ["src/lib/*.py"]
+        attrs = { imports = ["src"] }
+
+        [[target]]
+        name = "App"
+        kind = "python_binary"
+        srcs = ["app.py"]
+        deps = ["./Lib"]
+        attrs = { interpreter_args = ["-X", "dev"] }
+        //- /py/src/lib/__init__.py
+        //- /py/app.py
+        //- /js/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "js_library"
+        srcs = ["package.json", "index.js"]
+
+        [[target]]
+        name = "App"
+        kind = "node_binary"
+        srcs = ["main.mjs"]
+        deps = ["./Lib"]
+        //- /js/package.json
+        //- /js/index.js
+        //- /js/main.mjs
+        //- /go/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "go_library"
+        srcs = ["lib/*.go"]
+        //- /go/lib/lib.go
+        //- /go/cmd/once.toml
+        [[target]]
+        name = "App"
+        kind = "go_binary"
+        srcs = ["main.go"]
+        deps = ["go/Lib"]
+        attrs = { ldflags = ["-s", "-w"], tags = ["netgo"] }
+        //- /go/cmd/main.go
+        //- /rs/once.toml
+        [[target]]
+        name = "Lib"
+        kind = "rust_library"
+        srcs = ["src/lib.rs"]
+
+        [[target]]
+        name = "App"
+        kind = "rust_binary"
+        srcs = ["Cargo.toml", "src/main.rs"]
+        deps = ["./Lib"]
+        attrs = { crate_name = "app", profile = "release", features = ["a", "b"], rustflags = ["-Copt-level=2"] }
+        //- /rs/Cargo.toml
+        //- /rs/src/lib.rs
+        //- /rs/src/main.rs
+        "#,
+    )
+    .system();
+    let (db, workspace, _) = load(&system);
+    let mut out = String::new();
+    for package in ["c", "py", "js", "go", "rs"] {
+        out.push_str(&render(&db, workspace, &format!("{package}/Lib"), "build"));
+    }
+    for package in ["c", "py", "js", "go/cmd", "rs"] {
+        for capability in ["build", "run"] {
+            out.push_str(&render(
+                &db,
+                workspace,
+                &format!("{package}/App"),
+                capability,
+            ));
+        }
+    }
+    expect![[r#"
+        c/Lib build implemented=true
+          c/Lib#build/0 ce04276eff39: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-I.", "-Ic/include", "-DX=1"]
+            in:  c/lib.c c/include/lib/lib.h
+          c/Lib#build/archive 75cf4eff8fba: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
+            in:  .once/out/c/Lib/obj/lib.c.o
+          c/Lib#build/2 43fa4234f9fa: copy c/include/lib/lib.h -> .once/out/c/Lib/include/lib/lib.h
+            in:  c/include/lib/lib.h
+          default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
+        py/Lib build implemented=true
+          py/Lib#build/compile a1e0e51c0ccc: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/src/lib/__init__.py", ".once/out/py/Lib/pyc/src/lib/__init__.pyc"]
+            in:  py/src/lib/__init__.py
+          py/Lib#build/1 a56a1d3ce695: copy py/src/lib/__init__.py -> .once/out/py/Lib/site/lib/__init__.py
+            in:  py/src/lib/__init__.py
+          default: .once/out/py/Lib/site/lib/__init__.py
+        js/Lib build implemented=true
+          js/Lib#build/check 9109c707ac2a: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/index.js"]
+            in:  js/index.js
+          default: js/index.js js/package.json
+        go/Lib build implemented=true
+          go/Lib#build/compile 912a23f5b653: run ["go", "build", "."] cwd=go
+            in:  go/lib/lib.go
+          default: go/lib/lib.go
+        rs/Lib build implemented=true
+          rs/Lib#build/cargo 217eaaf4524b: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
+            in:  rs/src/lib.rs rs/Cargo.toml
+          default: 
+        c/App build implemented=true
+          c/App#build/0 328d5ebee8ff: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "-I.once/out/c/Lib/include"]
+            in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
+          c/App#build/link 8fe35dc9acc7: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "-lm"]
+            in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a
+          default: .once/out/c/App/App
+        c/App run implemented=true
+          c/App#run/run 662de7d34c34: run ["../.once/out/c/App/App", "--fast"] cwd=c
+            in:  .once/out/c/App/App
+          default: 
+        py/App build implemented=true
+          py/App#build/compile 5c07d6cc92c1: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/app.py", ".once/out/py/App/pyc/app.pyc"]
+            in:  py/app.py
+          py/App#build/1 05c237a67f76: copy py/app.py -> .once/out/py/App/site/app.py
+            in:  py/app.py
+          default: .once/out/py/App/site/app.py .once/out/py/Lib/site/lib/__init__.py
+        py/App run implemented=true
+          py/App#run/run 8f36f4587b1f: run ["python3", "-X", "dev", "app.py"] cwd=py PYTHONPATH="../.once/out/py/App/site:../.once/out/py/Lib/site"
+            in:  py/app.py .once/out/py/App/site/app.py .once/out/py/Lib/site/lib/__init__.py
+          default: 
+        js/App build implemented=true
+          js/App#build/check e53934ae7846: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/main.mjs"]
+            in:  js/main.mjs
+          default: js/main.mjs js/index.js js/package.json
+        js/App run implemented=true
+          js/App#run/run 93a346584685: run ["node", "main.mjs"] cwd=js
+            in:  js/main.mjs js/index.js js/package.json
+          default: 
+        go/cmd/App build implemented=true
+          go/cmd/App#build/link e35cab75de90: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd
+            in:  go/cmd/main.go go/lib/lib.go
+          default: .once/out/go/cmd/App/App
+        go/cmd/App run implemented=true
+          go/cmd/App#run/run ce864fdb7d71: run ["../../.once/out/go/cmd/App/App"] cwd=go/cmd
+            in:  .once/out/go/cmd/App/App
+          default: 
+        rs/App build implemented=true
+          rs/App#build/cargo f4b553d7d58a: run ["sh", "-c", "\"$@\" && cp .once/cargo/release/app .once/out/rs/App/app", "sh", "cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+            in:  rs/Cargo.toml rs/src/main.rs
+          default: .once/out/rs/App/app
+        rs/App run implemented=true
+          rs/App#run/run 38ec4bfff729: run ["../.once/out/rs/App/app"] cwd=rs
+            in:  .once/out/rs/App/app
+          default: 
+    "#]]
+    .assert_eq(&out);
+}
+
+/// A dependency cycle (reported by `dependency_cycles`) does not stop planning: the
+/// targets on it plan without the outputs of the dependency that closes the cycle.
+#[test]
+fn dependency_cycles_plan_without_panicking() {
+    let system = Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+        //- /a/once.toml
+        [[target]]
+        name = "A"
+        kind = "filegroup"
+        srcs = ["a.txt"]
+        deps = ["b/B"]
+        //- /a/a.txt
+        //- /b/once.toml
+        [[target]]
+        name = "B"
+        kind = "filegroup"
+        srcs = ["b.txt"]
+        deps = ["a/A"]
+        //- /b/b.txt
+        "#,
+    )
+    .system();
+    let (db, workspace, _) = load(&system);
+    let out = render(&db, workspace, "a/A", "build") + &render(&db, workspace, "b/B", "build");
+    expect![[r#"
+        a/A build implemented=false
+          default: 
+          dependency_cycle  None: `build` of `a/A` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+        b/B build implemented=false
+          default: 
+          dependency_cycle  None: `build` of `b/B` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+    "#]]
+    .assert_eq(&out);
+}

@@ -1,0 +1,400 @@
+//! Planning: calling kind implementations with a target's context, the `actions.*`
+//! primitives and their rules, and the prelude's implementations.
+
+use std::fmt::Write as _;
+
+use expect_test::{Expect, expect};
+use once_model::AttrValue;
+use once_model::action::{ActionStep, build_dir};
+
+use crate::{EvalLimits, NoModules, PlanDep, PlanOutcome, PlanRequest, plan_module, plan_prelude};
+
+/// A compact rendering of a plan outcome for snapshots.
+pub(crate) fn render(outcome: &PlanOutcome) -> String {
+    let mut out = String::new();
+    match outcome {
+        PlanOutcome::NoImplementation => out.push_str("no implementation\n"),
+        PlanOutcome::Failed(d) => {
+            let _ = writeln!(
+                out,
+                "error {}:{}:{}-{}:{}: {}",
+                d.path, d.line, d.column, d.end_line, d.end_column, d.message
+            );
+        }
+        PlanOutcome::Planned(plan) => {
+            for action in &plan.actions {
+                let step = match &action.step {
+                    ActionStep::Run(command) => {
+                        let mut line = format!("run {:?}", command.argv);
+                        if !command.cwd.is_empty() {
+                            let _ = write!(line, " cwd={}", command.cwd);
+                        }
+                        for (k, v) in &command.env {
+                            let _ = write!(line, " {k}={v:?}");
+                        }
+                        if command.success_exit_codes != [0] {
+                            let _ = write!(line, " exit={:?}", command.success_exit_codes);
+                        }
+                        line
+                    }
+                    ActionStep::WriteFile {
+                        path,
+                        content,
+                        executable,
+                    } => format!("write {path} {content:?} executable={executable}"),
+                    ActionStep::Copy { from, to } => format!("copy {from} -> {to}"),
+                    ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
+                    ActionStep::MakeDir { path } => format!("mkdir {path}"),
+                };
+                let _ = writeln!(out, "{} [{}]: {step}", action.id, action.capability);
+                if !action.inputs.is_empty() {
+                    let _ = writeln!(out, "  in:  {}", action.inputs.join(" "));
+                }
+                if !action.outputs.is_empty() {
+                    let _ = writeln!(out, "  out: {}", action.outputs.join(" "));
+                }
+                if !action.cacheable {
+                    out.push_str("  not cacheable\n");
+                }
+            }
+            let _ = writeln!(out, "default: {}", plan.default_outputs.join(" "));
+        }
+    }
+    out
+}
+
+fn request(kind: &str, capability: &str) -> PlanRequest {
+    PlanRequest {
+        target: "app/Gen".to_owned(),
+        package: "app".to_owned(),
+        name: "Gen".to_owned(),
+        kind: kind.to_owned(),
+        capability: capability.to_owned(),
+        attrs: Vec::new(),
+        srcs: vec!["app/gen.sh".to_owned(), "app/data.txt".to_owned()],
+        build_dir: build_dir("app", "Gen"),
+        deps: vec![PlanDep {
+            target: "tools/Tool".to_owned(),
+            kind: "sh_binary".to_owned(),
+            role: "deps".to_owned(),
+            providers: vec!["executable".to_owned()],
+            outputs: vec![".once/out/tools/Tool/tool.sh".to_owned()],
+        }],
+        tools: vec!["sh".to_owned()],
+    }
+}
+
+/// Plans `capability` of kind `gen` declared with `implementation` in a project module.
+fn check_module(implementation: &str, capability: &str, expect: Expect) {
+    let source = format!(
+        "{implementation}\n\ntarget_kind(\n    name = \"gen\",\n    capabilities = [capability(\"build\"), capability(\"run\")],\n    implementations = {{\"build\": _build}},\n)\n"
+    );
+    let outcome = plan_module(
+        "modules/gen.star",
+        &source,
+        &EvalLimits::default(),
+        &NoModules,
+        &request("gen", capability),
+    );
+    expect.assert_eq(&render(&outcome));
+}
+
+#[test]
+fn every_primitive_and_the_context() {
+    check_module(
+        r#"
+def _build(ctx):
+    out = ctx.build_dir
+    actions.mkdir(out + "/dir")
+    actions.write(out + "/info.txt", ctx.target + " " + ctx.kind + " " + ctx.capability + " " + ctx.package + " " + ctx.name, executable = True, id = "info")
+    copied = actions.copy(ctx.srcs[1], out + "/data.txt")
+    actions.symlink(out + "/link", "data.txt")
+    actions.run(
+        [ctx.tools["sh"], ctx.srcs[0]] + [d.target + ":" + d.role + ":" + ",".join(d.providers) for d in ctx.deps],
+        inputs = ctx.srcs + ctx.deps[0].outputs,
+        outputs = [out + "/gen.out"],
+        env = {"B": "2", "A": "1"},
+        cwd = ctx.package,
+        cacheable = False,
+        success_exit_codes = [1, 0, 1],
+        id = "gen",
+    )
+    return [copied, out + "/gen.out"]
+"#,
+        "build",
+        expect![[r#"
+            app/Gen#build/0 [build]: mkdir .once/out/app/Gen/dir
+              out: .once/out/app/Gen/dir
+            app/Gen#build/info [build]: write .once/out/app/Gen/info.txt "app/Gen gen build app Gen" executable=true
+              out: .once/out/app/Gen/info.txt
+            app/Gen#build/2 [build]: copy app/data.txt -> .once/out/app/Gen/data.txt
+              in:  app/data.txt
+              out: .once/out/app/Gen/data.txt
+            app/Gen#build/3 [build]: symlink .once/out/app/Gen/link -> data.txt
+              out: .once/out/app/Gen/link
+            app/Gen#build/gen [build]: run ["sh", "app/gen.sh", "tools/Tool:deps:executable"] cwd=app A="1" B="2" exit=[0, 1]
+              in:  app/gen.sh app/data.txt .once/out/tools/Tool/tool.sh
+              out: .once/out/app/Gen/gen.out
+              not cacheable
+            default: .once/out/app/Gen/data.txt .once/out/app/Gen/gen.out
+        "#]],
+    );
+}
+
+#[test]
+fn a_capability_without_implementation_plans_nothing() {
+    check_module(
+        "def _build(ctx):\n    return None",
+        "run",
+        expect![[r#"
+            no implementation
+        "#]],
+    );
+}
+
+#[test]
+fn broken_rules_are_diagnostics_at_the_call() {
+    check_module(
+        "def _build(ctx):\n    actions.write(\"elsewhere/x.txt\", \"\")",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:5-2:41: output `elsewhere/x.txt` lies outside the target's build directory `.once/out/app/Gen`; declare outputs under `ctx.build_dir`
+        "#]],
+    );
+    check_module(
+        "def _build(ctx):\n    actions.run([\"true\"], inputs = [\"../x\"])",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:5-2:45: input `../x` must be a workspace-relative `/`-separated path without empty, `.` or `..` segments
+        "#]],
+    );
+    check_module(
+        "def _build(ctx):\n    actions.mkdir(ctx.build_dir + \"/a\")\n    actions.write(ctx.build_dir + \"/a\", \"\")",
+        "build",
+        expect![[r#"
+            error modules/gen.star:3:5-3:44: output `.once/out/app/Gen/a` is already declared by action `app/Gen#build/0`; every output has one producer
+        "#]],
+    );
+    check_module(
+        "def _build(ctx):\n    actions.run([], success_exit_codes = [])",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:5-2:45: `argv` needs a program: a non-empty first element
+        "#]],
+    );
+    check_module(
+        "def _build(ctx):\n    return 3",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:5-2:13: an implementation returns `None` or a list of its default output paths, got int
+        "#]],
+    );
+    check_module(
+        "def _build(ctx):\n    return ctx.attrs.missing",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:12-2:29: Object of type `struct` has no attribute `missing`
+        "#]],
+    );
+}
+
+#[test]
+fn endless_implementations_stop_at_the_limits() {
+    let limits = EvalLimits {
+        max_steps: 10_000,
+        ..EvalLimits::default()
+    };
+    let source = "def _build(ctx):\n    for i in range(100000000):\n        pass\n\ntarget_kind(name = \"gen\", capabilities = [capability(\"build\")], implementations = {\"build\": _build})\n";
+    let outcome = plan_module(
+        "modules/gen.star",
+        source,
+        &limits,
+        &NoModules,
+        &request("gen", "build"),
+    );
+    expect![[r#"
+        error modules/gen.star:2:14-2:30: range of 100000000 elements: longer than the step limit of 10000, so it could never be iterated; use a smaller range
+    "#]]
+    .assert_eq(&render(&outcome));
+}
+
+#[test]
+fn actions_exist_only_inside_implementations() {
+    let evaluation = crate::evaluate_module(
+        "modules/gen.star",
+        "actions.write(\"x\", \"y\")\n",
+        &EvalLimits::default(),
+    );
+    let d = &evaluation.diagnostics[0];
+    expect![[r#"
+        1:1: `actions.write` declares an action of the target being planned: call it inside a kind's implementation, not while the module is loaded
+    "#]]
+    .assert_eq(&format!("{}:{}: {}\n", d.line, d.column, d.message));
+}
+
+#[test]
+fn implementations_must_name_declared_capabilities() {
+    let evaluation = crate::evaluate_module(
+        "modules/gen.star",
+        "def _t(ctx):\n    pass\n\ntarget_kind(name = \"gen\", capabilities = [capability(\"build\")], implementations = {\"test\": _t})\ntarget_kind(name = \"gen2\", capabilities = [capability(\"build\")], implementations = {\"build\": 3})\n",
+        &EvalLimits::default(),
+    );
+    let d = &evaluation.diagnostics[0];
+    expect![[r#"
+        4:1: kind `gen`: `implementations` names capability `test`, which the kind does not declare
+    "#]]
+    .assert_eq(&format!("{}:{}: {}\n", d.line, d.column, d.message));
+}
+
+fn check_prelude(
+    file: &str,
+    mut request: PlanRequest,
+    attrs: &[(&str, AttrValue)],
+    expect: Expect,
+) {
+    request.attrs = attrs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    expect.assert_eq(&render(&plan_prelude(file, &request)));
+}
+
+fn strings(items: &[&str]) -> AttrValue {
+    AttrValue::List(
+        items
+            .iter()
+            .map(|s| AttrValue::String((*s).to_owned()))
+            .collect(),
+    )
+}
+
+fn text(s: &str) -> AttrValue {
+    AttrValue::String(s.to_owned())
+}
+
+#[test]
+fn generic_and_shell_kinds() {
+    check_prelude(
+        "generic.star",
+        request("filegroup", "build"),
+        &[],
+        expect![[r#"
+            default: app/gen.sh app/data.txt .once/out/tools/Tool/tool.sh
+        "#]],
+    );
+    let mut command = request("command", "build");
+    command.deps[0].role = "tools".to_owned();
+    check_prelude(
+        "generic.star",
+        command,
+        &[
+            ("cmd", text("tool.sh < data.txt > $OUT/a.txt")),
+            ("outputs", strings(&["a.txt"])),
+            ("inputs", strings(&["extra.txt"])),
+            (
+                "env",
+                AttrValue::Dict(vec![("MODE".to_owned(), text("fast"))]),
+            ),
+        ],
+        expect![[r#"
+            app/Gen#build/cmd [build]: run ["sh", "-c", "mkdir -p \"$OUT\" || exit 1\nPATH=\"$PWD/../.once/out/tools/Tool:$PATH\"\nexport PATH\ntool.sh < data.txt > $OUT/a.txt"] cwd=app MODE="fast" OUT="../.once/out/app/Gen/out"
+              in:  app/gen.sh app/data.txt app/extra.txt .once/out/tools/Tool/tool.sh
+              out: .once/out/app/Gen/out/a.txt
+            default: .once/out/app/Gen/out/a.txt
+        "#]],
+    );
+    check_prelude(
+        "generic.star",
+        request("script", "run"),
+        &[
+            ("script_path", text("gen.sh")),
+            ("script_runtime", text("bash")),
+            ("args", strings(&["--all"])),
+            ("env", AttrValue::Dict(Vec::new())),
+        ],
+        expect![[r#"
+            app/Gen#run/run [run]: run ["bash", "gen.sh", "--all"] cwd=app
+              in:  app/gen.sh .once/out/tools/Tool/tool.sh
+              not cacheable
+            default: 
+        "#]],
+    );
+    let sh = &[
+        ("main", text("gen.sh")),
+        ("args", strings(&["x"])),
+        ("env", AttrValue::Dict(Vec::new())),
+    ];
+    check_prelude(
+        "sh.star",
+        request("sh_binary", "build"),
+        sh,
+        expect![[r#"
+        app/Gen#build/check [build]: run ["bash", "-c", "for f in \"$@\"; do bash -n \"$f\" || exit 1; done", "bash", "app/gen.sh", "app/data.txt"]
+          in:  app/gen.sh app/data.txt
+        app/Gen#build/1 [build]: copy app/gen.sh -> .once/out/app/Gen/gen.sh
+          in:  app/gen.sh
+          out: .once/out/app/Gen/gen.sh
+        app/Gen#build/2 [build]: copy app/data.txt -> .once/out/app/Gen/data.txt
+          in:  app/data.txt
+          out: .once/out/app/Gen/data.txt
+        app/Gen#build/3 [build]: copy .once/out/tools/Tool/tool.sh -> .once/out/app/Gen/tool.sh
+          in:  .once/out/tools/Tool/tool.sh
+          out: .once/out/app/Gen/tool.sh
+        default: .once/out/app/Gen/gen.sh .once/out/app/Gen/data.txt .once/out/app/Gen/tool.sh
+    "#]],
+    );
+    check_prelude(
+        "sh.star",
+        request("sh_binary", "run"),
+        sh,
+        expect![[r#"
+        app/Gen#run/run [run]: run ["bash", "../.once/out/app/Gen/gen.sh", "x"] cwd=app
+          in:  .once/out/app/Gen/gen.sh .once/out/app/Gen/data.txt .once/out/app/Gen/tool.sh
+          not cacheable
+        default: 
+    "#]],
+    );
+    check_prelude(
+        "sh.star",
+        request("sh_binary", "build"),
+        &[("args", strings(&[])), ("env", AttrValue::Dict(Vec::new()))],
+        expect![[r#"
+            error prelude/sh.star:32:5-32:107: fail: `main` is not set and `srcs` matches 2 files; set `main` to the script to run
+        "#]],
+    );
+    check_prelude(
+        "sh.star",
+        request("sh_library", "build"),
+        &[],
+        expect![[r#"
+        app/Gen#build/check [build]: run ["bash", "-c", "for f in \"$@\"; do bash -n \"$f\" || exit 1; done", "bash", "app/gen.sh", "app/data.txt"]
+          in:  app/gen.sh app/data.txt
+        default: app/gen.sh app/data.txt .once/out/tools/Tool/tool.sh
+    "#]],
+    );
+}
+
+#[test]
+fn the_documented_context_fields_are_the_fields() {
+    let outcome = plan_module(
+        "modules/gen.star",
+        "def _build(ctx):\n    actions.write(ctx.build_dir + \"/f\", \" \".join(dir(ctx)))\n\ntarget_kind(\"gen\", capabilities = [capability(\"build\")], implementations = {\"build\": _build})\n",
+        &EvalLimits::default(),
+        &NoModules,
+        &request("gen", "build"),
+    );
+    let PlanOutcome::Planned(plan) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let ActionStep::WriteFile { content, .. } = &plan.actions[0].step else {
+        panic!("{plan:?}");
+    };
+    let mut fields: Vec<&str> = content.split(' ').collect();
+    fields.sort_unstable();
+    let mut documented: Vec<&str> = crate::CONTEXT_FIELDS
+        .iter()
+        .map(|(name, _)| name.trim_start_matches("ctx."))
+        .collect();
+    documented.sort_unstable();
+    assert_eq!(fields, documented);
+}
