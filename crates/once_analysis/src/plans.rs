@@ -31,12 +31,12 @@ pub struct PlannedCapability {
     pub diagnostics: Vec<LocatedDiagnostic>,
 }
 
-/// One action with its static key (hex SHA-256; the executor joins tool identities and
-/// the digests of dependency outputs at execution time).
+/// One action with its static key (the executor joins tool identities and the digests of
+/// dependency outputs at execution time).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedAction {
     pub action: Action,
-    pub static_key: String,
+    pub static_key: once_db::Sha256Digest,
 }
 
 /// The plan, or `None` when no target has the id.
@@ -111,7 +111,7 @@ fn planned(
             .zip(keys)
             .map(|(action, key)| PlannedAction {
                 action: action.clone(),
-                static_key: key.clone(),
+                static_key: *key,
             })
             .collect(),
         default_outputs: plan.actions.default_outputs.clone(),

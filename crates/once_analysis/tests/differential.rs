@@ -1,5 +1,5 @@
 //! Randomised differential test: after every random edit, the warm database answers
-//! exactly what a freshly loaded database answers, file digests included.
+//! exactly what a freshly loaded database answers, file digests and action plans included.
 //!
 //! Edits cover manifests, project modules (`.star`), source contents, metadata-only
 //! changes, file ↔ directory swaps and symbolic links; the warm database hears of them
@@ -37,10 +37,12 @@ const KINDS: &[&str] = &[
 ];
 
 /// The project module the root manifest registers, in its variants: the kind targets use,
-/// the same kind documented differently, the kind gone, and a syntax error.
+/// the same kind documented differently, the kind with a build implementation, the kind
+/// gone, and a syntax error.
 const MODULE_PATH: &str = "modules/kinds.star";
 const MODULE_VARIANTS: &[&str] = &[
     "target_kind(\"star_kind\", \"A kind from a module.\")\n",
+    "def _b(ctx):\n    out = ctx.build_dir + \"/list.txt\"\n    actions.write(out, \"\\n\".join(ctx.srcs + [o for d in ctx.deps for o in d.outputs]))\n    return [out]\n\ntarget_kind(\"star_kind\", \"A kind from a module.\", deps = [dep(providers = [\"files\"])], providers = [\"files\"], capabilities = [capability(\"build\")], implementations = {\"build\": _b})\n",
     "target_kind(\"star_kind\", \"A kind from a module, reworded.\")\n",
     "target_kind(\"other_kind\", \"Not the kind targets use.\")\n",
     "target_kind(\"star_kind\",\n",
@@ -592,6 +594,16 @@ fn answers(analysis: &Analysis, paths: &[String]) -> String {
             "inputs of {}: {:?}\n",
             target.id,
             analysis.target_inputs(&target.id).expect("not cancelled")
+        ));
+    }
+    // The build plans (with static keys) of two targets and their dependency closures.
+    for target in targets.iter().step_by((targets.len() / 2).max(1)) {
+        out.push_str(&format!(
+            "plan of {}: {:?}\n",
+            target.id,
+            analysis
+                .action_plan(&target.id, "build")
+                .expect("not cancelled")
         ));
     }
     out

@@ -340,7 +340,7 @@ pub fn action_plan(plan: &once_analysis::ActionPlan) {
             println!(
                 "  {} {}",
                 paint(BOLD, &action.id),
-                paint(DIM, &planned.static_key)
+                paint(DIM, planned.static_key.to_hex())
             );
             let what = match &action.step {
                 ActionStep::Run(command) => {

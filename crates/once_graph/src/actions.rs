@@ -12,7 +12,7 @@
 //! a failed query; a dependency cycle plans the targets on it without their dependencies'
 //! outputs (the cycle itself is reported by `dependency_cycles`).
 
-use once_db::{Db, LineIndex, Package, Workspace, file_digest, source_text};
+use once_db::{Db, LineIndex, Package, Sha256Digest, Workspace, file_digest, source_text};
 use once_model::action::{ActionStep, OUT_DIR, TargetActions, build_dir};
 use once_model::{
     AttrValue, Diagnostic, DiagnosticCode, KindOrigin, LineCol, TargetLabel, TextRange,
@@ -57,13 +57,14 @@ pub fn target_actions<'db>(
     )
 }
 
-/// The static key of each action of [`target_actions`], in the same order: hex SHA-256.
+/// The static key of each action of [`target_actions`], in the same order (the
+/// `static_key` of `once_exec`'s planned actions).
 pub fn action_static_keys<'db>(
     db: &'db dyn Db,
     workspace: Workspace,
     id: &str,
     capability: &str,
-) -> &'db [String] {
+) -> &'db [Sha256Digest] {
     static_keys_of(
         db,
         workspace,
@@ -269,7 +270,11 @@ fn implementation_diagnostic(
 pub const ACTION_KEY_FORMAT: &str = "once.action.static.v1";
 
 #[salsa::tracked(returns(ref))]
-fn static_keys_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Vec<String> {
+fn static_keys_of<'db>(
+    db: &'db dyn Db,
+    workspace: Workspace,
+    key: PlanKey<'db>,
+) -> Vec<Sha256Digest> {
     let plan = plan_of(db, workspace, key);
     plan.actions
         .actions
@@ -338,7 +343,7 @@ fn static_keys_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>)
                 encoder.field("output", output);
             }
             encoder.field("cacheable", if action.cacheable { "true" } else { "false" });
-            once_db::Sha256Digest::of(&encoder.bytes).to_hex()
+            Sha256Digest::of(&encoder.bytes)
         })
         .collect()
 }

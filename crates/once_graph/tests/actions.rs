@@ -104,7 +104,11 @@ fn render(db: &RootDatabase, workspace: Workspace, id: &str, capability: &str) -
             ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
             ActionStep::MakeDir { path } => format!("mkdir {path}"),
         };
-        out.push_str(&format!("  {} {}: {step}\n", action.id, &key[..12]));
+        out.push_str(&format!(
+            "  {} {}: {step}\n",
+            action.id,
+            &key.to_hex()[..12]
+        ));
         if !action.inputs.is_empty() {
             out.push_str(&format!("    in:  {}\n", action.inputs.join(" ")));
         }
@@ -189,7 +193,7 @@ fn runs(log: &ExecutionLog) -> (usize, usize) {
 
 const PLANNED: [&str; 4] = ["tools/Gen", "data/Files", "data/Out", "data/Stamp"];
 
-fn plan_all(db: &RootDatabase, workspace: Workspace) -> Vec<Vec<String>> {
+fn plan_all(db: &RootDatabase, workspace: Workspace) -> Vec<Vec<once_db::Sha256Digest>> {
     PLANNED
         .iter()
         .map(|id| action_static_keys(db, workspace, id, "build").to_vec())

@@ -953,7 +953,7 @@ fn action(planned: &once_analysis::PlannedAction) -> ActionDto {
     let a = &planned.action;
     let mut dto = ActionDto {
         id: a.id.clone(),
-        static_key: planned.static_key.clone(),
+        static_key: planned.static_key.to_hex(),
         step: "run",
         argv: None,
         env: None,

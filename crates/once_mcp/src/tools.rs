@@ -573,7 +573,7 @@ pub fn registry() -> Vec<Tool> {
         Tool {
             name: "once_query_module_contract",
             title: "Module authoring contract",
-            description: "Return the complete project-module authoring contract: the exact Starlark declaration helpers with signatures, attribute types, schema invariants, how modules `load()` each other, the implementation context fields and action primitives (empty while capabilities are declared, not executed), the `[modules]` registration snippet, the maintenance loop, and a starter module that validates.\n\n\
+            description: "Return the complete project-module authoring contract: the exact Starlark declaration helpers with signatures, attribute types, schema invariants, how modules `load()` each other, the implementation context fields (`ctx.*`) and action primitives (`actions.*`) of kind implementations, the `[modules]` registration snippet, the maintenance loop, and a starter module that validates.\n\n\
                 Use it when no discovered target kind covers an external rule or plugin: write a project-local kind under `[modules] paths`, then check it with `once_validate_module` and `once_validate_workspace`. \
                 The helper list is generated from the registered globals, so it is exactly what a module can call. The matching command-line operation is `once query module-contract --format json`."
                 .into(),
