@@ -6,12 +6,17 @@
 //! take packages from a shared counter, so a slow package does not leave a thread idle.
 //! Salsa makes a worker that needs a query another worker is computing (the kind catalog,
 //! a dependency's target table) wait for that result instead of computing it twice.
+//!
+//! [`Analysis::every_target_inputs`] spreads the digests of every target's inputs over
+//! threads the same way: the `stat`s, index lookups and hashing of one package's files are
+//! independent of every other package's.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use once_db::{Package, RootDatabase, Workspace};
 use once_graph::{file_diagnostics, kind_catalog, manifest, package_nodes, workspace_packages};
 
+use crate::answers::{TargetInputs, package_target_inputs};
 use crate::{Analysis, Cancellable};
 
 /// More threads than this do not pay off: the work per package is small and the rest of a
@@ -62,6 +67,53 @@ impl Analysis {
                 .map(|handle| handle.join().unwrap_or(Ok(())))
                 .fold(mine, Result::and)
         })
+    }
+}
+
+impl Analysis {
+    /// The inputs of every target with their digests (what [`Analysis::target_inputs`]
+    /// answers for each), sorted by id, computed package by package on `threads` threads
+    /// (this one included).
+    pub fn every_target_inputs(
+        &self,
+        threads: usize,
+    ) -> Cancellable<Vec<(String, TargetInputs)>> {
+        let packages: Vec<Package> = self.with_db(|db, ws| workspace_packages(db, ws).clone())?;
+        let next = AtomicUsize::new(0);
+        let work = |db: &RootDatabase, workspace: Workspace| {
+            let mut found = Vec::new();
+            while let Some(&package) = packages.get(next.fetch_add(1, Ordering::Relaxed)) {
+                found.extend(package_target_inputs(db, workspace, package));
+            }
+            found
+        };
+        let workers = threads.clamp(1, packages.len().max(1));
+        let mut all = std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..workers)
+                .map(|_| {
+                    let snapshot = self.clone();
+                    let work = &work;
+                    scope.spawn(move || snapshot.with_db(work))
+                })
+                .collect();
+            let mut all = self.with_db(work);
+            for handle in handles {
+                match handle.join() {
+                    Ok(Ok(found)) => {
+                        if let Ok(all) = &mut all {
+                            all.extend(found);
+                        }
+                    }
+                    Ok(Err(cancelled)) => all = Err(cancelled),
+                    // Not a cancellation (that is an `Err` above) but a bug: the answer
+                    // would miss the worker's packages, so the panic goes on.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            all
+        })?;
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(all)
     }
 }
 

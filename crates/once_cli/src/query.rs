@@ -176,23 +176,20 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             }
         }
         Query::Inputs { ids } => {
-            let ids = if ids.is_empty() {
-                answer(analysis.targets(None))?
-                    .into_iter()
-                    .map(|target| target.id)
-                    .collect()
+            let answers: Vec<(String, once_analysis::TargetInputs)> = if ids.is_empty() {
+                answer(analysis.every_target_inputs(analysis_threads()?))?
             } else {
-                ids.clone()
+                let mut answers = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let Some(inputs) = answer(analysis.target_inputs(id))? else {
+                        // The lookup's error names the target and suggests near misses.
+                        find_target(analysis, id)?;
+                        bail!("no target `{id}`");
+                    };
+                    answers.push((id.clone(), inputs));
+                }
+                answers
             };
-            let mut answers: Vec<(&str, _)> = Vec::with_capacity(ids.len());
-            for id in &ids {
-                let Some(inputs) = answer(analysis.target_inputs(id))? else {
-                    // The lookup's error names the target and suggests near misses.
-                    find_target(analysis, id)?;
-                    bail!("no target `{id}`");
-                };
-                answers.push((id, inputs));
-            }
             // The index only saves work; failing to write it changes no answer.
             let _ = analysis.save_digest_index();
             if json {
