@@ -188,9 +188,37 @@ fn walk_and_stat(root: &Path) -> anyhow::Result<(Duration, usize, u64)> {
     Ok((started.elapsed(), files, bytes))
 }
 
+/// The digests alone, in this process: loads the workspace and resolves every target
+/// (what `query targets` does), then times only [`Analysis::every_target_inputs`] on one
+/// thread per core: the `stat`s, index lookups, hashing and per-target digests, without
+/// the process start, the manifests' evaluation or the JSON. The time and the bytes hashed.
+///
+/// [`Analysis::every_target_inputs`]: once_analysis::Analysis::every_target_inputs
+fn digest_pass(workspace: &Path) -> anyhow::Result<(Duration, u64, usize)> {
+    let host = once_analysis::AnalysisHost::load(
+        std::sync::Arc::new(once_analysis::OsSystem),
+        workspace.to_path_buf(),
+    );
+    let analysis = host.analysis();
+    let threads = once_analysis::default_prime_threads();
+    let cancelled = |_| anyhow::anyhow!("cancelled");
+    analysis.prime(threads).map_err(cancelled)?;
+    analysis.targets(None).map_err(cancelled)?;
+    let started = Instant::now();
+    let answers = analysis.every_target_inputs(threads).map_err(cancelled)?;
+    let elapsed = started.elapsed();
+    let bytes = analysis.bytes_hashed();
+    // Freeing the database is no part of the measure (the CLI skips it too).
+    std::mem::forget(analysis);
+    std::mem::forget(host);
+    Ok((elapsed, bytes, answers.len()))
+}
+
 /// `once query inputs --format json` (the digests of every target's inputs) in a new
-/// process with the digest index warm and with none, `sha256sum` over the same files, and
-/// the walk that stats every file; round-robin.
+/// process with the digest index warm and with none, `query targets` beside it (the
+/// manifests' evaluation both do), the digest pass alone in this process with the index
+/// warm and with none, `sha256sum` over the same files, and the walk that stats every
+/// file; round-robin.
 fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Vec<Row>> {
     let row = |name: &str| Row {
         group: "digests",
@@ -200,14 +228,22 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         note: String::new(),
     };
     let mut walk = row("walk + stat every file (in-process)");
+    let mut targets_row = row("`query targets --format json` (the same run)");
     let mut warm = row("`query inputs --format json`, warm digest index");
+    let mut warm_part = row("digests alone, warm index (`query inputs` − `query targets`)");
+    let mut warm_pass = row("digests alone, warm index (in-process pass)");
     let mut cold = row("`query inputs --format json`, no digest index");
+    let mut cold_pass = row("digests alone, no index (in-process pass)");
     let mut sha256sum = row("`sha256sum` over the same files (one process)");
-    let args: Vec<String> = ["query", "inputs", "--format", "json", "-C"]
-        .map(String::from)
-        .into_iter()
-        .chain([workspace.to_string_lossy().into_owned()])
-        .collect();
+    let arguments = |query: &str| -> Vec<String> {
+        ["query", query, "--format", "json", "-C"]
+            .map(String::from)
+            .into_iter()
+            .chain([workspace.to_string_lossy().into_owned()])
+            .collect()
+    };
+    let args = arguments("inputs");
+    let targets_args = arguments("targets");
     let index = workspace.join(".once/digests");
     // The first answer lists the files; it also writes the index.
     let _ = std::fs::remove_file(&index);
@@ -235,18 +271,36 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         .sum();
     anyhow::ensure!(index.exists(), "`query inputs` wrote no digest index");
     let mut warm_cpu = Vec::new();
+    let mut targets_cpu = Vec::new();
     let mut cold_cpu = Vec::new();
+    let mut cold_pass_bytes = 0;
     for _ in 0..runs {
         let (elapsed, files_seen, tree_bytes) = walk_and_stat(workspace)?;
         walk.samples.push(elapsed);
         walk.note = format!("{files_seen} files, {:.1} MB", tree_bytes as f64 / 1e6);
+
+        let (elapsed, output) = timed(Command::new(once).args(&targets_args))?;
+        anyhow::ensure!(output.status.success(), "`query targets` failed");
+        targets_row.samples.push(elapsed);
+        targets_cpu.extend(cpu_time(once, &targets_args, scratch));
 
         let (elapsed, output) = timed(Command::new(once).args(&args))?;
         anyhow::ensure!(output.status.success(), "`query inputs` failed");
         warm.samples.push(elapsed);
         warm_cpu.extend(cpu_time(once, &args, scratch));
 
+        let (elapsed, hashed, answered) = digest_pass(workspace)?;
+        anyhow::ensure!(
+            answered == targets && hashed == 0,
+            "the warm pass answered {answered} targets (expected {targets}) and hashed {hashed} bytes (expected none)"
+        );
+        warm_pass.samples.push(elapsed);
+
         let _ = std::fs::remove_file(&index);
+        let (elapsed, hashed, _) = digest_pass(workspace)?;
+        cold_pass.samples.push(elapsed);
+        cold_pass_bytes = hashed;
+
         let (elapsed, output) = timed(Command::new(once).args(&args))?;
         anyhow::ensure!(output.status.success(), "`query inputs` failed");
         cold.samples.push(elapsed);
@@ -262,15 +316,41 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         sha256sum.samples.push(elapsed);
     }
     let megabytes = bytes as f64 / 1e6;
-    let throughput =
-        |time: Option<Duration>| time.map_or(0.0, |t| megabytes / t.as_secs_f64().max(1e-9));
+    let throughput = |megabytes: f64, time: Option<Duration>| {
+        time.map_or(0.0, |t| megabytes / t.as_secs_f64().max(1e-9))
+    };
+    let walk_ratio = |time: Option<Duration>| match (time, walk.median()) {
+        (Some(w), Some(t)) if t > Duration::ZERO => w.as_secs_f64() / t.as_secs_f64(),
+        _ => 0.0,
+    };
+    // The digest part of the new process: each run's `query inputs` minus the `query
+    // targets` run just before it.
+    warm_part.samples = warm
+        .samples
+        .iter()
+        .zip(&targets_row.samples)
+        .map(|(inputs, targets)| inputs.saturating_sub(*targets))
+        .collect();
+    let cpu_part: Vec<Duration> = warm_cpu
+        .iter()
+        .zip(&targets_cpu)
+        .map(|(inputs, targets)| inputs.saturating_sub(*targets))
+        .collect();
+    targets_row.note = format!("CPU {}", fmt_ms(Row::median_of(&targets_cpu)));
     warm.note = format!(
         "{targets} targets, {:.2}× the walk; CPU {}",
-        match (warm.median(), walk.median()) {
-            (Some(w), Some(t)) if t > Duration::ZERO => w.as_secs_f64() / t.as_secs_f64(),
-            _ => 0.0,
-        },
+        walk_ratio(warm.median()),
         fmt_ms(Row::median_of(&warm_cpu))
+    );
+    warm_part.note = format!(
+        "{:.2}× the walk; CPU {}",
+        walk_ratio(warm_part.median()),
+        fmt_ms(Row::median_of(&cpu_part))
+    );
+    warm_pass.note = format!(
+        "{:.2}× the walk; {} threads",
+        walk_ratio(warm_pass.median()),
+        once_analysis::default_prime_threads()
     );
     // The hashing alone is what the run without an index costs beyond the warm run.
     let hashing = match (cold.median(), warm.median()) {
@@ -280,12 +360,26 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
     cold.note = format!(
         "{} files, {megabytes:.1} MB: {:.0} MB/s overall, {:.0} MB/s beyond the warm run; CPU {}",
         files.len(),
-        throughput(cold.median()),
-        throughput(hashing),
+        throughput(megabytes, cold.median()),
+        throughput(megabytes, hashing),
         fmt_ms(Row::median_of(&cold_cpu))
     );
-    sha256sum.note = format!("{:.0} MB/s", throughput(sha256sum.median()));
-    Ok(vec![walk, warm, cold, sha256sum])
+    cold_pass.note = format!(
+        "{:.1} MB hashed: {:.0} MB/s",
+        cold_pass_bytes as f64 / 1e6,
+        throughput(cold_pass_bytes as f64 / 1e6, cold_pass.median())
+    );
+    sha256sum.note = format!("{:.0} MB/s", throughput(megabytes, sha256sum.median()));
+    Ok(vec![
+        walk,
+        targets_row,
+        warm,
+        warm_part,
+        warm_pass,
+        cold,
+        cold_pass,
+        sha256sum,
+    ])
 }
 
 /// The machine the numbers were measured on.
