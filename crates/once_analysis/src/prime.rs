@@ -14,7 +14,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use once_db::{Package, RootDatabase, Workspace};
-use once_graph::{file_diagnostics, kind_catalog, manifest, package_nodes, workspace_packages};
+use once_graph::{
+    file_diagnostics, kind_catalog, manifest, package_nodes, resolved_targets, workspace_packages,
+};
 
 use crate::answers::{TargetInputs, package_target_inputs};
 use crate::{Analysis, Cancellable};
@@ -36,6 +38,17 @@ impl Analysis {
     /// (this one included), so that a following whole-workspace query only collects.
     /// With one thread this does nothing: the query computes what it needs itself.
     pub fn prime(&self, threads: usize) -> Cancellable<()> {
+        self.prime_packages(threads, true)
+    }
+
+    /// Like [`Analysis::prime`], but only every package's manifest and resolved targets:
+    /// what a listing of targets, tests or inputs reads, without the diagnostics and graph
+    /// nodes a validation needs.
+    pub fn prime_targets(&self, threads: usize) -> Cancellable<()> {
+        self.prime_packages(threads, false)
+    }
+
+    fn prime_packages(&self, threads: usize, check: bool) -> Cancellable<()> {
         if threads <= 1 {
             return Ok(());
         }
@@ -49,6 +62,7 @@ impl Analysis {
             packages: &packages,
             parsed: &parsed,
             checked: &checked,
+            check,
         };
         let workers = threads.min(packages.len());
         std::thread::scope(|scope| {
@@ -122,6 +136,8 @@ struct Work<'a> {
     packages: &'a [Package],
     parsed: &'a AtomicUsize,
     checked: &'a AtomicUsize,
+    /// Whether to compute diagnostics and graph nodes, or only resolved targets.
+    check: bool,
 }
 
 impl Work<'_> {
@@ -135,8 +151,12 @@ impl Work<'_> {
             manifest(db, package);
         }
         while let Some(&package) = self.take(self.checked) {
-            file_diagnostics(db, package);
-            package_nodes(db, package);
+            if self.check {
+                file_diagnostics(db, package);
+                package_nodes(db, package);
+            } else {
+                resolved_targets(db, package);
+            }
         }
     }
 

@@ -80,10 +80,16 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
         return fix_workspace(args);
     }
     let analysis = load(args)?;
-    if reads_every_package(query) {
-        // Only a head start: the query below computes whatever priming did not, and is
-        // the one whose failure (a bug in a worker shows up as a cancellation) is reported.
-        let _ = analysis.prime(analysis_threads()?);
+    // Only a head start: the query below computes whatever priming did not, and is the
+    // one whose failure (a bug in a worker shows up as a cancellation) is reported.
+    match primed(query) {
+        Priming::Checks => {
+            let _ = analysis.prime(analysis_threads()?);
+        }
+        Priming::Targets => {
+            let _ = analysis.prime_targets(analysis_threads()?);
+        }
+        Priming::None => {}
     }
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
@@ -123,17 +129,25 @@ pub(crate) fn analysis_threads() -> anyhow::Result<usize> {
     }
 }
 
-/// Whether answering needs every package resolved, so computing them on every core first
-/// pays off (a lookup of one target or kind reads only what it names).
-fn reads_every_package(query: &Query) -> bool {
-    matches!(
-        query,
-        Query::Workspace
-            | Query::Targets { .. }
-            | Query::ValidateWorkspace { .. }
-            | Query::Tests
-            | Query::AffectedTests { .. }
-    ) || matches!(query, Query::Inputs { ids } if ids.is_empty())
+/// What of every package a query reads, so computing it on every core first pays off (a
+/// lookup of one target or kind reads only what it names).
+enum Priming {
+    /// Diagnostics and graph nodes (a validation, the dependency graph).
+    Checks,
+    /// Only the resolved targets (a listing).
+    Targets,
+    None,
+}
+
+fn primed(query: &Query) -> Priming {
+    match query {
+        Query::Workspace | Query::ValidateWorkspace { .. } | Query::AffectedTests { .. } => {
+            Priming::Checks
+        }
+        Query::Targets { .. } | Query::Tests => Priming::Targets,
+        Query::Inputs { ids } if ids.is_empty() => Priming::Targets,
+        _ => Priming::None,
+    }
 }
 
 fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Result<Outcome> {
