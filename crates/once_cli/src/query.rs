@@ -58,13 +58,18 @@ fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the query was cancelled"))
 }
 
-/// Prints one compact JSON line.
+/// Prints one compact JSON line, encoded straight into a buffered stdout (a listing of
+/// every target's inputs is megabytes; building it in memory first only costs time).
 /// A reader that closed the pipe early (`once … | head`) is not an error.
 pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut line = serde_json::to_vec(value).context("cannot encode the JSON answer")?;
-    line.push(b'\n');
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&line).and_then(|()| stdout.flush()) {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = match serde_json::to_writer(&mut stdout, value) {
+        // Not a write that failed but a value JSON cannot express (no answer has one).
+        Err(err) if !err.is_io() => return Err(err).context("cannot encode the JSON answer"),
+        Err(err) => Err(std::io::Error::from(err)),
+        Ok(()) => stdout.write_all(b"\n").and_then(|()| stdout.flush()),
+    };
+    match written {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(err).context("cannot write to stdout")
         }
