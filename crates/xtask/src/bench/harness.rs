@@ -164,6 +164,23 @@ fn cpu_time(once: &Path, args: &[String], scratch: &Path) -> Option<Duration> {
     Some(Duration::from_secs_f64(seconds))
 }
 
+/// The user + system CPU time this process has used so far, its finished threads
+/// included (`/proc/self/stat`, in clock ticks of 10 ms: compare sums over several runs).
+fn own_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let user: u64 = fields.nth(11)?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
+/// The mean of CPU times measured around each of several runs.
+fn mean_cpu(samples: &[Duration]) -> Option<Duration> {
+    let count = u32::try_from(samples.len()).ok().filter(|&n| n > 0)?;
+    Some(samples.iter().sum::<Duration>() / count)
+}
+
 /// Walks the tree and stats every file, in this process: what any tool that checks a
 /// tree for changes pays at least. The time, the number of files and their bytes.
 fn walk_and_stat(root: &Path) -> anyhow::Result<(Duration, usize, u64)> {
@@ -194,7 +211,7 @@ fn walk_and_stat(root: &Path) -> anyhow::Result<(Duration, usize, u64)> {
 /// the process start, the manifests' evaluation or the JSON. The time and the bytes hashed.
 ///
 /// [`Analysis::every_target_inputs`]: once_analysis::Analysis::every_target_inputs
-fn digest_pass(workspace: &Path) -> anyhow::Result<(Duration, u64, usize)> {
+fn digest_pass(workspace: &Path) -> anyhow::Result<(Duration, Option<Duration>, u64, usize)> {
     let host = once_analysis::AnalysisHost::load(
         std::sync::Arc::new(once_analysis::OsSystem),
         workspace.to_path_buf(),
@@ -204,14 +221,19 @@ fn digest_pass(workspace: &Path) -> anyhow::Result<(Duration, u64, usize)> {
     let cancelled = |_| anyhow::anyhow!("cancelled");
     analysis.prime(threads).map_err(cancelled)?;
     analysis.targets(None).map_err(cancelled)?;
+    let cpu_before = own_cpu();
     let started = Instant::now();
     let answers = analysis.every_target_inputs(threads).map_err(cancelled)?;
     let elapsed = started.elapsed();
+    let cpu = cpu_delta(cpu_before, own_cpu());
+    let answered = answers.len();
     let bytes = analysis.bytes_hashed();
-    // Freeing the database is no part of the measure (the CLI skips it too).
-    std::mem::forget(analysis);
-    std::mem::forget(host);
-    Ok((elapsed, bytes, answers.len()))
+    // Freed after the measure, so that the next run reuses the memory instead of growing
+    // this process by a database per run.
+    drop(answers);
+    drop(analysis);
+    drop(host);
+    Ok((elapsed, cpu, bytes, answered))
 }
 
 /// `once query inputs --format json` (the digests of every target's inputs) in a new
@@ -274,8 +296,11 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
     let mut targets_cpu = Vec::new();
     let mut cold_cpu = Vec::new();
     let mut cold_pass_bytes = 0;
+    let (mut walk_cpu, mut warm_pass_cpu, mut cold_pass_cpu) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
+        let cpu_before = own_cpu();
         let (elapsed, files_seen, tree_bytes) = walk_and_stat(workspace)?;
+        walk_cpu.extend(cpu_delta(cpu_before, own_cpu()));
         walk.samples.push(elapsed);
         walk.note = format!("{files_seen} files, {:.1} MB", tree_bytes as f64 / 1e6);
 
@@ -289,7 +314,8 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         warm.samples.push(elapsed);
         warm_cpu.extend(cpu_time(once, &args, scratch));
 
-        let (elapsed, hashed, answered) = digest_pass(workspace)?;
+        let (elapsed, cpu, hashed, answered) = digest_pass(workspace)?;
+        warm_pass_cpu.extend(cpu);
         anyhow::ensure!(
             answered == targets && hashed == 0,
             "the warm pass answered {answered} targets (expected {targets}) and hashed {hashed} bytes (expected none)"
@@ -297,7 +323,8 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         warm_pass.samples.push(elapsed);
 
         let _ = std::fs::remove_file(&index);
-        let (elapsed, hashed, _) = digest_pass(workspace)?;
+        let (elapsed, cpu, hashed, _) = digest_pass(workspace)?;
+        cold_pass_cpu.extend(cpu);
         cold_pass.samples.push(elapsed);
         cold_pass_bytes = hashed;
 
@@ -319,6 +346,7 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
     let throughput = |megabytes: f64, time: Option<Duration>| {
         time.map_or(0.0, |t| megabytes / t.as_secs_f64().max(1e-9))
     };
+    walk.note = format!("{}; mean CPU {}", walk.note, fmt_ms(mean_cpu(&walk_cpu)));
     let walk_ratio = |time: Option<Duration>| match (time, walk.median()) {
         (Some(w), Some(t)) if t > Duration::ZERO => w.as_secs_f64() / t.as_secs_f64(),
         _ => 0.0,
@@ -348,9 +376,10 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         fmt_ms(Row::median_of(&cpu_part))
     );
     warm_pass.note = format!(
-        "{:.2}× the walk; {} threads",
+        "{:.2}× the walk; {} threads; mean CPU {}",
         walk_ratio(warm_pass.median()),
-        once_analysis::default_prime_threads()
+        once_analysis::default_prime_threads(),
+        fmt_ms(mean_cpu(&warm_pass_cpu))
     );
     // The hashing alone is what the run without an index costs beyond the warm run.
     let hashing = match (cold.median(), warm.median()) {
@@ -365,9 +394,10 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         fmt_ms(Row::median_of(&cold_cpu))
     );
     cold_pass.note = format!(
-        "{:.1} MB hashed: {:.0} MB/s",
+        "{:.1} MB hashed: {:.0} MB/s; mean CPU {}",
         cold_pass_bytes as f64 / 1e6,
-        throughput(cold_pass_bytes as f64 / 1e6, cold_pass.median())
+        throughput(cold_pass_bytes as f64 / 1e6, cold_pass.median()),
+        fmt_ms(mean_cpu(&cold_pass_cpu))
     );
     sha256sum.note = format!("{:.0} MB/s", throughput(megabytes, sha256sum.median()));
     Ok(vec![
@@ -380,6 +410,40 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         cold_pass,
         sha256sum,
     ])
+}
+
+/// Only the digest measures of `bench` on a generated workspace (`bench-digests`).
+pub fn run_digests(options: &Options) -> anyhow::Result<String> {
+    let (packages, per_package) = preset(&options.size)?;
+    anyhow::ensure!(
+        options.once.exists(),
+        "no `{}`: build it first (cargo build --release)",
+        options.once.display()
+    );
+    let scratch = options.out_dir.join("scratch");
+    std::fs::create_dir_all(&scratch)?;
+    let workspace = scratch.join(format!("ws-{}", options.size));
+    let generated = synth::generate(&workspace, packages, per_package, options.seed)?;
+    let workspace = std::fs::canonicalize(&workspace)
+        .with_context(|| format!("cannot resolve `{}`", workspace.display()))?;
+    let _ = Command::new("sync").status();
+    let runs = options.runs.max(1);
+    let rows = digests(&options.once, &workspace, &scratch, runs)?;
+    let mut table = format!(
+        "{} targets in {packages} packages, {} ({}), medians of {runs} runs\n\n| measure | median | note |\n|---|---|---|\n",
+        generated.targets,
+        options.size,
+        options.once.display()
+    );
+    for row in rows {
+        table.push_str(&format!(
+            "| {} | {} | {} |\n",
+            row.name,
+            fmt_ms(row.median()),
+            row.note
+        ));
+    }
+    Ok(table)
 }
 
 /// The machine the numbers were measured on.
