@@ -88,10 +88,7 @@ impl Analysis {
     /// The inputs of every target with their digests (what [`Analysis::target_inputs`]
     /// answers for each), sorted by id, computed package by package on `threads` threads
     /// (this one included).
-    pub fn every_target_inputs(
-        &self,
-        threads: usize,
-    ) -> Cancellable<Vec<(String, TargetInputs)>> {
+    pub fn every_target_inputs(&self, threads: usize) -> Cancellable<Vec<(String, TargetInputs)>> {
         let packages: Vec<Package> = self.with_db(|db, ws| workspace_packages(db, ws).clone())?;
         let next = AtomicUsize::new(0);
         let work = |db: &RootDatabase, workspace: Workspace| {
