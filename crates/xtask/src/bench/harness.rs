@@ -296,6 +296,7 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
     let mut targets_cpu = Vec::new();
     let mut cold_cpu = Vec::new();
     let mut cold_pass_bytes = 0;
+    let mut warm_pass_hashed = 0;
     let (mut walk_cpu, mut warm_pass_cpu, mut cold_pass_cpu) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let cpu_before = own_cpu();
@@ -317,9 +318,12 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         let (elapsed, cpu, hashed, answered) = digest_pass(workspace)?;
         warm_pass_cpu.extend(cpu);
         anyhow::ensure!(
-            answered == targets && hashed == 0,
-            "the warm pass answered {answered} targets (expected {targets}) and hashed {hashed} bytes (expected none)"
+            answered == targets,
+            "the warm pass answered {answered} targets, expected {targets}"
         );
+        // Files written in the index's own timestamp tick are hashed again (the racy rule);
+        // on a file system with coarse timestamps that can be some of a fresh workspace.
+        warm_pass_hashed = warm_pass_hashed.max(hashed);
         warm_pass.samples.push(elapsed);
 
         let _ = std::fs::remove_file(&index);
@@ -376,10 +380,15 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
         fmt_ms(Row::median_of(&cpu_part))
     );
     warm_pass.note = format!(
-        "{:.2}× the walk; {} threads; mean CPU {}",
+        "{:.2}× the walk; {} threads; mean CPU {}{}",
         walk_ratio(warm_pass.median()),
         once_analysis::default_prime_threads(),
-        fmt_ms(mean_cpu(&warm_pass_cpu))
+        fmt_ms(mean_cpu(&warm_pass_cpu)),
+        if warm_pass_hashed == 0 {
+            String::new()
+        } else {
+            format!("; up to {warm_pass_hashed} bytes hashed again (racy rule)")
+        }
     );
     // The hashing alone is what the run without an index costs beyond the warm run.
     let hashing = match (cold.median(), warm.median()) {
