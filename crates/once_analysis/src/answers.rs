@@ -1,5 +1,6 @@
 //! The plain-data answers [`crate::Analysis`] returns, and how they are computed from queries.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use once_db::{Db, RootDatabase, Workspace};
@@ -150,10 +151,7 @@ fn find_target<'db>(
     id: &str,
 ) -> Option<(once_db::Package, &'db once_graph::ResolvedTarget)> {
     let label = TargetLabel::from_id(id);
-    let package = workspace_packages(db, workspace)
-        .iter()
-        .copied()
-        .find(|p| *p.path(db) == label.package)?;
+    let package = once_graph::package_by_path(db, workspace).get(&label.package)?;
     let target = resolved_targets(db, package)
         .targets
         .iter()
@@ -379,18 +377,59 @@ pub(crate) fn target_inputs(
     id: &str,
 ) -> Option<TargetInputs> {
     let (package, target) = find_target(db, workspace, id)?;
-    let inputs: Vec<InputDigest> = once_graph::target_inputs(db, workspace, package, target)
+    let paths = once_graph::target_inputs(db, workspace, package, target);
+    Some(with_digests(db, paths, &mut HashMap::new()))
+}
+
+/// The inputs of every target of `package`, by id, in the package's declaration order:
+/// what [`target_inputs`] answers for each, with the package's files matched in one pass
+/// and each file's digest looked up once however many targets read it.
+pub(crate) fn package_target_inputs(
+    db: &RootDatabase,
+    workspace: Workspace,
+    package: once_db::Package,
+) -> Vec<(String, TargetInputs)> {
+    let targets = &resolved_targets(db, package).targets;
+    let mut seen = HashMap::new();
+    targets
+        .iter()
+        .zip(once_graph::package_inputs(db, workspace, package))
+        .map(|(target, paths)| (target.label.id(), with_digests(db, paths, &mut seen)))
+        .collect()
+}
+
+/// The digests of `paths` (sorted) and the one digest over them. `seen` holds the digests
+/// already looked up for other targets of the same package (a package's targets share its
+/// manifest), so each file's digest is looked up and written out once.
+fn with_digests(
+    db: &RootDatabase,
+    paths: Vec<String>,
+    seen: &mut HashMap<String, Result<String, String>>,
+) -> TargetInputs {
+    let inputs: Vec<InputDigest> = paths
         .into_iter()
         .map(|path| {
-            let file = once_db::Db::file_for_path(db, &path);
-            let digest = match once_db::file_digest(db, file) {
-                Ok(digest) => Ok(digest.to_hex()),
-                Err(err) => Err(err.to_string()),
+            let digest = match seen.get(&path) {
+                Some(digest) => digest.clone(),
+                None => {
+                    let file = once_db::Db::file_for_path(db, &path);
+                    let digest = match once_db::file_digest(db, file) {
+                        Ok(digest) => Ok(digest.to_hex()),
+                        Err(err) => Err(err.to_string()),
+                    };
+                    seen.insert(path.clone(), digest.clone());
+                    digest
+                }
             };
             InputDigest { path, digest }
         })
         .collect();
-    let mut listing = String::new();
+    let mut listing = String::with_capacity(
+        inputs
+            .iter()
+            .map(|input| input.path.len() + 67)
+            .sum::<usize>(),
+    );
     for input in &inputs {
         listing.push_str(&input.path);
         listing.push('\0');
@@ -403,8 +442,8 @@ pub(crate) fn target_inputs(
         }
         listing.push('\n');
     }
-    Some(TargetInputs {
+    TargetInputs {
         inputs,
         input_digest: once_db::Sha256Digest::of(listing.as_bytes()).to_hex(),
-    })
+    }
 }

@@ -6,12 +6,19 @@
 //! take packages from a shared counter, so a slow package does not leave a thread idle.
 //! Salsa makes a worker that needs a query another worker is computing (the kind catalog,
 //! a dependency's target table) wait for that result instead of computing it twice.
+//!
+//! [`Analysis::every_target_inputs`] spreads the digests of every target's inputs over
+//! threads the same way: the `stat`s, index lookups and hashing of one package's files are
+//! independent of every other package's.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use once_db::{Package, RootDatabase, Workspace};
-use once_graph::{file_diagnostics, kind_catalog, manifest, package_nodes, workspace_packages};
+use once_graph::{
+    file_diagnostics, kind_catalog, manifest, package_nodes, resolved_targets, workspace_packages,
+};
 
+use crate::answers::{TargetInputs, package_target_inputs};
 use crate::{Analysis, Cancellable};
 
 /// More threads than this do not pay off: the work per package is small and the rest of a
@@ -31,6 +38,17 @@ impl Analysis {
     /// (this one included), so that a following whole-workspace query only collects.
     /// With one thread this does nothing: the query computes what it needs itself.
     pub fn prime(&self, threads: usize) -> Cancellable<()> {
+        self.prime_packages(threads, true)
+    }
+
+    /// Like [`Analysis::prime`], but only every package's manifest and resolved targets:
+    /// what a listing of targets, tests or inputs reads, without the diagnostics and graph
+    /// nodes a validation needs.
+    pub fn prime_targets(&self, threads: usize) -> Cancellable<()> {
+        self.prime_packages(threads, false)
+    }
+
+    fn prime_packages(&self, threads: usize, check: bool) -> Cancellable<()> {
         if threads <= 1 {
             return Ok(());
         }
@@ -44,6 +62,7 @@ impl Analysis {
             packages: &packages,
             parsed: &parsed,
             checked: &checked,
+            check,
         };
         let workers = threads.min(packages.len());
         std::thread::scope(|scope| {
@@ -65,11 +84,57 @@ impl Analysis {
     }
 }
 
+impl Analysis {
+    /// The inputs of every target with their digests (what [`Analysis::target_inputs`]
+    /// answers for each), sorted by id, computed package by package on `threads` threads
+    /// (this one included).
+    pub fn every_target_inputs(&self, threads: usize) -> Cancellable<Vec<(String, TargetInputs)>> {
+        let packages: Vec<Package> = self.with_db(|db, ws| workspace_packages(db, ws).clone())?;
+        let next = AtomicUsize::new(0);
+        let work = |db: &RootDatabase, workspace: Workspace| {
+            let mut found = Vec::new();
+            while let Some(&package) = packages.get(next.fetch_add(1, Ordering::Relaxed)) {
+                found.extend(package_target_inputs(db, workspace, package));
+            }
+            found
+        };
+        let workers = threads.clamp(1, packages.len().max(1));
+        let mut all = std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..workers)
+                .map(|_| {
+                    let snapshot = self.clone();
+                    let work = &work;
+                    scope.spawn(move || snapshot.with_db(work))
+                })
+                .collect();
+            let mut all = self.with_db(work);
+            for handle in handles {
+                match handle.join() {
+                    Ok(Ok(found)) => {
+                        if let Ok(all) = &mut all {
+                            all.extend(found);
+                        }
+                    }
+                    Ok(Err(cancelled)) => all = Err(cancelled),
+                    // Not a cancellation (that is an `Err` above) but a bug: the answer
+                    // would miss the worker's packages, so the panic goes on.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            all
+        })?;
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(all)
+    }
+}
+
 /// The packages and the two shared counters the workers take them from.
 struct Work<'a> {
     packages: &'a [Package],
     parsed: &'a AtomicUsize,
     checked: &'a AtomicUsize,
+    /// Whether to compute diagnostics and graph nodes, or only resolved targets.
+    check: bool,
 }
 
 impl Work<'_> {
@@ -83,8 +148,12 @@ impl Work<'_> {
             manifest(db, package);
         }
         while let Some(&package) = self.take(self.checked) {
-            file_diagnostics(db, package);
-            package_nodes(db, package);
+            if self.check {
+                file_diagnostics(db, package);
+                package_nodes(db, package);
+            } else {
+                resolved_targets(db, package);
+            }
         }
     }
 

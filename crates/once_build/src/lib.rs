@@ -211,16 +211,9 @@ pub fn plan(
                     target.actions.push(planned.action.id.clone());
                 }
                 if seen_actions.insert(planned.action.id.clone()) {
-                    let Some(static_key) = once_db::Sha256Digest::from_hex(&planned.static_key)
-                    else {
-                        return Ok(Err(format!(
-                            "internal error: the static key of `{}` is not a SHA-256",
-                            planned.action.id
-                        )));
-                    };
                     plan.actions.push(PlannedAction {
                         action: planned.action.clone(),
-                        static_key,
+                        static_key: planned.static_key.clone(),
                     });
                 }
             }

@@ -143,7 +143,7 @@ pub fn targets(targets: &[TargetSummaryInfo]) {
 
 /// Per target: its id and input digest, then one `DIGEST  PATH` line per input (the
 /// layout of `sha256sum`), or `!  PATH: ERROR` for an input without a digest.
-pub fn target_inputs(answers: &[(&str, once_analysis::TargetInputs)]) {
+pub fn target_inputs(answers: &[(String, once_analysis::TargetInputs)]) {
     for (id, inputs) in answers {
         println!("{} {}", paint(ID, id), paint(DIM, &inputs.input_digest));
         for input in &inputs.inputs {

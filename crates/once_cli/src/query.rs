@@ -58,13 +58,18 @@ fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the query was cancelled"))
 }
 
-/// Prints one compact JSON line.
+/// Prints one compact JSON line, encoded straight into a buffered stdout (a listing of
+/// every target's inputs is megabytes; building it in memory first only costs time).
 /// A reader that closed the pipe early (`once … | head`) is not an error.
 pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut line = serde_json::to_vec(value).context("cannot encode the JSON answer")?;
-    line.push(b'\n');
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&line).and_then(|()| stdout.flush()) {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = match serde_json::to_writer(&mut stdout, value) {
+        // Not a write that failed but a value JSON cannot express (no answer has one).
+        Err(err) if !err.is_io() => return Err(err).context("cannot encode the JSON answer"),
+        Err(err) => Err(std::io::Error::from(err)),
+        Ok(()) => stdout.write_all(b"\n").and_then(|()| stdout.flush()),
+    };
+    match written {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(err).context("cannot write to stdout")
         }
@@ -83,10 +88,16 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
         return fix_workspace(args);
     }
     let analysis = load(args)?;
-    if reads_every_package(query) {
-        // Only a head start: the query below computes whatever priming did not, and is
-        // the one whose failure (a bug in a worker shows up as a cancellation) is reported.
-        let _ = analysis.prime(analysis_threads()?);
+    // Only a head start: the query below computes whatever priming did not, and is the
+    // one whose failure (a bug in a worker shows up as a cancellation) is reported.
+    match primed(query) {
+        Priming::Checks => {
+            let _ = analysis.prime(analysis_threads()?);
+        }
+        Priming::Targets => {
+            let _ = analysis.prime_targets(analysis_threads()?);
+        }
+        Priming::None => {}
     }
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
@@ -126,17 +137,25 @@ pub(crate) fn analysis_threads() -> anyhow::Result<usize> {
     }
 }
 
-/// Whether answering needs every package resolved, so computing them on every core first
-/// pays off (a lookup of one target or kind reads only what it names).
-fn reads_every_package(query: &Query) -> bool {
-    matches!(
-        query,
-        Query::Workspace
-            | Query::Targets { .. }
-            | Query::ValidateWorkspace { .. }
-            | Query::Tests
-            | Query::AffectedTests { .. }
-    ) || matches!(query, Query::Inputs { ids } if ids.is_empty())
+/// What of every package a query reads, so computing it on every core first pays off (a
+/// lookup of one target or kind reads only what it names).
+enum Priming {
+    /// Diagnostics and graph nodes (a validation, the dependency graph).
+    Checks,
+    /// Only the resolved targets (a listing).
+    Targets,
+    None,
+}
+
+fn primed(query: &Query) -> Priming {
+    match query {
+        Query::Workspace | Query::ValidateWorkspace { .. } | Query::AffectedTests { .. } => {
+            Priming::Checks
+        }
+        Query::Targets { .. } | Query::Tests => Priming::Targets,
+        Query::Inputs { ids } if ids.is_empty() => Priming::Targets,
+        _ => Priming::None,
+    }
 }
 
 fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Result<Outcome> {
@@ -179,23 +198,20 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
             }
         }
         Query::Inputs { ids } => {
-            let ids = if ids.is_empty() {
-                answer(analysis.targets(None))?
-                    .into_iter()
-                    .map(|target| target.id)
-                    .collect()
+            let answers: Vec<(String, once_analysis::TargetInputs)> = if ids.is_empty() {
+                answer(analysis.every_target_inputs(analysis_threads()?))?
             } else {
-                ids.clone()
+                let mut answers = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let Some(inputs) = answer(analysis.target_inputs(id))? else {
+                        // The lookup's error names the target and suggests near misses.
+                        find_target(analysis, id)?;
+                        bail!("no target `{id}`");
+                    };
+                    answers.push((id.clone(), inputs));
+                }
+                answers
             };
-            let mut answers: Vec<(&str, _)> = Vec::with_capacity(ids.len());
-            for id in &ids {
-                let Some(inputs) = answer(analysis.target_inputs(id))? else {
-                    // The lookup's error names the target and suggests near misses.
-                    find_target(analysis, id)?;
-                    bail!("no target `{id}`");
-                };
-                answers.push((id, inputs));
-            }
             // The index only saves work; failing to write it changes no answer.
             let _ = analysis.save_digest_index();
             if json {

@@ -209,20 +209,55 @@ pub fn target_inputs(
     target: &ResolvedTarget,
 ) -> Vec<String> {
     let catalog = kind_catalog(db, workspace);
+    inputs_of(db, package, std::slice::from_ref(target), catalog)
+        .pop()
+        .unwrap_or_default()
+}
+
+/// What [`target_inputs`] answers for every target of a package, in the order of
+/// [`resolved_targets`], in one pass over the package's files: each target's patterns are
+/// compiled (looked up) once, and each matched file's workspace path is built once.
+pub fn package_inputs(db: &dyn Db, workspace: Workspace, package: Package) -> Vec<Vec<String>> {
+    let catalog = kind_catalog(db, workspace);
+    inputs_of(db, package, &resolved_targets(db, package).targets, catalog)
+}
+
+fn inputs_of(
+    db: &dyn Db,
+    package: Package,
+    targets: &[ResolvedTarget],
+    catalog: &KindCatalog,
+) -> Vec<Vec<String>> {
     let package_path = package.path(db);
-    let mut inputs = vec![Package::join(
-        package_path,
-        once_db::discovery::MANIFEST_NAME,
-    )];
-    inputs.extend(
-        package
-            .files(db)
-            .iter()
-            .filter(|file| reads_file(catalog, target, file))
-            .map(|file| Package::join(package_path, file)),
-    );
-    inputs.sort_unstable();
-    inputs.dedup();
+    let manifest = Package::join(package_path, once_db::discovery::MANIFEST_NAME);
+    // A pattern that does not compile matches nothing (its diagnostic is reported by the
+    // resolution), as in `reads_file`.
+    let patterns: Vec<Vec<std::sync::Arc<SourcePattern>>> = targets
+        .iter()
+        .map(|target| {
+            target
+                .srcs
+                .iter()
+                .map(String::as_str)
+                .chain(path_attrs(catalog.get(&target.kind), &target.attrs))
+                .filter_map(|pattern| SourcePattern::cached(pattern).ok())
+                .collect()
+        })
+        .collect();
+    let mut inputs: Vec<Vec<String>> = targets.iter().map(|_| vec![manifest.clone()]).collect();
+    for file in package.files(db) {
+        let mut joined: Option<String> = None;
+        for (patterns, inputs) in patterns.iter().zip(&mut inputs) {
+            if patterns.iter().any(|p| p.matches(file)) {
+                let path = joined.get_or_insert_with(|| Package::join(package_path, file));
+                inputs.push(path.clone());
+            }
+        }
+    }
+    for inputs in &mut inputs {
+        inputs.sort_unstable();
+        inputs.dedup();
+    }
     inputs
 }
 

@@ -13,7 +13,8 @@
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
 //! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
 //!   only in the packages the package-level graph puts on a cycle).
-//! - [`affected`]: `test_targets`, `target_inputs`, `owners`, `affected_tests`.
+//! - [`affected`]: `test_targets`, `target_inputs` (`package_inputs` for every target of a
+//!   package at once), `owners`, `affected_tests`.
 //! - [`actions`]: `target_actions` (a kind's Starlark implementation of a capability,
 //!   called with the resolved target) and `action_static_keys`.
 //!
@@ -36,7 +37,7 @@ pub mod text;
 pub use actions::{ACTION_KEY_FORMAT, PlanKey, TargetPlan, action_static_keys, target_actions};
 pub use affected::{
     AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
-    normalize_changed_path, owners, target_inputs, test_targets,
+    normalize_changed_path, owners, package_inputs, target_inputs, test_targets,
 };
 pub use graph::{
     DependencyGraph, GraphNode, PackageNode, cycle_candidate_packages, dependency_cycles,

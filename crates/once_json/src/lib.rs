@@ -356,36 +356,40 @@ pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
     }
 }
 
-/// One target's inputs (`once query inputs`).
+/// One target's inputs (`once query inputs`), borrowed from the answer: a workspace lists
+/// tens of thousands of inputs, so they are written out without copying.
 #[derive(Serialize, Debug, Clone, PartialEq)]
-pub struct TargetInputsDto {
-    pub id: String,
+pub struct TargetInputsDto<'a> {
+    pub id: &'a str,
     /// One SHA-256 over the sorted input paths and their digests.
-    pub input_digest: String,
-    pub inputs: Vec<InputDigestDto>,
+    pub input_digest: &'a str,
+    pub inputs: Vec<InputDigestDto<'a>>,
 }
 
 /// One input file: its SHA-256 (hex), or why it has none.
 #[derive(Serialize, Debug, Clone, PartialEq)]
-pub struct InputDigestDto {
-    pub path: String,
+pub struct InputDigestDto<'a> {
+    pub path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
+    pub digest: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<&'a str>,
 }
 
-pub fn target_inputs(id: &str, inputs: &once_analysis::TargetInputs) -> TargetInputsDto {
+pub fn target_inputs<'a>(
+    id: &'a str,
+    inputs: &'a once_analysis::TargetInputs,
+) -> TargetInputsDto<'a> {
     TargetInputsDto {
-        id: id.to_owned(),
-        input_digest: inputs.input_digest.clone(),
+        id,
+        input_digest: &inputs.input_digest,
         inputs: inputs
             .inputs
             .iter()
             .map(|input| InputDigestDto {
-                path: input.path.clone(),
-                digest: input.digest.as_ref().ok().cloned(),
-                error: input.digest.as_ref().err().cloned(),
+                path: &input.path,
+                digest: input.digest.as_ref().ok().map(String::as_str),
+                error: input.digest.as_ref().err().map(String::as_str),
             })
             .collect(),
     }

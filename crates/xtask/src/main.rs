@@ -53,6 +53,10 @@ commands:
                      cold CLI, floor, warm MCP and LSP, and Nx on a generated workspace;
                      prints a Markdown table and writes DIR/results-<size>.json
                      (default BINARY target/release/once, DIR target/bench)
+  bench-digests --size 1k|10k|100k [--runs N] [--once BINARY] [--out DIR] [--seed S]
+                     only the digest measures of `bench`: `query inputs` with a warm
+                     index and none, `query targets` beside it, the digest pass alone
+                     in-process, `sha256sum` and the walk that stats every file
   help       print this message";
 
 fn main() -> ExitCode {
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         ["bench-worst-cases", rest @ ..] => finish(bench_worst_cases(rest)),
         ["gen-workspace", rest @ ..] => finish(gen_workspace(rest)),
         ["bench", rest @ ..] => finish(bench_command(rest)),
+        ["bench-digests", rest @ ..] => finish(bench_digests(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -166,8 +171,16 @@ fn bench_worst_cases(args: &[&str]) -> anyhow::Result<String> {
 }
 
 fn bench_command(args: &[&str]) -> anyhow::Result<String> {
+    bench::harness::run(&bench_options(args)?)
+}
+
+fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
+    bench::harness::run_digests(&bench_options(args)?)
+}
+
+fn bench_options(args: &[&str]) -> anyhow::Result<bench::harness::Options> {
     let root = project_root();
-    let options = bench::harness::Options {
+    Ok(bench::harness::Options {
         size: flag(args, "--size").unwrap_or("10k").to_owned(),
         runs: parsed(args, "--runs", 10)?,
         once: flag(args, "--once").map_or_else(|| root.join("target/release/once"), PathBuf::from),
@@ -176,8 +189,7 @@ fn bench_command(args: &[&str]) -> anyhow::Result<String> {
         nx: !args.contains(&"--no-nx"),
         smoke: args.contains(&"--smoke"),
         baseline: flag(args, "--baseline").map(PathBuf::from),
-    };
-    bench::harness::run(&options)
+    })
 }
 
 /// Prints the outcome of a command.
