@@ -213,7 +213,7 @@ pub fn plan(
                 if seen_actions.insert(planned.action.id.clone()) {
                     plan.actions.push(PlannedAction {
                         action: planned.action.clone(),
-                        static_key: planned.static_key.clone(),
+                        static_key: planned.static_key,
                     });
                 }
             }
