@@ -1186,11 +1186,16 @@ fn ps_lists(pid: u32) -> bool {
     output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
 }
 
+/// The live processes working in `dir` once its `sleep` has started (short-lived helpers
+/// the action's shell runs before it, such as `mkdir`, may come and go meanwhile).
 fn wait_for_processes(dir: &Path) -> Vec<u32> {
+    let is_sleep = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    };
     for _ in 0..500 {
         let pids = processes_in(dir);
-        if !pids.is_empty() {
-            return pids;
+        if pids.iter().any(is_sleep) {
+            return pids.into_iter().filter(|&pid| ps_lists(pid)).collect();
         }
         std::thread::sleep(Duration::from_millis(20));
     }
