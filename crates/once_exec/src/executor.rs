@@ -20,7 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use once_db::Sha256Digest;
 use once_model::action::{Action, ActionStep, OUT_DIR, build_dir};
 use once_model::label::TargetLabel;
-use sha2::{Digest as _, Sha256};
 
 use crate::environment::{HostEnvironment, keyed_values};
 use crate::key::{KeyParts, ToolIdentity, action_key};
@@ -1072,20 +1071,10 @@ impl<'a> Executor<'a> {
             }
         };
         let captured = (|| {
-            let mut hasher = Sha256::new();
             let mut tail = TailWriter::new(self.options.stream_memory_limit);
-            let mut buffer = vec![0u8; 64 * 1024];
-            let mut size = 0u64;
-            loop {
-                let read = file.read(&mut buffer)?;
-                if read == 0 {
-                    break;
-                }
-                hasher.update(&buffer[..read]);
-                io::Write::write_all(&mut tail, &buffer[..read])?;
-                size += read as u64;
-            }
-            let digest = Sha256Digest(hasher.finalize().into());
+            let (digest, size) = crate::outputs::hash_stream(&mut file, |chunk| {
+                io::Write::write_all(&mut tail, chunk)
+            })?;
             Ok(CapturedStream {
                 digest: Some(digest),
                 size,

@@ -389,15 +389,25 @@ fn capture_entry(
 }
 
 fn hash_file(file: &mut File) -> io::Result<(Sha256Digest, u64)> {
+    hash_stream(file, |_| Ok(()))
+}
+
+/// Reads `reader` to its end, hashing every byte and handing each chunk to `each` (for a
+/// copy kept on the side); returns the SHA-256 and the size.
+pub(crate) fn hash_stream(
+    reader: &mut impl io::Read,
+    mut each: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<(Sha256Digest, u64)> {
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 64 * 1024];
     let mut size = 0u64;
     loop {
-        let read = file.read(&mut buffer)?;
+        let read = reader.read(&mut buffer)?;
         if read == 0 {
             break;
         }
         hasher.update(&buffer[..read]);
+        each(&buffer[..read])?;
         size += read as u64;
     }
     Ok((Sha256Digest(hasher.finalize().into()), size))
