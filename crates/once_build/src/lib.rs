@@ -34,11 +34,14 @@ pub const RECURSIVE_SUFFIX: &str = "...";
 /// - `PKG/...`: every target whose package is `PKG` or below it that has `capability`;
 /// - `...`: every target of the workspace that has `capability`.
 ///
-/// A pattern naming no target, or a target without the capability, is an error.
+/// A pattern naming no target, or a target without the capability, is an error;
+/// `listing_hint` is the front end's way to list the candidates (see
+/// [`once_analysis::NotFound::with_hint`]).
 pub fn resolve_targets(
     analysis: &Analysis,
     patterns: &[String],
     capability: &str,
+    listing_hint: impl Fn(once_analysis::Listing) -> &'static str,
 ) -> Cancellable<Result<Vec<String>, String>> {
     let mut ids = Vec::new();
     let mut seen = HashSet::new();
@@ -80,9 +83,7 @@ pub fn resolve_targets(
             let target = match analysis.lookup_target(pattern)? {
                 Ok(target) => target,
                 Err(not_found) => {
-                    return Ok(Err(
-                        not_found.with_hint(|_| "`once query targets` lists them")
-                    ));
+                    return Ok(Err(not_found.with_hint(&listing_hint)));
                 }
             };
             let id = target.label.to_string();

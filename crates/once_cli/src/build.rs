@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::Outcome;
 use crate::args::{Args, ExecArgs, Format};
 use crate::human::printable;
-use crate::query::{print_json, workspace_root};
+use crate::query::{listing_hint, print_json, workspace_root};
 
 fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the analysis was cancelled"))
@@ -45,8 +45,13 @@ fn set_cancel(cancel: Option<CancelHandle>) {
 fn plan_targets(root: &Path, patterns: &[String], capability: &str) -> anyhow::Result<Plan> {
     let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
     let analysis = host.analysis();
-    let ids = answer(once_build::resolve_targets(&analysis, patterns, capability))?
-        .map_err(|e| anyhow!(e))?;
+    let ids = answer(once_build::resolve_targets(
+        &analysis,
+        patterns,
+        capability,
+        listing_hint,
+    ))?
+    .map_err(|e| anyhow!(e))?;
     if ids.is_empty() {
         bail!(
             "{} names no target with a `{capability}` capability",

@@ -364,12 +364,15 @@ fn find_kind(analysis: &Analysis, kind: &str) -> anyhow::Result<once_model::Kind
 
 /// A lookup's answer, or its error with the command that lists the candidates.
 fn found<T>(lookup: Result<T, once_analysis::NotFound>) -> anyhow::Result<T> {
-    lookup.map_err(|not_found| {
-        anyhow::anyhow!(not_found.with_hint(|listing| match listing {
-            once_analysis::Listing::Targets => "`once query targets` lists them",
-            once_analysis::Listing::TargetKinds => "`once query target-kinds` lists them",
-        }))
-    })
+    lookup.map_err(|not_found| anyhow::anyhow!(not_found.with_hint(listing_hint)))
+}
+
+/// The command that lists the candidates of a failed lookup.
+pub(crate) fn listing_hint(listing: once_analysis::Listing) -> &'static str {
+    match listing {
+        once_analysis::Listing::Targets => "`once query targets` lists them",
+        once_analysis::Listing::TargetKinds => "`once query target-kinds` lists them",
+    }
 }
 
 /// `once query evidence`: reads `.once/once.sqlite` (no database yet: no records); needs

@@ -5,6 +5,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "support/processes.rs"]
+mod processes;
+use processes::{ps_lists, wait_for_processes};
+
 use serde_json::Value;
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -361,30 +365,6 @@ fn a_terminal_gets_a_live_progress_line() {
     }
 }
 
-/// The processes whose working directory is `dir` (Linux `/proc`).
-fn processes_in(dir: &Path) -> Vec<u32> {
-    let dir = dir.canonicalize().unwrap();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
-            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
-            (cwd == dir).then_some(pid)
-        })
-        .collect()
-}
-
-/// Whether `ps` still lists `pid` (a zombie counts as gone).
-fn ps_lists(pid: u32) -> bool {
-    let output = Command::new("ps")
-        .args(["-o", "stat=", "-p", &pid.to_string()])
-        .output()
-        .unwrap();
-    let stat = text(&output.stdout);
-    output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
-}
-
 /// SIGINT (Ctrl-C) or SIGTERM to `once build` kills the actions it runs (each in a
 /// process group of its own, which the terminal's signal does not reach) before it
 /// exits 1, reporting the target cancelled.
@@ -407,16 +387,7 @@ fn a_signal_to_once_build_kills_its_actions() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let slow = root.join("slow");
-        let mut pids = Vec::new();
-        for _ in 0..500 {
-            pids = processes_in(&slow);
-            if !pids.is_empty() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(!pids.is_empty(), "the action never started");
+        let pids = wait_for_processes(&root.join("slow"));
         let sent = std::time::Instant::now();
         let status = Command::new("kill")
             .args([signal, &child.id().to_string()])

@@ -7,6 +7,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
+#[path = "support/processes.rs"]
+mod processes;
+use processes::{ps_lists, wait_for_processes};
+
 use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -1157,51 +1161,6 @@ fn execution_workspace() -> tempfile::TempDir {
     dir
 }
 
-/// The processes whose working directory is `dir` (Linux `/proc`).
-fn processes_in(dir: &Path) -> Vec<u32> {
-    let dir = dir.canonicalize().unwrap();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// Whether `ps` still lists `pid` (a zombie counts as gone).
-fn ps_lists(pid: u32) -> bool {
-    let output = Command::new("ps")
-        .args(["-o", "stat=", "-p", &pid.to_string()])
-        .output()
-        .unwrap();
-    let stat = String::from_utf8_lossy(&output.stdout);
-    output.status.success() && !stat.trim().is_empty() && !stat.trim().starts_with('Z')
-}
-
-/// The live processes working in `dir` once its `sleep` has started (short-lived helpers
-/// the action's shell runs before it, such as `mkdir`, may come and go meanwhile).
-fn wait_for_processes(dir: &Path) -> Vec<u32> {
-    let is_sleep = |pid: &u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
-    };
-    for _ in 0..500 {
-        let pids = processes_in(dir);
-        if pids.iter().any(is_sleep) {
-            return pids.into_iter().filter(|&pid| ps_lists(pid)).collect();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("no process started in {}", dir.display());
-}
-
 /// Messages until the reply with `id`: the notifications before it, and the reply.
 fn until_reply(server: &Server, id: i64) -> (Vec<Value>, Value) {
     let mut before = Vec::new();
@@ -1297,17 +1256,24 @@ fn builds_report_progress_hit_the_cache_and_fail_as_normal_results() {
     assert_eq!(server.finish(), 0);
 }
 
-#[test]
-fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_processes() {
+/// A server with `--allow-run` whose request `id` builds `slow/Slow` (a `sleep 600`),
+/// and the live processes of that build once it runs.
+fn start_slow_build(id: i64) -> (Server, Vec<u32>) {
     let workspace = execution_workspace();
     let slow = workspace.path().join("slow");
     let mut server = Server::start_in(workspace, &["--allow-run"]);
     server.initialize("2025-11-25");
     server.send(
-        json!({ "jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
     );
     let pids = wait_for_processes(&slow);
+    (server, pids)
+}
+
+#[test]
+fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_processes() {
+    let (mut server, pids) = start_slow_build(10);
     assert!(pids.iter().all(|&pid| ps_lists(pid)), "{pids:?}");
     // The worker is free: ping, a read-only tool and another build answer meanwhile.
     assert_eq!(server.request(11, "ping", json!({}))["result"], json!({}));
@@ -1347,15 +1313,7 @@ fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_proce
 
 #[test]
 fn no_build_process_outlives_the_server() {
-    let workspace = execution_workspace();
-    let slow = workspace.path().join("slow");
-    let mut server = Server::start_in(workspace, &["--allow-run"]);
-    server.initialize("2025-11-25");
-    server.send(
-        json!({ "jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": {
-        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
-    );
-    let pids = wait_for_processes(&slow);
+    let (server, pids) = start_slow_build(20);
     let closed_at = std::time::Instant::now();
     assert_eq!(server.finish(), 0);
     assert!(closed_at.elapsed() < Duration::from_secs(2));
@@ -1368,15 +1326,7 @@ fn no_build_process_outlives_the_server() {
 /// A server stopped by SIGTERM (as clients stop servers) kills its builds' processes first.
 #[test]
 fn a_terminated_server_kills_its_builds_processes() {
-    let workspace = execution_workspace();
-    let slow = workspace.path().join("slow");
-    let mut server = Server::start_in(workspace, &["--allow-run"]);
-    server.initialize("2025-11-25");
-    server.send(
-        json!({ "jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
-        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
-    );
-    let pids = wait_for_processes(&slow);
+    let (mut server, pids) = start_slow_build(30);
     let status = Command::new("kill")
         .args(["-TERM", &server.child.id().to_string()])
         .status()

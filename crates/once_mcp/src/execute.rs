@@ -68,16 +68,15 @@ fn plan_capability(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let ids =
-        match once_build::resolve_targets(analysis, std::slice::from_ref(&target), capability)? {
-            Ok(ids) => ids,
-            Err(message) => {
-                return Ok(Err(message.replace(
-                    "`once query targets` lists them",
-                    "`once_query_targets` lists them",
-                )));
-            }
-        };
+    let ids = match once_build::resolve_targets(
+        analysis,
+        std::slice::from_ref(&target),
+        capability,
+        crate::tools::listing_hint,
+    )? {
+        Ok(ids) => ids,
+        Err(message) => return Ok(Err(message)),
+    };
     let plan = match once_build::plan(analysis, &ids, capability)? {
         Ok(plan) => plan,
         Err(message) => return Ok(Err(message)),

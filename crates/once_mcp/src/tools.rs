@@ -666,10 +666,15 @@ fn parse_cursor(cursor: &str) -> Option<usize> {
 
 /// A lookup's error with the tool that lists the candidates.
 fn not_found_message(not_found: &once_analysis::NotFound) -> String {
-    not_found.with_hint(|listing| match listing {
+    not_found.with_hint(listing_hint)
+}
+
+/// The tool that lists the candidates of a failed lookup.
+pub(crate) fn listing_hint(listing: once_analysis::Listing) -> &'static str {
+    match listing {
         once_analysis::Listing::Targets => "`once_query_targets` lists them",
         once_analysis::Listing::TargetKinds => "`once_list_target_kinds` lists them",
-    })
+    }
 }
 
 fn query_targets(
