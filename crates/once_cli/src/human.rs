@@ -344,14 +344,14 @@ pub fn action_plan(plan: &once_analysis::ActionPlan) {
             );
             let what = match &action.step {
                 ActionStep::Run(command) => {
-                    let mut line = format!("run {}", shell_words(&command.argv));
+                    let mut line = format!("run {}", once_build::shell_words(&command.argv));
                     if !command.cwd.is_empty() {
                         line.push_str(&format!(" (in {})", command.cwd));
                     }
                     for (name, value) in &command.env {
                         line.push_str(&format!(
                             " {name}={}",
-                            shell_words(std::slice::from_ref(value))
+                            once_build::shell_words(std::slice::from_ref(value))
                         ));
                     }
                     if command.success_exit_codes != [0] {
@@ -385,25 +385,6 @@ pub fn action_plan(plan: &once_analysis::ActionPlan) {
         }
         diagnostics(&step.diagnostics);
     }
-}
-
-/// Words as a shell would read them back: plain words bare, others single-quoted.
-fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|word| {
-            let plain = !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
-            if plain {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub fn diagnostics(diagnostics: &[LocatedDiagnostic]) {

@@ -53,6 +53,17 @@ struct Row {
 }
 
 impl Row {
+    /// A row of `group` with no samples yet.
+    fn empty(group: &'static str, name: &str) -> Row {
+        Row {
+            group,
+            name: name.into(),
+            samples: Vec::new(),
+            rss_kib: None,
+            note: String::new(),
+        }
+    }
+
     fn median(&self) -> Option<Duration> {
         Row::median_of(&self.samples)
     }
@@ -242,13 +253,7 @@ fn digest_pass(workspace: &Path) -> anyhow::Result<(Duration, Option<Duration>, 
 /// warm and with none, `sha256sum` over the same files, and the walk that stats every
 /// file; round-robin.
 fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Vec<Row>> {
-    let row = |name: &str| Row {
-        group: "digests",
-        name: name.into(),
-        samples: Vec::new(),
-        rss_kib: None,
-        note: String::new(),
-    };
+    let row = |name: &str| Row::empty("digests", name);
     let mut walk = row("walk + stat every file (in-process)");
     let mut targets_row = row("`query targets --format json` (the same run)");
     let mut warm = row("`query inputs --format json`, warm digest index");
@@ -572,21 +577,9 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     }
     let mut rows: Vec<Row> = cold
         .iter()
-        .map(|(group, name, _, _)| Row {
-            group,
-            name: name.clone(),
-            samples: Vec::new(),
-            rss_kib: None,
-            note: String::new(),
-        })
+        .map(|(group, name, _, _)| Row::empty(group, name))
         .collect();
-    let mut floor_row = Row {
-        group: "floor",
-        name: "walk + read every manifest (in-process)".into(),
-        samples: Vec::new(),
-        rss_kib: None,
-        note: String::new(),
-    };
+    let mut floor_row = Row::empty("floor", "walk + read every manifest (in-process)");
     // One untimed round first: every measure is of a new process with the page cache warm,
     // so the first timed run must not be the one that reads the tree from disk.
     for (_, _, args, binary) in &cold {
@@ -767,13 +760,7 @@ fn warm_mcp(
     paths: &[String],
     runs: usize,
 ) -> anyhow::Result<Vec<Row>> {
-    let row = |name: &str| Row {
-        group: "warm MCP",
-        name: name.into(),
-        samples: Vec::new(),
-        rss_kib: None,
-        note: String::new(),
-    };
+    let row = |name: &str| Row::empty("warm MCP", name);
     let mut load = row("server start + first `once_validate_workspace` (load)");
     let mut after_edit = row("`once_validate_workspace` after editing one manifest");
     let mut unchanged = row("`once_validate_workspace`, nothing changed");
@@ -899,13 +886,10 @@ fn warm_lsp(
     generated: &Generated,
     runs: usize,
 ) -> anyhow::Result<Row> {
-    let mut row = Row {
-        group: "warm LSP",
-        name: "`didChange` → `publishDiagnostics` (one manifest)".into(),
-        samples: Vec::new(),
-        rss_kib: None,
-        note: String::new(),
-    };
+    let mut row = Row::empty(
+        "warm LSP",
+        "`didChange` → `publishDiagnostics` (one manifest)",
+    );
     if !lsp_available(once) {
         row.note = "n/a: no `once lsp` in this binary".into();
         return Ok(row);
