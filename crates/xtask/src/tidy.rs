@@ -80,6 +80,8 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ),
     // The evidence database: SQLite, reached through once_db's confined paths.
     ("once_evidence", Allowed::Only(&["once_db"])),
+    // Normalized test results: pure parsers and records, a leaf.
+    ("once_test_results", Allowed::Only(&[])),
     (
         "once_exec",
         Allowed::Only(&["once_model", "once_db", "once_evidence"]),
@@ -155,6 +157,11 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
     (
         "rusqlite",
         Placement::OnlyIn(&["once_evidence"]),
+        Scope::AllTables,
+    ),
+    (
+        "quick-xml",
+        Placement::OnlyIn(&["once_test_results"]),
         Scope::AllTables,
     ),
     (

@@ -1,0 +1,124 @@
+//! Rust's libtest, from its stable human output (`test path ... ok`, the `failures:`
+//! section with each failing test's captured output and panic location).
+//!
+//! libtest prints no per-test durations in its stable output, so attempts carry none.
+
+use crate::Parsed;
+use crate::record::{AttemptStatus, Case};
+
+const SHOULD_PANIC: &str = " - should panic";
+
+pub fn parse(text: &str) -> Parsed {
+    let mut parsed = Parsed::default();
+    // Tests announced (`test a ... ` with the result still to come, in single-threaded
+    // runs) but never finished: the binary died while running them.
+    let mut pending: Option<String> = None;
+    let mut failure: Option<(String, Vec<&str>)> = None;
+    let mut outputs: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some((name, rest)) = line
+            .strip_prefix("test ")
+            .and_then(|line| line.split_once(" ..."))
+        {
+            let name = name.strip_suffix(SHOULD_PANIC).unwrap_or(name);
+            let rest = rest.trim();
+            if rest.is_empty() {
+                pending = Some(name.to_owned());
+                continue;
+            }
+            pending = None;
+            let (status, message) = if rest == "ok" {
+                (AttemptStatus::Passed, None)
+            } else if rest == "FAILED" {
+                (AttemptStatus::Failed, None)
+            } else if let Some(reason) = rest.strip_prefix("ignored") {
+                let reason = reason.trim_start_matches(',').trim();
+                (
+                    AttemptStatus::Skipped,
+                    (!reason.is_empty()).then(|| reason.to_owned()),
+                )
+            } else {
+                // `bench`, or text of the test's own that happened to look like a result.
+                continue;
+            };
+            push(&mut parsed, name, status, message);
+            continue;
+        }
+        if let Some(name) = line
+            .strip_prefix("---- ")
+            .and_then(|line| line.strip_suffix(" stdout ----"))
+        {
+            if let Some((name, lines)) = failure.take() {
+                outputs.push((name, lines.join("\n")));
+            }
+            failure = Some((
+                name.strip_suffix(SHOULD_PANIC).unwrap_or(name).to_owned(),
+                Vec::new(),
+            ));
+            continue;
+        }
+        if line == "failures:" || line.starts_with("test result: ") {
+            if let Some((name, lines)) = failure.take() {
+                outputs.push((name, lines.join("\n")));
+            }
+            continue;
+        }
+        if let Some((_, lines)) = failure.as_mut() {
+            lines.push(line);
+        }
+    }
+    if let Some((name, lines)) = failure.take() {
+        outputs.push((name, lines.join("\n")));
+    }
+    if let Some(name) = pending {
+        push(
+            &mut parsed,
+            &name,
+            AttemptStatus::Failed,
+            Some("the test binary ended while this test was running".to_owned()),
+        );
+    }
+    for (name, output) in outputs {
+        let output = output.trim_matches('\n').to_owned();
+        let Some(case) = parsed.cases.iter_mut().find(|case| case.id == name) else {
+            continue;
+        };
+        if let Some((file, line)) = panic_location(&output) {
+            case.file = Some(file);
+            case.line = Some(line);
+        }
+        if let Some(attempt) = case.attempts.last_mut()
+            && !output.is_empty()
+        {
+            attempt.message = Some(crate::record::bounded(output));
+        }
+    }
+    parsed
+}
+
+fn push(parsed: &mut Parsed, path: &str, status: AttemptStatus, message: Option<String>) {
+    let (suite, name) = match path.rsplit_once("::") {
+        Some((suite, name)) => (suite, name),
+        None => ("", path),
+    };
+    parsed.push(Case::single(
+        path.to_owned(),
+        name.to_owned(),
+        suite.to_owned(),
+        status,
+        None,
+        message,
+    ));
+}
+
+/// `src/lib.rs`, 17 from `thread 'x' (12) panicked at src/lib.rs:17:9:`.
+fn panic_location(output: &str) -> Option<(String, u32)> {
+    output.lines().find_map(|line| {
+        let rest = line.strip_prefix("thread '")?;
+        let (_, place) = rest.split_once(" panicked at ")?;
+        let place = place.trim_end_matches(':');
+        let (place, _column) = place.rsplit_once(':')?;
+        let (file, line) = place.rsplit_once(':')?;
+        Some((file.to_owned(), line.parse().ok()?))
+    })
+}

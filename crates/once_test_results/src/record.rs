@@ -1,0 +1,254 @@
+//! The `once.test_results.v1` record: one test target's run, normalized across runners.
+//!
+//! A record is plain data: which runner produced it, the target's status, counts, every
+//! case with its attempts, and the paths of the logs and native result files it came
+//! from. [`TestResults::new`] derives the summary and the status from the cases, so the
+//! three can never disagree.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The schema name every record carries.
+pub const SCHEMA: &str = "once.test_results.v1";
+
+/// One test target's normalized results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResults {
+    pub schema: String,
+    pub target: String,
+    pub runner: Runner,
+    pub status: TargetStatus,
+    pub summary: Summary,
+    pub cases: Vec<Case>,
+    pub artifacts: Artifacts,
+}
+
+/// The runner that produced the results (`libtest`, `pytest`, `go`, `node`, `tap`,
+/// `exit_code`, or a project kind's own name) and what it reported about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Runner {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub metadata: Map<String, Value>,
+}
+
+/// How the target as a whole ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetStatus {
+    /// Every case passed or was skipped, at the first attempt.
+    Passed,
+    /// Every case passed or was skipped in the end, some only after a retry.
+    Flaky,
+    /// A case failed in its last attempt, or the runner failed without a failing case.
+    Failed,
+    /// The run was killed at its time limit.
+    TimedOut,
+}
+
+/// How one case ended, over all its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    Passed,
+    Failed,
+    Skipped,
+    /// Failed, then passed on a retry.
+    Flaky,
+}
+
+/// The status of one attempt of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptStatus {
+    Passed,
+    Failed,
+    Skipped,
+}
+
+/// Counts of cases by final status. `passed` includes flaky cases (they passed in the
+/// end); `total` is the number of cases.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub total: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub flaky: u64,
+}
+
+/// One test case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    /// Unique within the target; what a retry passes back to the runner to select the
+    /// case (a libtest path, a pytest node id, `Package/TestName/sub`, a TAP path).
+    pub id: String,
+    pub name: String,
+    /// The group the case belongs to (module, class, file, describe block); empty when
+    /// the runner has none.
+    pub suite: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub file: Option<String>,
+    /// 1-based.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub line: Option<u32>,
+    pub status: CaseStatus,
+    /// Oldest first; never empty.
+    pub attempts: Vec<Attempt>,
+    pub runner_metadata: Map<String, Value>,
+}
+
+/// One execution of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub status: AttemptStatus,
+    /// `null` when the runner does not report per-case durations (libtest, TAP without
+    /// diagnostics).
+    pub duration_ms: Option<u64>,
+    /// The failure or skip message, as the runner printed it (bounded).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub message: Option<String>,
+}
+
+/// Files that belong to the run, workspace-relative.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifacts {
+    pub logs: Vec<String>,
+    pub native_results: Vec<String>,
+}
+
+impl TestResults {
+    /// A record whose summary and status are derived from `cases`; `timed_out` wins over
+    /// everything, then `runner_failed` (the process failed although no case did) makes
+    /// the target failed.
+    pub fn new(
+        target: impl Into<String>,
+        runner: Runner,
+        cases: Vec<Case>,
+        artifacts: Artifacts,
+        timed_out: bool,
+    ) -> TestResults {
+        let summary = Summary::of(&cases);
+        let status = if timed_out {
+            TargetStatus::TimedOut
+        } else if summary.failed > 0 {
+            TargetStatus::Failed
+        } else if summary.flaky > 0 {
+            TargetStatus::Flaky
+        } else {
+            TargetStatus::Passed
+        };
+        TestResults {
+            schema: SCHEMA.to_owned(),
+            target: target.into(),
+            runner,
+            status,
+            summary,
+            cases,
+            artifacts,
+        }
+    }
+
+    /// Whether the target counts as a success (passed or flaky).
+    pub fn succeeded(&self) -> bool {
+        matches!(self.status, TargetStatus::Passed | TargetStatus::Flaky)
+    }
+
+    /// The cases whose final status is `failed`.
+    pub fn failed_cases(&self) -> impl Iterator<Item = &Case> {
+        self.cases
+            .iter()
+            .filter(|case| case.status == CaseStatus::Failed)
+    }
+}
+
+impl Summary {
+    pub fn of(cases: &[Case]) -> Summary {
+        let mut summary = Summary {
+            total: cases.len() as u64,
+            ..Summary::default()
+        };
+        for case in cases {
+            match case.status {
+                CaseStatus::Passed => summary.passed += 1,
+                CaseStatus::Flaky => {
+                    summary.passed += 1;
+                    summary.flaky += 1;
+                }
+                CaseStatus::Failed => summary.failed += 1,
+                CaseStatus::Skipped => summary.skipped += 1,
+            }
+        }
+        summary
+    }
+}
+
+impl Runner {
+    pub fn named(kind: &str) -> Runner {
+        Runner {
+            kind: kind.to_owned(),
+            metadata: Map::new(),
+        }
+    }
+}
+
+impl Case {
+    /// A case with one attempt.
+    pub fn single(
+        id: String,
+        name: String,
+        suite: String,
+        status: AttemptStatus,
+        duration_ms: Option<u64>,
+        message: Option<String>,
+    ) -> Case {
+        Case {
+            id,
+            name,
+            suite,
+            file: None,
+            line: None,
+            status: match status {
+                AttemptStatus::Passed => CaseStatus::Passed,
+                AttemptStatus::Failed => CaseStatus::Failed,
+                AttemptStatus::Skipped => CaseStatus::Skipped,
+            },
+            attempts: vec![Attempt {
+                status,
+                duration_ms,
+                message: message.map(bounded),
+            }],
+            runner_metadata: Map::new(),
+        }
+    }
+
+    /// The message of the last attempt, if any.
+    pub fn last_message(&self) -> Option<&str> {
+        self.attempts.last()?.message.as_deref()
+    }
+}
+
+/// The largest message kept per attempt; the whole output stays in the log.
+pub const MESSAGE_LIMIT: usize = 16 * 1024;
+
+/// `message` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, with a marker.
+pub fn bounded(message: String) -> String {
+    if message.len() <= MESSAGE_LIMIT {
+        return message;
+    }
+    let mut end = MESSAGE_LIMIT;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… (cut; the whole output is in the log)",
+        &message[..end]
+    )
+}
+
+/// Milliseconds from seconds as runners print them (`0.0123`), rounded; `None` for
+/// anything that is not a finite non-negative number.
+pub fn millis_from_seconds(seconds: &str) -> Option<u64> {
+    let value: f64 = seconds.trim().parse().ok()?;
+    (value.is_finite() && value >= 0.0).then(|| (value * 1000.0).round() as u64)
+}
