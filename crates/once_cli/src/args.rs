@@ -220,6 +220,14 @@ pub enum Query {
     },
     /// Every target with a `test` capability.
     Tests,
+    /// The normalized results (`once.test_results.v1`) a test target's last run left.
+    TestResults {
+        /// The test target's canonical id, such as `libs/text/TextTest`.
+        target: String,
+        /// Only the status, the counts and the artifacts (`once.test_results_summary.v1`).
+        #[arg(long)]
+        summary_only: bool,
+    },
     /// Test targets affected by changed workspace-relative paths (all tests when none).
     AffectedTests {
         /// Changed paths, relative to the workspace root.

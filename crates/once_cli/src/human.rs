@@ -733,6 +733,67 @@ fn utc_time(unix_ms: u64) -> String {
     )
 }
 
+/// The first lines of a failure message shown under its case.
+const MESSAGE_LINES: usize = 8;
+
+/// `once query test-results`: the target's status and counts, then each case that failed
+/// or was flaky with its place and the first lines of its last message.
+pub fn test_results(results: &once_test_results::TestResults, summary_only: bool) {
+    use once_test_results::{CaseStatus, TargetStatus};
+    let status = match results.status {
+        TargetStatus::Passed => paint(OK, "PASS"),
+        TargetStatus::Flaky => paint(WARNING, "FLAKY"),
+        TargetStatus::Failed => paint(ERROR, "FAIL"),
+        TargetStatus::TimedOut => paint(ERROR, "TIMEOUT"),
+    };
+    let summary = &results.summary;
+    println!(
+        "{status} {} {} {}: {} passed, {} failed, {} skipped, {} flaky",
+        paint(ID, printable(&results.target)),
+        paint(DIM, format!("({})", printable(&results.runner.kind))),
+        count(summary.total as usize, "case"),
+        summary.passed,
+        summary.failed,
+        summary.skipped,
+        summary.flaky
+    );
+    if !summary_only {
+        for case in &results.cases {
+            let label = match case.status {
+                CaseStatus::Failed => paint(ERROR, "FAIL"),
+                CaseStatus::Flaky => paint(WARNING, "FLAKY"),
+                CaseStatus::Passed | CaseStatus::Skipped => continue,
+            };
+            let place = match (&case.file, case.line) {
+                (Some(file), Some(line)) => format!(" {}", paint(DIM, format!("{file}:{line}"))),
+                (Some(file), None) => format!(" {}", paint(DIM, file)),
+                _ => String::new(),
+            };
+            println!("  {label} {}{place}", printable(&case.id));
+            if case.status == CaseStatus::Failed
+                && let Some(message) = case.last_message()
+            {
+                let lines: Vec<&str> = message.lines().collect();
+                for line in lines.iter().take(MESSAGE_LINES) {
+                    println!("      {}", printable(line));
+                }
+                if lines.len() > MESSAGE_LINES {
+                    println!(
+                        "      {}",
+                        paint(
+                            DIM,
+                            format!("… {} more line(s)", lines.len() - MESSAGE_LINES)
+                        )
+                    );
+                }
+            }
+        }
+    }
+    for log in &results.artifacts.logs {
+        println!("  {} {}", paint(DIM, "log:"), printable(log));
+    }
+}
+
 #[cfg(test)]
 mod evidence_tests {
     #[test]

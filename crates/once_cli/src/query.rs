@@ -152,7 +152,7 @@ fn primed(query: &Query) -> Priming {
         Query::Workspace | Query::ValidateWorkspace { .. } | Query::AffectedTests { .. } => {
             Priming::Checks
         }
-        Query::Targets { .. } | Query::Tests => Priming::Targets,
+        Query::Targets { .. } | Query::Tests | Query::TestResults { .. } => Priming::Targets,
         Query::Inputs { ids } if ids.is_empty() => Priming::Targets,
         _ => Priming::None,
     }
@@ -337,6 +337,24 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
         }
         Query::ExternalSource { url, max_bytes } => return external_source(args, url, *max_bytes),
         Query::Evidence { subject, limit } => return evidence(args, subject.as_deref(), *limit),
+        Query::TestResults {
+            target,
+            summary_only,
+        } => {
+            let root = workspace_root(args)?;
+            let results = answer(once_build::test_results::read(
+                analysis,
+                &root,
+                target,
+                listing_hint,
+            ))?
+            .map_err(|error| anyhow!(error.to_string()))?;
+            match (json, *summary_only) {
+                (true, true) => print_json(&results.summary_only())?,
+                (true, false) => print_json(&results)?,
+                (false, _) => human::test_results(&results, *summary_only),
+            }
+        }
         Query::AffectedTests {
             paths,
             changed_paths,

@@ -154,7 +154,8 @@ fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
 }
 
 /// Reads the regular file `relative` below `root` without following links; `None` when
-/// it (or a directory above it) does not exist.
+/// it (or a directory above it) does not exist. Like every read of a user path, at most
+/// [`crate::system::MAX_READ_BYTES`].
 pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
     let (directories, name) = split_file(relative)?;
     let Some(directory) = open_directory(open_root(root)?, &directories, relative, false)? else {
@@ -170,8 +171,24 @@ pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>>
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(refusal(&directory, name, relative, relative, Errno::INVAL));
     }
+    let limit = crate::system::MAX_READ_BYTES;
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "`{relative}` is larger than the {} MiB read limit",
+                limit >> 20
+            ),
+        )
+    };
+    if stat.st_size as u64 > limit {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
-    File::from(fd).read_to_end(&mut bytes)?;
+    File::from(fd).take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
     Ok(Some(bytes))
 }
 

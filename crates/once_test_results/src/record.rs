@@ -131,12 +131,8 @@ impl TestResults {
         let summary = Summary::of(&cases);
         let status = if timed_out {
             TargetStatus::TimedOut
-        } else if summary.failed > 0 {
-            TargetStatus::Failed
-        } else if summary.flaky > 0 {
-            TargetStatus::Flaky
         } else {
-            TargetStatus::Passed
+            TargetStatus::of(&summary)
         };
         TestResults {
             schema: SCHEMA.to_owned(),
@@ -180,6 +176,16 @@ impl Summary {
             }
         }
         summary
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} total, {} passed, {} failed, {} skipped, {} flaky",
+            self.total, self.passed, self.failed, self.skipped, self.flaky
+        )
     }
 }
 
@@ -251,4 +257,119 @@ pub fn bounded(message: String) -> String {
 pub fn millis_from_seconds(seconds: &str) -> Option<u64> {
     let value: f64 = seconds.trim().parse().ok()?;
     (value.is_finite() && value >= 0.0).then(|| (value * 1000.0).round() as u64)
+}
+
+impl TestResults {
+    /// Reads a record written to a file (by `once test`, or by a project kind's action
+    /// itself) and checks it is sound for `target`: the schema, the target, the summary
+    /// and the status agreeing with the cases, ids present and distinct, every case with
+    /// an attempt. The error names each problem.
+    pub fn from_json(bytes: &[u8], target: &str) -> Result<TestResults, String> {
+        let record: TestResults = serde_json::from_slice(bytes)
+            .map_err(|error| format!("not a `{SCHEMA}` record: {error}"))?;
+        let problems = record.problems(target);
+        if problems.is_empty() {
+            Ok(record)
+        } else {
+            Err(format!(
+                "the `{SCHEMA}` record is inconsistent:\n- {}",
+                problems.join("\n- ")
+            ))
+        }
+    }
+
+    /// What is wrong with this record as the results of `target`; empty when sound.
+    pub fn problems(&self, target: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.schema != SCHEMA {
+            problems.push(format!("`schema` is `{}`, not `{SCHEMA}`", self.schema));
+        }
+        if self.target != target {
+            problems.push(format!("`target` is `{}`, not `{target}`", self.target));
+        }
+        if self.runner.kind.is_empty() {
+            problems.push("`runner.type` is empty".to_owned());
+        }
+        let mut ids = std::collections::HashSet::new();
+        for (index, case) in self.cases.iter().enumerate() {
+            if case.id.is_empty() {
+                problems.push(format!("case {index} has an empty `id`"));
+            } else if !ids.insert(case.id.as_str()) {
+                problems.push(format!("the case id `{}` appears twice", case.id));
+            }
+            if case.name.is_empty() {
+                problems.push(format!("case `{}` has an empty `name`", case.id));
+            }
+            if case.attempts.is_empty() {
+                problems.push(format!("case `{}` has no attempt", case.id));
+            }
+        }
+        let summary = Summary::of(&self.cases);
+        if self.summary != summary {
+            problems.push(format!(
+                "`summary` says {} while the cases give {summary}",
+                self.summary
+            ));
+        }
+        let expected = TargetStatus::of(&summary);
+        if self.status != TargetStatus::TimedOut && self.status != expected {
+            problems.push(format!(
+                "`status` is `{}` while the cases make it `{}`",
+                self.status.as_str(),
+                expected.as_str()
+            ));
+        }
+        problems
+    }
+}
+
+impl TargetStatus {
+    /// The status the counts of a run that was not killed give.
+    pub fn of(summary: &Summary) -> TargetStatus {
+        if summary.failed > 0 {
+            TargetStatus::Failed
+        } else if summary.flaky > 0 {
+            TargetStatus::Flaky
+        } else {
+            TargetStatus::Passed
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetStatus::Passed => "passed",
+            TargetStatus::Flaky => "flaky",
+            TargetStatus::Failed => "failed",
+            TargetStatus::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// The schema name of [`ResultsSummary`].
+pub const SUMMARY_SCHEMA: &str = "once.test_results_summary.v1";
+
+/// A record without its cases (`once query test-results --summary-only`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsSummary {
+    pub schema: String,
+    pub source_schema: String,
+    pub target: String,
+    pub runner: Runner,
+    pub status: TargetStatus,
+    pub summary: Summary,
+    pub artifacts: Artifacts,
+}
+
+impl TestResults {
+    pub fn summary_only(&self) -> ResultsSummary {
+        ResultsSummary {
+            schema: SUMMARY_SCHEMA.to_owned(),
+            source_schema: self.schema.clone(),
+            target: self.target.clone(),
+            runner: self.runner.clone(),
+            status: self.status,
+            summary: self.summary,
+            artifacts: self.artifacts.clone(),
+        }
+    }
 }

@@ -96,6 +96,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_model",
             "once_db",
             "once_evidence",
+            "once_test_results",
         ]),
     ),
     ("once_cli", Allowed::Any),

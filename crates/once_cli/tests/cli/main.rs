@@ -6,4 +6,5 @@ mod evidence;
 mod fixtures;
 mod modules;
 mod support;
+mod test_results;
 mod writes;
