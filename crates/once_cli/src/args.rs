@@ -101,6 +101,36 @@ pub enum Command {
     /// stdin, progress and `load()` requests on stdout).
     #[command(name = "__evaluate-module", hide = true)]
     EvaluateModule,
+    /// Internal: what a test kind's `test` action runs: the test runner after `--`, its
+    /// output passed through and logged, then its native results normalized into a
+    /// `once.test_results.v1` record. Exits with the runner's status.
+    #[command(name = "__test-adapter", hide = true)]
+    TestAdapter {
+        /// The native format: libtest, pytest_junit, junit, go_test_json, tap, exit_code.
+        #[arg(long)]
+        results_format: String,
+        /// The test target's canonical id.
+        #[arg(long)]
+        target: String,
+        /// The runner's name in the record (`libtest`, `pytest`, `go`, `node`, `sh`, …).
+        #[arg(long)]
+        runner: String,
+        /// Where the record goes (relative to the working directory).
+        #[arg(long)]
+        results: PathBuf,
+        /// Where the runner's whole output goes.
+        #[arg(long)]
+        log: PathBuf,
+        /// The runner's own results file, for file formats (JUnit XML).
+        #[arg(long)]
+        native: Option<PathBuf>,
+        /// The working directory, relative to the workspace root (`libs/text`).
+        #[arg(long, default_value = ".")]
+        cwd: String,
+        /// The test runner and its arguments.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -19,6 +19,7 @@ mod human;
 mod isolation;
 mod panic;
 mod query;
+mod test_adapter;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -63,8 +64,10 @@ fn run() -> ExitCode {
     if format == Format::Json {
         panic::report_as_json();
     }
-    if !matches!(args.command, Command::EvaluateModule)
-        && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
+    if !matches!(
+        args.command,
+        Command::EvaluateModule | Command::TestAdapter { .. }
+    ) && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
     {
         once_starlark::install_isolation(Box::new(isolation));
     }
@@ -111,6 +114,29 @@ fn run() -> ExitCode {
             }
         }
         Command::EvaluateModule => isolation::run_worker().map(|()| Outcome::Success),
+        Command::TestAdapter {
+            results_format,
+            target,
+            runner,
+            results,
+            log,
+            native,
+            cwd,
+            command,
+        } => test_adapter::run(&test_adapter::AdapterArgs {
+            format: results_format,
+            target,
+            runner,
+            results,
+            log,
+            native: native.as_deref(),
+            cwd,
+            argv: command,
+        })
+        .map(|code| {
+            let _ = std::io::stdout().flush();
+            std::process::exit(code)
+        }),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();

@@ -6,5 +6,6 @@ mod evidence;
 mod fixtures;
 mod modules;
 mod support;
+mod test_adapter;
 mod test_results;
 mod writes;

@@ -191,9 +191,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Rules every run obeys: exit codes 0, 1 or 2; errors (2) say why on stderr; JSON
-    /// answers are exactly one compact line of valid JSON.
+    /// Rules every run obeys: exit codes 0, 1 or 2 (the test adapter leaves with its
+    /// runner's); errors (2) say why on stderr; JSON answers are exactly one compact line
+    /// of valid JSON.
     fn check_invariants(&self) {
+        if self.command.starts_with("__test-adapter") {
+            return;
+        }
         assert!(
             matches!(self.code, 0..=2),
             "`once {}` exited with {}",
