@@ -29,6 +29,7 @@ pub mod graph;
 pub mod kinds;
 pub mod manifests;
 pub mod resolve;
+pub mod script;
 pub mod settings;
 pub mod validate;
 

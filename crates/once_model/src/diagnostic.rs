@@ -190,6 +190,20 @@ diagnostic_codes! {
     /// output declared twice). The range is the failing line of the implementation's
     /// module (`prelude/<file>.star` for a built-in kind).
     ImplementationError = "implementation_error", Error;
+    /// An annotated script's header is not a valid contract: the first line is not a
+    /// shebang naming a runtime, or a `once` directive is misspelled. Directives are
+    /// singular keywords followed by exactly one double-quoted value, one per line, right
+    /// after the shebang: `# once input "data.csv"`. Plural keywords (`inputs`), colon
+    /// syntax (`input: "a"`), unquoted or single-quoted values and several values on one
+    /// line are errors whose fix shows the right spelling.
+    InvalidScriptContract = "invalid_script_contract", Error;
+    /// A path in a script's directives cannot be used: it is absolute, leaves the
+    /// workspace, points into `.once`, or is a pattern where only a path is allowed (an
+    /// `output`, a `needs`, the `cwd`). Paths are relative to the script's directory.
+    InvalidScriptPath = "invalid_script_path", Error;
+    /// A `once` directive below the first line of code is not part of the header, so it
+    /// is ignored. Move it up, right after the shebang and before any code.
+    ScriptDirectiveIgnored = "script_directive_ignored", Warning;
     /// A file has more diagnostics of one code than are worth reading: only the first 100
     /// of each code per file are reported (like a compiler's error limit), and this one,
     /// placed at the first left out, says how many more there are. Its severity is that of

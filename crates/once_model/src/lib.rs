@@ -6,6 +6,7 @@
 //! - [`action`]: the steps a target's capability declares ([`Action`]).
 //! - [`label`]: canonical target labels and the reference syntax used inside manifests.
 //! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
+//! - [`script`]: the contract an annotated script's `# once` directives declare.
 //! - [`value`]: attribute values as written in `attrs` tables ([`AttrValue`]).
 //! - [`diagnostic`]: diagnostics as data ([`Diagnostic`], [`DiagnosticCode`]).
 //! - [`text`]: byte ranges and 1-based line/column positions.
@@ -15,6 +16,7 @@ pub mod action;
 pub mod diagnostic;
 pub mod label;
 pub mod schema;
+pub mod script;
 pub mod text;
 pub mod value;
 pub mod vocabulary;
