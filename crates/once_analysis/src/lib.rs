@@ -14,6 +14,7 @@ pub mod kind_search;
 pub mod modules;
 mod plans;
 mod prime;
+pub mod scripts;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use once_graph::{AffectedTest, TestTarget};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
+pub use scripts::ScriptValidation;
 
 /// The names closest to `word` (for "did you mean" messages), best first.
 pub fn closest_names<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {

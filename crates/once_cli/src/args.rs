@@ -273,6 +273,12 @@ pub enum Query {
         /// Workspace-relative path, such as `modules/generated_text.star`.
         path: String,
     },
+    /// Validate one annotated script's header (shebang and `# once` directives) and show
+    /// its contract; exits 1 when invalid.
+    Script {
+        /// Workspace-relative path, such as `scripts/build.sh`.
+        path: String,
+    },
     /// Evidence of the actions run or reused for targets' capabilities, newest first:
     /// historical provenance, not proof that their inputs are unchanged.
     Evidence {

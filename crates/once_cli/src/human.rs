@@ -674,6 +674,58 @@ pub fn module_validation(validation: &once_analysis::ModuleValidation) {
     }
 }
 
+/// `once query script`: the diagnostics, then the contract when it is valid.
+pub fn script_validation(validation: &once_analysis::ScriptValidation) {
+    diagnostics(&validation.diagnostics);
+    if !validation.diagnostics.is_empty() {
+        println!();
+    }
+    if !validation.valid {
+        println!(
+            "{} {}",
+            paint(ERROR, "script invalid:"),
+            printable(&validation.path)
+        );
+        return;
+    }
+    let contract = &validation.contract;
+    let mut runtime = vec![contract.runtime.as_str()];
+    runtime.extend(contract.runtime_args.iter().map(String::as_str));
+    println!(
+        "{} {} runs with `{}`",
+        paint(OK, "script valid:"),
+        printable(&validation.path),
+        printable(&runtime.join(" "))
+    );
+    if !validation.has_directives {
+        println!("  no `once` directives: nothing is declared, so nothing is cached");
+    }
+    let lists: [(&str, &Vec<String>); 6] = [
+        ("inputs", &contract.inputs),
+        ("outputs", &contract.outputs),
+        ("needs", &contract.needs),
+        ("fingerprints", &contract.fingerprints),
+        ("env", &contract.env),
+        ("runtime args", &contract.runtime_args),
+    ];
+    for (name, values) in lists.iter().take(5) {
+        if !values.is_empty() {
+            let shown: Vec<String> = values.iter().map(|v| printable(v).into_owned()).collect();
+            println!("  {} {}", paint(DIM, format!("{name}:")), shown.join(", "));
+        }
+    }
+    if let Some(cwd) = &contract.cwd {
+        println!("  {} {}", paint(DIM, "cwd:"), printable(cwd));
+    }
+    if contract.output_symlinks != once_model::script::OutputSymlinks::default() {
+        println!(
+            "  {} {}",
+            paint(DIM, "output symlinks:"),
+            contract.output_symlinks.as_str()
+        );
+    }
+}
+
 /// One line per record, newest first: time (UTC), subject, status, cache state, exit
 /// code, action digest and action id.
 pub fn evidence(records: &[once_evidence::EvidenceRecord], subject: Option<&str>) {

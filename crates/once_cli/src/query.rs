@@ -327,6 +327,17 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 return Ok(Outcome::Invalid);
             }
         }
+        Query::Script { path } => {
+            let validation = answer(analysis.script(path))?.map_err(|e| anyhow!(e))?;
+            if json {
+                print_json(&once_json::script_validation(&validation))?
+            } else {
+                human::script_validation(&validation)
+            }
+            if !validation.valid {
+                return Ok(Outcome::Invalid);
+            }
+        }
         Query::Tests => {
             let tests = answer(analysis.tests())?;
             if json {

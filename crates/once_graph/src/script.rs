@@ -12,6 +12,7 @@
 //! and the span of each directive for editors. Paths are resolved against the script's
 //! directory and normalised; input globs stay patterns, expanded by the caller.
 
+use once_db::{Db, File, source_text};
 use once_model::script::{OutputSymlinks, ScriptContract};
 use once_model::{Diagnostic, DiagnosticCode, Fix, TextRange};
 
@@ -58,7 +59,7 @@ pub fn keyword_docs(keyword: &str) -> Option<&'static str> {
 const COMMENT_PREFIXES: &[&str] = &["//", "--", "#", ";", "%"];
 
 /// One directive as written: for hover, completion and go-to-definition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DirectiveSpan {
     pub keyword: String,
     pub keyword_range: TextRange,
@@ -68,7 +69,7 @@ pub struct DirectiveSpan {
 }
 
 /// Everything read from a script's header.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ScriptParse {
     /// Whether any line, valid or not, in the header or below it, is a `once` directive:
     /// a script without any is an ordinary program.
@@ -83,6 +84,31 @@ impl ScriptParse {
     pub fn is_valid(&self) -> bool {
         !self.diagnostics.iter().any(Diagnostic::is_error)
     }
+}
+
+/// The parsed header of a script file: re-computed only when the file changes, so a
+/// warm server and the language server re-parse a script only after an edit. A file
+/// that cannot be read is one diagnostic.
+#[salsa::tracked(returns(ref))]
+pub fn script_contract(db: &dyn Db, file: File) -> ScriptParse {
+    let path = file.path(db);
+    let source = source_text(db, file);
+    if let Some(error) = &source.read_error {
+        let mut parse = ScriptParse::default();
+        parse.contract.path = path.clone();
+        parse.diagnostics.push(
+            Diagnostic::new(
+                DiagnosticCode::InvalidScriptPath,
+                format!("cannot read the script `{path}`: {error}"),
+            )
+            .in_file(path.clone())
+            .with_target(path.clone())
+            .with_attribute("path")
+            .with_repair("Fix the script path, shebang, or `once` directives and validate again"),
+        );
+        return parse;
+    }
+    parse_script(path, &source.text)
 }
 
 /// Parses the header of the script at `path` (workspace-relative) whose text is `text`.

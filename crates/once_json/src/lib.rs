@@ -7,6 +7,7 @@
 mod evidence;
 mod external_source;
 mod modules;
+mod scripts;
 
 pub use evidence::{EvidenceRecordDto, EvidenceSubjectDto, evidence_record};
 
@@ -14,6 +15,7 @@ pub use external_source::{ExternalSourceDto, external_source};
 pub use modules::{
     ContractEntryDto, ModuleContractDto, ModuleValidationDto, module_contract, module_validation,
 };
+pub use scripts::{ScriptContractDto, ScriptValidationDto, script_contract, script_validation};
 
 use base64::Engine;
 use once_analysis::{

@@ -5,6 +5,7 @@ mod digests;
 mod evidence;
 mod fixtures;
 mod modules;
+mod scripts;
 mod support;
 mod test_adapter;
 mod test_results;
