@@ -1,12 +1,61 @@
-//! A small JSON Schema subset: builders for the tool schemas, and a validator that
-//! enforces them (tool arguments are checked against the same schema `tools/list`
-//! advertises, so "strict" is enforced, not just advertised).
+//! A small JSON Schema subset: builders for the tools' input schemas, the output schemas
+//! derived from the record types ([`output_schema`]), and a validator that enforces them
+//! (tool arguments are checked against the same schema `tools/list` advertises, so
+//! "strict" is enforced, not just advertised; tests check real results against the
+//! output schemas).
 //!
 //! Supported keywords: `type` (a name or a list of names), `properties`, `required`,
-//! `additionalProperties: false`, `items`, `enum`, `minimum`, `maximum`, `minLength`,
-//! `description`, `default`.
+//! `additionalProperties` (`false` or a schema), `items`, `enum`, `minimum`, `maximum`,
+//! `minLength`, `description`, `default`; `format` is informative.
 
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+/// `structuredContent` of a tool: `{"result": …, "warnings"?: […], "next_cursor"?: …}`.
+/// `warnings` are inputs the answer could not use (`once_query_affected_tests`: changed
+/// paths outside the workspace or in no package).
+#[derive(Serialize, JsonSchema, Debug)]
+pub struct StructuredContent<T> {
+    pub result: T,
+    /// Inputs the answer could not use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    /// Set when a list was cut: pass it back as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The output schema of a tool whose `result` is a `T`, derived from `T`'s serde shape so
+/// it cannot drift from what is serialised: every subschema inline (no `$ref`, which the
+/// validator here and some clients do not follow), a field required exactly when it is
+/// always serialised (`skip_serializing_if` makes it optional), `Option` fields nullable,
+/// closed string sets as `enum`, unsigned integers with `minimum: 0`, and every record
+/// object closed (`additionalProperties: false`; maps keep their value schema).
+pub fn output_schema<T: JsonSchema>() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings.contract = Contract::Serialize;
+    let generator = settings
+        .with_transform(RecursiveTransform(close_record_objects))
+        .into_generator();
+    generator
+        .into_root_schema_for::<StructuredContent<T>>()
+        .to_value()
+}
+
+/// Closes objects that list their properties and drops the type-name titles.
+fn close_record_objects(schema: &mut Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("title");
+        if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+            object.insert("additionalProperties".to_owned(), Value::Bool(false));
+        }
+    }
+}
 
 pub fn string(description: &str) -> Value {
     json!({ "type": "string", "description": description })
