@@ -808,7 +808,10 @@ pub struct EditResultDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed: Option<bool>,
     pub path: String,
+    /// The index of the operation that failed; `null` when the manifest itself cannot be
+    /// edited. Absent when applied.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-null-when-present" = true))]
     pub failed_operation: Option<Option<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<DiagnosticDto>>,
