@@ -46,6 +46,7 @@ fn start() -> Option<ChildStdin> {
         .arg(SCRIPT)
         .arg("once-reaper")
         .env_clear()
+        .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
