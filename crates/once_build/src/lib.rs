@@ -24,8 +24,8 @@ use std::time::Duration;
 use once_analysis::{Analysis, Cancellable};
 use once_exec::{ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction};
 use once_model::action::ActionStep;
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 /// The syntax of a pattern naming every target below a package: `PKG/...`.
 pub const RECURSIVE_SUFFIX: &str = "...";
@@ -240,7 +240,7 @@ pub fn record_evidence(
 }
 
 /// How one requested target ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TargetRecord {
     pub target: String,
     pub kind: String,
@@ -250,10 +250,12 @@ pub struct TargetRecord {
     pub implemented: bool,
     /// `completed`, `failed` (one of its actions failed), `skipped` (an action it needs
     /// failed first) or `cancelled`.
+    #[schemars(extend("enum" = ["completed", "failed", "skipped", "cancelled"]))]
     pub status: &'static str,
     /// `hit` when every action of the target's capability was reused, `miss` when one
     /// ran and was stored, `bypass` when one ran uncached (and none was a miss); `null`
     /// when the capability declares no action or none ran.
+    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
     pub cache: Option<&'static str>,
     /// The key of the capability's last action (`null` without actions).
     pub action_digest: Option<String>,
@@ -269,11 +271,14 @@ pub struct TargetRecord {
 }
 
 /// One action of a target's capability.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ActionSummary {
     pub id: String,
     /// `succeeded`, `failed`, `skipped` or `cancelled`.
+    #[schemars(extend("enum" = ["succeeded", "failed", "skipped", "cancelled"]))]
     pub status: &'static str,
+    /// `hit`, `miss` or `bypass`; `null` when it neither ran nor was reused (skipped, cancelled).
+    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
     pub cache: Option<&'static str>,
     pub key: Option<String>,
     pub exit_code: Option<i32>,
@@ -281,7 +286,7 @@ pub struct ActionSummary {
 }
 
 /// A failed action: what it ran, how it ended and the end of its output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Failure {
     pub action: String,
     /// The command line (`argv` joined, shell-quoted), or what the step does.
@@ -481,93 +486,6 @@ pub fn action_counts(report: &ExecutionReport) -> (usize, usize, usize, usize) {
         count(CacheState::Bypass),
         failed,
     )
-}
-
-/// The output schemas of the records, kept next to the types: a test in `once_mcp`
-/// checks that a record with every field set validates against them, field for field.
-pub mod schema {
-    use super::{Value, json};
-
-    fn string() -> Value {
-        json!({ "type": "string" })
-    }
-    fn nullable(kind: &str) -> Value {
-        json!({ "type": [kind, "null"] })
-    }
-    fn strings() -> Value {
-        json!({ "type": "array", "items": string() })
-    }
-    fn enumeration(values: &[&str]) -> Value {
-        json!({ "type": "string", "enum": values })
-    }
-    fn nullable_enumeration(values: &[&str]) -> Value {
-        let mut all: Vec<Value> = values.iter().map(|v| json!(v)).collect();
-        all.push(Value::Null);
-        json!({ "type": ["string", "null"], "enum": all })
-    }
-    fn object(properties: &[(&str, Value)]) -> Value {
-        let map: serde_json::Map<String, Value> = properties
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect();
-        let required: Vec<&str> = properties.iter().map(|(k, _)| *k).collect();
-        json!({ "type": "object", "properties": map, "required": required, "additionalProperties": false })
-    }
-
-    const CACHE: &[&str] = &["hit", "miss", "bypass"];
-
-    /// [`super::Failure`].
-    pub fn failure() -> Value {
-        object(&[
-            ("action", string()),
-            ("command", string()),
-            ("exit_code", json!({ "type": ["integer", "null"] })),
-            ("message", string()),
-            ("stdout_tail", string()),
-            ("stderr_tail", string()),
-        ])
-    }
-
-    /// [`super::ActionSummary`].
-    pub fn action_summary() -> Value {
-        object(&[
-            ("id", string()),
-            (
-                "status",
-                enumeration(&["succeeded", "failed", "skipped", "cancelled"]),
-            ),
-            ("cache", nullable_enumeration(CACHE)),
-            ("key", nullable("string")),
-            ("exit_code", json!({ "type": ["integer", "null"] })),
-            ("duration_ms", json!({ "type": "integer", "minimum": 0 })),
-        ])
-    }
-
-    /// [`super::TargetRecord`].
-    pub fn target_record() -> Value {
-        let mut failure = failure();
-        failure["type"] = json!(["object", "null"]);
-        object(&[
-            ("target", string()),
-            ("kind", string()),
-            ("capability", string()),
-            ("implemented", json!({ "type": "boolean" })),
-            (
-                "status",
-                enumeration(&["completed", "failed", "skipped", "cancelled"]),
-            ),
-            ("cache", nullable_enumeration(CACHE)),
-            ("action_digest", nullable("string")),
-            ("output_groups", strings()),
-            ("required_outputs", strings()),
-            ("outputs", strings()),
-            (
-                "actions",
-                json!({ "type": "array", "items": action_summary() }),
-            ),
-            ("failure", failure),
-        ])
-    }
 }
 
 #[cfg(test)]

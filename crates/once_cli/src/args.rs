@@ -84,7 +84,7 @@ pub enum Command {
     },
     /// Build what a target's `run` capability needs, then run it with the terminal
     /// attached; ARGS after `--` go to the program. Exits 1 when the build or the program
-    /// fails.
+    /// fails, 128 + N when signal N reached `once` (it is passed on to the program).
     Run {
         /// The target id, such as `apps/greeter/Greeter`.
         target: String,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, anyhow, bail};
@@ -24,21 +24,82 @@ fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the analysis was cancelled"))
 }
 
-/// What SIGINT, SIGTERM and SIGHUP cancel: the running execution, if any. While a
-/// program runs attached to the terminal there is none: the program gets the terminal's
-/// signals itself, and `once` waits for it.
-static CANCEL: Mutex<Option<CancelHandle>> = Mutex::new(None);
+/// What SIGINT, SIGTERM and SIGHUP stop: the running execution (cancelled: every action
+/// group killed), or the program `once run` runs attached to the terminal (the signal is
+/// forwarded to it; a second signal kills it).
+enum Interruptible {
+    Nothing,
+    Execution(CancelHandle),
+    /// The program's process id, and its process group when it has one of its own (no
+    /// terminal: it is not in the terminal's foreground group).
+    Program {
+        pid: u32,
+        own_group: bool,
+    },
+}
 
-fn set_cancel(cancel: Option<CancelHandle>) {
+static INTERRUPTIBLE: Mutex<Interruptible> = Mutex::new(Interruptible::Nothing);
+
+/// The first termination signal received (0 before one arrives).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+fn interruptible() -> std::sync::MutexGuard<'static, Interruptible> {
+    INTERRUPTIBLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn set_interruptible(what: Interruptible) {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        let _ = ctrlc::set_handler(|| {
-            if let Some(cancel) = CANCEL.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                cancel.cancel();
-            }
-        });
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        let _ = std::thread::Builder::new()
+            .name("once-signals".into())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    let first = RECEIVED
+                        .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok();
+                    match &*interruptible() {
+                        Interruptible::Nothing => {}
+                        Interruptible::Execution(cancel) => cancel.cancel(),
+                        Interruptible::Program { pid, own_group } => {
+                            signal_program(
+                                *pid,
+                                *own_group,
+                                if first {
+                                    signal
+                                } else {
+                                    signal_hook::consts::SIGKILL
+                                },
+                            );
+                        }
+                    }
+                }
+            });
     });
-    *CANCEL.lock().unwrap_or_else(|e| e.into_inner()) = cancel;
+    *interruptible() = what;
+}
+
+/// Sends `signal` to the attached program (its whole group when it has its own).
+fn signal_program(pid: u32, own_group: bool, signal: i32) {
+    let (Some(pid), Some(signal)) = (
+        rustix::process::Pid::from_raw(pid.cast_signed()),
+        rustix::process::Signal::from_named_raw(signal),
+    ) else {
+        return;
+    };
+    let _ = if own_group {
+        rustix::process::kill_process_group(pid, signal)
+    } else {
+        rustix::process::kill_process(pid, signal)
+    };
+}
+
+/// The termination signal `once` received, if any (its exit status is then 128 + it).
+fn received_signal() -> Option<i32> {
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
@@ -221,7 +282,7 @@ fn execute(
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
     let callback = |progress: &Progress<'_>| line.update(progress);
     let cancel = CancelHandle::new();
-    set_cancel(Some(cancel.clone()));
+    set_interruptible(Interruptible::Execution(cancel.clone()));
     let mut executor = Executor::new(root, &store)
         .with_options(options)
         .with_cancel(cancel.clone());
@@ -450,9 +511,15 @@ pub fn run(
         if index == last {
             child.args(extra);
         }
+        // Without a terminal the program gets a process group of its own, so a signal
+        // reaches everything it started; on a terminal it stays in the foreground group
+        // (it reads the terminal, and the terminal's ^C reaches it directly).
+        let own_group = !std::io::stdin().is_terminal();
+        if own_group {
+            std::os::unix::process::CommandExt::process_group(&mut child, 0);
+        }
         let started = std::time::Instant::now();
-        let status = child
-            .status()
+        let status = run_attached(&mut child, own_group)
             .with_context(|| format!("cannot start `{}`", program.display()))?;
         let code = status.code();
         exit_code = code;
@@ -474,7 +541,7 @@ pub fn run(
             });
         }
         report.results.push(result);
-        if !ok {
+        if !ok || received_signal().is_some() {
             success = false;
             break;
         }
@@ -498,11 +565,43 @@ pub fn run(
             }
         );
     }
-    Ok(if success {
-        Outcome::Success
-    } else {
-        Outcome::Invalid
+    Ok(match received_signal() {
+        Some(signal) => Outcome::Interrupted(signal),
+        None if success => Outcome::Success,
+        None => Outcome::Invalid,
     })
+}
+
+/// Runs the attached program to its end; a termination signal `once` receives meanwhile
+/// is forwarded to it (to its whole group when it has one). With a group of its own, the
+/// group is killed when the program exits (nothing it left running survives, as for an
+/// action) and the [`once_exec::reaper`] kills it if `once` is killed first.
+fn run_attached(
+    child: &mut std::process::Command,
+    own_group: bool,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut process = child.spawn()?;
+    let pid = process.id();
+    set_interruptible(Interruptible::Program { pid, own_group });
+    let group = rustix::process::Pid::from_raw(pid.cast_signed()).filter(|_| own_group);
+    if let Some(group) = group {
+        once_exec::reaper::watch(group);
+    }
+    if let Some(signal) = received_signal() {
+        signal_program(pid, own_group, signal);
+    }
+    if let Some(group) = group {
+        // Wait without reaping, so the group's id cannot be reused before it is killed.
+        while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(
+            rustix::process::WaitId::Pid(group),
+            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+        ) {}
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        once_exec::reaper::forget(group);
+    }
+    let status = process.wait();
+    set_interruptible(Interruptible::Nothing);
+    status
 }
 
 /// The result of an action `once run` runs itself, attached to the terminal: uncached,

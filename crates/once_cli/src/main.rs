@@ -150,6 +150,9 @@ fn run() -> ExitCode {
     match outcome {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::Interrupted(signal)) => {
+            ExitCode::from(u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(1))
+        }
         Err(err) => {
             report_error(format, &err);
             ExitCode::from(2)
@@ -162,6 +165,9 @@ pub enum Outcome {
     Success,
     /// A validation found errors, or a build or run failed.
     Invalid,
+    /// `once run` got this termination signal while its program ran (forwarded to it):
+    /// the exit status is 128 + the signal, as a shell reports a program it killed.
+    Interrupted(i32),
 }
 
 /// Prints an error with its whole cause chain to stderr (control characters escaped in

@@ -408,3 +408,121 @@ fn a_signal_to_once_build_kills_its_actions() {
         );
     }
 }
+
+/// A workspace with `slow/Slow`, a `command` whose action leaves a background `sleep`
+/// in its group beside the one it waits for, and `tools/Wait`, a `script` whose run is a
+/// shell waiting for a `sleep`.
+fn slow_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    write(
+        root,
+        "slow/once.toml",
+        "[[target]]\nname = \"Slow\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"sleep 600 & sleep 600; wait\"\noutputs = [\"never.txt\"]\n",
+    );
+    write(
+        root,
+        "tools/once.toml",
+        "[[target]]\nname = \"Wait\"\nkind = \"script\"\n\n[target.attrs]\nscript_path = \"wait.sh\"\nscript_runtime = \"sh\"\n",
+    );
+    write(root, "tools/wait.sh", "sleep 600\necho never\n");
+    dir
+}
+
+/// Polls `ps` for up to a second until none of `pids` is listed.
+fn all_gone_within_a_second(pids: &[u32]) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(1) {
+        if pids.iter().all(|&pid| !ps_lists(pid)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// SIGINT, SIGTERM or SIGHUP to `once run` (no terminal: the program has a process
+/// group of its own) reaches the program and everything it started, and `once` exits
+/// with 128 + the signal, as a shell reports a program a signal ended.
+#[test]
+fn a_signal_to_once_run_ends_its_program_and_exits_with_the_signal_status() {
+    for (signal, status) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
+        let dir = slow_workspace();
+        let root = dir.path();
+        let child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(root)
+            .args(["run", "tools/Wait"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pids = wait_for_processes(&root.join("tools"));
+        assert!(!pids.is_empty());
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(status),
+            "{signal}: {}",
+            text(&output.stderr)
+        );
+        assert!(!text(&output.stdout).contains("never"));
+        assert!(
+            all_gone_within_a_second(&pids),
+            "the program survived {signal}: {pids:?}"
+        );
+    }
+}
+
+/// `kill -9` of `once build` (nothing in `once` runs any more) and of `once run`: the
+/// reaper kills the action's and the program's process groups, the background `sleep`
+/// included, within a second.
+#[test]
+fn a_killed_once_leaves_no_process_behind() {
+    for (target, dir_name) in [("slow/Slow", "slow"), ("tools/Wait", "tools")] {
+        let dir = slow_workspace();
+        let root = dir.path();
+        let verb = if dir_name == "slow" { "build" } else { "run" };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(root)
+            .args([verb, target])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pids = wait_for_processes(&root.join(dir_name));
+        let sleeps = pids
+            .iter()
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
+            .count();
+        if dir_name == "slow" {
+            // Both `sleep`s of the action, the one it does not wait for too.
+            for _ in 0..50 {
+                if processes::processes_in(&root.join(dir_name)).len() >= 3 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        assert!(sleeps >= 1, "{pids:?}");
+        let pids = processes::processes_in(&root.join(dir_name));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            all_gone_within_a_second(&pids),
+            "{verb}: a process outlived a killed once: {pids:?}"
+        );
+    }
+}

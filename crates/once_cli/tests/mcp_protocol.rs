@@ -1345,3 +1345,91 @@ fn a_terminated_server_kills_its_builds_processes() {
         "a build process survived the server: {pids:?}"
     );
 }
+
+/// Every tool's real answer on the demo workspace (with `--allow-run`: the editing and
+/// executing tools too) validates against the output schema `tools/list` declares, field
+/// for field; the schemas are derived from the record types, so this is what keeps the
+/// two from drifting. `once_fetch_external_source` needs a public HTTPS server: its schema
+/// is checked in tests/external_source.rs.
+#[test]
+fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
+    let mut server = Server::start(&["--allow-run"]);
+    server.initialize("2025-06-18");
+    let tools = server.request(1, "tools/list", json!({}))["result"]["tools"].clone();
+    let calls = [
+        ("once_query_workspace", json!({})),
+        ("once_query_targets", json!({})),
+        (
+            "once_get_target",
+            json!({ "target": "apps/greeter/Greeter" }),
+        ),
+        (
+            "once_query_capabilities",
+            json!({ "target": "tools/Banner" }),
+        ),
+        ("once_query_schema", json!({ "kind": "rust_binary" })),
+        (
+            "once_query_example",
+            json!({ "kind": "command", "slug": "command-generate-file" }),
+        ),
+        ("once_list_target_kinds", json!({ "query": "rust" })),
+        ("once_query_tests", json!({})),
+        (
+            "once_query_affected_tests",
+            json!({ "changed_paths": ["libs", "/elsewhere"] }),
+        ),
+        ("once_validate_workspace", json!({})),
+        (
+            "once_validate_target",
+            json!({ "target": { "name": "x", "kind": "rust_binary", "attrs": { "edition": 1 } } }),
+        ),
+        (
+            "once_apply_edit",
+            json!({ "package": "scratch", "operations": [{ "op": "create", "target": { "name": "Files", "kind": "filegroup", "srcs": [] } }] }),
+        ),
+        (
+            "once_apply_edit",
+            json!({ "package": "scratch", "operations": [{ "op": "create", "target": { "name": "Files", "kind": "filegroup", "srcs": [] } }] }),
+        ),
+        (
+            "once_materialize_example",
+            json!({ "kind": "command", "slug": "command-generate-file", "destination": "starter" }),
+        ),
+        ("once_build_target", json!({ "target": "tools/Banner" })),
+        ("once_build_target", json!({ "target": "tools/Banner" })),
+        ("once_run_target", json!({ "target": "tools/Release" })),
+        ("once_query_evidence", json!({ "limit": 100 })),
+        ("once_query_module_contract", json!({})),
+        (
+            "once_validate_module",
+            json!({ "path": "modules/missing.star" }),
+        ),
+    ];
+    let mut covered = std::collections::BTreeSet::new();
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        let tool = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == *name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        let reply = server.call(100 + index as i64, name, arguments.clone());
+        assert_eq!(reply["isError"], false, "{name}: {reply}");
+        let structured = &reply["structuredContent"];
+        assert_eq!(
+            once_mcp::schema::validate(&tool["outputSchema"], structured),
+            Vec::<String>::new(),
+            "{name}: {structured}"
+        );
+        covered.insert(*name);
+    }
+    let listed: std::collections::BTreeSet<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|name| *name != "once_fetch_external_source")
+        .collect();
+    assert_eq!(covered, listed);
+    assert_eq!(server.finish(), 0);
+}

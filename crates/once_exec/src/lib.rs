@@ -18,6 +18,7 @@
 //! - [`key`]: the canonical encoding of action keys;
 //! - [`executor`]: scheduling, cache lookup, execution, results and progress;
 //! - [`runner`]: the [`ProcessRunner`] trait, real process groups, cancellation;
+//! - [`reaper`]: kills the running groups when this process dies first (`SIGKILL`);
 //! - [`fake`]: an in-memory runner for tests;
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
@@ -35,6 +36,7 @@ pub mod fake;
 mod handles;
 pub mod key;
 pub mod outputs;
+pub mod reaper;
 pub mod record;
 pub mod runner;
 pub mod store;

@@ -7,7 +7,8 @@
 //! When the program exits, its process group is killed before the program is reaped, so
 //! nothing it left running in the background survives it (a process that moved itself to
 //! another group or session with `setsid` escapes this; containing those needs cgroups).
-//! Cancelling kills every registered group with `SIGKILL` at once.
+//! Cancelling kills every registered group with `SIGKILL` at once. Each running group is
+//! also announced to the [`crate::reaper`], which kills it if this process dies first.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -72,6 +73,7 @@ impl ProcessRunner for SystemRunner {
             return Err(io::Error::other("the process has no valid id"));
         };
         request.cancel.register(group);
+        crate::reaper::watch(group);
         // Wait for the leader to exit without reaping it, so its id (the group's id) cannot
         // be reused before the group is killed.
         while let Err(rustix::io::Errno::INTR) = waitid(
@@ -80,6 +82,7 @@ impl ProcessRunner for SystemRunner {
         ) {}
         let _ = kill_process_group(group, Signal::KILL);
         request.cancel.unregister(group);
+        crate::reaper::forget(group);
         let status = child.wait()?;
         Ok(match (status.code(), status.signal()) {
             (Some(code), _) => ProcessExit::Code(code),

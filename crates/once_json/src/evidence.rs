@@ -3,21 +3,25 @@
 //! `stdout`, `stderr`, a subject's `capability`) are omitted when absent.
 
 use once_evidence::{EVIDENCE_SCHEMA, EvidenceRecord, RECORD_KIND, Subject};
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct EvidenceRecordDto {
     /// Always `once.evidence.v1`.
+    #[schemars(extend("enum" = ["once.evidence.v1"]))]
     pub schema: &'static str,
     /// SHA-256 of the record's content and time, lowercase hex.
     pub id: String,
     /// Always `action_result`.
+    #[schemars(extend("enum" = ["action_result"]))]
     pub kind: &'static str,
     pub subject: EvidenceSubjectDto,
     /// The action's id within its capability, such as `cli#test/run`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// `passed` or `failed`.
+    #[schemars(extend("enum" = ["passed", "failed"]))]
     pub status: &'static str,
     /// The action's complete key.
     pub action_digest: String,
@@ -25,6 +29,7 @@ pub struct EvidenceRecordDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input_digest: Option<String>,
     /// `hit`, `miss` or `bypass`.
+    #[schemars(extend("enum" = ["hit", "miss", "bypass"]))]
     pub cache: &'static str,
     /// Absent when the process was killed by a signal.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,8 +43,10 @@ pub struct EvidenceRecordDto {
 }
 
 /// `{kind: "target", id, capability}` or `{kind: "command", id: <action digest>}`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct EvidenceSubjectDto {
+    /// `target` (`capability` set) or `command` (`id` is the action digest).
+    #[schemars(extend("enum" = ["target", "command"]))]
     pub kind: &'static str,
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,8 +1,9 @@
 //! The record of `once query external-source` and the MCP tool `once_fetch_external_source`.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ExternalSourceDto {
     pub url: String,
     /// The `Content-Type` header, `null` when the server sent none.

@@ -23,6 +23,7 @@ use once_analysis::{
     WorkspaceInfo,
 };
 use once_model::{AttrValue, Capability, Example, KindSchema, SourceReference};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -31,21 +32,22 @@ pub fn to_value(dto: &impl Serialize) -> Value {
     serde_json::to_value(dto).unwrap_or(Value::Null)
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct Position {
     pub line: u32,
     pub column: u32,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct Range {
     pub start: Position,
     pub end: Position,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct DiagnosticDto {
     pub code: String,
+    #[schemars(extend("enum" = ["error", "warning", "info"]))]
     pub severity: String,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,7 +64,7 @@ pub struct DiagnosticDto {
 }
 
 /// A machine-applicable fix: `preferred` marks the one to apply unattended.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct FixDto {
     pub title: String,
     pub preferred: bool,
@@ -70,7 +72,7 @@ pub struct FixDto {
 }
 
 /// Replace `range` (1-based lines and columns) with `new_text`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct TextEditDto {
     pub range: Range,
     pub new_text: String,
@@ -119,7 +121,7 @@ pub fn diagnostic(located: &LocatedDiagnostic) -> DiagnosticDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ValidationDto {
     pub valid: bool,
     pub target_count: usize,
@@ -135,7 +137,7 @@ pub fn validation(validation: &Validation) -> ValidationDto {
 }
 
 /// One fix `validate-workspace --fix` wrote; `range` is where the diagnostic was.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct AppliedFixDto {
     pub file: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -145,7 +147,7 @@ pub struct AppliedFixDto {
 }
 
 /// `validate-workspace --fix`: the fixes written, then the validation after them.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct FixedValidationDto {
     pub fixed: Vec<AppliedFixDto>,
     #[serde(flatten)]
@@ -171,7 +173,7 @@ pub fn fixed_validation(
 }
 
 /// `validate-target`: `{valid, diagnostics}`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct TargetValidationDto {
     pub valid: bool,
     pub diagnostics: Vec<DiagnosticDto>,
@@ -184,26 +186,26 @@ pub fn target_validation(validation: &Validation) -> TargetValidationDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ConfigurationDto {
     pub os: String,
     pub arch: String,
     pub tokens: Vec<String>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct RootManifestDto {
     pub path: String,
     pub exists: bool,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct DiagnosticCountsDto {
     pub errors: usize,
     pub warnings: usize,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct WorkspaceDto {
     pub root: String,
     pub configuration: ConfigurationDto,
@@ -249,14 +251,16 @@ fn edges(edges: &[(String, Vec<String>)]) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct TargetDto {
     pub id: String,
     pub package: String,
     pub name: String,
     pub kind: String,
     pub deps: Vec<String>,
+    /// Dependency role → the ids of the targets in that role.
     #[serde(skip_serializing_if = "is_empty_edges")]
+    #[schemars(with = "std::collections::BTreeMap<String, Vec<String>>")]
     pub dependency_edges: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub visibility: Vec<String>,
@@ -276,14 +280,14 @@ pub fn target_summary(target: &TargetSummaryInfo) -> TargetDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct LabelDto {
     pub package: String,
     pub name: String,
     pub id: String,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct CapabilityDto {
     pub name: String,
     pub output_groups: Vec<String>,
@@ -298,19 +302,21 @@ pub fn capability(capability: &Capability) -> CapabilityDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ToolDto {
     pub name: String,
     pub docs: String,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct GraphTargetDto {
     pub label: LabelDto,
     pub kind: String,
     pub srcs: Vec<String>,
     pub deps: Vec<String>,
+    /// Dependency role → the ids of the targets in that role.
     #[serde(skip_serializing_if = "is_empty_edges")]
+    #[schemars(with = "std::collections::BTreeMap<String, Vec<String>>")]
     pub dependency_edges: serde_json::Map<String, Value>,
     pub visibility: Vec<String>,
     pub labels: Vec<String>,
@@ -360,7 +366,7 @@ pub fn graph_target(target: &TargetDetails) -> GraphTargetDto {
 
 /// One target's inputs (`once query inputs`), borrowed from the answer: a workspace lists
 /// tens of thousands of inputs, so they are written out without copying.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct TargetInputsDto<'a> {
     pub id: &'a str,
     /// One SHA-256 over the sorted input paths and their digests.
@@ -369,7 +375,7 @@ pub struct TargetInputsDto<'a> {
 }
 
 /// One input file: its SHA-256 (hex), or why it has none.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct InputDigestDto<'a> {
     pub path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -397,7 +403,7 @@ pub fn target_inputs<'a>(
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct CapabilitiesDto {
     pub id: String,
     pub kind: String,
@@ -460,7 +466,7 @@ pub fn json_to_attr_value(value: &Value) -> Result<AttrValue, String> {
     })
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct AttrSchemaDto {
     pub name: String,
     pub ty: String,
@@ -473,7 +479,7 @@ pub struct AttrSchemaDto {
     pub allowed_values: Vec<String>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct DepSchemaDto {
     pub name: String,
     pub expected_providers: Vec<String>,
@@ -483,7 +489,7 @@ pub struct DepSchemaDto {
     pub max_count: Option<u32>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct SchemaCapabilityDto {
     pub name: String,
     pub docs: String,
@@ -493,7 +499,7 @@ pub struct SchemaCapabilityDto {
     pub runner: Option<String>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct SourceReferenceDto {
     pub system: String,
     pub symbol: String,
@@ -512,7 +518,7 @@ pub fn source_reference(r: &SourceReference) -> SourceReferenceDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ExampleSummaryDto {
     pub slug: String,
     pub name: String,
@@ -527,7 +533,7 @@ pub fn example_summary(e: &Example) -> ExampleSummaryDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct KindSchemaDto {
     pub kind: String,
     pub docs: String,
@@ -597,7 +603,7 @@ pub fn kind_schema(kind: &KindSchema) -> KindSchemaDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct KindListEntryDto {
     pub kind: String,
     pub docs: String,
@@ -618,7 +624,7 @@ pub fn kind_list_entry(kind: &KindSchema) -> KindListEntryDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ExampleFileDto {
     pub path: String,
     pub contents: String,
@@ -626,7 +632,7 @@ pub struct ExampleFileDto {
     pub contents_base64: Option<String>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ExampleDto {
     pub slug: String,
     pub name: String,
@@ -663,7 +669,7 @@ pub fn example(example: &Example) -> ExampleDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct TestDto {
     pub id: String,
     pub kind: String,
@@ -684,7 +690,7 @@ pub fn test_target(t: &TestTarget) -> TestDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct AffectedTestDto {
     pub id: String,
     pub kind: String,
@@ -702,7 +708,7 @@ pub fn affected_test(t: &AffectedTest) -> AffectedTestDto {
 /// `once query affected-tests --format json`: the tests, and the changed paths that could
 /// select none (outside the workspace, or in no package). Over MCP the tests are the
 /// tool's `result` and `warnings` sits beside it.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct AffectedTestsDto {
     pub tests: Vec<AffectedTestDto>,
     pub warnings: Vec<String>,
@@ -798,13 +804,16 @@ pub fn edit_request(value: &Value) -> Result<once_analysis::EditRequest, String>
 
 /// `apply-edit`: `{applied: true, changed, path}` or
 /// `{applied: false, path, failed_operation, diagnostics}`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct EditResultDto {
     pub applied: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed: Option<bool>,
     pub path: String,
+    /// The index of the operation that failed; `null` when the manifest itself cannot be
+    /// edited. Absent when applied.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-null-when-present" = true))]
     pub failed_operation: Option<Option<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<DiagnosticDto>>,
@@ -833,7 +842,7 @@ pub fn edit_result(outcome: &once_analysis::EditOutcome) -> EditResultDto {
     }
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ConflictDto {
     pub path: String,
     pub reason: String,
@@ -841,7 +850,7 @@ pub struct ConflictDto {
 
 /// `materialize-example`: what was written, what conflicts, the added targets and the
 /// workspace validation after the write (`null` when nothing was written for conflicts).
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct MaterializeDto {
     pub materialized: bool,
     pub kind: String,
@@ -883,7 +892,7 @@ pub fn materialize(
 }
 
 /// The plan of a target's capability (`once query actions`).
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ActionPlanDto {
     pub target: String,
     pub capability: String,
@@ -891,7 +900,7 @@ pub struct ActionPlanDto {
     pub steps: Vec<PlannedCapabilityDto>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct PlannedCapabilityDto {
     pub target: String,
     pub kind: String,
@@ -904,7 +913,7 @@ pub struct PlannedCapabilityDto {
 
 /// One planned action. `step` is `run`, `write`, `copy`, `symlink` or `mkdir`; the
 /// fields of that step follow.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ActionDto {
     pub id: String,
     pub static_key: String,

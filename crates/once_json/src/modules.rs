@@ -1,12 +1,13 @@
 //! The records of `module-contract` and `validate-module`.
 
 use once_analysis::{ContractEntry, ModuleContract, ModuleValidation};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::{DiagnosticDto, KindSchemaDto, diagnostic, kind_schema};
 
 /// `{signature, purpose}`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ContractEntryDto {
     pub signature: String,
     pub purpose: String,
@@ -22,7 +23,7 @@ fn entries(list: &[ContractEntry]) -> Vec<ContractEntryDto> {
 }
 
 /// `module-contract`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ModuleContractDto {
     pub language: String,
     pub registration: String,
@@ -58,7 +59,7 @@ pub fn module_contract(contract: &ModuleContract) -> ModuleContractDto {
 }
 
 /// `validate-module`: `{valid, path, target_kinds, diagnostics}`.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ModuleValidationDto {
     pub valid: bool,
     pub path: String,

@@ -8,8 +8,9 @@ use std::path::Path;
 use once_analysis::{Analysis, Cancellable};
 use once_build::{Plan, TargetRecord};
 use once_exec::{CancelHandle, ExecOptions, Executor, Progress, Store};
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::tools::ToolError;
 
@@ -20,10 +21,11 @@ pub struct ExecutionJob {
     pub plan: Plan,
 }
 
-/// The result of an executing tool.
-#[derive(Clone, Debug, Serialize)]
+/// The result of an executing tool (its output schema is derived from this type).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ExecutionResult {
     pub target: String,
+    #[schemars(extend("enum" = ["build", "run"]))]
     pub capability: String,
     /// What `once build`/`once run` would exit with: 0 success, 1 failed; for a run that
     /// got to the program, the program's exit code.
@@ -36,26 +38,6 @@ pub struct ExecutionResult {
     pub stderr: String,
     /// Why nothing ran (planning errors); empty otherwise.
     pub problems: Vec<String>,
-}
-
-/// The output schema of [`ExecutionResult`], built from the record schemas of
-/// `once_build::schema`; a test checks every field of a full result against it.
-pub fn result_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "target": { "type": "string" },
-            "capability": { "type": "string", "enum": ["build", "run"] },
-            "exit_code": { "type": "integer" },
-            "success": { "type": "boolean" },
-            "record": once_build::schema::target_record(),
-            "stdout": { "type": "string" },
-            "stderr": { "type": "string" },
-            "problems": { "type": "array", "items": { "type": "string" } },
-        },
-        "required": ["target", "capability", "exit_code", "success", "record", "stdout", "stderr", "problems"],
-        "additionalProperties": false,
-    })
 }
 
 fn plan_capability(
@@ -220,12 +202,13 @@ mod tests {
         }
     }
 
-    /// The schema is built next to the record types; a result with every field set, and
-    /// one with every optional field null, both validate, so a field added to a record
-    /// without its schema (or the other way round) fails here.
+    /// The schema is derived from the record types; a result with every field set, and
+    /// one with every optional field null, both validate, and every field is required
+    /// (records always serialise all of them), so the derivation cannot loosen silently.
     #[test]
     fn results_validate_against_their_output_schema_field_for_field() {
-        let schema = result_schema();
+        let schema =
+            crate::schema::output_schema::<ExecutionResult>()["properties"]["result"].clone();
         for full in [true, false] {
             let value = serde_json::to_value(result(full)).unwrap();
             let problems = crate::schema::validate(&schema, &value);

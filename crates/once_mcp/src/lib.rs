@@ -2,8 +2,8 @@
 //!
 //! - [`jsonrpc`]: message classification and reply builders.
 //! - [`lifecycle`]: versions, `initialize`, `server/discover`, instructions.
-//! - [`schema`]: the JSON Schema subset tool schemas use, and its validator.
-//! - [`records`]: output schemas of the `once_json` records.
+//! - [`schema`]: the JSON Schema subset tool schemas use, the output schemas derived from
+//!   the record types, and the validator.
 //! - [`tools`]: the tool registry.
 //! - [`server`]: the reader/worker loop.
 //!
@@ -13,7 +13,6 @@
 pub mod execute;
 pub mod jsonrpc;
 pub mod lifecycle;
-pub mod records;
 pub mod schema;
 pub mod server;
 pub mod tools;

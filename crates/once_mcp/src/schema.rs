@@ -1,12 +1,103 @@
-//! A small JSON Schema subset: builders for the tool schemas, and a validator that
-//! enforces them (tool arguments are checked against the same schema `tools/list`
-//! advertises, so "strict" is enforced, not just advertised).
+//! A small JSON Schema subset: builders for the tools' input schemas, the output schemas
+//! derived from the record types ([`output_schema`]), and a validator that enforces them
+//! (tool arguments are checked against the same schema `tools/list` advertises, so
+//! "strict" is enforced, not just advertised; tests check real results against the
+//! output schemas).
 //!
 //! Supported keywords: `type` (a name or a list of names), `properties`, `required`,
-//! `additionalProperties: false`, `items`, `enum`, `minimum`, `maximum`, `minLength`,
-//! `description`, `default`.
+//! `additionalProperties` (`false` or a schema), `items`, `enum`, `minimum`, `maximum`,
+//! `minLength`, `description`, `default`; `format` is informative.
 
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+/// `structuredContent` of a tool: `{"result": …, "warnings"?: […], "next_cursor"?: …}`.
+/// `warnings` are inputs the answer could not use (`once_query_affected_tests`: changed
+/// paths outside the workspace or in no package).
+#[derive(Serialize, JsonSchema, Debug)]
+pub struct StructuredContent<T> {
+    pub result: T,
+    /// Inputs the answer could not use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    /// Set when a list was cut: pass it back as `cursor` for the next page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The output schema of a tool whose `result` is a `T`, derived from `T`'s serde shape so
+/// it cannot drift from what is serialised: every subschema inline (no `$ref`, which the
+/// validator here and some clients do not follow), a field required exactly when it is
+/// always serialised (`skip_serializing_if` makes it optional), `Option` fields nullable,
+/// closed string sets as `enum`, unsigned integers with `minimum: 0`, and every record
+/// object closed (`additionalProperties: false`; maps keep their value schema).
+pub fn output_schema<T: JsonSchema>() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings.contract = Contract::Serialize;
+    let generator = settings
+        .with_transform(RecursiveTransform(close_record_objects))
+        .into_generator();
+    generator
+        .into_root_schema_for::<StructuredContent<T>>()
+        .to_value()
+}
+
+/// Marks an optional field whose `null` is a value it takes when present (the record type
+/// says `#[schemars(extend("x-null-when-present" = true))]`); removed from the output.
+const NULL_WHEN_PRESENT: &str = "x-null-when-present";
+
+/// Closes objects that list their properties, drops the type-name titles, and takes
+/// `null` out of optional fields: an `Option` field skipped when `None` is absent, never
+/// `null` (unless it is marked [`NULL_WHEN_PRESENT`]).
+fn close_record_objects(schema: &mut Schema) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    object.remove("title");
+    if !object.contains_key("properties") {
+        return;
+    }
+    if !object.contains_key("additionalProperties") {
+        object.insert("additionalProperties".to_owned(), Value::Bool(false));
+    }
+    let required: Vec<String> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = object.get_mut("properties") else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        let Some(property) = property.as_object_mut() else {
+            continue;
+        };
+        if property.remove(NULL_WHEN_PRESENT).is_some() || required.contains(name) {
+            continue;
+        }
+        if let Some(Value::Array(types)) = property.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                property.insert("type".to_owned(), only);
+            }
+        }
+        if let Some(Value::Array(values)) = property.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+    }
+}
 
 pub fn string(description: &str) -> Value {
     json!({ "type": "string", "description": description })
@@ -188,6 +279,129 @@ fn check(schema: &Value, value: &Value, path: &str, problems: &mut Vec<String>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record with each kind of field the derivation handles.
+    #[derive(Serialize, JsonSchema)]
+    #[allow(dead_code, reason = "only its schema is used")]
+    struct Sample {
+        /// Always there.
+        count: u32,
+        /// Always there, sometimes `null`.
+        nullable: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        optional: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(extend("x-null-when-present" = true))]
+        optional_null: Option<Option<i32>>,
+        #[schemars(extend("enum" = ["a", "b"]))]
+        closed: &'static str,
+        map: std::collections::BTreeMap<String, Vec<String>>,
+        items: Vec<Inner>,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    #[allow(dead_code, reason = "only its schema is used")]
+    struct Inner {
+        ok: bool,
+    }
+
+    /// The derived output schema: inline, closed objects, a field required exactly when
+    /// it is always serialised, `null` only where a present field can be `null`.
+    #[test]
+    fn output_schemas_are_derived_precisely() {
+        let schema = output_schema::<Sample>();
+        expect_test::expect![[r#"
+            {
+              "type": "object",
+              "properties": {
+                "result": {
+                  "type": "object",
+                  "properties": {
+                    "count": {
+                      "type": "integer",
+                      "format": "uint32",
+                      "minimum": 0,
+                      "description": "Always there."
+                    },
+                    "nullable": {
+                      "type": [
+                        "string",
+                        "null"
+                      ],
+                      "description": "Always there, sometimes `null`."
+                    },
+                    "optional": {
+                      "type": "string"
+                    },
+                    "optional_null": {
+                      "type": [
+                        "integer",
+                        "null"
+                      ],
+                      "format": "int32"
+                    },
+                    "closed": {
+                      "type": "string",
+                      "enum": [
+                        "a",
+                        "b"
+                      ]
+                    },
+                    "map": {
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "array",
+                        "items": {
+                          "type": "string"
+                        }
+                      }
+                    },
+                    "items": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "properties": {
+                          "ok": {
+                            "type": "boolean"
+                          }
+                        },
+                        "required": [
+                          "ok"
+                        ],
+                        "additionalProperties": false
+                      }
+                    }
+                  },
+                  "required": [
+                    "count",
+                    "nullable",
+                    "closed",
+                    "map",
+                    "items"
+                  ],
+                  "description": "A record with each kind of field the derivation handles.",
+                  "additionalProperties": false
+                },
+                "warnings": {
+                  "type": "array",
+                  "items": {
+                    "type": "string"
+                  },
+                  "description": "Inputs the answer could not use."
+                },
+                "next_cursor": {
+                  "type": "string",
+                  "description": "Set when a list was cut: pass it back as `cursor` for the next page."
+                }
+              },
+              "required": [
+                "result"
+              ],
+              "description": "`structuredContent` of a tool: `{\"result\": …, \"warnings\"?: […], \"next_cursor\"?: …}`.\n`warnings` are inputs the answer could not use (`once_query_affected_tests`: changed\npaths outside the workspace or in no package).",
+              "additionalProperties": false
+            }"#]]
+        .assert_eq(&serde_json::to_string_pretty(&schema).unwrap());
+    }
 
     fn check(schema: Value, value: Value, expected: &[&str]) {
         assert_eq!(validate(&schema, &value), expected, "{value}");

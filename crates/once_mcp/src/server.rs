@@ -880,13 +880,11 @@ impl Worker {
 
 /// A successful call's result: the output as text and, from 2025-06-18, structured.
 fn tool_result(output: ToolOutput, version: &str) -> Value {
-    let mut structured = json!({ "result": output.result });
-    if let Some(warnings) = output.warnings {
-        structured["warnings"] = json!(warnings);
-    }
-    if let Some(cursor) = output.next_cursor {
-        structured["next_cursor"] = json!(cursor);
-    }
+    let structured = once_json::to_value(&crate::schema::StructuredContent {
+        result: output.result,
+        warnings: output.warnings,
+        next_cursor: output.next_cursor,
+    });
     let text = structured.to_string();
     let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": false });
     if lifecycle::has_structured_content(version) {

@@ -4,8 +4,7 @@
 use once_analysis::{Analysis, AnalysisHost, Cancellable};
 use serde_json::{Map, Value, json};
 
-use crate::records;
-use crate::schema::{array, object, string};
+use crate::schema::{object, output_schema, string};
 
 /// Behaviour hints; all four are always sent.
 #[derive(Clone, Copy, Debug)]
@@ -165,8 +164,9 @@ pub struct Tool {
     pub title: &'static str,
     pub description: String,
     pub input_schema: Value,
-    /// The schema of `result` inside `structuredContent`.
-    pub result_schema: Value,
+    /// The schema of `structuredContent` (`result` is the tool's record), derived from
+    /// the record type ([`crate::schema::output_schema`]).
+    pub output_schema: Value,
     pub annotations: Annotations,
     /// How it runs; its kind decides whether it needs `--allow-run`.
     pub handler: ToolHandler,
@@ -192,7 +192,7 @@ impl Tool {
         });
         if modern_fields {
             entry["title"] = json!(self.title);
-            entry["outputSchema"] = records::envelope(self.result_schema.clone());
+            entry["outputSchema"] = self.output_schema.clone();
         }
         if annotations {
             entry["annotations"] = json!({
@@ -253,7 +253,7 @@ pub fn registry() -> Vec<Tool> {
                 The matching command-line operation is `once query workspace --format json`."
                 .into(),
             input_schema: object(&[], &[]),
-            result_schema: records::workspace(),
+            output_schema: output_schema::<once_json::WorkspaceDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, _| {
                 let info = analysis.workspace_info()?;
@@ -269,7 +269,7 @@ pub fn registry() -> Vec<Tool> {
                 The matching command-line operation is `once query targets --format json`."
             ),
             input_schema: paged_object(vec![("kind", string("Restrict results to a target kind discovered through `once_list_target_kinds`."))], DEFAULT_TARGETS_PAGE, "targets"),
-            result_schema: array(records::target()),
+            output_schema: output_schema::<Vec<once_json::TargetDto>>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(query_targets),
         },
@@ -280,7 +280,7 @@ pub fn registry() -> Vec<Tool> {
                 Use it before editing a target to learn its current shape. The matching command-line operation is `once query target <id> --format json`."
                 .into(),
             input_schema: object(&[("target", string("Canonical target id, such as `packages/core/Core`."))], &["target"]),
-            result_schema: records::graph_target(),
+            output_schema: output_schema::<once_json::GraphTargetDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
@@ -296,7 +296,7 @@ pub fn registry() -> Vec<Tool> {
                 The matching command-line operation is `once query capabilities <id> --format json`."
                 .into(),
             input_schema: object(&[("target", string("Canonical target id, such as `apps/service/Service`."))], &["target"]),
-            result_schema: records::capabilities(),
+            output_schema: output_schema::<once_json::CapabilitiesDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
@@ -312,7 +312,7 @@ pub fn registry() -> Vec<Tool> {
                 Use `once_query_example` to fetch an example's files. The matching command-line operation is `once query schema <kind> --format json`."
                 .into(),
             input_schema: object(&[("kind", string("Target kind to introspect. Discover names with `once_list_target_kinds`."))], &["kind"]),
-            result_schema: records::kind_schema(),
+            output_schema: output_schema::<once_json::KindSchemaDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
@@ -331,7 +331,7 @@ pub fn registry() -> Vec<Tool> {
                 &[("kind", string("Target kind that owns the example.")), ("slug", string("Example slug from the target kind schema."))],
                 &["kind", "slug"],
             ),
-            result_schema: records::example(),
+            output_schema: output_schema::<once_json::ExampleDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis
@@ -350,7 +350,7 @@ pub fn registry() -> Vec<Tool> {
                 The matching command-line operation is `once query target-kinds --query <text> --format json`."
             ),
             input_schema: paged_object(vec![("query", string("Short ecosystem, target-kind family, or intent text copied from the user's request."))], DEFAULT_KINDS_PAGE, "kinds"),
-            result_schema: array(records::kind_list_entry()),
+            output_schema: output_schema::<Vec<once_json::KindListEntryDto>>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(list_target_kinds),
         },
@@ -362,7 +362,7 @@ pub fn registry() -> Vec<Tool> {
                 Use it as the test discovery entry point. {PAGING_NOTE} The matching command-line operation is `once query tests --format json`."
             ),
             input_schema: paged_object(Vec::new(), DEFAULT_TESTS_PAGE, "tests"),
-            result_schema: array(records::test()),
+            output_schema: output_schema::<Vec<once_json::TestDto>>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(query_tests),
         },
@@ -380,7 +380,7 @@ pub fn registry() -> Vec<Tool> {
                         "items": { "type": "string" },
                         "description": "Workspace-relative changed paths. An empty list returns every test target.",
                     }))], DEFAULT_TESTS_PAGE, "tests"),
-            result_schema: array(records::affected_test()),
+            output_schema: output_schema::<Vec<once_json::AffectedTestDto>>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(query_affected_tests),
         },
@@ -411,7 +411,7 @@ pub fn registry() -> Vec<Tool> {
                 ],
                 &[],
             ),
-            result_schema: array(records::evidence_record()),
+            output_schema: output_schema::<Vec<once_json::EvidenceRecordDto>>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(query_evidence),
         },
@@ -425,7 +425,7 @@ pub fn registry() -> Vec<Tool> {
                 Diagnostics come in pages ({PAGING_NOTE}) The matching command-line operation is `once query validate-workspace --format json`."
             ),
             input_schema: paged_object(Vec::new(), DEFAULT_DIAGNOSTICS_PAGE, "diagnostics"),
-            result_schema: records::validation(),
+            output_schema: output_schema::<once_json::ValidationDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(validate_workspace),
         },
@@ -446,7 +446,7 @@ pub fn registry() -> Vec<Tool> {
                 )],
                 &["target"],
             ),
-            result_schema: records::target_validation(),
+            output_schema: output_schema::<once_json::TargetValidationDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 let target = arguments.get("target").cloned().unwrap_or(Value::Null);
@@ -482,7 +482,7 @@ pub fn registry() -> Vec<Tool> {
                 ],
                 &["package", "operations"],
             ),
-            result_schema: records::edit_result(),
+            output_schema: output_schema::<once_json::EditResultDto>(),
             annotations: EDIT,
             handler: ToolHandler::Editing(apply_edit),
         },
@@ -507,7 +507,7 @@ pub fn registry() -> Vec<Tool> {
                 ],
                 &["kind", "slug"],
             ),
-            result_schema: records::materialize(),
+            output_schema: output_schema::<once_json::MaterializeDto>(),
             annotations: MATERIALIZE,
             handler: ToolHandler::Editing(materialize_example),
         },
@@ -520,7 +520,7 @@ pub fn registry() -> Vec<Tool> {
                 &[("target", string("Target id to build, such as `apps/service/Service`."))],
                 &["target"],
             ),
-            result_schema: crate::execute::result_schema(),
+            output_schema: output_schema::<crate::execute::ExecutionResult>(),
             annotations: EXECUTE,
             handler: ToolHandler::Executing(crate::execute::plan_build),
         },
@@ -536,7 +536,7 @@ pub fn registry() -> Vec<Tool> {
                 ],
                 &["target"],
             ),
-            result_schema: crate::execute::result_schema(),
+            output_schema: output_schema::<crate::execute::ExecutionResult>(),
             annotations: EXECUTE,
             handler: ToolHandler::Executing(crate::execute::plan_run),
         },
@@ -566,7 +566,7 @@ pub fn registry() -> Vec<Tool> {
                 ],
                 &["url"],
             ),
-            result_schema: records::external_source(),
+            output_schema: output_schema::<once_json::ExternalSourceDto>(),
             annotations: EXTERNAL,
             handler: ToolHandler::ReadOnly(fetch_external_source),
         },
@@ -578,7 +578,7 @@ pub fn registry() -> Vec<Tool> {
                 The helper list is generated from the registered globals, so it is exactly what a module can call. The matching command-line operation is `once query module-contract --format json`."
                 .into(),
             input_schema: object(&[], &[]),
-            result_schema: records::module_contract(),
+            output_schema: output_schema::<once_json::ModuleContractDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, _| {
                 Ok(Ok(page_none(once_json::to_value(&once_json::module_contract(
@@ -598,7 +598,7 @@ pub fn registry() -> Vec<Tool> {
                 &[("path", string("Workspace-relative path to a Starlark module file."))],
                 &["path"],
             ),
-            result_schema: records::module_validation(),
+            output_schema: output_schema::<once_json::ModuleValidationDto>(),
             annotations: QUERY,
             handler: ToolHandler::ReadOnly(|analysis, arguments| {
                 Ok(analysis.validate_module(text(arguments, "path"))?.map(|validation| {

@@ -103,7 +103,8 @@ pub fn mcp_doc() -> String {
         let _ = write!(
             out,
             "\nResult: `structuredContent` is `{{\"result\": …}}`; the schema of `result`:\n\n```json\n{}\n```\n",
-            serde_json::to_string_pretty(&tool.result_schema).unwrap_or_default()
+            serde_json::to_string_pretty(&tool.output_schema["properties"]["result"])
+                .unwrap_or_default()
         );
     }
     out
