@@ -1353,7 +1353,30 @@ fn a_terminated_server_kills_its_builds_processes() {
 /// is checked in tests/external_source.rs.
 #[test]
 fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
-    let mut server = Server::start(&["--allow-run"]);
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(&demo(), workspace.path());
+    // Results of a test run, as `once test` leaves them, for `once_query_test_results`.
+    let results = once_test_results::assemble(
+        "libs/text/TextTest",
+        once_test_results::Runner::named("libtest"),
+        once_test_results::NativeFormat::Libtest.parse(
+            "test a::passes ... ok\ntest a::skipped ... ignored, slow\ntest a::fails ... FAILED\n",
+        ),
+        &once_test_results::Outcome {
+            exit_code: Some(101),
+            timed_out: false,
+            log: ".once/out/libs/text/TextTest/test/log.txt".to_owned(),
+            cwd: "libs/text".to_owned(),
+        },
+        once_test_results::Artifacts::default(),
+        "/nowhere",
+    );
+    let path = workspace
+        .path()
+        .join(".once/out/libs/text/TextTest/test/test_results.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&results).unwrap()).unwrap();
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
     server.initialize("2025-06-18");
     let tools = server.request(1, "tools/list", json!({}))["result"]["tools"].clone();
     let calls = [
@@ -1403,6 +1426,14 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         (
             "once_validate_module",
             json!({ "path": "modules/missing.star" }),
+        ),
+        (
+            "once_validate_script",
+            json!({ "path": "tools/release.sh" }),
+        ),
+        (
+            "once_query_test_results",
+            json!({ "target": "libs/text/TextTest" }),
         ),
     ];
     let mut covered = std::collections::BTreeSet::new();

@@ -2,12 +2,13 @@
 
 use once_analysis::ScriptValidation;
 use once_model::script::ScriptContract;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::{DiagnosticDto, diagnostic};
 
 /// An annotated script's contract.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ScriptContractDto {
     pub path: String,
     pub runtime: String,
@@ -22,11 +23,12 @@ pub struct ScriptContractDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// `materialize-external` or `preserve`.
+    #[schemars(extend("enum" = ["materialize-external", "preserve"]))]
     pub output_symlinks: String,
 }
 
 /// `{valid, path, contract?, diagnostics}`: the contract only when valid.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct ScriptValidationDto {
     pub valid: bool,
     pub path: String,

@@ -367,6 +367,30 @@ pub fn registry() -> Vec<Tool> {
             handler: ToolHandler::ReadOnly(query_tests),
         },
         Tool {
+            name: "once_query_test_results",
+            title: "Read test results",
+            description: "Read normalized `once.test_results.v1` results for a target.\n\n\
+                Reads the normalized result file produced by the target's test capability (its `results_path`). This is the stable agent-facing interface for pass or fail summaries, case-level failures, attempts, and artifacts: \
+                `status` (`passed`, `flaky`, `failed`, `timed_out`), `summary` counts, every case with its id (what a rerun selects), suite, file and line when the runner gives them, and each attempt's status, duration and failure message; `artifacts` lists the logs and the runner's native result files. \
+                The record is the same for every runner (libtest, pytest, go, node, TAP), so callers do not need to parse a runner's command output. \
+                A target that has not run yet, is not a test, or whose file is unreadable or inconsistent is a tool error saying which. The matching command-line operation is `once query test-results <target> --format json`."
+                .into(),
+            input_schema: object(
+                &[("target", string("Canonical target id, such as `tests/unit`."))],
+                &["target"],
+            ),
+            output_schema: output_schema::<once_test_results::TestResults>(),
+            annotations: QUERY,
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
+                let root = analysis.root();
+                Ok(
+                    once_build::test_results::read(analysis, &root, text(arguments, "target"), listing_hint)?
+                        .map(|results| page_none(once_json::to_value(&results)))
+                        .map_err(|error| error.to_string()),
+                )
+            }),
+        },
+        Tool {
             name: "once_query_affected_tests",
             title: "Tests affected by changes",
             description: format!(
@@ -584,6 +608,27 @@ pub fn registry() -> Vec<Tool> {
                 Ok(Ok(page_none(once_json::to_value(&once_json::module_contract(
                     &analysis.module_contract(),
                 )))))
+            }),
+        },
+        Tool {
+            name: "once_validate_script",
+            title: "Validate an annotated script",
+            description: "Parse and validate an annotated script's cache contract.\n\n\
+                Reads a workspace-relative script, validates its shebang and `once` directives, and returns the parsed runtime, runtime arguments, inputs, outputs, dependency scripts (`needs`), fingerprint commands, environment names, working directory and output symlink policy; paths are workspace-relative. \
+                Put singular directives with quoted values directly after the shebang, for example `# once input \"input.txt\"` and `# once output \"output.txt\"` (`//`, `--`, `;` and `%` comments work too). \
+                Plural names, colon syntax, and unquoted paths are invalid. Invalid contracts return `{ valid: false, diagnostics: [...] }` with a line/column range, a repair and usually a fix with the right spelling, so callers can repair directive typos before execution. \
+                A path that is absolute or leaves the workspace is a tool error. The matching command-line operation is `once query script <path> --format json`."
+                .into(),
+            input_schema: object(
+                &[("path", string("Workspace-relative annotated script path."))],
+                &["path"],
+            ),
+            output_schema: output_schema::<once_json::ScriptValidationDto>(),
+            annotations: QUERY,
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
+                Ok(analysis.script(text(arguments, "path"))?.map(|validation| {
+                    page_none(once_json::to_value(&once_json::script_validation(&validation)))
+                }))
             }),
         },
         Tool {

@@ -5,6 +5,7 @@
 //! from. [`TestResults::new`] derives the summary and the status from the cases, so the
 //! three can never disagree.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -12,8 +13,9 @@ use serde_json::{Map, Value};
 pub const SCHEMA: &str = "once.test_results.v1";
 
 /// One test target's normalized results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TestResults {
+    #[schemars(extend("enum" = ["once.test_results.v1"]))]
     pub schema: String,
     pub target: String,
     pub runner: Runner,
@@ -25,7 +27,7 @@ pub struct TestResults {
 
 /// The runner that produced the results (`libtest`, `pytest`, `go`, `node`, `tap`,
 /// `exit_code`, or a project kind's own name) and what it reported about itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Runner {
     #[serde(rename = "type")]
     pub kind: String,
@@ -33,7 +35,7 @@ pub struct Runner {
 }
 
 /// How the target as a whole ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetStatus {
     /// Every case passed or was skipped, at the first attempt.
@@ -47,7 +49,7 @@ pub enum TargetStatus {
 }
 
 /// How one case ended, over all its attempts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseStatus {
     Passed,
@@ -58,7 +60,7 @@ pub enum CaseStatus {
 }
 
 /// The status of one attempt of a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptStatus {
     Passed,
@@ -68,7 +70,7 @@ pub enum AttemptStatus {
 
 /// Counts of cases by final status. `passed` includes flaky cases (they passed in the
 /// end); `total` is the number of cases.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub total: u64,
     pub passed: u64,
@@ -78,7 +80,7 @@ pub struct Summary {
 }
 
 /// One test case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Case {
     /// Unique within the target; what a retry passes back to the runner to select the
     /// case (a libtest path, a pytest node id, `Package/TestName/sub`, a TAP path).
@@ -99,7 +101,7 @@ pub struct Case {
 }
 
 /// One execution of a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Attempt {
     pub status: AttemptStatus,
     /// `null` when the runner does not report per-case durations (libtest, TAP without
@@ -111,7 +113,7 @@ pub struct Attempt {
 }
 
 /// Files that belong to the run, workspace-relative.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Artifacts {
     pub logs: Vec<String>,
     pub native_results: Vec<String>,
@@ -349,9 +351,11 @@ impl TargetStatus {
 pub const SUMMARY_SCHEMA: &str = "once.test_results_summary.v1";
 
 /// A record without its cases (`once query test-results --summary-only`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultsSummary {
+    #[schemars(extend("enum" = ["once.test_results_summary.v1"]))]
     pub schema: String,
+    #[schemars(extend("enum" = ["once.test_results.v1"]))]
     pub source_schema: String,
     pub target: String,
     pub runner: Runner,

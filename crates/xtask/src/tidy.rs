@@ -72,6 +72,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_evidence",
             "once_build",
             "once_exec",
+            "once_test_results",
         ]),
     ),
     (

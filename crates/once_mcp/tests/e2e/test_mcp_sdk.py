@@ -24,12 +24,14 @@ EXPECTED_TOOLS = [
     "once_query_example",
     "once_list_target_kinds",
     "once_query_tests",
+    "once_query_test_results",
     "once_query_affected_tests",
     "once_query_evidence",
     "once_validate_workspace",
     "once_validate_target",
     "once_fetch_external_source",
     "once_query_module_contract",
+    "once_validate_script",
     "once_validate_module",
 ]
 
@@ -133,6 +135,21 @@ async def test_every_tool_answers_the_demo(once_binary, demo, mode):
 
         good = await call(client, "once_validate_target", {"target": {"name": "Core", "kind": "rust_library"}})
         assert good["result"] == {"valid": True, "diagnostics": []}
+
+        script = await call(client, "once_validate_script", {"path": "tools/release.sh"})
+        assert script["result"]["valid"] is True
+        assert script["result"]["contract"]["runtime"] == "bash"
+        (demo / "tools" / "gen.sh").write_text('#!/usr/bin/env bash\n# once inputs "a.txt"\necho hi\n')
+        broken = await call(client, "once_validate_script", {"path": "tools/gen.sh"})
+        assert broken["result"]["valid"] is False and "contract" not in broken["result"]
+        [problem] = broken["result"]["diagnostics"]
+        assert problem["code"] == "invalid_script_contract"
+        assert problem["range"]["start"] == {"line": 2, "column": 3}
+        assert problem["fixes"][0]["edits"][0]["new_text"] == 'once input "a.txt"'
+
+        # No test has run in the demo: reading results is a tool error saying what to run.
+        not_run = await client.call_tool("once_query_test_results", {"target": "libs/text/TextTest"})
+        assert not_run.is_error and "once test libs/text/TextTest" in not_run.content[0].text
 
 
 @pytest.mark.parametrize("mode", MODES)
