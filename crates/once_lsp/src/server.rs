@@ -511,7 +511,18 @@ impl Server<'_> {
         };
         let mut outgoing = Vec::new();
         for (path, doc) in &self.docs {
-            let located = by_file.get(path).map(Vec::as_slice).unwrap_or_default();
+            // An open script with `once` directives gets its header's diagnostics; one
+            // without is an ordinary program and gets none.
+            let script_diagnostics;
+            let located = if once_analysis::Analysis::is_script_path(path) {
+                script_diagnostics = match analysis.script(path) {
+                    Ok(Ok(validation)) if validation.has_directives => validation.diagnostics,
+                    _ => Vec::new(),
+                };
+                script_diagnostics.as_slice()
+            } else {
+                by_file.get(path).map(Vec::as_slice).unwrap_or_default()
+            };
             // One index per document: each diagnostic's conversion is then a lookup.
             let index = LineIndex::new(doc.text.as_str().into());
             let diagnostics: Vec<lsp_types::Diagnostic> = located

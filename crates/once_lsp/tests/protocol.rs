@@ -607,3 +607,73 @@ fn a_panic_while_loading_is_shown_and_answered_on_every_request() {
         .unwrap();
     server.join().unwrap();
 }
+
+/// Annotated scripts get their header's diagnostics (following edits), completion of
+/// directive keywords, hover and go-to-definition of `needs`; an ordinary file without
+/// directives gets nothing, not even for its missing shebang.
+#[test]
+fn annotated_scripts_get_diagnostics_completion_hover_and_definition() {
+    let mut client = Client::start(WORKSPACE, json!({}));
+    let (_, plain) = client.open("tools/notes.sh", "echo no shebang and no directives\n");
+    assert_eq!(plain, Vec::<Value>::new());
+
+    let script =
+        "#!/usr/bin/env bash\n# once inputs \"a.txt\"\n# once needs \"prep.sh\"\necho hi\n";
+    let (uri_sent, diagnostics) = client.open("tools/gen.sh", script);
+    assert_eq!(uri_sent, uri("tools/gen.sh"));
+    assert_eq!(codes(&diagnostics), ["invalid_script_contract"]);
+    assert_eq!(
+        diagnostics[0]["range"]["start"],
+        json!({"line": 1, "character": 2})
+    );
+
+    // The fix the diagnostic offers, typed: the diagnostics clear.
+    client.notify(
+        "textDocument/didChange",
+        change("tools/gen.sh", 2, [1, 7, 1, 13], "input"),
+    );
+    let (_, diagnostics) = client.next_diagnostics();
+    assert_eq!(diagnostics, Vec::<Value>::new());
+
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri("tools/gen.sh")}, "position": {"line": 2, "character": 9}}),
+    );
+    let text = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        text.contains("`needs`") && text.contains("runs first"),
+        "{text}"
+    );
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri("tools/gen.sh")}, "position": {"line": 1, "character": 16}}),
+    );
+    let text = hover["contents"]["value"].as_str().unwrap();
+    assert!(text.contains("Workspace path: `tools/a.txt`"), "{text}");
+
+    let definition = client.request(
+        "textDocument/definition",
+        json!({"textDocument": {"uri": uri("tools/gen.sh")}, "position": {"line": 2, "character": 16}}),
+    );
+    assert_eq!(definition[0]["uri"], uri("tools/prep.sh"));
+
+    // Completion after `# once ou` on a new header line (prose so far: the
+    // diagnostics do not change, so none are published).
+    client.notify(
+        "textDocument/didChange",
+        change("tools/gen.sh", 3, [3, 0, 3, 0], "# once ou\n"),
+    );
+    let items = client.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": uri("tools/gen.sh")}, "position": {"line": 3, "character": 9}}),
+    );
+    let labels: Vec<&str> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["output", "output-symlinks"]);
+    assert_eq!(items[0]["textEdit"]["newText"], "output \"\"");
+    client.shutdown();
+}

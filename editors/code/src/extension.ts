@@ -22,6 +22,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     documentSelector: [
       { scheme: "file", pattern: "**/once.toml" },
       { scheme: "untitled", language: "once-toml" },
+      // Annotated scripts: the server answers only for files with `# once` directives.
+      { scheme: "file", language: "shellscript" },
+      { scheme: "file", language: "python" },
+      { scheme: "file", language: "javascript" },
     ],
     synchronize: {
       fileEvents: [

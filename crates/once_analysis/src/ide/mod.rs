@@ -14,6 +14,7 @@ mod cursor;
 mod formatting;
 mod hover;
 mod navigation;
+mod script;
 mod symbols;
 
 use once_db::{RootDatabase, source_text};
@@ -39,18 +40,36 @@ impl Analysis {
         self.with_db(crate::located_diagnostics_by_file)
     }
 
+    /// Whether editor answers treat `path` as an annotated script: any file that is
+    /// neither a manifest nor a Starlark module.
+    pub fn is_script_path(path: &str) -> bool {
+        script::is_script(path)
+    }
+
     /// Completion proposals at a position of a manifest.
     pub fn completions(&self, file: &str, at: LineCol) -> Cancellable<Vec<CompletionItem>> {
+        if script::is_script(file) {
+            let file = file.to_owned();
+            return self.with_db(move |db, _| script::completions(db, &file, at));
+        }
         self.with_manifest(file, move |ctx| completion::completions(ctx, at))
     }
 
     /// Hover documentation at a position of a manifest.
     pub fn hover(&self, file: &str, at: LineCol) -> Cancellable<Option<HoverInfo>> {
+        if script::is_script(file) {
+            let file = file.to_owned();
+            return self.with_db(move |db, _| script::hover(db, &file, at));
+        }
         self.with_manifest(file, move |ctx| hover::hover(ctx, at))
     }
 
     /// Where the label or kind at a position is declared.
     pub fn definition(&self, file: &str, at: LineCol) -> Cancellable<Vec<FileRange>> {
+        if script::is_script(file) {
+            let file = file.to_owned();
+            return self.with_db(move |db, _| script::definition(db, &file, at));
+        }
         self.with_manifest(file, move |ctx| navigation::definition(ctx, at))
     }
 
