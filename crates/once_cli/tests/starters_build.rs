@@ -113,7 +113,10 @@ fn failing_targets(record: &Value, output: &Output) -> String {
         }
     }
     if let Some(problems) = record["problems"].as_array().filter(|p| !p.is_empty()) {
-        parts.push(format!("problems: {}", compact(&Value::Array(problems.clone()))));
+        parts.push(format!(
+            "problems: {}",
+            compact(&Value::Array(problems.clone()))
+        ));
     }
     if parts.is_empty() {
         parts.push(tail(output, 6));
@@ -125,7 +128,10 @@ fn failing_targets(record: &Value, output: &Output) -> String {
 fn compact(value: &Value) -> String {
     let line = value.to_string().replace("\\n", " | ");
     if line.len() > 600 {
-        let cut = (0..=600).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=600)
+            .rev()
+            .find(|&i| line.is_char_boundary(i))
+            .unwrap_or(0);
         format!("{}…", &line[..cut])
     } else {
         line
@@ -148,37 +154,64 @@ fn check_example(example: &Example) -> Outcome {
     let root = directory.path();
     let materialized = once(
         root,
-        &["edit", "materialize-example", &example.kinds[0], &example.slug],
+        &[
+            "edit",
+            "materialize-example",
+            &example.kinds[0],
+            &example.slug,
+        ],
     );
     if !materialized.status.success() {
         fail(&mut failures, "materialize", tail(&materialized, 6));
-        return Outcome { failures, duration: started.elapsed(), ran };
+        return Outcome {
+            failures,
+            duration: started.elapsed(),
+            ran,
+        };
     }
     let listed = once(root, &["--format", "json", "query", "targets"]);
     let targets: Vec<Value> = match serde_json::from_slice::<Value>(&listed.stdout) {
         Ok(Value::Array(targets)) if listed.status.success() => targets,
         _ => {
             fail(&mut failures, "query targets", tail(&listed, 6));
-            return Outcome { failures, duration: started.elapsed(), ran };
+            return Outcome {
+                failures,
+                duration: started.elapsed(),
+                ran,
+            };
         }
     };
     let with = |capability: &str| -> Vec<String> {
         targets
             .iter()
-            .filter(|t| t["capabilities"].as_array().unwrap().iter().any(|c| c == capability))
+            .filter(|t| {
+                t["capabilities"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c == capability)
+            })
             .map(|t| t["id"].as_str().unwrap().to_owned())
             .collect()
     };
     let buildable = with("build");
     let runnable = with("run");
     if buildable.is_empty() && runnable.is_empty() {
-        fail(&mut failures, "targets", "no target can build or run".to_owned());
+        fail(
+            &mut failures,
+            "targets",
+            "no target can build or run".to_owned(),
+        );
     }
-    if !buildable.is_empty() {
-        if let Err(detail) = build_all(root) {
-            fail(&mut failures, "build", detail);
-            return Outcome { failures, duration: started.elapsed(), ran };
-        }
+    if !buildable.is_empty()
+        && let Err(detail) = build_all(root)
+    {
+        fail(&mut failures, "build", detail);
+        return Outcome {
+            failures,
+            duration: started.elapsed(),
+            ran,
+        };
     }
     for target in &runnable {
         let output = once(root, &["run", target]);
@@ -210,14 +243,26 @@ fn check_example(example: &Example) -> Outcome {
             }
         }
     }
-    Outcome { failures, duration: started.elapsed(), ran }
+    Outcome {
+        failures,
+        duration: started.elapsed(),
+        ran,
+    }
 }
 
 #[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "the test reports each example's duration and what its programs printed"
+)]
 fn every_starter_example_builds_runs_and_rebuilds_from_the_cache() {
     let started = Instant::now();
     let examples = catalog_examples();
-    assert!(examples.len() >= 20, "the catalog lists only {} examples", examples.len());
+    assert!(
+        examples.len() >= 20,
+        "the catalog lists only {} examples",
+        examples.len()
+    );
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -225,7 +270,9 @@ fn every_starter_example_builds_runs_and_rebuilds_from_the_cache() {
             scope.spawn(|| {
                 loop {
                     let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(example) = examples.get(index) else { break };
+                    let Some(example) = examples.get(index) else {
+                        break;
+                    };
                     let outcome = check_example(example);
                     outcomes.lock().unwrap().push((index, outcome));
                 }
@@ -243,7 +290,11 @@ fn every_starter_example_builds_runs_and_rebuilds_from_the_cache() {
             outcome.duration.as_secs_f64(),
             example.slug,
             example.kinds.join(", "),
-            if outcome.failures.is_empty() { "" } else { " FAILED" },
+            if outcome.failures.is_empty() {
+                ""
+            } else {
+                " FAILED"
+            },
             outcome
                 .ran
                 .iter()

@@ -106,7 +106,10 @@ mod tests {
         ]);
         let declared = BTreeMap::from([
             ("LANG".to_owned(), "de_DE".to_owned()),
-            ("GOCACHE".to_owned(), "$WORKSPACE/.once/go:$WORKSPACE/x".to_owned()),
+            (
+                "GOCACHE".to_owned(),
+                "$WORKSPACE/.once/go:$WORKSPACE/x".to_owned(),
+            ),
         ]);
         let environment = host.action_environment(&declared, Path::new("/src/ws"));
         let names: Vec<&str> = environment.keys().map(String::as_str).collect();
