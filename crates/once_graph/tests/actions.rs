@@ -395,6 +395,8 @@ fn language_kinds_plan_their_toolchains() {
             in:  js/main.mjs
           js/App#build/link 1199be204266: run ["node", "-e", "const fs = require(\"fs\");\nconst path = require(\"path\");\nconst [dir, ...pairs] = process.argv.slice(1);\nfs.mkdirSync(dir, { recursive: true });\nfor (let i = 0; i < pairs.length; i += 2) {\n  const name = fs.readFileSync(pairs[i], \"utf8\").trim();\n  const link = path.join(dir, name);\n  fs.mkdirSync(path.dirname(link), { recursive: true });\n  fs.symlinkSync(path.relative(path.dirname(link), pairs[i + 1]), link);\n}\n", ".once/out/js/App/package/node_modules", ".once/out/js/Lib/package_name", ".once/out/js/Lib/package"]
             in:  .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          js/App#build/resolve bc380f1634c8: run ["node", "--input-type=module", "-e", "import fs from \"node:fs\";\nfor (const file of process.argv.slice(1)) {\n  const name = fs.readFileSync(file, \"utf8\").trim();\n  try {\n    import.meta.resolve(name);\n  } catch (error) {\n    console.error(`cannot import \"${name}\": ${error.message}`);\n    process.exit(1);\n  }\n}\n", "../../../../../.once/out/js/Lib/package_name"] cwd=.once/out/js/App/package
+            in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
           default: .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
         js/App run implemented=true
           js/App#run/run 49df113706d8: run ["node", "../.once/out/js/App/package/main.mjs"] cwd=js
