@@ -493,7 +493,7 @@ pub fn run(
         let ActionStep::Run(command) = &planned.action.step else {
             continue;
         };
-        let environment = host.action_environment(&command.env);
+        let environment = host.action_environment(&command.env, &root);
         let cwd = if command.cwd.is_empty() {
             root.clone()
         } else {

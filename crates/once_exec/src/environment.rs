@@ -7,8 +7,14 @@
 //! values are part of the action key; the others name places (`PATH` is covered by the
 //! identity of the program found on it, `HOME` and `TMPDIR` differ between users and
 //! machines that should share results) and are not.
+//!
+//! A declared value may name the workspace root as [`WORKSPACE_PLACEHOLDER`]: tools that
+//! want absolute paths for their own state (`GOCACHE=$WORKSPACE/.once/go/cache`) get them
+//! while the key, which holds the declaration as written, stays the same wherever the
+//! workspace is checked out.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The variables passed through from `once`'s own environment when an action does not
 /// declare them.
@@ -18,6 +24,10 @@ pub const ALLOWLIST: &[&str] = &[
 
 /// The allowlisted variables whose values are part of the action key.
 pub const KEYED_VARIABLES: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+
+/// The text a declared value uses for the workspace root's absolute path; replaced when
+/// the action runs, never in the key.
+pub const WORKSPACE_PLACEHOLDER: &str = "$WORKSPACE";
 
 /// The `PATH` used when the host has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -54,18 +64,21 @@ impl HostEnvironment {
         HostEnvironment { variables }
     }
 
-    /// The complete environment of an action declaring `declared`: the allowlist, then the
-    /// declared variables over it; `PATH` defaults to [`DEFAULT_PATH`].
+    /// The complete environment of an action declaring `declared`, run in the workspace at
+    /// `workspace_root`: the allowlist, then the declared variables over it with every
+    /// [`WORKSPACE_PLACEHOLDER`] replaced by the root; `PATH` defaults to [`DEFAULT_PATH`].
     pub fn action_environment(
         &self,
         declared: &BTreeMap<String, String>,
+        workspace_root: &Path,
     ) -> BTreeMap<String, String> {
         let mut environment = self.variables.clone();
         environment
             .entry("PATH".to_owned())
             .or_insert_with(|| DEFAULT_PATH.to_owned());
+        let root = workspace_root.to_string_lossy();
         for (name, value) in declared {
-            environment.insert(name.clone(), value.clone());
+            environment.insert(name.clone(), value.replace(WORKSPACE_PLACEHOLDER, &root));
         }
         environment
     }
@@ -91,16 +104,23 @@ mod tests {
             ("CFLAGS", "-O3"),
             ("LANG", "C"),
         ]);
-        let declared = BTreeMap::from([("LANG".to_owned(), "de_DE".to_owned())]);
-        let environment = host.action_environment(&declared);
+        let declared = BTreeMap::from([
+            ("LANG".to_owned(), "de_DE".to_owned()),
+            (
+                "GOCACHE".to_owned(),
+                "$WORKSPACE/.once/go:$WORKSPACE/x".to_owned(),
+            ),
+        ]);
+        let environment = host.action_environment(&declared, Path::new("/src/ws"));
         let names: Vec<&str> = environment.keys().map(String::as_str).collect();
-        assert_eq!(names, ["HOME", "LANG", "PATH"]);
+        assert_eq!(names, ["GOCACHE", "HOME", "LANG", "PATH"]);
         assert_eq!(environment["LANG"], "de_DE");
+        assert_eq!(environment["GOCACHE"], "/src/ws/.once/go:/src/ws/x");
         assert_eq!(
             keyed_values(&environment),
             BTreeMap::from([("LANG", "de_DE")])
         );
-        let bare = HostEnvironment::default().action_environment(&BTreeMap::new());
+        let bare = HostEnvironment::default().action_environment(&BTreeMap::new(), Path::new("/"));
         assert_eq!(bare["PATH"], DEFAULT_PATH);
     }
 }

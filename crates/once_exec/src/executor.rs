@@ -773,7 +773,10 @@ impl<'a> Executor<'a> {
         let mut environment = None;
         let mut tool: Option<ToolIdentity> = None;
         if let ActionStep::Run(command) = &action.step {
-            let env = self.options.host_env.action_environment(&command.env);
+            let env = self
+                .options
+                .host_env
+                .action_environment(&command.env, &self.workspace_root);
             let cwd = absolute(&self.workspace_root, &command.cwd);
             let path_variable = env.get("PATH").map_or("", String::as_str);
             let argv0 = command.argv.first().map_or("", String::as_str);

@@ -351,11 +351,17 @@ fn language_kinds_plan_their_toolchains() {
             in:  py/src/lib/__init__.py
           default: .once/out/py/Lib/site/lib/__init__.py
         js/Lib build implemented=true
+          js/Lib#build/name 9638056bdf29: run ["node", "-e", "const fs = require(\"fs\");\nconst [manifest, out] = process.argv.slice(1);\nconst name = JSON.parse(fs.readFileSync(manifest, \"utf8\")).name;\nif (typeof name !== \"string\" || name === \"\") {\n  console.error(`${manifest} has no \\`name\\`; set the target's \\`package_name\\``);\n  process.exit(1);\n}\nfs.writeFileSync(out, name);\n", "js/package.json", ".once/out/js/Lib/package_name"]
+            in:  js/package.json
           js/Lib#build/check 9109c707ac2a: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/index.js"]
             in:  js/index.js
-          default: js/index.js js/package.json
+          js/Lib#build/stage-0 e4c879d16651: copy js/index.js -> .once/out/js/Lib/package/index.js
+            in:  js/index.js
+          js/Lib#build/stage-1 4a52960fb831: copy js/package.json -> .once/out/js/Lib/package/package.json
+            in:  js/package.json
+          default: .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
         go/Lib build implemented=true
-          go/Lib#build/compile 912a23f5b653: run ["go", "build", "."] cwd=go
+          go/Lib#build/compile a16cb4949e41: run ["go", "build", "."] cwd=go GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
             in:  go/lib/lib.go
           default: go/lib/lib.go
         rs/Lib build implemented=true
@@ -385,13 +391,19 @@ fn language_kinds_plan_their_toolchains() {
         js/App build implemented=true
           js/App#build/check e53934ae7846: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/main.mjs"]
             in:  js/main.mjs
-          default: js/main.mjs js/index.js js/package.json
+          js/App#build/stage-0 aa5de4c80534: copy js/main.mjs -> .once/out/js/App/package/main.mjs
+            in:  js/main.mjs
+          js/App#build/link 1199be204266: run ["node", "-e", "const fs = require(\"fs\");\nconst path = require(\"path\");\nconst [dir, ...pairs] = process.argv.slice(1);\nfs.mkdirSync(dir, { recursive: true });\nfor (let i = 0; i < pairs.length; i += 2) {\n  const name = fs.readFileSync(pairs[i], \"utf8\").trim();\n  const link = path.join(dir, name);\n  fs.mkdirSync(path.dirname(link), { recursive: true });\n  fs.symlinkSync(path.relative(path.dirname(link), pairs[i + 1]), link);\n}\n", ".once/out/js/App/package/node_modules", ".once/out/js/Lib/package_name", ".once/out/js/Lib/package"]
+            in:  .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          js/App#build/resolve bc380f1634c8: run ["node", "--input-type=module", "-e", "import fs from \"node:fs\";\nfor (const file of process.argv.slice(1)) {\n  const name = fs.readFileSync(file, \"utf8\").trim();\n  try {\n    import.meta.resolve(name);\n  } catch (error) {\n    console.error(`cannot import \"${name}\": ${error.message}`);\n    process.exit(1);\n  }\n}\n", "../../../../../.once/out/js/Lib/package_name"] cwd=.once/out/js/App/package
+            in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          default: .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
         js/App run implemented=true
-          js/App#run/run 93a346584685: run ["node", "main.mjs"] cwd=js
-            in:  js/main.mjs js/index.js js/package.json
+          js/App#run/run 49df113706d8: run ["node", "../.once/out/js/App/package/main.mjs"] cwd=js
+            in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
           default: 
         go/cmd/App build implemented=true
-          go/cmd/App#build/link e35cab75de90: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd
+          go/cmd/App#build/link d7890e1d9226: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
             in:  go/cmd/main.go go/lib/lib.go
           default: .once/out/go/cmd/App/App
         go/cmd/App run implemented=true
