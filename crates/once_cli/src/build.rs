@@ -620,5 +620,6 @@ fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::Acti
         stderr: Default::default(),
         message: None,
         warnings: Vec::new(),
+        timed_out: false,
     }
 }

@@ -58,7 +58,14 @@ pub struct ExecOptions {
     /// How many bytes of each captured stream a result keeps in memory (its end); the
     /// whole stream is in the store.
     pub stream_memory_limit: usize,
+    /// The program an action's `argv[0]` of [`ONCE_PROGRAM`] runs: the running `once`
+    /// executable (`std::env::current_exe`) by default. Its identity enters the key like
+    /// any tool's.
+    pub once_program: Option<PathBuf>,
 }
+
+/// The `argv[0]` that names `once` itself (test actions run `once __test-adapter`).
+pub const ONCE_PROGRAM: &str = "once";
 
 impl Default for ExecOptions {
     fn default() -> Self {
@@ -67,6 +74,7 @@ impl Default for ExecOptions {
             keep_going: false,
             host_env: HostEnvironment::from_process(),
             stream_memory_limit: 64 * 1024,
+            once_program: std::env::current_exe().ok(),
         }
     }
 }
@@ -139,6 +147,8 @@ pub struct ActionResult {
     pub message: Option<String>,
     /// Problems met on the way that did not fail it (a corrupt blob, rebuilt).
     pub warnings: Vec<String>,
+    /// Its program was killed at its time limit (`timeout_seconds`).
+    pub timed_out: bool,
 }
 
 impl ActionResult {
@@ -156,6 +166,7 @@ impl ActionResult {
             stderr: CapturedStream::default(),
             message: None,
             warnings: Vec::new(),
+            timed_out: false,
         }
     }
 }
@@ -780,7 +791,10 @@ impl<'a> Executor<'a> {
             let cwd = absolute(&self.workspace_root, &command.cwd);
             let path_variable = env.get("PATH").map_or("", String::as_str);
             let argv0 = command.argv.first().map_or("", String::as_str);
-            let found = resolve_program(argv0, path_variable, &cwd)?;
+            let found = match (&self.options.once_program, argv0) {
+                (Some(once), ONCE_PROGRAM) => once.clone(),
+                _ => resolve_program(argv0, path_variable, &cwd)?,
+            };
             let mut identity = run
                 .tools
                 .identity(self.store, &found)
@@ -971,6 +985,17 @@ impl<'a> Executor<'a> {
                     describe(action)
                 ));
             }
+            ProcessExit::TimedOut => {
+                result.timed_out = true;
+                let seconds = match &action.step {
+                    ActionStep::Run(command) => command.timeout_seconds.unwrap_or(0),
+                    _ => 0,
+                };
+                return Err(format!(
+                    "{} was killed at its time limit of {seconds} s",
+                    describe(action)
+                ));
+            }
         }
         if self.cancel.is_cancelled() {
             result.status = ActionStatus::Cancelled;
@@ -1036,6 +1061,7 @@ impl<'a> Executor<'a> {
                         stdout,
                         stderr,
                         cancel: &self.cancel,
+                        timeout: command.timeout_seconds.map(Duration::from_secs),
                     })
                     .map_err(|e| {
                         format!(

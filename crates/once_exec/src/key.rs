@@ -41,7 +41,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The version of the encoding below; bump it whenever the encoding or the meaning of a
 /// result record changes, so old results are never reused.
-pub const KEY_FORMAT_VERSION: u64 = 1;
+pub const KEY_FORMAT_VERSION: u64 = 2;
 
 /// The identity of a program an action runs: where it was found and what is in it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -178,6 +178,8 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             for code in &command.success_exit_codes {
                 hasher.number(u64::from(code.cast_unsigned()));
             }
+            // 0: no time limit.
+            hasher.number(command.timeout_seconds.unwrap_or(0));
         }
         ActionStep::WriteFile {
             path,

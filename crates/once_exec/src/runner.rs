@@ -34,6 +34,8 @@ pub struct ProcessRequest<'a> {
     pub stdout: File,
     pub stderr: File,
     pub cancel: &'a CancelHandle,
+    /// How long the program may run; at the limit its process group is killed.
+    pub timeout: Option<Duration>,
 }
 
 /// How a program ended.
@@ -41,6 +43,8 @@ pub struct ProcessRequest<'a> {
 pub enum ProcessExit {
     Code(i32),
     Signal(i32),
+    /// Killed at its time limit ([`ProcessRequest::timeout`]).
+    TimedOut,
 }
 
 /// Something that runs programs: [`SystemRunner`], or a fake in tests.
@@ -74,21 +78,73 @@ impl ProcessRunner for SystemRunner {
         };
         request.cancel.register(group);
         crate::reaper::watch(group);
+        let watchdog = request.timeout.map(|limit| Watchdog::start(group, limit));
         // Wait for the leader to exit without reaping it, so its id (the group's id) cannot
         // be reused before the group is killed.
         while let Err(rustix::io::Errno::INTR) = waitid(
             WaitId::Pid(group),
             WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
         ) {}
+        let timed_out = watchdog.is_some_and(Watchdog::stop);
         let _ = kill_process_group(group, Signal::KILL);
         request.cancel.unregister(group);
         crate::reaper::forget(group);
         let status = child.wait()?;
+        if timed_out {
+            return Ok(ProcessExit::TimedOut);
+        }
         Ok(match (status.code(), status.signal()) {
             (Some(code), _) => ProcessExit::Code(code),
             (None, Some(signal)) => ProcessExit::Signal(signal),
             (None, None) => ProcessExit::Signal(0),
         })
+    }
+}
+
+/// Kills a process group when its time limit passes, unless stopped first.
+struct Watchdog {
+    state: Arc<(Mutex<WatchdogState>, Condvar)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct WatchdogState {
+    /// The program ended: the watchdog has nothing left to do.
+    stopped: bool,
+    /// The watchdog killed the group.
+    fired: bool,
+}
+
+impl Watchdog {
+    fn start(group: Pid, limit: Duration) -> Watchdog {
+        let state = Arc::new((Mutex::new(WatchdogState::default()), Condvar::new()));
+        let shared = Arc::clone(&state);
+        let thread = std::thread::spawn(move || {
+            let (lock, wake) = &*shared;
+            let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let (mut guard, _) = wake
+                .wait_timeout_while(guard, limit, |state| !state.stopped)
+                .unwrap_or_else(|e| e.into_inner());
+            if !guard.stopped {
+                // The leader has not been reaped (the runner waits with NOWAIT), so the
+                // group id is still this group's.
+                let _ = kill_process_group(group, Signal::KILL);
+                guard.fired = true;
+            }
+        });
+        Watchdog { state, thread }
+    }
+
+    /// Stops the watchdog; whether it killed the group first.
+    fn stop(self) -> bool {
+        {
+            let (lock, wake) = &*self.state;
+            lock.lock().unwrap_or_else(|e| e.into_inner()).stopped = true;
+            wake.notify_all();
+        }
+        let _ = self.thread.join();
+        let (lock, _) = &*self.state;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).fired
     }
 }
 

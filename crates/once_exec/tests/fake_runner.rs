@@ -88,6 +88,7 @@ fn options(jobs: usize, keep_going: bool) -> ExecOptions {
         keep_going,
         host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
         stream_memory_limit: 1024,
+        once_program: None,
     }
 }
 

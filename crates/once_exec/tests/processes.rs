@@ -50,6 +50,7 @@ fn options() -> ExecOptions {
             ("HOME", "/nonexistent"),
         ]),
         stream_memory_limit: 4096,
+        once_program: None,
     }
 }
 
@@ -695,4 +696,90 @@ fn changing_the_program_an_action_runs_changes_its_key() {
         std::fs::read_to_string(workspace.path().join(".once/out/T/gen")).unwrap(),
         "two\n"
     );
+}
+
+#[test]
+fn argv0_once_runs_the_once_program_and_its_content_is_in_the_key() {
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    // A stand-in for the running `once` executable, outside the workspace and off PATH.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let once = elsewhere.path().join("the-once-executable");
+    let write_once = |text: &str| {
+        std::fs::write(
+            &once,
+            format!("#!/bin/sh\nmkdir -p .once/out/T && echo {text} \"$@\" > .once/out/T/said\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&once, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let mut planned = shell("said", "", &[], &["said"]);
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.argv = vec!["once".to_owned(), "__test-adapter".to_owned()];
+    }
+    let plan = [planned];
+    let run_with_once = || {
+        Executor::new(workspace.path(), &store)
+            .with_options(ExecOptions {
+                once_program: Some(once.clone()),
+                ..options()
+            })
+            .run(&plan)
+            .unwrap()
+    };
+    write_once("one");
+    let first = run_with_once();
+    assert!(first.succeeded(), "{:?}", first.results);
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join(".once/out/T/said")).unwrap(),
+        "one __test-adapter\n"
+    );
+    assert_eq!(run_with_once().results[0].cache, Some(CacheState::Hit));
+    // A different `once` is a different tool: the action runs again.
+    write_once("two");
+    let third = run_with_once();
+    assert_eq!(third.results[0].cache, Some(CacheState::Miss));
+    assert_ne!(third.results[0].key, first.results[0].key);
+    // Without a `once` program, `once` is looked up on PATH like any other name (and
+    // /usr/bin:/bin has none).
+    let report = run(workspace.path(), &store, &plan);
+    assert_eq!(report.results[0].status, ActionStatus::Failed);
+}
+
+#[test]
+fn a_program_past_its_time_limit_is_killed_with_its_group_and_the_action_times_out() {
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    let mut planned = shell("slow", "sleep 6143 & sleep 6142", &[], &[]);
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.timeout_seconds = Some(1);
+    }
+    let started = Instant::now();
+    let report = run(workspace.path(), &store, &[planned]);
+    let elapsed = started.elapsed();
+    let result = &report.results[0];
+    assert_eq!(result.status, ActionStatus::Failed);
+    assert!(result.timed_out);
+    assert_eq!(result.exit_code, None);
+    assert!(
+        result
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("killed at its time limit of 1 s")),
+        "{:?}",
+        result.message
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    wait_for("both sleeps to be gone", || {
+        processes_with("sleep 614").is_empty()
+    });
+    // A program that ends in time is not marked.
+    let mut quick = shell("quick", "true", &[], &[]);
+    if let ActionStep::Run(command) = &mut quick.action.step {
+        command.timeout_seconds = Some(30);
+    }
+    let report = run(workspace.path(), &store, &[quick]);
+    assert!(report.succeeded(), "{:?}", report.results);
+    assert!(!report.results[0].timed_out);
 }

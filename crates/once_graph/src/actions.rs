@@ -296,6 +296,9 @@ fn static_keys_of<'db>(
                     for code in &command.success_exit_codes {
                         encoder.field("success_exit_code", &code.to_string());
                     }
+                    if let Some(seconds) = command.timeout_seconds {
+                        encoder.field("timeout_seconds", &seconds.to_string());
+                    }
                 }
                 ActionStep::WriteFile {
                     path,

@@ -77,6 +77,9 @@ pub struct Command {
     pub cwd: String,
     /// Exit codes that mean success (sorted, deduplicated, never empty; usually `[0]`).
     pub success_exit_codes: Vec<i32>,
+    /// Seconds the program may run: at the limit its whole process group is killed and
+    /// the action fails as timed out. `None` runs it to its end.
+    pub timeout_seconds: Option<u64>,
 }
 
 impl Command {
@@ -87,6 +90,7 @@ impl Command {
             env: BTreeMap::new(),
             cwd: String::new(),
             success_exit_codes: vec![0],
+            timeout_seconds: None,
         }
     }
 }

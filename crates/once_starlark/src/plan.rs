@@ -446,6 +446,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = UnpackListOrTuple { items: vec![0] })]
         success_exit_codes: UnpackListOrTuple<i32>,
         #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
+        #[starlark(require = named, default = NoneOr::None)] timeout_seconds: NoneOr<i32>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
         let state = state(eval, "run")?;
@@ -468,11 +469,19 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         if codes.is_empty() {
             bail!("`success_exit_codes` must name at least one exit code");
         }
+        let timeout_seconds = match timeout_seconds {
+            NoneOr::None => None,
+            NoneOr::Other(seconds) => match u64::try_from(seconds) {
+                Ok(seconds) if seconds > 0 => Some(seconds),
+                _ => bail!("`timeout_seconds` must be a positive number of seconds, not {seconds}"),
+            },
+        };
         let step = ActionStep::Run(Command {
             argv: owned(argv.items),
             env: environment,
             cwd: cwd.to_owned(),
             success_exit_codes: codes,
+            timeout_seconds,
         });
         state.push(
             id,
