@@ -17,6 +17,7 @@
 //! evidence`); failing to store them is a warning, never the build's outcome.
 
 pub mod test_results;
+pub mod testing;
 
 use std::collections::HashSet;
 use std::time::Duration;

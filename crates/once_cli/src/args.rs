@@ -94,6 +94,40 @@ pub enum Command {
         #[command(flatten)]
         exec: ExecArgs,
     },
+    /// Run tests: build what each test target needs, run its `test` capability (test
+    /// targets in parallel), and report each target's normalized results
+    /// (`once.test_results.v1`). A passing test whose inputs are unchanged is a cache hit.
+    /// Exits 0 when every test passed, 1 when one failed, 2 for usage and I/O errors.
+    Test {
+        /// Test target ids (`libs/text/TextTest`), `PKG/...` or `...`.
+        #[arg(value_name = "TARGET", conflicts_with_all = ["changed", "all"])]
+        targets: Vec<String>,
+        /// Run the tests affected by this changed workspace-relative path (repeatable):
+        /// the selection of `once query affected-tests`.
+        #[arg(long, value_name = "PATH", conflicts_with = "all")]
+        changed: Vec<String>,
+        /// Run every test target.
+        #[arg(long)]
+        all: bool,
+        /// How many actions run at once (default: the number of cores).
+        #[arg(short = 'j', long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Run the tests even when a cached pass exists.
+        #[arg(long)]
+        rerun: bool,
+        /// Run failing cases again, up to N runs in all (uncached; filtered by case where
+        /// the runner can select cases); a case that fails and then passes is `flaky`.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 1,
+            value_parser = clap::value_parser!(u32).range(1..=20),
+        )]
+        attempts: u32,
+        /// The store's directory (default: `.once/cache` in the workspace).
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
+    },
     /// Inspect and trim the local store of build results (`.once/cache`).
     #[command(subcommand)]
     Cache(Cache),
@@ -127,6 +161,12 @@ pub enum Command {
         /// The working directory, relative to the workspace root (`libs/text`).
         #[arg(long, default_value = ".")]
         cwd: String,
+        /// Run only this failing case again (repeatable; a retry): the case ids of the
+        /// previous record, passed to the runner as its own filter (libtest `--exact`
+        /// names, pytest node ids, go `-test.run`, node `--test-name-pattern`). Formats
+        /// without a filter run everything again.
+        #[arg(long = "retry-case", value_name = "ID")]
+        retry_cases: Vec<String>,
         /// The test runner and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,

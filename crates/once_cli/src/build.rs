@@ -20,14 +20,14 @@ use crate::args::{Args, ExecArgs, Format};
 use crate::human::printable;
 use crate::query::{listing_hint, print_json, workspace_root};
 
-fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
+pub(crate) fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<T> {
     value.map_err(|_| anyhow!("the analysis was cancelled"))
 }
 
 /// What SIGINT, SIGTERM and SIGHUP stop: the running execution (cancelled: every action
 /// group killed), or the program `once run` runs attached to the terminal (the signal is
 /// forwarded to it; a second signal kills it).
-enum Interruptible {
+pub(crate) enum Interruptible {
     Nothing,
     Execution(CancelHandle),
     /// The program's process id, and its process group when it has one of its own (no
@@ -47,7 +47,7 @@ fn interruptible() -> std::sync::MutexGuard<'static, Interruptible> {
     INTERRUPTIBLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn set_interruptible(what: Interruptible) {
+pub(crate) fn set_interruptible(what: Interruptible) {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -260,7 +260,7 @@ impl<'p> ProgressLine<'p> {
     }
 }
 
-fn terminal_width() -> usize {
+pub(crate) fn terminal_width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())

@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
 //! `validate-*` command found the workspace or target invalid, an `edit` command was
-//! rejected or conflicted (nothing written), or a `build` or `run` failed, 2 for usage
+//! rejected or conflicted (nothing written), a `build` or `run` failed, or a test failed
+//! (`test`), 2 for usage
 //! and I/O errors.
 
 #![allow(
@@ -19,6 +20,7 @@ mod human;
 mod isolation;
 mod panic;
 mod query;
+mod test;
 mod test_adapter;
 
 use std::io::Write;
@@ -76,6 +78,26 @@ fn run() -> ExitCode {
         Command::Edit(edit) => edit::run(&args, edit),
         Command::Cache(cache) => cache::run(&args, cache),
         Command::Build { targets, exec } => build::build(&args, targets, exec),
+        Command::Test {
+            targets,
+            changed,
+            all,
+            jobs,
+            rerun,
+            attempts,
+            store,
+        } => test::test(
+            &args,
+            &test::TestArgs {
+                targets,
+                changed,
+                all: *all,
+                jobs: *jobs,
+                rerun: *rerun,
+                attempts: *attempts,
+                store: store.as_deref(),
+            },
+        ),
         Command::Run {
             target,
             args: extra,
@@ -122,6 +144,7 @@ fn run() -> ExitCode {
             log,
             native,
             cwd,
+            retry_cases,
             command,
         } => test_adapter::run(&test_adapter::AdapterArgs {
             format: results_format,
@@ -131,6 +154,7 @@ fn run() -> ExitCode {
             log,
             native: native.as_deref(),
             cwd,
+            retry_cases,
             argv: command,
         })
         .map(|code| {

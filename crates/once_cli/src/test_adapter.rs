@@ -31,6 +31,8 @@ pub struct AdapterArgs<'a> {
     pub log: &'a Path,
     pub native: Option<&'a Path>,
     pub cwd: &'a str,
+    /// The cases a retry runs again (empty: every case).
+    pub retry_cases: &'a [String],
     pub argv: &'a [String],
 }
 
@@ -42,10 +44,8 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
             args.format
         )
     })?;
-    let (program, rest) = args
-        .argv
-        .split_first()
-        .context("no test command after `--`")?;
+    let argv = filtered(format, args.argv, args.retry_cases);
+    let (program, rest) = argv.split_first().context("no test command after `--`")?;
     if let Some(parent) = args.log.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create `{}`", parent.display()))?;
@@ -110,6 +110,77 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
         _ => String::from_utf8_lossy(&stdout).into_owned(),
     };
     finish(args, format, native_text, problems, status)
+}
+
+/// The runner's command line selecting only `cases` (ids of a previous record), in the
+/// runner's own filter syntax; unchanged when there are none or the format has no
+/// filter (the whole target runs again).
+pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<String> {
+    let mut argv = argv.to_vec();
+    if cases.is_empty() {
+        return argv;
+    }
+    match format {
+        // libtest: the test paths, matched exactly.
+        NativeFormat::Libtest => {
+            argv.push("--exact".to_owned());
+            argv.extend(cases.iter().cloned());
+        }
+        // pytest: node ids instead of the test files.
+        NativeFormat::PytestJunit => {
+            argv.retain(|arg| arg.starts_with('-') || !arg.ends_with(".py"));
+            argv.extend(cases.iter().cloned());
+        }
+        // go: `-test.run` with one alternation per subtest level (`^(A|B)$/^(x)$`);
+        // ids are `package::TestName/sub`.
+        NativeFormat::GoTestJson => {
+            let mut levels: Vec<Vec<String>> = Vec::new();
+            for case in cases {
+                let name = case.split_once("::").map_or(case.as_str(), |(_, name)| name);
+                for (level, part) in name.split('/').enumerate() {
+                    if levels.len() <= level {
+                        levels.push(Vec::new());
+                    }
+                    let part = regex_escape(part);
+                    if !levels[level].contains(&part) {
+                        levels[level].push(part);
+                    }
+                }
+            }
+            let pattern: Vec<String> = levels
+                .iter()
+                .map(|parts| format!("^({})$", parts.join("|")))
+                .collect();
+            argv.push(format!("-test.run={}", pattern.join("/")));
+        }
+        // node --test: a name pattern per case (its own name, the last ` > ` part),
+        // placed among node's options, before the test files.
+        NativeFormat::Tap => {
+            if let Some(at) = argv.iter().position(|arg| arg == "--test") {
+                let patterns = cases.iter().map(|case| {
+                    let name = case.rsplit(" > ").next().unwrap_or(case);
+                    format!("--test-name-pattern=^{}$", regex_escape(name))
+                });
+                let tail = argv.split_off(at + 1);
+                argv.extend(patterns);
+                argv.extend(tail);
+            }
+        }
+        NativeFormat::Junit | NativeFormat::ExitCode => {}
+    }
+    argv
+}
+
+/// `text` with the characters regular expressions treat specially escaped.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Parses, assembles and writes the record; the exit code of the adapter.

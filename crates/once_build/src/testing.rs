@@ -1,0 +1,650 @@
+//! Running tests, shared by `once test` and the MCP tool `once_run_tests`:
+//!
+//! 1. [`select`] picks the test targets: named ones (`ID`, `PKG/...`), those affected by
+//!    changed paths (the `affected-tests` selection, with its reasons), or all of them;
+//! 2. [`crate::plan`] plans their `test` capability (which builds what each needs first);
+//! 3. [`run`] executes the plan (every test target in parallel up to `jobs`, a failing
+//!    test stopping nothing else), reads each target's `once.test_results.v1` record,
+//!    writes a `timed_out` record for a test killed at its time limit, re-runs failing
+//!    cases for `attempts` and merges the attempts (fail then pass is `flaky`), and
+//!    returns one [`TestRun`] per target.
+//!
+//! Test actions run `once __test-adapter … -- RUNNER…`: the adapter's arguments say
+//! where the record, the log and the native results go and how to read the runner's
+//! output ([`AdapterCall`]), which is what a retry and a timed-out run need here.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use once_analysis::{Analysis, Cancellable};
+use once_exec::{
+    ActionResult, ActionStatus, CacheState, CancelHandle, ExecOptions, ExecutionReport, Executor,
+    PlannedAction, Store,
+};
+use once_model::action::ActionStep;
+use once_test_results::{
+    Artifacts, CaseStatus, NativeFormat, Outcome, Runner, TargetStatus, TestResults, assemble,
+};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::{Plan, TargetRecord};
+
+/// Which tests were selected, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Selection {
+    /// `explicit` (named targets), `affected` (changed paths) or `full` (every test).
+    #[schemars(extend("enum" = ["explicit", "affected", "full"]))]
+    pub mode: &'static str,
+    pub changed_paths: Vec<String>,
+    pub tests: Vec<SelectedTest>,
+    /// Changed paths outside the workspace or in no package (then every test is selected).
+    pub warnings: Vec<String>,
+}
+
+/// One selected test target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SelectedTest {
+    pub id: String,
+    pub kind: String,
+    pub reasons: Vec<String>,
+}
+
+/// What to select: named targets win, then changed paths, then `all`.
+pub enum Request<'a> {
+    Targets(&'a [String]),
+    Changed(&'a [String]),
+    All,
+}
+
+/// The test targets `request` selects, in a stable order.
+pub fn select(
+    analysis: &Analysis,
+    request: &Request<'_>,
+    listing_hint: impl Fn(once_analysis::Listing) -> &'static str,
+) -> Cancellable<Result<Selection, String>> {
+    let tests = analysis.tests()?;
+    let kind_of = |id: &str| {
+        tests
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.kind.clone())
+            .unwrap_or_default()
+    };
+    Ok(Ok(match request {
+        Request::Targets(patterns) => {
+            let ids = match crate::resolve_targets(analysis, patterns, "test", listing_hint)? {
+                Ok(ids) => ids,
+                Err(message) => return Ok(Err(message)),
+            };
+            Selection {
+                mode: "explicit",
+                changed_paths: Vec::new(),
+                tests: ids
+                    .into_iter()
+                    .map(|id| SelectedTest {
+                        kind: kind_of(&id),
+                        id,
+                        reasons: vec!["requested".to_owned()],
+                    })
+                    .collect(),
+                warnings: Vec::new(),
+            }
+        }
+        Request::Changed(paths) => {
+            let affected = analysis.affected_tests(paths)?;
+            Selection {
+                mode: if paths.is_empty() { "full" } else { "affected" },
+                changed_paths: paths.to_vec(),
+                tests: affected
+                    .tests
+                    .into_iter()
+                    .map(|t| SelectedTest {
+                        id: t.id,
+                        kind: t.kind,
+                        reasons: t.reasons,
+                    })
+                    .collect(),
+                warnings: affected.warnings,
+            }
+        }
+        Request::All => Selection {
+            mode: "full",
+            changed_paths: Vec::new(),
+            tests: tests
+                .iter()
+                .map(|t| SelectedTest {
+                    id: t.id.clone(),
+                    kind: t.kind.clone(),
+                    reasons: vec!["every test".to_owned()],
+                })
+                .collect(),
+            warnings: Vec::new(),
+        },
+    }))
+}
+
+/// How [`run`] runs the tests.
+#[derive(Clone, Debug)]
+pub struct TestOptions {
+    /// Actions (test targets and what they need) running at once.
+    pub jobs: Option<usize>,
+    /// Run the test actions even when a cached pass exists.
+    pub rerun: bool,
+    /// Attempts per failing case, the first run included (1: no retry).
+    pub attempts: u32,
+}
+
+impl Default for TestOptions {
+    fn default() -> Self {
+        TestOptions {
+            jobs: None,
+            rerun: false,
+            attempts: 1,
+        }
+    }
+}
+
+/// One test target's run: what `once test --format json` prints per target and what
+/// `once_run_tests` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct TestRun {
+    pub target: String,
+    pub kind: String,
+    /// `passed`, `flaky` (passed after a retry), `failed`, `timed_out`, `error` (no
+    /// results: what the test needs failed to build, or the runner left no record) or
+    /// `cancelled`.
+    #[schemars(extend("enum" = ["passed", "flaky", "failed", "timed_out", "error", "cancelled"]))]
+    pub status: &'static str,
+    /// Whether the target passed (`passed` or `flaky`).
+    pub success: bool,
+    /// 0 when it passed, 1 otherwise.
+    pub exit_code: i32,
+    /// `hit` when the passing results were restored from the cache, `miss` when the test
+    /// ran and its pass was stored, `bypass` when it ran uncached (`--rerun`, a failure,
+    /// retries); `null` when it did not get to run.
+    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
+    pub cache: Option<&'static str>,
+    /// Time spent on the test actions of this run (a hit's restore time).
+    pub duration_ms: u64,
+    /// How many times the test ran (retries of failing cases included).
+    pub attempts: u32,
+    /// Where the normalized results are, workspace-relative.
+    pub results_path: String,
+    /// The capability's execution record (actions, cache states, the failing action).
+    pub record: TargetRecord,
+    /// The normalized `once.test_results.v1` results; `null` when there are none.
+    pub results: Option<TestResults>,
+    /// Why there are no results, or what went wrong reading them.
+    pub error: Option<String>,
+}
+
+impl TestRun {
+    pub fn passed(&self) -> bool {
+        self.success
+    }
+}
+
+/// What the adapter of a test action was told: its format, runner and files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterCall {
+    pub format: NativeFormat,
+    pub runner: String,
+    /// Workspace-relative paths.
+    pub results: String,
+    pub log: String,
+    pub native: Option<String>,
+    /// The action's working directory, workspace-relative.
+    pub cwd: String,
+}
+
+impl AdapterCall {
+    /// The adapter call of a `once __test-adapter …` command running in `cwd`.
+    pub fn of(argv: &[String], cwd: &str) -> Option<AdapterCall> {
+        if argv.first().map(String::as_str) != Some(once_exec::ONCE_PROGRAM)
+            || argv.get(1).map(String::as_str) != Some("__test-adapter")
+        {
+            return None;
+        }
+        let options = &argv[2..argv.iter().position(|a| a == "--").unwrap_or(argv.len())];
+        let value = |name: &str| {
+            options
+                .iter()
+                .position(|a| a == name)
+                .and_then(|i| options.get(i + 1))
+                .cloned()
+        };
+        let relative = |path: String| join(cwd, &path);
+        Some(AdapterCall {
+            format: NativeFormat::from_name(&value("--results-format")?)?,
+            runner: value("--runner")?,
+            results: relative(value("--results")?),
+            log: relative(value("--log")?),
+            native: value("--native").map(relative),
+            cwd: cwd.to_owned(),
+        })
+    }
+}
+
+/// `path` (relative to the workspace directory `cwd`) as a workspace path.
+fn join(cwd: &str, path: &str) -> String {
+    let mut parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
+/// The test action of a planned target (its `test` capability's command running the
+/// adapter), with the adapter call.
+fn test_action<'p>(plan: &'p Plan, target: &str) -> Option<(&'p PlannedAction, AdapterCall)> {
+    let planned = plan.targets.iter().find(|t| t.id == target)?;
+    planned.actions.iter().rev().find_map(|id| {
+        let action = plan.actions.iter().find(|a| a.action.id == *id)?;
+        let ActionStep::Run(command) = &action.action.step else {
+            return None;
+        };
+        AdapterCall::of(&command.argv, &command.cwd).map(|call| (action, call))
+    })
+}
+
+/// A progress report: a test target finished (`done` of `total`).
+pub struct TestProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub target: &'a str,
+    /// `passed`, `failed`, `timed_out`, `error`, `cancelled` or `hit` (a cached pass).
+    pub status: &'static str,
+}
+
+/// Runs the planned tests in the workspace at `root` with `store`; `progress` is called
+/// as each test target's test action ends. Evidence is recorded for every execution;
+/// a failure to record it comes back as a warning.
+pub fn run(
+    root: &Path,
+    store: &Store,
+    plan: &Plan,
+    options: &TestOptions,
+    cancel: &CancelHandle,
+    progress: &(dyn Fn(&TestProgress<'_>) + Sync),
+) -> Result<(Vec<TestRun>, Vec<String>), String> {
+    let mut warnings = Vec::new();
+    let mut actions = plan.actions.clone();
+    let test_actions: HashMap<String, String> = plan
+        .targets
+        .iter()
+        .filter_map(|t| test_action(plan, &t.id).map(|(a, _)| (a.action.id.clone(), t.id.clone())))
+        .collect();
+    if options.rerun {
+        for action in &mut actions {
+            if test_actions.contains_key(&action.action.id) {
+                action.action.cacheable = false;
+            }
+        }
+    }
+    let exec_options = exec_options(options);
+    let total = plan.targets.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let callback = |p: &once_exec::Progress<'_>| {
+        if let Some(target) = test_actions.get(&p.result.id) {
+            let done = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let status = match (p.result.status, p.result.cache) {
+                (ActionStatus::Succeeded, Some(CacheState::Hit)) => "hit",
+                (ActionStatus::Succeeded, _) => "passed",
+                (ActionStatus::Cancelled, _) => "cancelled",
+                (_, _) if p.result.timed_out => "timed_out",
+                (ActionStatus::Skipped, _) => "error",
+                (ActionStatus::Failed, _) => "failed",
+            };
+            progress(&TestProgress {
+                done,
+                total,
+                target,
+                status,
+            });
+        }
+    };
+    let report = Executor::new(root, store)
+        .with_options(exec_options.clone())
+        .with_cancel(cancel.clone())
+        .on_progress(&callback)
+        .run(&actions)
+        .map_err(|e| format!("cannot run the plan: {e}"))?;
+    warnings.extend(crate::record_evidence(root, plan, &report));
+    let records = crate::records(plan, &report);
+    let mut runs = Vec::with_capacity(records.len());
+    for record in records {
+        let mut run = collect(root, plan, &report, record);
+        if options.attempts > 1 && !cancel.is_cancelled() {
+            retry(root, store, plan, &exec_options, cancel, options.attempts, &mut run, &mut warnings);
+        }
+        runs.push(run);
+    }
+    Ok((runs, warnings))
+}
+
+fn exec_options(options: &TestOptions) -> ExecOptions {
+    let mut exec = ExecOptions {
+        // A failing test stops nothing else.
+        keep_going: true,
+        ..ExecOptions::default()
+    };
+    if let Some(jobs) = options.jobs {
+        exec.jobs = jobs.max(1);
+    }
+    exec
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The run of one target from the execution's report.
+fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRecord) -> TestRun {
+    let mut run = TestRun {
+        target: record.target.clone(),
+        kind: record.kind.clone(),
+        status: "error",
+        success: false,
+        exit_code: 1,
+        cache: None,
+        duration_ms: record.actions.iter().map(|a| a.duration_ms).sum(),
+        attempts: 1,
+        results_path: String::new(),
+        results: None,
+        error: None,
+        record,
+    };
+    let Some((action, call)) = test_action(plan, &run.target) else {
+        run.error = Some(format!(
+            "`{}` ({}) declares no test action running `once __test-adapter`, so it has no \
+             normalized results",
+            run.target, run.kind
+        ));
+        if run.record.status == "completed" {
+            run.status = "passed";
+            run.success = true;
+            run.exit_code = 0;
+        }
+        return run;
+    };
+    run.results_path.clone_from(&call.results);
+    let Some(result) = report.result(&action.action.id) else {
+        run.error = Some("the test action did not run".to_owned());
+        return run;
+    };
+    run.cache = result.cache.map(CacheState::as_str);
+    match result.status {
+        ActionStatus::Cancelled => {
+            run.status = "cancelled";
+            run.error = Some("cancelled".to_owned());
+            return run;
+        }
+        ActionStatus::Skipped => {
+            run.error = Some(match &run.record.failure {
+                Some(failure) => format!(
+                    "not run: `{}` failed: {}",
+                    failure.action, failure.message
+                ),
+                None => "not run: what the test needs failed".to_owned(),
+            });
+            return run;
+        }
+        ActionStatus::Succeeded | ActionStatus::Failed => {}
+    }
+    let results = if result.timed_out {
+        timed_out_record(root, &run.target, &call, result)
+    } else {
+        read_results(root, &run.target, &call.results).map_err(|error| {
+            // The adapter always writes a record; without one the action failed first.
+            match &result.message {
+                Some(message) => format!("{error} ({message})"),
+                None => error,
+            }
+        })
+    };
+    match results {
+        Ok(results) => set_results(&mut run, results),
+        Err(error) => run.error = Some(error),
+    }
+    run
+}
+
+fn set_results(run: &mut TestRun, results: TestResults) {
+    run.status = match results.status {
+        TargetStatus::Passed => "passed",
+        TargetStatus::Flaky => "flaky",
+        TargetStatus::Failed => "failed",
+        TargetStatus::TimedOut => "timed_out",
+    };
+    run.success = results.succeeded();
+    run.exit_code = if run.success { 0 } else { 1 };
+    run.results = Some(results);
+}
+
+fn read_results(root: &Path, target: &str, path: &str) -> Result<TestResults, String> {
+    match once_db::confined::read_confined(root, path) {
+        Ok(Some(bytes)) => TestResults::from_json(&bytes, target)
+            .map_err(|reason| format!("cannot read `{path}`: {reason}")),
+        Ok(None) => Err(format!("the test left no results (`{path}` does not exist)")),
+        Err(error) => Err(format!("cannot read `{path}`: {error}")),
+    }
+}
+
+fn write_results(root: &Path, path: &str, results: &TestResults) -> Result<(), String> {
+    let bytes = serde_json::to_vec_pretty(results).map_err(|e| e.to_string())?;
+    once_db::confined::write_confined(root, path, &bytes, || Ok(()))
+        .map(|_| ())
+        .map_err(|e| format!("cannot write `{path}`: {e}"))
+}
+
+/// The record of a test killed at its time limit: what its log shows (for runners that
+/// report on their output), plus the timeout; written where the adapter would have.
+fn timed_out_record(
+    root: &Path,
+    target: &str,
+    call: &AdapterCall,
+    result: &ActionResult,
+) -> Result<TestResults, String> {
+    let log = once_db::confined::read_confined(root, &call.log)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let parsed = match call.format {
+        NativeFormat::PytestJunit | NativeFormat::Junit | NativeFormat::ExitCode => {
+            once_test_results::Parsed::default()
+        }
+        format => format.parse(&String::from_utf8_lossy(&log)),
+    };
+    let outcome = Outcome {
+        exit_code: None,
+        timed_out: true,
+        log: call.log.clone(),
+        cwd: call.cwd.clone(),
+    };
+    let mut runner = Runner::named(&call.runner);
+    if let Some(message) = &result.message {
+        runner
+            .metadata
+            .insert("timeout".to_owned(), message.clone().into());
+    }
+    let record = assemble(
+        target,
+        runner,
+        parsed,
+        &outcome,
+        Artifacts {
+            logs: vec![call.log.clone()],
+            native_results: Vec::new(),
+        },
+        &root.to_string_lossy(),
+    );
+    write_results(root, &call.results, &record)?;
+    Ok(record)
+}
+
+/// Re-runs the failing cases of `run` (uncached, filtered by case where the runner can
+/// filter) until they pass or `attempts` runs were made, merging each retry into the
+/// results (`once_test_results::merge::retry`) and writing them back.
+#[allow(clippy::too_many_arguments, reason = "one call site, every argument distinct")]
+fn retry(
+    root: &Path,
+    store: &Store,
+    plan: &Plan,
+    exec_options: &ExecOptions,
+    cancel: &CancelHandle,
+    attempts: u32,
+    run: &mut TestRun,
+    warnings: &mut Vec<String>,
+) {
+    let Some((action, call)) = test_action(plan, &run.target) else {
+        return;
+    };
+    while run.attempts < attempts && !cancel.is_cancelled() {
+        let Some(current) = run.results.clone() else {
+            return;
+        };
+        if current.status != TargetStatus::Failed {
+            return;
+        }
+        let failing: Vec<String> = current
+            .cases
+            .iter()
+            .filter(|case| case.status == CaseStatus::Failed)
+            .map(|case| case.id.clone())
+            .collect();
+        // A synthetic case (the runner's exit, a crash) names no case to select: the
+        // whole target runs again.
+        let whole = failing.iter().any(|id| id.starts_with('(')) || failing.is_empty();
+        let attempt = run.attempts + 1;
+        // Keep the previous attempt's log: the retry writes the same files.
+        let kept_log = format!("{}.attempt-{}", call.log, run.attempts);
+        let mut previous = current;
+        if let Ok(Some(bytes)) = once_db::confined::read_confined(root, &call.log)
+            && once_db::confined::write_confined(root, &kept_log, &bytes, || Ok(())).is_ok()
+        {
+            for log in &mut previous.artifacts.logs {
+                if *log == call.log {
+                    log.clone_from(&kept_log);
+                }
+            }
+        }
+        let mut retry_action = action.clone();
+        retry_action.action.cacheable = false;
+        retry_action.action.id = format!("{}.attempt-{attempt}", action.action.id);
+        if let ActionStep::Run(command) = &mut retry_action.action.step
+            && !whole
+        {
+            let mut argv = command.argv[..2].to_vec();
+            for id in &failing {
+                argv.push("--retry-case".to_owned());
+                argv.push(id.clone());
+            }
+            argv.extend(command.argv[2..].iter().cloned());
+            command.argv = argv;
+        }
+        let started = Instant::now();
+        let report = match Executor::new(root, store)
+            .with_options(exec_options.clone())
+            .with_cancel(cancel.clone())
+            .run(std::slice::from_ref(&retry_action))
+        {
+            Ok(report) => report,
+            Err(error) => {
+                warnings.push(format!("cannot retry `{}`: {error}", run.target));
+                return;
+            }
+        };
+        let retry_plan = Plan {
+            actions: vec![retry_action.clone()],
+            ..plan.clone()
+        };
+        warnings.extend(crate::record_evidence(root, &retry_plan, &report));
+        run.duration_ms += millis(started.elapsed());
+        run.attempts = attempt;
+        run.cache = Some("bypass");
+        let Some(result) = report.results.first() else {
+            return;
+        };
+        if result.status == ActionStatus::Cancelled {
+            return;
+        }
+        let again = if result.timed_out {
+            timed_out_record(root, &run.target, &call, result)
+        } else {
+            read_results(root, &run.target, &call.results)
+        };
+        let again = match again {
+            Ok(again) => again,
+            Err(error) => {
+                warnings.push(format!("the retry of `{}` left no results: {error}", run.target));
+                return;
+            }
+        };
+        let merged = once_test_results::merge::retry(previous, again);
+        if let Err(error) = write_results(root, &call.results, &merged) {
+            warnings.push(error);
+        }
+        set_results(run, merged);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(argv: &[&str], cwd: &str, expected: Option<(&str, &str, Option<&str>)>) {
+        let argv: Vec<String> = argv.iter().map(|s| (*s).to_owned()).collect();
+        let call = AdapterCall::of(&argv, cwd);
+        assert_eq!(
+            call.as_ref()
+                .map(|c| (c.results.as_str(), c.log.as_str(), c.native.as_deref())),
+            expected
+        );
+    }
+
+    #[test]
+    fn adapter_calls_are_read_from_the_test_action() {
+        check(
+            &[
+                "once",
+                "__test-adapter",
+                "--results-format",
+                "pytest_junit",
+                "--target",
+                "t/T",
+                "--runner",
+                "pytest",
+                "--results",
+                "../.once/out/t/T/test/test_results.json",
+                "--log",
+                "../.once/out/t/T/test/log.txt",
+                "--native",
+                "../.once/out/t/T/test/junit.xml",
+                "--",
+                "python3",
+                "--results",
+                "elsewhere",
+            ],
+            "t",
+            Some((
+                ".once/out/t/T/test/test_results.json",
+                ".once/out/t/T/test/log.txt",
+                Some(".once/out/t/T/test/junit.xml"),
+            )),
+        );
+        check(&["sh", "__test-adapter"], "", None);
+        check(
+            &["once", "__test-adapter", "--results-format", "nope", "--"],
+            "",
+            None,
+        );
+    }
+}
