@@ -161,6 +161,10 @@ pub enum Command {
         /// The working directory, relative to the workspace root (`libs/text`).
         #[arg(long, default_value = ".")]
         cwd: String,
+        /// A staged copy of the package directory (relative to the working directory):
+        /// files the runner reports below it are recorded as the package's own.
+        #[arg(long)]
+        staged: Option<PathBuf>,
         /// Run only this failing case again (repeatable; a retry): the case ids of the
         /// previous record, passed to the runner as its own filter (libtest `--exact`
         /// names, pytest node ids, go `-test.run`, node `--test-name-pattern`). Formats

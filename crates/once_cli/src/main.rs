@@ -144,6 +144,7 @@ fn run() -> ExitCode {
             log,
             native,
             cwd,
+            staged,
             retry_cases,
             command,
         } => test_adapter::run(&test_adapter::AdapterArgs {
@@ -154,6 +155,7 @@ fn run() -> ExitCode {
             log,
             native: native.as_deref(),
             cwd,
+            staged: staged.as_deref(),
             retry_cases,
             argv: command,
         })

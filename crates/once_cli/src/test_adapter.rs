@@ -31,6 +31,8 @@ pub struct AdapterArgs<'a> {
     pub log: &'a Path,
     pub native: Option<&'a Path>,
     pub cwd: &'a str,
+    /// A staged copy of the package directory the runner runs the tests from.
+    pub staged: Option<&'a Path>,
     /// The cases a retry runs again (empty: every case).
     pub retry_cases: &'a [String],
     pub argv: &'a [String],
@@ -171,6 +173,11 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
     argv
 }
 
+/// Whether [`filtered`] can select cases in `format`.
+fn filters(format: NativeFormat) -> bool {
+    !matches!(format, NativeFormat::Junit | NativeFormat::ExitCode)
+}
+
 /// `text` with the characters regular expressions treat specially escaped.
 fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -193,6 +200,13 @@ fn finish(
 ) -> anyhow::Result<i32> {
     let mut parsed = format.parse(&native_text);
     parsed.problems.extend(problems);
+    // A retry reports only the cases it was asked to run again: the runner's filter may
+    // select more (go's per-level patterns) or report the others as skipped (node).
+    if !args.retry_cases.is_empty() && filters(format) {
+        parsed
+            .cases
+            .retain(|case| args.retry_cases.contains(&case.id));
+    }
     // A runner that could not start counts as the shell's "command not found".
     let exit_code = match status {
         Some(status) => status.code(),
@@ -221,7 +235,7 @@ fn finish(
             .map(|path| vec![relative(path)])
             .unwrap_or_default(),
     };
-    let record = assemble(
+    let mut record = assemble(
         args.target,
         Runner::named(args.runner),
         parsed,
@@ -229,6 +243,21 @@ fn finish(
         artifacts,
         &root.to_string_lossy(),
     );
+    // Files of a staged copy of the package are reported as the package's own.
+    if let Some(staged) = args.staged {
+        let staged = format!("{}/", relative(staged));
+        let package = match args.cwd {
+            "" | "." => String::new(),
+            cwd => format!("{}/", cwd.trim_end_matches('/')),
+        };
+        for case in &mut record.cases {
+            if let Some(file) = case.file.as_mut()
+                && let Some(rest) = file.strip_prefix(&staged)
+            {
+                *file = format!("{package}{rest}");
+            }
+        }
+    }
     write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
     Ok(match status {
         Some(status) => exit_code_of(status),

@@ -1,0 +1,3 @@
+module example.com/pass
+
+go 1.19
