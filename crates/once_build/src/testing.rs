@@ -525,7 +525,12 @@ fn retry(
         let whole = failing.iter().any(|id| id.starts_with('(')) || failing.is_empty();
         let attempt = run.attempts + 1;
         // Keep the previous attempt's log: the retry writes the same files.
-        let kept_log = format!("{}.attempt-{}", call.log, run.attempts);
+        let kept_log = match call.log.rsplit_once('.') {
+            Some((stem, extension)) if !extension.contains('/') => {
+                format!("{stem}.attempt-{}.{extension}", run.attempts)
+            }
+            _ => format!("{}.attempt-{}", call.log, run.attempts),
+        };
         let mut previous = current;
         if let Ok(Some(bytes)) = once_db::confined::read_confined(root, &call.log)
             && once_db::confined::write_confined(root, &kept_log, &bytes, || Ok(())).is_ok()

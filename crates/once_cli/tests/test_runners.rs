@@ -1,0 +1,230 @@
+//! `once test` with the real runners (pytest, `node --test`, go's test binaries, and
+//! the demo's Rust, C and shell tests) on `test_data/test_runners`: each runner's
+//! passing, failing, skipped, flaky and timed-out cases give the expected normalized
+//! records (snapshots, durations blanked), a pass is a cache hit the next time, failures
+//! are not, `--rerun` runs again, and `--changed` on the demo runs exactly what
+//! `once query affected-tests` lists.
+//!
+//! The runners come from `PATH` (`./.ci/test` puts the `.venv` with pytest first).
+
+#[path = "support/processes.rs"]
+#[allow(dead_code, reason = "shared with other test binaries; this one needs one helper")]
+mod processes;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use expect_test::expect_file;
+use serde_json::Value;
+
+fn test_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test_data")
+        .join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of `test_data/<name>` in a temporary directory.
+fn workspace(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    copy_dir(&test_data(name), &root);
+    (dir, root)
+}
+
+fn once(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_once"))
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// `once --format json test ARGS…`: the exit code and the answer.
+fn test_json(root: &Path, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["--format", "json", "test"];
+    all.extend_from_slice(args);
+    let output = once(root, &all);
+    let answer = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), answer)
+}
+
+/// `runs[].results` with every `duration_ms` blanked and the workspace path redacted,
+/// one pretty record per target.
+fn records(answer: &Value, root: &Path) -> String {
+    fn blank(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    if key == "duration_ms" && !value.is_null() {
+                        *value = Value::String("<ms>".to_owned());
+                    } else {
+                        blank(value);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    for run in answer["runs"].as_array().unwrap() {
+        let mut results = run["results"].clone();
+        blank(&mut results);
+        out.push_str(&format!(
+            "== {} ({}): {}\n{}\n",
+            run["target"].as_str().unwrap(),
+            run["kind"].as_str().unwrap(),
+            run["status"].as_str().unwrap(),
+            serde_json::to_string_pretty(&results).unwrap()
+        ));
+    }
+    out.replace(&root.display().to_string(), "$WORKSPACE")
+}
+
+/// Each target's status and cache state.
+fn states(answer: &Value) -> Vec<(String, String, String)> {
+    answer["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| {
+            (
+                run["target"].as_str().unwrap().to_owned(),
+                run["status"].as_str().unwrap().to_owned(),
+                run["cache"].as_str().unwrap_or("null").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn check(actual: &[(String, String, String)], expected: &[(&str, &str, &str)]) {
+    let actual: Vec<(&str, &str, &str)> = actual
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(actual, expected);
+}
+
+#[test]
+fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
+    let (_dir, root) = workspace("test_runners");
+    let (code, first) = test_json(&root, &["--all", "--attempts", "2"]);
+    assert_eq!(code, 1, "{first}");
+    expect_file!["snapshots/test_runners/records.txt"].assert_eq(&records(&first, &root));
+    check(
+        &states(&first),
+        &[
+            ("go/mixed/GoMixedTest", "failed", "bypass"),
+            ("go/pass/GoPassTest", "passed", "miss"),
+            ("js/JsMixedTest", "failed", "bypass"),
+            ("js/JsPassTest", "passed", "miss"),
+            ("py/PyMixedTest", "failed", "bypass"),
+            ("py/PyPassTest", "passed", "miss"),
+            ("py/PySlowTest", "timed_out", "miss"),
+        ],
+    );
+    // Nothing the tests started is left: the timed-out pytest was killed with its group.
+    assert_eq!(processes::processes_in(&root.join("py")), Vec::<u32>::new());
+    // The passes are hits restoring the same results; the failures run again (and the
+    // flaky cases, whose marker now exists, pass).
+    let (code, second) = test_json(&root, &["--all"]);
+    assert_eq!(code, 1);
+    check(
+        &states(&second),
+        &[
+            ("go/mixed/GoMixedTest", "failed", "miss"),
+            ("go/pass/GoPassTest", "passed", "hit"),
+            ("js/JsMixedTest", "failed", "miss"),
+            ("js/JsPassTest", "passed", "hit"),
+            ("py/PyMixedTest", "failed", "miss"),
+            ("py/PyPassTest", "passed", "hit"),
+            ("py/PySlowTest", "timed_out", "miss"),
+        ],
+    );
+    for (before, after) in first["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(second["runs"].as_array().unwrap())
+    {
+        if after["cache"] == "hit" {
+            let strip = |run: &Value| {
+                let mut results = run["results"].clone();
+                for case in results["cases"].as_array_mut().unwrap() {
+                    for attempt in case["attempts"].as_array_mut().unwrap() {
+                        attempt["duration_ms"] = Value::Null;
+                    }
+                }
+                results
+            };
+            assert_eq!(strip(before), strip(after));
+        }
+    }
+    // What the hit restored is what `once query test-results` reads.
+    let query = once(
+        &root,
+        &["--format", "json", "query", "test-results", "py/PyPassTest"],
+    );
+    let read: Value = serde_json::from_slice(&query.stdout).unwrap();
+    assert_eq!(read["status"], "passed");
+    assert_eq!(read["summary"]["skipped"], 1);
+    // `--rerun` runs a cached pass again, uncached.
+    let (code, rerun) = test_json(&root, &["--rerun", "js/JsPassTest"]);
+    assert_eq!(code, 0);
+    check(&states(&rerun), &[("js/JsPassTest", "passed", "bypass")]);
+}
+
+#[test]
+fn human_output_names_failing_cases_with_their_location_and_message() {
+    let (_dir, root) = workspace("test_runners");
+    let output = once(&root, &["test", "py/PyMixedTest", "js/JsPassTest"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // Durations vary: `0.42s` becomes `N.NNs`.
+    let mut shown = String::new();
+    for word in stdout.split_inclusive(' ') {
+        let bare = word.trim_end();
+        let duration = bare.strip_suffix('s').is_some_and(|n| {
+            n.contains('.') && n.chars().all(|c| c.is_ascii_digit() || c == '.')
+        });
+        if duration {
+            shown.push_str(&word.replace(bare, "N.NNs"));
+        } else {
+            shown.push_str(word);
+        }
+    }
+    expect_file!["snapshots/test_runners/human.txt"].assert_eq(&shown);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (_dir, root) = workspace("test_runners");
+    let output = once(&root, &["test"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("TARGET…, --changed PATH… or --all")
+    );
+    let output = once(&root, &["test", "py/Nothing"]);
+    assert_eq!(output.status.code(), Some(2));
+}

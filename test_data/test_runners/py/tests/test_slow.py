@@ -1,0 +1,5 @@
+import time
+
+
+def test_sleeps():
+    time.sleep(6151)
