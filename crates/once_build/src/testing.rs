@@ -178,6 +178,9 @@ pub struct TestRun {
     pub results: Option<TestResults>,
     /// Why there are no results, or what went wrong reading them.
     pub error: Option<String>,
+    /// The end (64 KiB at most) of the test action's standard error (the runner's, which
+    /// the adapter passes through).
+    pub stderr: String,
 }
 
 impl TestRun {
@@ -360,6 +363,7 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
         results_path: String::new(),
         results: None,
         error: None,
+        stderr: String::new(),
         record,
     };
     let Some((action, call)) = test_action(plan, &run.target) else {
@@ -381,6 +385,7 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
         return run;
     };
     run.cache = result.cache.map(CacheState::as_str);
+    run.stderr = String::from_utf8_lossy(&result.stderr.tail).into_owned();
     match result.status {
         ActionStatus::Cancelled => {
             run.status = "cancelled";

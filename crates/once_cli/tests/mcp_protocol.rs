@@ -1421,6 +1421,10 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         ("once_build_target", json!({ "target": "tools/Banner" })),
         ("once_build_target", json!({ "target": "tools/Banner" })),
         ("once_run_target", json!({ "target": "tools/Release" })),
+        (
+            "once_run_tests",
+            json!({ "targets": ["tools/msgcheck/MsgCheckTest", "libs/greeting-js/GreetingJsTest"] }),
+        ),
         ("once_query_evidence", json!({ "limit": 100 })),
         ("once_query_module_contract", json!({})),
         (

@@ -1,11 +1,13 @@
-//! The executing tools (`once_build_target`, `once_run_target`): a plan made from a
-//! database snapshot on the worker ([`plan_build`], [`plan_run`]), then run by
-//! [`execute`] on a background thread without the database, reporting each finished
-//! action and stopping (every process group killed) when cancelled.
+//! The executing tools (`once_build_target`, `once_run_target`, `once_run_tests`): a plan
+//! made from a database snapshot on the worker ([`plan_build`], [`plan_run`],
+//! [`plan_tests`]), then run by [`execute`] on a background thread without the database,
+//! reporting each finished action (each finished test target for tests) and stopping
+//! (every process group killed) when cancelled.
 
 use std::path::Path;
 
 use once_analysis::{Analysis, Cancellable};
+use once_build::testing::{Request, Selection, TestOptions, TestProgress, TestRun};
 use once_build::{Plan, TargetRecord};
 use once_exec::{CancelHandle, ExecOptions, Executor, Progress, Store};
 use schemars::JsonSchema;
@@ -19,6 +21,24 @@ use crate::tools::ToolError;
 pub struct ExecutionJob {
     pub target: String,
     pub plan: Plan,
+    /// For `once_run_tests`: the selected tests (the plan is their `test` capability).
+    pub tests: Option<Selection>,
+}
+
+/// The result of `once_run_tests` (its output schema is derived from this type).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct TestsResult {
+    /// Whether every selected test passed (`passed` or `flaky`).
+    pub success: bool,
+    /// What was selected and why.
+    pub selection: Selection,
+    /// One run per selected test target, each with its normalized results.
+    pub runs: Vec<TestRun>,
+    /// Why nothing ran (planning errors); empty otherwise.
+    pub problems: Vec<String>,
+    /// Problems that did not change the outcome (evidence not recorded, a retry that
+    /// left no results).
+    pub warnings: Vec<String>,
 }
 
 /// The result of an executing tool (its output schema is derived from this type).
@@ -67,7 +87,96 @@ fn plan_capability(
     Ok(Ok(ExecutionJob {
         target: ids.into_iter().next().unwrap_or(target),
         plan,
+        tests: None,
     }))
+}
+
+/// `once_run_tests`: selects the tests (`target`/`targets`, else `changed_paths`, else
+/// every test) and plans their `test` capability.
+pub fn plan_tests(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ExecutionJob, ToolError>> {
+    let strings = |name: &str| -> Vec<String> {
+        arguments
+            .get(name)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut targets: Vec<String> = arguments
+        .get("target")
+        .and_then(Value::as_str)
+        .map(|t| vec![t.to_owned()])
+        .unwrap_or_default();
+    for target in strings("targets") {
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    let changed = strings("changed_paths");
+    let request = if !targets.is_empty() {
+        Request::Targets(&targets)
+    } else if !changed.is_empty() {
+        Request::Changed(&changed)
+    } else {
+        Request::All
+    };
+    let selection =
+        match once_build::testing::select(analysis, &request, crate::tools::listing_hint)? {
+            Ok(selection) => selection,
+            Err(message) => return Ok(Err(message)),
+        };
+    let ids: Vec<String> = selection.tests.iter().map(|t| t.id.clone()).collect();
+    let plan = match once_build::plan(analysis, &ids, "test")? {
+        Ok(plan) => plan,
+        Err(message) => return Ok(Err(message)),
+    };
+    let _ = analysis.save_digest_index();
+    Ok(Ok(ExecutionJob {
+        target: ids.join(" "),
+        plan,
+        tests: Some(selection),
+    }))
+}
+
+/// Runs the selected tests; `progress` gets each finished test target.
+fn execute_tests(
+    root: &Path,
+    plan: &Plan,
+    selection: &Selection,
+    cancel: CancelHandle,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Value, ToolError> {
+    let answer = |result: TestsResult| serde_json::to_value(result).map_err(|e| e.to_string());
+    if !plan.problems.is_empty() {
+        return answer(TestsResult {
+            success: false,
+            selection: selection.clone(),
+            runs: Vec::new(),
+            problems: plan.problems.clone(),
+            warnings: Vec::new(),
+        });
+    }
+    let store_path = Store::default_path(root);
+    let store = Store::open(&store_path)
+        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
+    let report = |p: &TestProgress<'_>| progress(p.done, p.total, &format!("{} {}", p.status, p.target));
+    let (runs, warnings) =
+        once_build::testing::run(root, &store, plan, &TestOptions::default(), &cancel, &report)?;
+    answer(TestsResult {
+        success: runs.iter().all(TestRun::passed),
+        selection: selection.clone(),
+        runs,
+        problems: Vec::new(),
+        warnings,
+    })
 }
 
 /// `once_build_target`: plans the target's `build`.
@@ -87,8 +196,23 @@ pub fn plan_run(
 }
 
 /// Runs the job's plan in the workspace at `root`; `progress` gets each finished action
-/// (`done`, `total`, message). Cancelling `cancel` kills every running process group.
+/// (`done`, `total`, message), or each finished test target for tests. Cancelling
+/// `cancel` kills every running process group. The answer is an [`ExecutionResult`], or
+/// a [`TestsResult`] for tests.
 pub fn execute(
+    root: &Path,
+    job: &ExecutionJob,
+    cancel: CancelHandle,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Value, ToolError> {
+    if let Some(selection) = &job.tests {
+        return execute_tests(root, &job.plan, selection, cancel, progress);
+    }
+    execute_capability(root, job, cancel, progress)
+        .and_then(|result| serde_json::to_value(result).map_err(|e| e.to_string()))
+}
+
+fn execute_capability(
     root: &Path,
     job: &ExecutionJob,
     cancel: CancelHandle,

@@ -565,6 +565,37 @@ pub fn registry() -> Vec<Tool> {
             handler: ToolHandler::Executing(crate::execute::plan_run),
         },
         Tool {
+            name: "once_run_tests",
+            title: "Run tests",
+            description: "Run test targets by id, or run tests affected by changed workspace paths.\n\n\
+                Executes Once's generic test capability for either explicit `target` / `targets` or the targets selected by `changed_paths` (the selection of `once_query_affected_tests`, with its reasons); with none of them, every test target. \
+                Each test's build runs first; test targets run in parallel; a passing test whose inputs did not change is a cache hit that restores its results (`cache: \"hit\"`), failures are never cached. \
+                To verify an edit, call `once_query_affected_tests` to preview selection, call `once_run_tests` to execute, then read the normalized `once.test_results.v1` results included in each run record (`runs[].results`: status, summary, every case with its file, line, attempts and failure message). \
+                Failed tests are returned as normal tool content with `success: false` rather than a tool protocol error, so agents can inspect failures and iterate; an unknown target or one without a `test` capability is a tool error. \
+                Available only when the server starts with `once mcp --allow-run`. It runs as a background job: with a `progressToken` in the request's `_meta`, a `notifications/progress` is sent as each test target finishes (`message` such as `failed py/PyTest`), and `notifications/cancelled` kills the test processes (their process groups); no reply is sent then. \
+                The matching command-line operation is `once test <targets…> --format json` (or `--changed <path>…`, `--all`)."
+                .into(),
+            input_schema: object(
+                &[
+                    ("changed_paths", json!({
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Workspace-relative changed paths. Used only when no explicit target is supplied; an empty list runs every discovered test target.",
+                    })),
+                    ("target", string("Single canonical target id to run, such as `tests/unit`.")),
+                    ("targets", json!({
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Canonical target ids to run. Used with `target`, this is deduplicated before execution.",
+                    })),
+                ],
+                &[],
+            ),
+            output_schema: output_schema::<crate::execute::TestsResult>(),
+            annotations: EXECUTE,
+            handler: ToolHandler::Executing(crate::execute::plan_tests),
+        },
+        Tool {
             name: "once_fetch_external_source",
             title: "Fetch external source",
             description: "Fetch bounded UTF-8 source code, metadata, or documentation from a public HTTPS address.\n\n\
@@ -876,6 +907,9 @@ mod tests {
             .filter(|t| t.kind() == ToolKind::Executing)
             .map(|t| t.name)
             .collect();
-        assert_eq!(executing, ["once_build_target", "once_run_target"]);
+        assert_eq!(
+            executing,
+            ["once_build_target", "once_run_target", "once_run_tests"]
+        );
     }
 }

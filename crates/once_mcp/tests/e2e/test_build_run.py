@@ -41,7 +41,7 @@ FILES = {
     ),
 }
 
-EXECUTING_TOOLS = {"once_build_target", "once_run_target"}
+EXECUTING_TOOLS = {"once_build_target", "once_run_target", "once_run_tests"}
 
 
 @pytest.fixture
