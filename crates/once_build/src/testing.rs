@@ -367,17 +367,7 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
         record,
     };
     let Some((action, call)) = test_action(plan, &run.target) else {
-        run.error = Some(format!(
-            "`{}` ({}) declares no test action running `once __test-adapter`, so it has no \
-             normalized results",
-            run.target, run.kind
-        ));
-        if run.record.status == "completed" {
-            run.status = "passed";
-            run.success = true;
-            run.exit_code = 0;
-        }
-        return run;
+        return collect_own_record(root, run);
     };
     run.results_path.clone_from(&call.results);
     let Some(result) = report.result(&action.action.id) else {
@@ -418,6 +408,60 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
     match results {
         Ok(results) => set_results(&mut run, results),
         Err(error) => run.error = Some(error),
+    }
+    run
+}
+
+/// A test whose kind does not run the adapter (a project kind): its actions write the
+/// normalized record themselves, at the `results_path` every test has.
+fn collect_own_record(root: &Path, mut run: TestRun) -> TestRun {
+    let label = once_model::TargetLabel::from_id(&run.target);
+    run.results_path = format!(
+        "{}/test/test_results.json",
+        once_model::action::build_dir(&label.package, &label.name)
+    );
+    if !run.record.implemented {
+        run.error = Some(format!(
+            "the kind `{}` does not implement `test`: nothing ran",
+            run.kind
+        ));
+        return run;
+    }
+    run.cache = run.record.cache;
+    match run.record.status {
+        "completed" | "failed" => {}
+        "cancelled" => {
+            run.status = "cancelled";
+            return run;
+        }
+        _ => {
+            run.error = Some(match &run.record.failure {
+                Some(failure) => format!(
+                    "not run: `{}` failed: {}",
+                    failure.action, failure.message
+                ),
+                None => "not run: what the test needs failed".to_owned(),
+            });
+            return run;
+        }
+    }
+    match read_results(root, &run.target, &run.results_path) {
+        Ok(results) => {
+            let failed_action = run.record.status == "failed";
+            set_results(&mut run, results);
+            // A failed action fails the test whatever its record says.
+            if failed_action && run.success {
+                run.status = "failed";
+                run.success = false;
+                run.exit_code = 1;
+            }
+        }
+        Err(error) => {
+            run.error = Some(format!(
+                "{error}; a test kind's actions write a `once.test_results.v1` record there \
+                 (or run `once __test-adapter`)"
+            ));
+        }
     }
     run
 }

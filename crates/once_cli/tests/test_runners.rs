@@ -132,6 +132,19 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     let (code, first) = test_json(&root, &["--all", "--attempts", "2"]);
     assert_eq!(code, 1, "{first}");
     expect_file!["snapshots/test_runners/records.txt"].assert_eq(&records(&first, &root));
+    // Every record validates against the published JSON Schema.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(test_data("../docs/test_results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    for run in first["runs"].as_array().unwrap() {
+        assert_eq!(
+            once_mcp::schema::validate(&schema, &run["results"]),
+            Vec::<String>::new(),
+            "{}",
+            run["target"]
+        );
+    }
     check(
         &states(&first),
         &[

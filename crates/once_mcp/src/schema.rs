@@ -47,6 +47,12 @@ pub fn output_schema<T: JsonSchema>() -> Value {
         .to_value()
 }
 
+/// The schema of one record type on its own, derived as the output schemas' `result` is
+/// (`docs/test_results.schema.json` is generated from it).
+pub fn record_schema<T: JsonSchema>() -> Value {
+    output_schema::<T>()["properties"]["result"].clone()
+}
+
 /// Marks an optional field whose `null` is a value it takes when present (the record type
 /// says `#[schemars(extend("x-null-when-present" = true))]`); removed from the output.
 const NULL_WHEN_PRESENT: &str = "x-null-when-present";

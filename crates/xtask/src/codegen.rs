@@ -45,6 +45,10 @@ pub fn generated_files() -> Vec<Generated> {
             path: "docs/once.schema.json".to_owned(),
             contents: crate::schema::manifest_schema(),
         },
+        Generated {
+            path: "docs/test_results.schema.json".to_owned(),
+            contents: crate::schema::test_results_schema(),
+        },
     ];
     files.extend(core_clippy);
     files
