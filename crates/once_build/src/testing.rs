@@ -232,7 +232,10 @@ impl AdapterCall {
 
 /// `path` (relative to the workspace directory `cwd`) as a workspace path.
 fn join(cwd: &str, path: &str) -> String {
-    let mut parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let mut parts: Vec<&str> = cwd
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     for part in path.split('/') {
         match part {
             "" | "." => {}
@@ -326,7 +329,16 @@ pub fn run(
     for record in records {
         let mut run = collect(root, plan, &report, record);
         if options.attempts > 1 && !cancel.is_cancelled() {
-            retry(root, store, plan, &exec_options, cancel, options.attempts, &mut run, &mut warnings);
+            retry(
+                root,
+                store,
+                plan,
+                &exec_options,
+                cancel,
+                options.attempts,
+                &mut run,
+                &mut warnings,
+            );
         }
         runs.push(run);
     }
@@ -384,10 +396,9 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
         }
         ActionStatus::Skipped => {
             run.error = Some(match &run.record.failure {
-                Some(failure) => format!(
-                    "not run: `{}` failed: {}",
-                    failure.action, failure.message
-                ),
+                Some(failure) => {
+                    format!("not run: `{}` failed: {}", failure.action, failure.message)
+                }
                 None => "not run: what the test needs failed".to_owned(),
             });
             return run;
@@ -436,10 +447,9 @@ fn collect_own_record(root: &Path, mut run: TestRun) -> TestRun {
         }
         _ => {
             run.error = Some(match &run.record.failure {
-                Some(failure) => format!(
-                    "not run: `{}` failed: {}",
-                    failure.action, failure.message
-                ),
+                Some(failure) => {
+                    format!("not run: `{}` failed: {}", failure.action, failure.message)
+                }
                 None => "not run: what the test needs failed".to_owned(),
             });
             return run;
@@ -482,7 +492,9 @@ fn read_results(root: &Path, target: &str, path: &str) -> Result<TestResults, St
     match once_db::confined::read_confined(root, path) {
         Ok(Some(bytes)) => TestResults::from_json(&bytes, target)
             .map_err(|reason| format!("cannot read `{path}`: {reason}")),
-        Ok(None) => Err(format!("the test left no results (`{path}` does not exist)")),
+        Ok(None) => Err(format!(
+            "the test left no results (`{path}` does not exist)"
+        )),
         Err(error) => Err(format!("cannot read `{path}`: {error}")),
     }
 }
@@ -542,7 +554,10 @@ fn timed_out_record(
 /// Re-runs the failing cases of `run` (uncached, filtered by case where the runner can
 /// filter) until they pass or `attempts` runs were made, merging each retry into the
 /// results (`once_test_results::merge::retry`) and writing them back.
-#[allow(clippy::too_many_arguments, reason = "one call site, every argument distinct")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, every argument distinct"
+)]
 fn retry(
     root: &Path,
     store: &Store,
@@ -638,7 +653,10 @@ fn retry(
         let again = match again {
             Ok(again) => again,
             Err(error) => {
-                warnings.push(format!("the retry of `{}` left no results: {error}", run.target));
+                warnings.push(format!(
+                    "the retry of `{}` left no results: {error}",
+                    run.target
+                ));
                 return;
             }
         };

@@ -48,11 +48,14 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     let (selection, plan) = {
         let host = AnalysisHost::load(Arc::new(OsSystem), root.clone());
         let analysis = host.analysis();
-        let selection = answer(once_build::testing::select(&analysis, &request, listing_hint))?
-            .map_err(|e| anyhow!(e))?;
+        let selection = answer(once_build::testing::select(
+            &analysis,
+            &request,
+            listing_hint,
+        ))?
+        .map_err(|e| anyhow!(e))?;
         let ids: Vec<String> = selection.tests.iter().map(|t| t.id.clone()).collect();
-        let plan =
-            answer(once_build::plan(&analysis, &ids, "test"))?.map_err(|e| anyhow!(e))?;
+        let plan = answer(once_build::plan(&analysis, &ids, "test"))?.map_err(|e| anyhow!(e))?;
         let _ = analysis.save_digest_index();
         (selection, plan)
     };

@@ -138,7 +138,9 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
         NativeFormat::GoTestJson => {
             let mut levels: Vec<Vec<String>> = Vec::new();
             for case in cases {
-                let name = case.split_once("::").map_or(case.as_str(), |(_, name)| name);
+                let name = case
+                    .split_once("::")
+                    .map_or(case.as_str(), |(_, name)| name);
                 for (level, part) in name.split('/').enumerate() {
                     if levels.len() <= level {
                         levels.push(Vec::new());

@@ -8,7 +8,10 @@
 //! The runners come from `PATH` (`./.ci/test` puts the `.venv` with pytest first).
 
 #[path = "support/processes.rs"]
-#[allow(dead_code, reason = "shared with other test binaries; this one needs one helper")]
+#[allow(
+    dead_code,
+    reason = "shared with other test binaries; this one needs one helper"
+)]
 mod processes;
 
 use std::path::{Path, PathBuf};
@@ -218,9 +221,9 @@ fn human_output_names_failing_cases_with_their_location_and_message() {
     let mut shown = String::new();
     for word in stdout.split_inclusive(' ') {
         let bare = word.trim_end();
-        let duration = bare.strip_suffix('s').is_some_and(|n| {
-            n.contains('.') && n.chars().all(|c| c.is_ascii_digit() || c == '.')
-        });
+        let duration = bare
+            .strip_suffix('s')
+            .is_some_and(|n| n.contains('.') && n.chars().all(|c| c.is_ascii_digit() || c == '.'));
         if duration {
             shown.push_str(&word.replace(bare, "N.NNs"));
         } else {
@@ -235,9 +238,7 @@ fn usage_errors_exit_2() {
     let (_dir, root) = workspace("test_runners");
     let output = once(&root, &["test"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("TARGET…, --changed PATH… or --all")
-    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("TARGET…, --changed PATH… or --all"));
     let output = once(&root, &["test", "py/Nothing"]);
     assert_eq!(output.status.code(), Some(2));
 }

@@ -167,9 +167,16 @@ fn execute_tests(
     let store_path = Store::default_path(root);
     let store = Store::open(&store_path)
         .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
-    let report = |p: &TestProgress<'_>| progress(p.done, p.total, &format!("{} {}", p.status, p.target));
-    let (runs, warnings) =
-        once_build::testing::run(root, &store, plan, &TestOptions::default(), &cancel, &report)?;
+    let report =
+        |p: &TestProgress<'_>| progress(p.done, p.total, &format!("{} {}", p.status, p.target));
+    let (runs, warnings) = once_build::testing::run(
+        root,
+        &store,
+        plan,
+        &TestOptions::default(),
+        &cancel,
+        &report,
+    )?;
     answer(TestsResult {
         success: runs.iter().all(TestRun::passed),
         selection: selection.clone(),
