@@ -125,7 +125,13 @@ fn every_c_and_rust_starter_builds_and_runs() {
     let empty = tempfile::tempdir().unwrap();
     write(empty.path(), "once.toml", "[workspace]\n");
     let mut report = String::new();
-    for kind in ["c_library", "c_binary", "c_test", "rust_library", "rust_binary"] {
+    for kind in [
+        "c_library",
+        "c_binary",
+        "c_test",
+        "rust_library",
+        "rust_binary",
+    ] {
         let schema = once(empty.path(), &["query", "schema", kind, "--format", "json"]);
         let schema: Value = serde_json::from_slice(&schema.stdout).unwrap();
         for example in schema["examples"].as_array().unwrap() {
@@ -328,7 +334,9 @@ fn command_of(root: &Path, target: &str, id: &str) -> String {
     let output = once(root, &["query", "actions", target]);
     let listing = text(&output.stdout);
     let header = format!("  {target}#build/{id} ");
-    let mut lines = listing.lines().skip_while(|line| !line.starts_with(&header));
+    let mut lines = listing
+        .lines()
+        .skip_while(|line| !line.starts_with(&header));
     lines.next();
     lines.next().unwrap_or_default().trim().to_owned()
 }
