@@ -341,9 +341,9 @@ fn language_kinds_plan_their_toolchains() {
             in:  c/lib.c c/include/lib/lib.h
           c/Lib#build/archive 75cf4eff8fba: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
             in:  .once/out/c/Lib/obj/lib.c.o
-          c/Lib#build/2 43fa4234f9fa: copy c/include/lib/lib.h -> .once/out/c/Lib/include/lib/lib.h
-            in:  c/include/lib/lib.h
-          default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
+          c/Lib#build/compile_flags 4fa1a72c7d1c: write .once/out/c/Lib/c_linkable/compile.rsp "-Ic/include\n-DX=1\n"
+          c/Lib#build/link_flags f7dca3bf8081: write .once/out/c/Lib/c_linkable/link.rsp ""
+          default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp .once/out/c/Lib/c_linkable/link.rsp
         py/Lib build implemented=true
           py/Lib#build/compile a1e0e51c0ccc: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/src/lib/__init__.py", ".once/out/py/Lib/pyc/src/lib/__init__.pyc"]
             in:  py/src/lib/__init__.py
@@ -369,10 +369,10 @@ fn language_kinds_plan_their_toolchains() {
             in:  rs/src/lib.rs rs/Cargo.toml
           default: 
         c/App build implemented=true
-          c/App#build/0 328d5ebee8ff: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "-I.once/out/c/Lib/include"]
-            in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
-          c/App#build/link 8fe35dc9acc7: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "-lm"]
-            in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a
+          c/App#build/0 7e0883da55be: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
+            in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp
+          c/App#build/link 7bd7d30e446a: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "@.once/out/c/Lib/c_linkable/link.rsp", "-lm"]
+            in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a .once/out/c/Lib/c_linkable/link.rsp
           default: .once/out/c/App/App
         c/App run implemented=true
           c/App#run/run 662de7d34c34: run ["../.once/out/c/App/App", "--fast"] cwd=c
@@ -411,7 +411,7 @@ fn language_kinds_plan_their_toolchains() {
             in:  .once/out/go/cmd/App/App
           default: 
         rs/App build implemented=true
-          rs/App#build/cargo f4b553d7d58a: run ["sh", "-c", "\"$@\" && cp .once/cargo/release/app .once/out/rs/App/app", "sh", "cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+          rs/App#build/cargo 752c33fea72c: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
             in:  rs/Cargo.toml rs/src/main.rs
           default: .once/out/rs/App/app
         rs/App run implemented=true

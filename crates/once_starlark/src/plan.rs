@@ -563,10 +563,13 @@ pub(crate) fn default_outputs(value: Value<'_>) -> anyhow::Result<Vec<String>> {
             value.get_type()
         )
     })?;
-    let mut out = Vec::new();
+    // A set for the duplicates: re-exported outputs grow along a chain of dependencies,
+    // and a linear search per item made planning a 3,000-deep filegroup chain cubic.
+    let mut seen = std::collections::HashSet::with_capacity(items.items.len());
+    let mut out = Vec::with_capacity(items.items.len());
     for item in items.items {
         check_path("default output", item)?;
-        if !out.iter().any(|o| o == item) {
+        if seen.insert(item) {
             out.push(item.to_owned());
         }
     }
