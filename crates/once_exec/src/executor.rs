@@ -498,6 +498,7 @@ struct Run<'r> {
     workspace: WorkspaceRoot,
     stamps: OutputStamps,
     tools: ToolDigests,
+    probes: crate::probes::Probes,
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
 }
@@ -564,6 +565,7 @@ impl<'a> Executor<'a> {
             workspace,
             stamps,
             tools: ToolDigests::default(),
+            probes: crate::probes::Probes::default(),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,
@@ -772,6 +774,7 @@ impl<'a> Executor<'a> {
         let mut program = None;
         let mut environment = None;
         let mut tool: Option<ToolIdentity> = None;
+        let mut probe_results = Vec::new();
         if let ActionStep::Run(command) = &action.step {
             let env = self
                 .options
@@ -792,6 +795,9 @@ impl<'a> Executor<'a> {
             }
             tool = Some(identity);
             program = Some(found);
+            for probe in &command.probes {
+                probe_results.push(run.probes.result(probe, &env, &cwd)?);
+            }
             environment = Some(env);
         }
         let key = action_key(
@@ -804,6 +810,7 @@ impl<'a> Executor<'a> {
                     .iter()
                     .map(|(path, digest)| (path.as_str(), *digest))
                     .collect(),
+                probe_results,
             },
         );
         result.key = Some(key);

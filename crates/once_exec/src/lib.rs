@@ -24,6 +24,7 @@
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`tools`]: finding programs and caching their digests;
+//! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
@@ -36,6 +37,7 @@ pub mod fake;
 mod handles;
 pub mod key;
 pub mod outputs;
+pub mod probes;
 pub mod reaper;
 pub mod record;
 pub mod runner;

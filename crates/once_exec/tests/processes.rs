@@ -126,6 +126,55 @@ fn a_second_executor_hits_and_replays_the_streams() {
     assert_eq!(second.results[0].exit_code, Some(0));
 }
 
+/// A toolchain behind a proxy (here: a version file the probe reads, as `rustc -vV`
+/// reads rustup's settings) keys the action although the program and the inputs are the
+/// same: switching it is a miss, switching back a hit; a failing probe fails the action.
+#[test]
+fn a_probe_keys_the_toolchain_a_proxy_dispatches_to() {
+    let workspace = tempfile::tempdir().unwrap();
+    let toolchain = workspace.path().join("toolchain-version");
+    std::fs::write(&toolchain, "1.95.0\n").unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    let mut planned = shell(
+        "tool",
+        "mkdir -p $OUT; echo built > $OUT/out",
+        &[],
+        &["out"],
+    );
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.probes.push(vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            format!("cat '{}'", toolchain.display()),
+        ]);
+    }
+    let plan = [planned];
+    let cache = |report: &ExecutionReport| report.results[0].cache;
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Miss)
+    );
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Hit)
+    );
+    std::fs::write(&toolchain, "1.96.0\n").unwrap();
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Miss)
+    );
+    std::fs::write(&toolchain, "1.95.0\n").unwrap();
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Hit)
+    );
+    std::fs::remove_file(&toolchain).unwrap();
+    let report = run(workspace.path(), &store, &plan);
+    assert!(!report.succeeded());
+    let error = report.results[0].message.clone().unwrap_or_default();
+    assert!(error.contains("toolchain probe"), "{error}");
+}
+
 #[test]
 fn a_background_process_dies_with_its_action() {
     let workspace = tempfile::tempdir().unwrap();

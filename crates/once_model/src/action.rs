@@ -77,6 +77,11 @@ pub struct Command {
     pub cwd: String,
     /// Exit codes that mean success (sorted, deduplicated, never empty; usually `[0]`).
     pub success_exit_codes: Vec<i32>,
+    /// Commands whose output identifies the toolchain this command really uses, when the
+    /// program's own content does not (a `rustup` or `pyenv` proxy, a wrapper shell):
+    /// `["rustc", "-vV"]`. The executor runs each once per execution with the command's
+    /// environment and working directory; its exit status and output join the key.
+    pub probes: Vec<Vec<String>>,
 }
 
 impl Command {
@@ -87,6 +92,7 @@ impl Command {
             env: BTreeMap::new(),
             cwd: String::new(),
             success_exit_codes: vec![0],
+            probes: Vec::new(),
         }
     }
 }

@@ -445,10 +445,23 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = true)] cacheable: bool,
         #[starlark(require = named, default = UnpackListOrTuple { items: vec![0] })]
         success_exit_codes: UnpackListOrTuple<i32>,
+        #[starlark(require = named, default = UnpackListOrTuple::default())]
+        probes: UnpackListOrTuple<UnpackListOrTuple<&'v str>>,
         #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
         let state = state(eval, "run")?;
+        let probes: Vec<Vec<String>> = probes
+            .items
+            .into_iter()
+            .map(|probe| owned(probe.items))
+            .collect();
+        if probes
+            .iter()
+            .any(|probe| probe.first().is_none_or(String::is_empty))
+        {
+            bail!("every probe in `probes` needs a program: a non-empty first element");
+        }
         if argv.items.is_empty() || argv.items[0].is_empty() {
             bail!("`argv` needs a program: a non-empty first element");
         }
@@ -473,6 +486,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             env: environment,
             cwd: cwd.to_owned(),
             success_exit_codes: codes,
+            probes,
         });
         state.push(
             id,
