@@ -423,6 +423,19 @@ fn the_demo_builds_completely_and_its_programs_run() {
             .all(|line| line.ends_with(": hit") || line.ends_with(": nothing to run")),
         "{again:#?}"
     );
+    // An edit to a library the greeter compiles in reaches the greeter's key: its build is
+    // a miss and the program says the new text (it was a wrong hit once).
+    let library = root.join("libs/greeting/src/lib.rs");
+    let source = std::fs::read_to_string(&library).unwrap();
+    std::fs::write(&library, source.replacen("Hello", "Howdy", 1)).unwrap();
+    let rebuilt = build(root, &["apps/greeter/Greeter"]);
+    assert!(
+        rebuilt
+            .iter()
+            .any(|line| line == "apps/greeter/Greeter (rust_binary): miss"),
+        "{rebuilt:#?}"
+    );
+    report += &run(root, "apps/greeter/Greeter", &[]);
     check(
         &report,
         expect![[r#"
@@ -433,6 +446,8 @@ fn the_demo_builds_completely_and_its_programs_run() {
             dry run: nothing published
             $ once run apps/greeter/Greeter -- --shout ann
             HELLO, ANN!
+            $ once run apps/greeter/Greeter
+            Howdy, World!
         "#]],
     );
 }

@@ -365,9 +365,9 @@ fn language_kinds_plan_their_toolchains() {
             in:  go/lib/lib.go
           default: go/lib/lib.go
         rs/Lib build implemented=true
-          rs/Lib#build/cargo 217eaaf4524b: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
-            in:  rs/src/lib.rs rs/Cargo.toml
-          default: 
+          rs/Lib#build/cargo 22450bb8df0d: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
+            in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          default: rs/src/lib.rs rs/Cargo.toml
         c/App build implemented=true
           c/App#build/0 7e0883da55be: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
             in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp
@@ -411,8 +411,8 @@ fn language_kinds_plan_their_toolchains() {
             in:  .once/out/go/cmd/App/App
           default: 
         rs/App build implemented=true
-          rs/App#build/cargo 752c33fea72c: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
-            in:  rs/Cargo.toml rs/src/main.rs
+          rs/App#build/cargo 06425ce722fb: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+            in:  rs/Cargo.toml rs/src/main.rs rs/src/lib.rs rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
           default: .once/out/rs/App/app
         rs/App run implemented=true
           rs/App#run/run 38ec4bfff729: run ["../.once/out/rs/App/app"] cwd=rs
