@@ -400,10 +400,18 @@ fn print_records(records: &[TargetRecord]) {
         if !failure.command.is_empty() {
             println!("  command:   {}", printable(&failure.command));
         }
-        match failure.exit_code {
-            Some(code) => println!("  exit code: {code}"),
-            // No exit code to tell why (a signal, a missing output, a step that failed).
-            None => println!("  error:     {}", printable(&failure.message)),
+        if let Some(code) = failure.exit_code {
+            println!("  exit code: {code}");
+        }
+        // The exit code tells why, unless the failure came after it (a missing output, an
+        // undeclared read) or there is none (a signal, a step that failed).
+        let exit_says_it = failure.exit_code.is_some_and(|code| {
+            failure
+                .message
+                .ends_with(&format!("exited with code {code}"))
+        });
+        if !exit_says_it {
+            println!("  error:     {}", printable(&failure.message));
         }
         for (name, text) in [
             ("stdout", &failure.stdout_tail),

@@ -368,7 +368,7 @@ fn c_libraries_hand_their_flags_to_dependents_and_link_in_dependency_order() {
             right/Right (c_library): miss
             rs/Rs (rust_binary): miss
             top/Top (c_library): miss
-            run cc -c app/main.c -o .once/out/app/App/obj/main.c.o -I. @.once/out/top/Top/c_linkable/compile.rsp @.once/out/left/Left/c_linkable/compile.rsp @.once/out/right/Right/c_linkable/compile.rsp @.once/out/base/Base/c_linkable/compile.rsp
+            run cc -c app/main.c -o .once/out/app/App/obj/main.c.o -MD -MF .once/out/app/App/obj/main.c.d -I. @.once/out/top/Top/c_linkable/compile.rsp @.once/out/left/Left/c_linkable/compile.rsp @.once/out/right/Right/c_linkable/compile.rsp @.once/out/base/Base/c_linkable/compile.rsp (keyed by `cc --version`)
             run c++ -o .once/out/app/App/App .once/out/app/App/obj/main.c.o .once/out/top/Top/libTop.a .once/out/left/Left/libLeft.a .once/out/right/Right/libRight.a .once/out/base/Base/libBase.a @.once/out/top/Top/c_linkable/link.rsp @.once/out/left/Left/c_linkable/link.rsp @.once/out/right/Right/c_linkable/link.c++.rsp @.once/out/base/Base/c_linkable/link.rsp
             $ once run app/App
             95 3

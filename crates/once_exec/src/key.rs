@@ -19,7 +19,7 @@
 //! 2. `static`: the planner's static key (32 bytes);
 //! 3. `step`: the step's kind (`run`, `write`, `copy`, `symlink`, `mkdir`) and its fields
 //!    (for `run`: argv, the declared environment as sorted name/value pairs, cwd, the
-//!    success exit codes and the probe commands);
+//!    success exit codes, the probe commands and the dependency file);
 //! 4. `inputs` and `outputs`: the declared paths, sorted and deduplicated;
 //! 5. `host-env`: the values of the keyed allowlisted variables
 //!    ([`crate::environment::KEYED_VARIABLES`]) the action sees, name/value pairs, an unset
@@ -191,6 +191,7 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             for probe in &command.probes {
                 hasher.strings(probe.iter().map(String::as_str));
             }
+            hasher.bytes(command.depfile.as_deref().unwrap_or("").as_bytes());
         }
         ActionStep::WriteFile {
             path,

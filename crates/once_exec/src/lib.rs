@@ -23,6 +23,7 @@
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`environment`]: the scrubbed environment and its allowlist;
+//! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`tools`]: finding programs and caching their digests;
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
@@ -30,6 +31,7 @@
 //!
 //! `docs/execution.md` describes the design for users.
 
+pub mod depfile;
 pub mod environment;
 pub mod evidence;
 pub mod executor;

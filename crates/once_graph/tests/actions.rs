@@ -337,7 +337,7 @@ fn language_kinds_plan_their_toolchains() {
     }
     expect![[r#"
         c/Lib build implemented=true
-          c/Lib#build/0 ce04276eff39: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-I.", "-Ic/include", "-DX=1"]
+          c/Lib#build/0 5c211882496e: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-MD", "-MF", ".once/out/c/Lib/obj/lib.c.d", "-I.", "-Ic/include", "-DX=1"]
             in:  c/lib.c c/include/lib/lib.h
           c/Lib#build/archive 75cf4eff8fba: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
             in:  .once/out/c/Lib/obj/lib.c.o
@@ -369,7 +369,7 @@ fn language_kinds_plan_their_toolchains() {
             in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
           default: rs/src/lib.rs rs/Cargo.toml
         c/App build implemented=true
-          c/App#build/0 7e0883da55be: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
+          c/App#build/0 e166fffccc5b: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-MD", "-MF", ".once/out/c/App/obj/main.cpp.d", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
             in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp
           c/App#build/link 7bd7d30e446a: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "@.once/out/c/Lib/c_linkable/link.rsp", "-lm"]
             in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a .once/out/c/Lib/c_linkable/link.rsp

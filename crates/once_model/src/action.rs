@@ -82,6 +82,10 @@ pub struct Command {
     /// `["rustc", "-vV"]`. The executor runs each once per execution with the command's
     /// environment and working directory; its exit status and output join the key.
     pub probes: Vec<Vec<String>>,
+    /// An output in which the program lists the files it read (a compiler's `-MD -MF`
+    /// dependency file, Make syntax). After a successful run the executor checks that
+    /// every workspace file listed is declared; one that is not fails the action.
+    pub depfile: Option<String>,
 }
 
 impl Command {
@@ -93,6 +97,7 @@ impl Command {
             cwd: String::new(),
             success_exit_codes: vec![0],
             probes: Vec::new(),
+            depfile: None,
         }
     }
 }

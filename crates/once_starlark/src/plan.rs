@@ -447,6 +447,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         success_exit_codes: UnpackListOrTuple<i32>,
         #[starlark(require = named, default = UnpackListOrTuple::default())]
         probes: UnpackListOrTuple<UnpackListOrTuple<&'v str>>,
+        #[starlark(require = named, default = NoneOr::None)] depfile: NoneOr<&str>,
         #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
@@ -461,6 +462,12 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             .any(|probe| probe.first().is_none_or(String::is_empty))
         {
             bail!("every probe in `probes` needs a program: a non-empty first element");
+        }
+        let depfile = depfile.into_option().map(str::to_owned);
+        if let Some(depfile) = &depfile
+            && !outputs.items.contains(&depfile.as_str())
+        {
+            bail!("the `depfile` `{depfile}` must be one of the action's `outputs`");
         }
         if argv.items.is_empty() || argv.items[0].is_empty() {
             bail!("`argv` needs a program: a non-empty first element");
@@ -487,6 +494,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             cwd: cwd.to_owned(),
             success_exit_codes: codes,
             probes,
+            depfile,
         });
         state.push(
             id,
