@@ -7,8 +7,7 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use once_model::action::ActionStep;
-use once_runtime::{LogSource, ProgramSpec, SessionRecord};
+use once_runtime::{LogSource, SessionRecord};
 use serde_json::json;
 
 use crate::Outcome;
@@ -225,22 +224,7 @@ fn start(
         return Ok(Outcome::Invalid);
     }
     let host = once_exec::HostEnvironment::from_process();
-    let last = programs.len().saturating_sub(1);
-    let specs = programs
-        .iter()
-        .enumerate()
-        .filter_map(|(index, planned)| match &planned.action.step {
-            ActionStep::Run(command) => Some(ProgramSpec::for_command(
-                root,
-                &planned.action.id,
-                command,
-                &host,
-                if index == last { extra } else { &[] },
-            )),
-            _ => None,
-        })
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| anyhow!(e))?;
+    let specs = once_runtime::program_specs(root, &programs, &host, extra).map_err(|e| anyhow!(e))?;
     let supervisor =
         std::env::current_exe().context("cannot find the `once` executable to supervise")?;
     let record = once_runtime::start_session(root, &id, &specs, &supervisor)

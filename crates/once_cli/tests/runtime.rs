@@ -62,6 +62,16 @@ fn check(root: &Path, args: &[&str], code: i32) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
 }
 
+/// Stops every session of a workspace when a test ends, failed assertions included, so
+/// no test leaves a service running (declared after the workspace, dropped before it).
+struct StopAll<'a>(&'a Path);
+
+impl Drop for StopAll<'_> {
+    fn drop(&mut self) {
+        let _ = once(self.0, &["stop", "--all", "--timeout", "0"]);
+    }
+}
+
 fn start(root: &Path) -> String {
     let record = check(root, &["start", "svc/Svc"], 0);
     assert_eq!(record["status"], "starting", "{record}");
@@ -115,6 +125,7 @@ fn messages(page: &Value) -> Vec<String> {
 fn a_session_runs_logs_and_stops_leaving_no_process() {
     let dir = workspace(SERVICE);
     let root = dir.path();
+    let _stop = StopAll(root);
     let id = start(root);
     let running = wait_for(root, &id, |r| r["status"] == "running");
     // The supervisor, the shell, its `sleep 600` (and the loop's `sleep 0.2`).
@@ -192,6 +203,7 @@ fn a_session_runs_logs_and_stops_leaving_no_process() {
 fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_and_concurrent_stops_agree() {
     let dir = workspace("trap '' TERM\nsleep 600 &\nwhile true; do sleep 0.1; done\n");
     let root = dir.path();
+    let _stop = StopAll(root);
     let id = start(root);
     let running = wait_for(root, &id, |r| r["status"] == "running");
     std::thread::sleep(Duration::from_millis(300));
@@ -224,6 +236,7 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_and_concurrent_st
 fn a_killed_supervisor_is_noticed_by_the_next_status_read() {
     let dir = workspace(SERVICE);
     let root = dir.path();
+    let _stop = StopAll(root);
     let id = start(root);
     let running = wait_for(root, &id, |r| r["status"] == "running");
     std::thread::sleep(Duration::from_millis(300));
@@ -264,6 +277,7 @@ fn programs_that_exit_by_themselves_end_exited_or_failed() {
     ] {
         let dir = workspace(script);
         let root = dir.path();
+        let _stop = StopAll(root);
         let id = start(root);
         let record = wait_for(root, &id, |r| {
             ["exited", "failed"].contains(&r["status"].as_str().unwrap())

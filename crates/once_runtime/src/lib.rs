@@ -27,6 +27,6 @@ pub mod supervisor;
 
 pub use logs::{LogPage, LogRecord, LogSource, read_logs};
 pub use session::{SessionRecord, SessionStatus, list_sessions, prune_sessions, read_session};
-pub use start::{ProgramSpec, start_session};
+pub use start::{ProgramSpec, program_specs, start_session};
 pub use stop::{StopSignal, stop_session};
 pub use supervisor::supervise;

@@ -70,6 +70,31 @@ impl ProgramSpec {
     }
 }
 
+/// The specs of a run plan's program commands (`once_build::Plan::split_program`), in
+/// order, with `extra` arguments appended to the last one.
+pub fn program_specs(
+    root: &Path,
+    programs: &[once_exec::PlannedAction],
+    host: &HostEnvironment,
+    extra: &[String],
+) -> Result<Vec<ProgramSpec>, String> {
+    let last = programs.len().saturating_sub(1);
+    programs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, planned)| match &planned.action.step {
+            once_model::action::ActionStep::Run(command) => Some(ProgramSpec::for_command(
+                root,
+                &planned.action.id,
+                command,
+                host,
+                if index == last { extra } else { &[] },
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Reads `program.json`.
 pub fn read_programs(dir: &Path) -> io::Result<Vec<ProgramSpec>> {
     let text = std::fs::read(dir.join(PROGRAM_FILE))?;
