@@ -163,11 +163,11 @@ fn parse_duration(text: &str) -> anyhow::Result<Duration> {
 
 fn print_record(record: &SessionRecord) {
     println!(
-        "{} ({}): {}",
-        printable(&record.session_id),
+        "{}: {}",
         printable(&record.target),
         record.status.as_str()
     );
+    println!("  session:    {}", printable(&record.session_id));
     if let Some(pid) = record.pid {
         println!("  pid:        {pid} (its process group)");
     }
