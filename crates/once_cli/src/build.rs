@@ -103,7 +103,11 @@ fn received_signal() -> Option<i32> {
 }
 
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
-pub(crate) fn plan_targets(root: &Path, patterns: &[String], capability: &str) -> anyhow::Result<Plan> {
+pub(crate) fn plan_targets(
+    root: &Path,
+    patterns: &[String],
+    capability: &str,
+) -> anyhow::Result<Plan> {
     let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
     let analysis = host.analysis();
     let ids = answer(once_build::resolve_targets(

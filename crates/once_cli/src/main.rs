@@ -83,9 +83,9 @@ fn run() -> ExitCode {
             exec,
         } => build::run(&args, target, extra, exec),
         Command::Runtime(runtime) => runtime::run(&args, runtime),
-        Command::Supervise { session_dir } => {
-            once_runtime::supervise(session_dir).map(|()| Outcome::Success).map_err(Into::into)
-        }
+        Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
+            .map(|()| Outcome::Success)
+            .map_err(Into::into),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,

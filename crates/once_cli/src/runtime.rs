@@ -35,8 +35,8 @@ pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
             Ok(Outcome::Success)
         }
         Runtime::List => {
-            let records = once_runtime::list_sessions(&root)
-                .context("cannot read the runtime sessions")?;
+            let records =
+                once_runtime::list_sessions(&root).context("cannot read the runtime sessions")?;
             if json {
                 print_json(&json!({ "sessions": records }))?;
             } else if records.is_empty() {
@@ -162,11 +162,7 @@ fn parse_duration(text: &str) -> anyhow::Result<Duration> {
 }
 
 fn print_record(record: &SessionRecord) {
-    println!(
-        "{}: {}",
-        printable(&record.target),
-        record.status.as_str()
-    );
+    println!("{}: {}", printable(&record.target), record.status.as_str());
     println!("  session:    {}", printable(&record.session_id));
     if let Some(pid) = record.pid {
         println!("  pid:        {pid} (its process group)");
@@ -219,12 +215,16 @@ fn start(
             )?;
         } else {
             print_records(&records);
-            println!("not started: what `{}` needs failed to build", printable(&id));
+            println!(
+                "not started: what `{}` needs failed to build",
+                printable(&id)
+            );
         }
         return Ok(Outcome::Invalid);
     }
     let host = once_exec::HostEnvironment::from_process();
-    let specs = once_runtime::program_specs(root, &programs, &host, extra).map_err(|e| anyhow!(e))?;
+    let specs =
+        once_runtime::program_specs(root, &programs, &host, extra).map_err(|e| anyhow!(e))?;
     let supervisor =
         std::env::current_exe().context("cannot find the `once` executable to supervise")?;
     let record = once_runtime::start_session(root, &id, &specs, &supervisor)

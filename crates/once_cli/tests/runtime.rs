@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 #[path = "support/processes.rs"]
+#[allow(dead_code, reason = "the sessions' processes are found by session and group here")]
 mod processes;
 use processes::ps_lists;
 
@@ -78,7 +79,10 @@ fn start(root: &Path) -> String {
     assert_eq!(record["target"], "svc/Svc");
     let id = record["session_id"].as_str().unwrap().to_owned();
     assert_eq!(record["session_dir"], format!(".once/runtime/{id}"));
-    assert!(root.join(format!(".once/runtime/{id}/session.json")).is_file());
+    assert!(
+        root.join(format!(".once/runtime/{id}/session.json"))
+            .is_file()
+    );
     id
 }
 
@@ -106,7 +110,11 @@ fn session_processes(record: &Value) -> Vec<u32> {
             let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
             let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            let (state, pgrp, sid) = (fields[0], fields[2].parse::<u64>().ok()?, fields[3].parse::<u64>().ok()?);
+            let (state, pgrp, sid) = (
+                fields[0],
+                fields[2].parse::<u64>().ok()?,
+                fields[3].parse::<u64>().ok()?,
+            );
             (state != "Z" && (sid == session || pgrp == group)).then_some(pid)
         })
         .collect()
@@ -117,7 +125,13 @@ fn messages(page: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{}:{}", r["source"].as_str().unwrap(), r["message"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{}:{}",
+                r["source"].as_str().unwrap(),
+                r["message"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -167,14 +181,25 @@ fn a_session_runs_logs_and_stops_leaving_no_process() {
         all_messages[..4]
     );
     // A stdout reader's cursor, given to a stderr reader, skips no unread stderr record.
-    let out = check(root, &["logs", &id, "--source", "stdout", "--limit", "1"], 0);
+    let out = check(
+        root,
+        &["logs", &id, "--source", "stdout", "--limit", "1"],
+        0,
+    );
     assert_eq!(messages(&out), ["stdout:out 1"]);
     let cursor = out["next_cursor"].as_str().unwrap();
-    let err = check(root, &["logs", &id, "--source", "stderr", "--cursor", cursor], 0);
+    let err = check(
+        root,
+        &["logs", &id, "--source", "stderr", "--cursor", cursor],
+        0,
+    );
     let err_messages = messages(&err);
     assert!(err_messages.len() >= 3, "{err_messages:?}");
     assert!(err_messages.iter().all(|m| m.starts_with("stderr:")));
-    assert_eq!(&err_messages[..3], ["stderr:err 1", "stderr:err 2", "stderr:err 3"]);
+    assert_eq!(
+        &err_messages[..3],
+        ["stderr:err 1", "stderr:err 2", "stderr:err 3"]
+    );
     // Stop: SIGTERM ends the shell and its grandchild within the grace period.
     let asked = Instant::now();
     let stopped = check(root, &["stop", &id, "--timeout", "5"], 0);
@@ -183,7 +208,10 @@ fn a_session_runs_logs_and_stops_leaving_no_process() {
     assert_eq!(stopped["stopped_by"], "SIGTERM", "{stopped}");
     assert!(stopped["finished_at_unix_ms"].is_u64());
     for pid in &pids {
-        assert!(!ps_lists(*pid), "process {pid} of the session survived the stop");
+        assert!(
+            !ps_lists(*pid),
+            "process {pid} of the session survived the stop"
+        );
     }
     assert!(!ps_lists(grandchild));
     assert!(session_processes(&stopped).is_empty());

@@ -164,7 +164,12 @@ impl LogWriter {
     }
 
     /// Appends one record (one `write` of one line).
-    pub fn append(&mut self, source: LogSource, message: String, time_unix_ms: u64) -> io::Result<()> {
+    pub fn append(
+        &mut self,
+        source: LogSource,
+        message: String,
+        time_unix_ms: u64,
+    ) -> io::Result<()> {
         let record = LogRecord {
             cursor: cursor_text(self.next),
             source,
@@ -287,12 +292,24 @@ mod tests {
         for (i, source) in sources.into_iter().enumerate() {
             writer.append(source, format!("line {i}"), 0).unwrap();
         }
-        let messages = |page: &LogPage| page.records.iter().map(|r| r.message.clone()).collect::<Vec<_>>();
+        let messages = |page: &LogPage| {
+            page.records
+                .iter()
+                .map(|r| r.message.clone())
+                .collect::<Vec<_>>()
+        };
         let first = read_logs(dir.path(), "s", Some(LogSource::Stdout), None, 1).unwrap();
         assert_eq!(messages(&first), ["line 0"]);
         assert_eq!(first.next_cursor.as_deref(), Some("000000000000"));
         // The stderr reader resuming from the stdout reader's cursor misses nothing after it.
-        let errors = read_logs(dir.path(), "s", Some(LogSource::Stderr), first.next_cursor.as_deref(), 10).unwrap();
+        let errors = read_logs(
+            dir.path(),
+            "s",
+            Some(LogSource::Stderr),
+            first.next_cursor.as_deref(),
+            10,
+        )
+        .unwrap();
         assert_eq!(messages(&errors), ["line 1", "line 3"]);
         assert_eq!(errors.next_cursor.as_deref(), Some("000000000004"));
         let rest = read_logs(dir.path(), "s", None, Some("000000000001"), 10).unwrap();

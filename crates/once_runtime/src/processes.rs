@@ -53,7 +53,11 @@ pub fn scan() -> Vec<ProcessInfo> {
     };
     entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter_map(|text| parse_stat(&text))
         .collect()
@@ -64,7 +68,10 @@ pub fn scan() -> Vec<ProcessInfo> {
 pub fn descendants(ancestor: i32, processes: &[ProcessInfo]) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for process in processes {
-        children.entry(process.parent).or_default().push(process.pid);
+        children
+            .entry(process.parent)
+            .or_default()
+            .push(process.pid);
     }
     let mut found = BTreeSet::new();
     let mut stack = vec![ancestor];
@@ -160,10 +167,7 @@ mod tests {
             "4242 (sleep) S 4241 4242 4240 0 -1 4194560",
             Some((4242, 4241, 4242, 4240, false)),
         );
-        check(
-            "7 (a) b) (c) Z 1 7 7 0",
-            Some((7, 1, 7, 7, true)),
-        );
+        check("7 (a) b) (c) Z 1 7 7 0", Some((7, 1, 7, 7, true)));
         check("garbage", None);
     }
 

@@ -214,7 +214,10 @@ pub fn read_record(dir: &Path) -> io::Result<SessionRecord> {
     serde_json::from_slice(&text).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("`{}` is not a session record: {e}", dir.join(RECORD_FILE).display()),
+            format!(
+                "`{}` is not a session record: {e}",
+                dir.join(RECORD_FILE).display()
+            ),
         )
     })
 }
@@ -266,9 +269,10 @@ pub fn observe(dir: &Path) -> io::Result<SessionRecord> {
         return Ok(record);
     }
     let killed = crate::processes::kill_remnants(&record);
-    let supervisor = record
-        .supervisor_pid
-        .map_or_else(|| "the supervisor".to_owned(), |pid| format!("the supervisor (pid {pid})"));
+    let supervisor = record.supervisor_pid.map_or_else(
+        || "the supervisor".to_owned(),
+        |pid| format!("the supervisor (pid {pid})"),
+    );
     let mut reason = match (record.supervisor_pid, record.status) {
         (None, _) => "the supervisor never started".to_owned(),
         (Some(_), SessionStatus::Starting) => {

@@ -114,14 +114,15 @@ fn runtime_root(root: &Path) -> io::Result<PathBuf> {
                 )));
             }
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(&path)
-                .or_else(|e| {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir(&path).or_else(|e| {
                     if e.kind() == io::ErrorKind::AlreadyExists {
                         Ok(())
                     } else {
                         Err(e)
                     }
-                })?,
+                })?
+            }
             Err(e) => return Err(e),
         }
     }

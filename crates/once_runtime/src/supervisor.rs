@@ -59,12 +59,15 @@ struct Ending {
 pub fn supervise(dir: &Path) -> io::Result<()> {
     let me = std::process::id();
     if let Err(e) = rustix::process::setsid() {
-        return fail(dir, format!("the supervisor cannot start a process session: {e}"));
+        return fail(
+            dir,
+            format!("the supervisor cannot start a process session: {e}"),
+        );
     }
     if let Some(pid) = Pid::from_raw(me.cast_signed())
         && let Err(e) = rustix::process::set_child_subreaper(Some(pid))
     {
-        eprintln!("once: the supervisor is not a child subreaper: {e}");
+        note(&format!("the supervisor is not a child subreaper: {e}"));
     }
     let programs = match read_programs(dir) {
         Ok(programs) => programs,
@@ -107,9 +110,9 @@ pub fn supervise(dir: &Path) -> io::Result<()> {
         record.exit_code = ending.exit_code;
         record.signal = ending.signal;
         let last = programs.last();
-        let succeeded = ending.exit_code.is_some_and(|code| {
-            last.is_some_and(|spec| spec.success_exit_codes.contains(&code))
-        });
+        let succeeded = ending
+            .exit_code
+            .is_some_and(|code| last.is_some_and(|spec| spec.success_exit_codes.contains(&code)));
         if ending.stopped || record.status == SessionStatus::Stopping {
             record.status = SessionStatus::Stopped;
             record.stopped_by = ending.stopped_by;
@@ -127,8 +130,14 @@ pub fn supervise(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// A line in the supervisor's own log (its stderr is the session's `supervisor.log`).
+fn note(message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(io::stderr(), "once: {message}");
+}
+
 fn fail(dir: &Path, reason: String) -> io::Result<()> {
-    eprintln!("once: {reason}");
+    note(&reason);
     session::update_record(dir, |record| {
         record.status = SessionStatus::Failed;
         record.reason = Some(reason);
@@ -173,7 +182,7 @@ fn write_events(events: &Receiver<Event>, first: Option<Event>, log: &mut LogWri
     let mut handle = |event: Event| match event {
         Event::Line(source, message, time) => {
             if let Err(e) = log.append(source, message, time) {
-                eprintln!("once: cannot append to the session log: {e}");
+                note(&format!("cannot append to the session log: {e}"));
             }
         }
         Event::Closed => closed += 1,
@@ -274,10 +283,7 @@ fn run_program(dir: &Path, spec: &ProgramSpec, log: &mut LogWriter) -> io::Resul
     let mut stop: Option<(Instant, Duration)> = None;
     let mut leader_exited = false;
     let stopped_by = loop {
-        let first = match events.recv_timeout(TICK) {
-            Ok(event) => Some(event),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        };
+        let first = events.recv_timeout(TICK).ok();
         open -= write_events(&events, first, log).min(open);
         reap_orphans(leader);
         if !leader_exited
