@@ -10,7 +10,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 #[path = "support/processes.rs"]
-#[allow(dead_code, reason = "the sessions' processes are found by session and group here")]
+#[allow(
+    dead_code,
+    reason = "the sessions' processes are found by session and group here"
+)]
 mod processes;
 use processes::ps_lists;
 
