@@ -266,6 +266,13 @@ fn logs(
             print_json(&page)?;
             return Ok(Outcome::Success);
         }
+        if page.rotated_away > 0 && !json {
+            eprintln!(
+                "once: {} record{} after the cursor were removed by log rotation before they were read",
+                page.rotated_away,
+                if page.rotated_away == 1 { "" } else { "s" }
+            );
+        }
         for record in &page.records {
             if json {
                 print_json(record)?;

@@ -621,6 +621,7 @@ pub fn registry() -> Vec<Tool> {
                 Pass `source` to restrict the result to `stdout` or `stderr`, and a previous `cursor` (a record's, or the answer's `next_cursor`) to read only the records after it: \
                 a cursor is a position in the whole log, so resuming with a filter never skips a record of the other stream that has not been read. \
                 At most `limit` records (default {default}, at most {max}); lines longer than {line} bytes are split into several records; bytes that are not UTF-8 are replaced with U+FFFD. \
+                The log rotates at 8 MiB (the latest 24 to 32 MiB are kept): `rotated_away` counts the records after the cursor that rotation removed before they were read, so nothing is lost silently. \
                 The matching command-line operation is `once runtime logs <session_id> --format json`.",
                 default = once_runtime::logs::DEFAULT_LIMIT,
                 max = once_runtime::logs::MAX_LIMIT,

@@ -12,7 +12,9 @@
 //! boundary when there is one in the last 3 bytes). Bytes that are not UTF-8 are replaced
 //! with U+FFFD, never dropped. A last line without `\n` is recorded when its stream ends.
 //! The supervisor appends each record with one `write` (the file is opened for
-//! appending); readers ignore a last line that does not end in `\n` yet.
+//! appending); readers ignore a last line that does not end in `\n` yet. The log rotates
+//! at [`SEGMENT_BYTES`] and keeps [`KEPT_SEGMENTS`] rotated files ([`LogWriter`]); a read
+//! whose cursor points into a removed file says how many records it lost.
 
 use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Write as _};
@@ -145,22 +147,93 @@ impl LineBuffer {
     }
 }
 
-/// Appends records to the log.
+/// The size at which the current log file is rotated.
+pub const SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How many rotated files are kept beside the current one (so a log holds between 24
+/// and 32 MiB of the latest output).
+pub const KEPT_SEGMENTS: usize = 3;
+
+/// The name of a rotated log file whose first record is at `first`.
+fn segment_name(first: u64) -> String {
+    format!("log-{first:012}.ndjson")
+}
+
+/// The first position of a rotated log file, from its name.
+fn segment_first(name: &str) -> Option<u64> {
+    parse_cursor(name.strip_prefix("log-")?.strip_suffix(".ndjson")?)
+}
+
+/// The rotated files of a session, oldest first, with their first positions.
+fn rotated_segments(dir: &Path) -> io::Result<Vec<(u64, std::path::PathBuf)>> {
+    let mut segments: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let first = segment_first(entry.file_name().to_str()?)?;
+            Some((first, entry.path()))
+        })
+        .collect();
+    segments.sort();
+    Ok(segments)
+}
+
+/// Appends records to the log, rotating it at [`SEGMENT_BYTES`]: the current file
+/// `log.ndjson` is renamed `log-<position of its first record>.ndjson` and a new one
+/// started; past [`KEPT_SEGMENTS`] rotated files, the oldest is removed. Positions go on
+/// counting across files, so a cursor stays valid, and a reader whose cursor points
+/// into a removed file is told how many records it missed ([`LogPage::rotated_away`]).
 #[derive(Debug)]
 pub struct LogWriter {
+    dir: std::path::PathBuf,
     file: File,
     next: u64,
+    /// The position of the current file's first record.
+    first: u64,
+    bytes: u64,
+    segment_bytes: u64,
 }
 
 impl LogWriter {
     /// Creates the session's log (empty).
     pub fn create(dir: &Path) -> io::Result<LogWriter> {
+        LogWriter::with_segment_bytes(dir, SEGMENT_BYTES)
+    }
+
+    /// A writer rotating at `segment_bytes` (tests rotate small logs).
+    pub fn with_segment_bytes(dir: &Path, segment_bytes: u64) -> io::Result<LogWriter> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join(LOG_FILE))?;
         file.set_len(0)?;
-        Ok(LogWriter { file, next: 0 })
+        Ok(LogWriter {
+            dir: dir.to_path_buf(),
+            file,
+            next: 0,
+            first: 0,
+            bytes: 0,
+            segment_bytes,
+        })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        std::fs::rename(
+            self.dir.join(LOG_FILE),
+            self.dir.join(segment_name(self.first)),
+        )?;
+        self.file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(self.dir.join(LOG_FILE))?;
+        self.first = self.next;
+        self.bytes = 0;
+        let segments = rotated_segments(&self.dir)?;
+        let excess = segments.len().saturating_sub(KEPT_SEGMENTS);
+        for (_, path) in &segments[..excess] {
+            std::fs::remove_file(path)?;
+        }
+        Ok(())
     }
 
     /// Appends one record (one `write` of one line).
@@ -179,7 +252,12 @@ impl LogWriter {
         };
         let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
         line.push(b'\n');
+        let length = u64::try_from(line.len()).unwrap_or(u64::MAX);
+        if self.bytes > 0 && self.bytes.saturating_add(length) > self.segment_bytes {
+            self.rotate()?;
+        }
         self.file.write_all(&line)?;
+        self.bytes = self.bytes.saturating_add(length);
         self.next += 1;
         Ok(())
     }
@@ -195,10 +273,13 @@ pub struct LogPage {
     /// nothing after the cursor given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// How many records after the cursor (of either stream) were removed by log rotation
+    /// before this read; 0 when nothing was lost.
+    pub rotated_away: u64,
 }
 
 /// Reads up to `limit` records after `cursor` (from the start without one), of `source`
-/// only when given.
+/// only when given, from the rotated files and the current one.
 pub fn read_logs(
     dir: &Path,
     session_id: &str,
@@ -216,42 +297,91 @@ pub fn read_logs(
         })?),
     };
     let limit = limit.clamp(1, MAX_LIMIT);
+    // A rotation between listing the files and reading them shows as a gap in the
+    // positions: read again (a rotation takes a moment, at most every 8 MiB of output).
+    for _ in 0..5 {
+        if let Some(page) = read_once(dir, session_id, source, after, limit)? {
+            return Ok(page);
+        }
+    }
+    Err(io::Error::other(
+        "the log kept rotating while it was read; read again",
+    ))
+}
+
+/// One attempt of [`read_logs`]; `None` when a rotation raced it.
+fn read_once(
+    dir: &Path,
+    session_id: &str,
+    source: Option<LogSource>,
+    after: Option<u64>,
+    limit: usize,
+) -> io::Result<Option<LogPage>> {
     let mut page = LogPage {
         session_id: session_id.to_owned(),
         records: Vec::new(),
         next_cursor: None,
+        rotated_away: 0,
     };
-    let file = match File::open(dir.join(LOG_FILE)) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(page),
-        Err(e) => return Err(e),
-    };
-    let mut reader = BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = reader.read_until(b'\n', &mut line)?;
-        if read == 0 || line.last() != Some(&b'\n') {
-            break;
-        }
-        let Ok(record) = serde_json::from_slice::<LogRecord>(&line) else {
-            continue;
+    let wanted = after.map_or(0, |after| after + 1);
+    let mut files = rotated_segments(dir)?;
+    files.push((u64::MAX, dir.join(LOG_FILE)));
+    // Skip the rotated files wholly before the cursor (the next one starts at or before
+    // the first position wanted).
+    let start = files
+        .windows(2)
+        .take_while(|pair| pair[1].0 <= wanted)
+        .count();
+    let mut expected: Option<u64> = None;
+    for (_, path) in &files[start..] {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
         };
-        let Some(position) = parse_cursor(&record.cursor) else {
-            continue;
-        };
-        if after.is_some_and(|after| position <= after) {
-            continue;
-        }
-        page.next_cursor = Some(record.cursor.clone());
-        if source.is_none_or(|s| s == record.source) {
-            page.records.push(record);
-            if page.records.len() == limit {
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = reader.read_until(b'\n', &mut line)?;
+            if read == 0 || line.last() != Some(&b'\n') {
                 break;
+            }
+            let Ok(record) = serde_json::from_slice::<LogRecord>(&line) else {
+                continue;
+            };
+            let Some(position) = parse_cursor(&record.cursor) else {
+                continue;
+            };
+            match expected {
+                None if position > wanted => {
+                    // Lost to rotation, unless a file appeared since the listing (a
+                    // rotation renamed the current file meanwhile): then read again.
+                    let appeared = rotated_segments(dir)?.into_iter().any(|(first, path)| {
+                        first < position && !files.iter().any(|(_, listed)| *listed == path)
+                    });
+                    if appeared {
+                        return Ok(None);
+                    }
+                    page.rotated_away = position - wanted;
+                }
+                Some(expected) if position != expected => return Ok(None),
+                _ => {}
+            }
+            expected = Some(position + 1);
+            if position < wanted {
+                continue;
+            }
+            page.next_cursor = Some(record.cursor.clone());
+            if source.is_none_or(|s| s == record.source) {
+                page.records.push(record);
+                if page.records.len() == limit {
+                    return Ok(Some(page));
+                }
             }
         }
     }
-    Ok(page)
+    Ok(Some(page))
 }
 
 #[cfg(test)]
@@ -316,6 +446,56 @@ mod tests {
         assert_eq!(messages(&rest), ["line 2", "line 3", "line 4"]);
         let none = read_logs(dir.path(), "s", None, Some("000000000004"), 10).unwrap();
         assert!(none.records.is_empty() && none.next_cursor.is_none());
+        assert_eq!(none.rotated_away, 0);
         assert!(read_logs(dir.path(), "s", None, Some("stdout:1"), 10).is_err());
+    }
+
+    #[test]
+    fn rotation_keeps_positions_and_reports_what_was_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        // Each record is about 100 bytes: 3 records per file.
+        let mut writer = LogWriter::with_segment_bytes(dir.path(), 300).unwrap();
+        for i in 0..20 {
+            let source = if i % 2 == 0 {
+                LogSource::Stdout
+            } else {
+                LogSource::Stderr
+            };
+            writer
+                .append(source, format!("line {i:02}"), 1_000_000_000_000)
+                .unwrap();
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 1 + KEPT_SEGMENTS, "{names:?}");
+        let all = read_logs(dir.path(), "s", None, None, 100).unwrap();
+        let first = parse_cursor(&all.records[0].cursor).unwrap();
+        // Everything before the oldest kept file is gone, and said so.
+        assert!(first > 0);
+        assert_eq!(all.rotated_away, first);
+        let positions: Vec<u64> = all
+            .records
+            .iter()
+            .map(|r| parse_cursor(&r.cursor).unwrap())
+            .collect();
+        assert_eq!(positions, (first..20).collect::<Vec<_>>());
+        // A cursor inside the kept files resumes exactly, across files, losing nothing.
+        let cursor = cursor_text(first + 1);
+        let rest = read_logs(dir.path(), "s", Some(LogSource::Stderr), Some(&cursor), 100).unwrap();
+        assert_eq!(rest.rotated_away, 0);
+        let expected: Vec<String> = (first + 2..20)
+            .filter(|i| i % 2 == 1)
+            .map(|i| format!("line {i:02}"))
+            .collect();
+        let got: Vec<String> = rest.records.iter().map(|r| r.message.clone()).collect();
+        assert_eq!(got, expected);
+        assert_eq!(rest.next_cursor.as_deref(), Some("000000000019"));
+        // A cursor older than the oldest kept record: told how many were lost.
+        let stale = read_logs(dir.path(), "s", None, Some("000000000000"), 1).unwrap();
+        assert_eq!(stale.rotated_away, first - 1);
+        assert_eq!(stale.records[0].cursor, cursor_text(first));
     }
 }
