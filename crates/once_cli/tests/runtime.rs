@@ -2,7 +2,8 @@
 //! leaves a grandchild (`sleep 600 &`) and prints a line on each stream every 200 ms is
 //! started, followed (status, logs with cursors and source filters), and stopped, and
 //! `/proc` and `ps` must show nothing of it afterwards; a program ignoring `SIGTERM` is
-//! killed after the grace period; a `kill -9` of the supervisor is noticed by the next
+//! killed after the grace period, with a descendant that left its session (two stops
+//! asked at once answer the same end); a `kill -9` of the supervisor is noticed by the next
 //! status read; programs that exit by themselves end `exited` or `failed`.
 
 use std::path::Path;
@@ -231,8 +232,12 @@ fn a_session_runs_logs_and_stops_leaving_no_process() {
 }
 
 #[test]
-fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_and_concurrent_stops_agree() {
-    let dir = workspace("trap '' TERM\nsleep 600 &\nwhile true; do sleep 0.1; done\n");
+fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_with_what_left_its_session() {
+    // A grandchild in the group, and one that left the group and the session (`setsid`):
+    // only SIGKILL to every descendant reaches it.
+    let dir = workspace(
+        "trap '' TERM\nsleep 600 &\nsetsid sleep 601 &\necho $! > escaped.pid\nwhile true; do sleep 0.1; done\n",
+    );
     let root = dir.path();
     let _stop = StopAll(root);
     let id = start(root);
@@ -240,6 +245,16 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_and_concurrent_st
     std::thread::sleep(Duration::from_millis(300));
     let pids = session_processes(&running);
     assert!(pids.len() >= 3, "{pids:?}");
+    let escaped: u32 = std::fs::read_to_string(root.join("svc/escaped.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !pids.contains(&escaped),
+        "the setsid process left the session"
+    );
+    assert!(ps_lists(escaped));
     let asked = Instant::now();
     let stops: Vec<_> = (0..2)
         .map(|_| {
@@ -258,6 +273,10 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_and_concurrent_st
     for pid in &pids {
         assert!(!ps_lists(*pid), "process {pid} survived");
     }
+    assert!(
+        !ps_lists(escaped),
+        "the process that left the session survived"
+    );
 }
 
 /// The supervisor killed with SIGKILL: the program keeps running until something
