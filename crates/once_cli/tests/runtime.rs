@@ -41,8 +41,8 @@ fn workspace(script: &str) -> tempfile::TempDir {
 }
 
 /// The service of the acceptance test: a background grandchild, then a line on stdout
-/// and, 50 ms later (so their order of arrival is known), one on stderr, every 200 ms.
-const SERVICE: &str = "sleep 600 &\ni=0\nwhile true; do\n  i=$((i+1))\n  echo \"out $i\"\n  sleep 0.05\n  echo \"err $i\" >&2\n  sleep 0.15\ndone\n";
+/// and, 100 ms later (so their order of arrival is known), one on stderr, every 200 ms.
+const SERVICE: &str = "sleep 600 &\ni=0\nwhile true; do\n  i=$((i+1))\n  echo \"out $i\"\n  sleep 0.1\n  echo \"err $i\" >&2\n  sleep 0.1\ndone\n";
 
 fn once(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_once"))

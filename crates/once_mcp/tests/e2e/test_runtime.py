@@ -22,7 +22,7 @@ from test_mcp_sdk import call, server
 
 pytestmark = pytest.mark.anyio
 
-SERVICE = 'sleep 600 &\ni=0\nwhile true; do\n  i=$((i+1))\n  echo "out $i"\n  sleep 0.05\n  echo "err $i" >&2\n  sleep 0.15\ndone\n'
+SERVICE = 'sleep 600 &\ni=0\nwhile true; do\n  i=$((i+1))\n  echo "out $i"\n  sleep 0.1\n  echo "err $i" >&2\n  sleep 0.1\ndone\n'
 
 FILES = {
     "once.toml": "[workspace]\n",
