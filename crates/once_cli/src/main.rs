@@ -19,6 +19,7 @@ mod human;
 mod isolation;
 mod panic;
 mod query;
+mod runtime;
 mod test_adapter;
 
 use std::io::Write;
@@ -66,7 +67,7 @@ fn run() -> ExitCode {
     }
     if !matches!(
         args.command,
-        Command::EvaluateModule | Command::TestAdapter { .. }
+        Command::EvaluateModule | Command::TestAdapter { .. } | Command::Supervise { .. }
     ) && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
     {
         once_starlark::install_isolation(Box::new(isolation));
@@ -81,6 +82,10 @@ fn run() -> ExitCode {
             args: extra,
             exec,
         } => build::run(&args, target, extra, exec),
+        Command::Runtime(runtime) => runtime::run(&args, runtime),
+        Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
+            .map(|()| Outcome::Success)
+            .map_err(Into::into),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,

@@ -831,7 +831,7 @@ impl Worker {
             let reply = match outcome {
                 Ok(Ok(result)) => {
                     let output = ToolOutput {
-                        result: serde_json::to_value(&result).unwrap_or(Value::Null),
+                        result,
                         next_cursor: None,
                         warnings: None,
                     };
