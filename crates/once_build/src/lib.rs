@@ -128,6 +128,21 @@ pub struct Plan {
     pub kinds: std::collections::HashMap<String, String>,
 }
 
+impl Plan {
+    /// Splits a `run` plan for a front end that starts the program itself (`once run`
+    /// attached to the terminal, `once runtime start` under a supervisor): the actions
+    /// the executor runs first (everything but the first target's own uncached `run`
+    /// commands), then those commands, in plan order.
+    pub fn split_program(&self) -> (Vec<PlannedAction>, Vec<PlannedAction>) {
+        let own: &[String] = self.targets.first().map_or(&[], |t| t.actions.as_slice());
+        self.actions.iter().cloned().partition(|a| {
+            !(own.contains(&a.action.id)
+                && !a.action.cacheable
+                && matches!(a.action.step, ActionStep::Run(_)))
+        })
+    }
+}
+
 /// A requested target and the actions of its own capability.
 #[derive(Clone, Debug)]
 pub struct PlannedTarget {

@@ -131,6 +131,17 @@ pub enum Command {
     /// Inspect and trim the local store of build results (`.once/cache`).
     #[command(subcommand)]
     Cache(Cache),
+    /// Start targets in the background under a supervisor, follow their status and
+    /// logs, stop them (sessions under `.once/runtime`, docs/runtime.md).
+    #[command(subcommand)]
+    Runtime(Runtime),
+    /// Internal: the supervisor of a runtime session (started detached by
+    /// `once runtime start`).
+    #[command(name = "__supervise", hide = true)]
+    Supervise {
+        /// The session's directory.
+        session_dir: PathBuf,
+    },
     /// Internal: the isolated module evaluator `once` starts for itself (one request on
     /// stdin, progress and `load()` requests on stdout).
     #[command(name = "__evaluate-module", hide = true)]
@@ -206,6 +217,71 @@ pub enum Cache {
         max_size: String,
         #[command(flatten)]
         store: StoreArg,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Runtime {
+    /// Build what TARGET's `run` capability needs, start its program under a detached
+    /// supervisor and print the session's record at once (status `starting`). ARGS after
+    /// `--` go to the program. Exits 1 when the build fails.
+    Start {
+        /// The target id, such as `apps/service/Service`.
+        target: String,
+        /// Arguments for the program.
+        #[arg(last = true, value_name = "ARGS")]
+        args: Vec<String>,
+        #[command(flatten)]
+        exec: ExecArgs,
+    },
+    /// A session's record: status, process ids, exit code or signal, times. A session
+    /// whose supervisor died is reported `failed` (and what is left of it killed).
+    Status {
+        /// The session id `once runtime start` printed.
+        session_id: String,
+    },
+    /// Every session of the workspace, oldest first.
+    List,
+    /// A session's output as line records, stdout and stderr interleaved in arrival
+    /// order.
+    Logs {
+        /// The session id.
+        session_id: String,
+        /// Only this stream's records.
+        #[arg(long, value_parser = ["stdout", "stderr"])]
+        source: Option<String>,
+        /// Only the records after this one (the `cursor` of a record, or `next_cursor`).
+        #[arg(long, value_name = "CURSOR")]
+        cursor: Option<String>,
+        /// At most N records (default 200; with --follow, per read).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Keep printing new records until the session ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Stop a session: SIGTERM to the program's process group, SIGKILL to everything
+    /// left after the grace period. Waits for the end and prints the final record;
+    /// stopping a finished session prints its record. Exits 1 when a session is still
+    /// stopping after the wait.
+    Stop {
+        /// The session id (or --all).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        session_id: Option<String>,
+        /// Stop every unfinished session of the workspace.
+        #[arg(long)]
+        all: bool,
+        /// The grace period between SIGTERM and SIGKILL, in seconds (default 10).
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        timeout: f64,
+    },
+    /// Remove the finished sessions that finished more than DURATION ago (a session
+    /// whose supervisor lives is never removed).
+    Prune {
+        /// `30s`, `10m`, `2h`, `7d`, or seconds (default `1d`; `0` removes every
+        /// finished session).
+        #[arg(long, value_name = "DURATION", default_value = "1d")]
+        older_than: String,
     },
 }
 

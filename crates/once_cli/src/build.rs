@@ -103,7 +103,11 @@ fn received_signal() -> Option<i32> {
 }
 
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
-fn plan_targets(root: &Path, patterns: &[String], capability: &str) -> anyhow::Result<Plan> {
+pub(crate) fn plan_targets(
+    root: &Path,
+    patterns: &[String],
+    capability: &str,
+) -> anyhow::Result<Plan> {
     let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
     let analysis = host.analysis();
     let ids = answer(once_build::resolve_targets(
@@ -269,7 +273,7 @@ pub(crate) fn terminal_width() -> usize {
 }
 
 /// Runs the plan's actions (all of them, or those `keep` selects).
-fn execute(
+pub(crate) fn execute(
     root: &Path,
     exec: &ExecArgs,
     plan: &Plan,
@@ -302,7 +306,7 @@ fn execute(
 }
 
 /// Prints the plan's problems; a plan with problems is not executed.
-fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
+pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
     if format == Format::Json {
         print_json(&json!({
             "success": false,
@@ -373,7 +377,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
 }
 
 /// One line per target with its cache state; a failure's command, exit code and output.
-fn print_records(records: &[TargetRecord]) {
+pub(crate) fn print_records(records: &[TargetRecord]) {
     for record in records {
         let state = match (record.status, record.cache) {
             ("completed", Some(cache)) => cache.to_owned(),
@@ -400,10 +404,18 @@ fn print_records(records: &[TargetRecord]) {
         if !failure.command.is_empty() {
             println!("  command:   {}", printable(&failure.command));
         }
-        match failure.exit_code {
-            Some(code) => println!("  exit code: {code}"),
-            // No exit code to tell why (a signal, a missing output, a step that failed).
-            None => println!("  error:     {}", printable(&failure.message)),
+        if let Some(code) = failure.exit_code {
+            println!("  exit code: {code}");
+        }
+        // The exit code tells why, unless the failure came after it (a missing output, an
+        // undeclared read) or there is none (a signal, a step that failed).
+        let exit_says_it = failure.exit_code.is_some_and(|code| {
+            failure
+                .message
+                .ends_with(&format!("exited with code {code}"))
+        });
+        if !exit_says_it {
+            println!("  error:     {}", printable(&failure.message));
         }
         for (name, text) in [
             ("stdout", &failure.stdout_tail),
@@ -438,21 +450,7 @@ pub fn run(
         .first()
         .map(|t| t.actions.clone())
         .unwrap_or_default();
-    let attached: Vec<&once_exec::PlannedAction> = plan
-        .actions
-        .iter()
-        .filter(|a| {
-            own.contains(&a.action.id)
-                && !a.action.cacheable
-                && matches!(a.action.step, ActionStep::Run(_))
-        })
-        .collect();
-    let before: Vec<once_exec::PlannedAction> = plan
-        .actions
-        .iter()
-        .filter(|a| !attached.iter().any(|b| b.action.id == a.action.id))
-        .cloned()
-        .collect();
+    let (before, attached) = plan.split_program();
     let mut report = execute(&root, exec, &plan, &before, args.format)?;
     if !report.succeeded() {
         // The program is not started: its actions are skipped, for the failure before.

@@ -357,6 +357,9 @@ pub fn action_plan(plan: &once_analysis::ActionPlan) {
                     if command.success_exit_codes != [0] {
                         line.push_str(&format!(" exit codes {:?}", command.success_exit_codes));
                     }
+                    for probe in &command.probes {
+                        line.push_str(&format!(" (keyed by `{}`)", once_build::shell_words(probe)));
+                    }
                     line
                 }
                 ActionStep::WriteFile {

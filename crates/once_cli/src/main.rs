@@ -20,6 +20,7 @@ mod human;
 mod isolation;
 mod panic;
 mod query;
+mod runtime;
 mod test;
 mod test_adapter;
 
@@ -68,7 +69,7 @@ fn run() -> ExitCode {
     }
     if !matches!(
         args.command,
-        Command::EvaluateModule | Command::TestAdapter { .. }
+        Command::EvaluateModule | Command::TestAdapter { .. } | Command::Supervise { .. }
     ) && let Some(isolation) = isolation::ProcessIsolation::of_current_executable()
     {
         once_starlark::install_isolation(Box::new(isolation));
@@ -103,6 +104,10 @@ fn run() -> ExitCode {
             args: extra,
             exec,
         } => build::run(&args, target, extra, exec),
+        Command::Runtime(runtime) => runtime::run(&args, runtime),
+        Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
+            .map(|()| Outcome::Success)
+            .map_err(Into::into),
         Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 root,

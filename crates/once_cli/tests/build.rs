@@ -19,14 +19,26 @@ fn write(root: &Path, path: &str, text: &str) {
 
 /// `data/Data` (filegroup) ← `gen/Gen` (command: the first line of its source and of
 /// the data) ← `use/Use` (command reading Gen's output); `tools/Hello` (script);
-/// `broken/Broken` (a command that fails).
+/// `broken/Broken` (a command that fails); `tasks/Deploy` (a project kind with only `run`).
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(
         root,
         "once.toml",
-        "[workspace]\ninclude = [\"data\", \"gen\", \"use\", \"tools\", \"broken\", \"c\"]\n",
+        "[workspace]\ninclude = [\"data\", \"gen\", \"use\", \"tools\", \"broken\", \"c\", \"tasks\"]\n\n\
+         [modules]\npaths = [\"modules/*.star\"]\n",
+    );
+    write(
+        root,
+        "modules/task.star",
+        "target_kind(\n    name = \"task\",\n    docs = \"A task that is only run.\",\n    \
+         capabilities = [capability(\"run\", \"Runs the task.\")],\n)\n",
+    );
+    write(
+        root,
+        "tasks/once.toml",
+        "[[target]]\nname = \"Deploy\"\nkind = \"task\"\n",
     );
     write(
         root,
@@ -222,7 +234,7 @@ fn patterns_name_packages_and_everything() {
     let dir = workspace();
     let root = dir.path();
     // `gen/...` is every target in `gen` and below it; `...` every target with `build`
-    // (the script has only `run`), here with `--keep-going` past the broken one.
+    // (the task has only `run`), here with `--keep-going` past the broken one.
     let (code, value) = build_json(root, &["gen/..."]);
     assert_eq!(code, 0);
     assert_eq!(cache_states(&value), states(&[("gen/Gen", "miss")]));
@@ -235,11 +247,12 @@ fn patterns_name_packages_and_everything() {
         "data/Data (filegroup): nothing to run",
         "gen/Gen (command): hit",
         "use/Use (command): miss",
-        "failed to build 5 targets",
+        "tools/Hello (script): miss",
+        "failed to build 6 targets",
     ] {
         assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
     }
-    assert!(!stdout.contains("tools/Hello"), "{stdout}");
+    assert!(!stdout.contains("tasks/Deploy"), "{stdout}");
     let output = once(root, &["build", "nowhere/..."]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
@@ -254,7 +267,7 @@ fn patterns_name_packages_and_everything() {
         "{}",
         text(&output.stderr)
     );
-    let output = once(root, &["build", "tools/Hello"]);
+    let output = once(root, &["build", "tasks/Deploy"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("has no `build` capability; it has: run"),

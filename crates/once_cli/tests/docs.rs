@@ -425,36 +425,43 @@ fn cli_doc_examples_are_current() {
     );
 }
 
-/// Every `once query` subcommand has its own section in docs/cli.md.
-#[test]
-fn cli_doc_covers_every_query_command() {
-    let text = std::fs::read_to_string(repo().join("docs/cli.md")).expect("docs/cli.md exists");
+/// The subcommands `once GROUP --help` lists.
+fn subcommands(group: &str) -> Vec<String> {
     let help = Command::new(once_bin())
-        .args(["query", "--help"])
+        .args([group, "--help"])
         .output()
         .expect("cannot start once");
     let help = String::from_utf8(help.stdout).expect("UTF-8 help");
-    let commands: Vec<&str> = help
-        .lines()
+    help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
         .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
-        .collect();
-    assert!(
-        commands.len() >= 10,
-        "cannot read `once query --help`: {help}"
-    );
-    let missing: Vec<&&str> = commands
-        .iter()
-        .filter(|c| !text.contains(&format!("\n## `once query {c}")))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "docs/cli.md has no `## `once query …`` section for {missing:?}"
-    );
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `once query` and `once runtime` subcommand has its own section in docs/cli.md.
+#[test]
+fn cli_doc_covers_every_query_command() {
+    let text = std::fs::read_to_string(repo().join("docs/cli.md")).expect("docs/cli.md exists");
+    for (group, at_least) in [("query", 10), ("runtime", 6)] {
+        let commands = subcommands(group);
+        assert!(
+            commands.len() >= at_least,
+            "cannot read `once {group} --help`: {commands:?}"
+        );
+        let missing: Vec<&String> = commands
+            .iter()
+            .filter(|c| !text.contains(&format!("\n## `once {group} {c}")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/cli.md has no `## `once {group} …`` section for {missing:?}"
+        );
+    }
     for other in ["once mcp", "once completions"] {
         assert!(
             text.contains(&format!("\n## `{other}")),

@@ -1458,6 +1458,44 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         );
         covered.insert(*name);
     }
+    // The runtime tools, on a session of `tools/Release` (a script that ends by itself).
+    let mut session_id = String::new();
+    for (index, name) in [
+        "once_start_target",
+        "once_runtime_status",
+        "once_runtime_logs",
+        "once_stop_runtime",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let tool = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        let arguments = if name == "once_start_target" {
+            json!({ "target": "tools/Release" })
+        } else {
+            json!({ "session_id": session_id })
+        };
+        let reply = server.call(200 + index as i64, name, arguments);
+        assert_eq!(reply["isError"], false, "{name}: {reply}");
+        let structured = &reply["structuredContent"];
+        assert_eq!(
+            once_mcp::schema::validate(&tool["outputSchema"], structured),
+            Vec::<String>::new(),
+            "{name}: {structured}"
+        );
+        if name == "once_start_target" {
+            session_id = structured["result"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+        covered.insert(name);
+    }
     let listed: std::collections::BTreeSet<&str> = tools
         .as_array()
         .unwrap()

@@ -509,6 +509,7 @@ struct Run<'r> {
     workspace: WorkspaceRoot,
     stamps: OutputStamps,
     tools: ToolDigests,
+    probes: crate::probes::Probes,
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
 }
@@ -575,6 +576,7 @@ impl<'a> Executor<'a> {
             workspace,
             stamps,
             tools: ToolDigests::default(),
+            probes: crate::probes::Probes::default(),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,
@@ -783,6 +785,7 @@ impl<'a> Executor<'a> {
         let mut program = None;
         let mut environment = None;
         let mut tool: Option<ToolIdentity> = None;
+        let mut probe_results = Vec::new();
         if let ActionStep::Run(command) = &action.step {
             let env = self
                 .options
@@ -806,6 +809,9 @@ impl<'a> Executor<'a> {
             }
             tool = Some(identity);
             program = Some(found);
+            for probe in &command.probes {
+                probe_results.push(run.probes.result(probe, &env, &cwd)?);
+            }
             environment = Some(env);
         }
         let key = action_key(
@@ -818,6 +824,7 @@ impl<'a> Executor<'a> {
                     .iter()
                     .map(|(path, digest)| (path.as_str(), *digest))
                     .collect(),
+                probe_results,
             },
         );
         result.key = Some(key);
@@ -931,6 +938,48 @@ impl<'a> Executor<'a> {
         Ok(true)
     }
 
+    /// Fails the action when its dependency file lists a workspace file it does not
+    /// declare (see [`crate::depfile`]).
+    fn check_depfile(
+        &self,
+        workspace: &WorkspaceRoot,
+        action: &Action,
+        cwd: &str,
+        depfile: &str,
+    ) -> Result<(), String> {
+        let (bytes, _mode) = workspace.read_file(depfile).map_err(|e| {
+            format!(
+                "{} did not leave its dependency file `{depfile}`: {e}",
+                describe(action)
+            )
+        })?;
+        let listed = crate::depfile::prerequisites(&String::from_utf8_lossy(&bytes));
+        let undeclared = crate::depfile::undeclared(
+            &listed,
+            &self.workspace_root.to_string_lossy(),
+            cwd,
+            &action.inputs,
+            &action.outputs,
+        );
+        if undeclared.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} read {} it does not declare, so a change to {} would not rebuild it: {}. \
+             Declare {} (for a C or C++ target: list the headers in its `srcs`, or depend on \
+             the library that has them)",
+            describe(action),
+            if undeclared.len() == 1 {
+                "a file"
+            } else {
+                "files"
+            },
+            if undeclared.len() == 1 { "it" } else { "them" },
+            undeclared.join(", "),
+            if undeclared.len() == 1 { "it" } else { "them" },
+        ))
+    }
+
     fn execute(
         &self,
         run: &Run<'_>,
@@ -1001,6 +1050,11 @@ impl<'a> Executor<'a> {
             result.status = ActionStatus::Cancelled;
             result.message = Some("cancelled".to_owned());
             return Ok(());
+        }
+        if let ActionStep::Run(command) = &action.step
+            && let Some(depfile) = &command.depfile
+        {
+            self.check_depfile(workspace, action, &command.cwd, depfile)?;
         }
         let mut entries = Vec::new();
         for output in &action.outputs {

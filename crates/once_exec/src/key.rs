@@ -18,8 +18,8 @@
 //! 1. `"once.action-key"`, then the format version;
 //! 2. `static`: the planner's static key (32 bytes);
 //! 3. `step`: the step's kind (`run`, `write`, `copy`, `symlink`, `mkdir`) and its fields
-//!    (for `run`: argv, the declared environment as sorted name/value pairs, cwd and the
-//!    success exit codes);
+//!    (for `run`: argv, the declared environment as sorted name/value pairs, cwd, the
+//!    success exit codes, the probe commands and the dependency file);
 //! 4. `inputs` and `outputs`: the declared paths, sorted and deduplicated;
 //! 5. `host-env`: the values of the keyed allowlisted variables
 //!    ([`crate::environment::KEYED_VARIABLES`]) the action sees, name/value pairs, an unset
@@ -28,7 +28,9 @@
 //!    workspace) and content digest of `argv[0]`;
 //! 7. `dependency-outputs`: for each output of another action that an input names (equal
 //!    to or under it), its path and its output digest ([`crate::record::OutputEntry`]),
-//!    sorted by path.
+//!    sorted by path;
+//! 8. `probes`: for each probe of a `run` step, in order, the digest of its result (its
+//!    exit status and standard output, [`crate::probes`]).
 //!
 //! The declaration is encoded again here although the static key covers it: a planner
 //! that forgets a field can then never make two different actions share a result.
@@ -41,7 +43,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The version of the encoding below; bump it whenever the encoding or the meaning of a
 /// result record changes, so old results are never reused.
-pub const KEY_FORMAT_VERSION: u64 = 2;
+pub const KEY_FORMAT_VERSION: u64 = 3;
 
 /// The identity of a program an action runs: where it was found and what is in it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -112,6 +114,8 @@ pub struct KeyParts<'a> {
     pub tool: Option<&'a ToolIdentity>,
     /// `(output path, output digest)` of each dependency output the action consumes.
     pub dependency_outputs: Vec<(&'a str, Sha256Digest)>,
+    /// The result digest of each of the command's probes, in order.
+    pub probe_results: Vec<Sha256Digest>,
 }
 
 /// The key of `action`: see the module documentation for the encoding.
@@ -153,6 +157,11 @@ pub fn action_key(
         hasher.bytes(path.as_bytes());
         hasher.bytes(&digest.0);
     }
+    hasher.field("probes");
+    hasher.number(parts.probe_results.len() as u64);
+    for digest in &parts.probe_results {
+        hasher.bytes(&digest.0);
+    }
     hasher.finish()
 }
 
@@ -178,6 +187,11 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             for code in &command.success_exit_codes {
                 hasher.number(u64::from(code.cast_unsigned()));
             }
+            hasher.number(command.probes.len() as u64);
+            for probe in &command.probes {
+                hasher.strings(probe.iter().map(String::as_str));
+            }
+            hasher.bytes(command.depfile.as_deref().unwrap_or("").as_bytes());
             // 0: no time limit.
             hasher.number(command.timeout_seconds.unwrap_or(0));
         }
@@ -244,6 +258,7 @@ mod tests {
             host_env: BTreeMap::from([("LANG", "C.UTF-8")]),
             tool: Some(&tool),
             dependency_outputs: vec![(".once/out/lib/Lib/lib.a", Sha256Digest::of(b"lib"))],
+            probe_results: vec![Sha256Digest::of(b"rustc 1.95.0")],
         };
         let reference = action_key(&base, &static_key, &parts);
         assert_eq!(
@@ -267,6 +282,22 @@ mod tests {
         let mut changed = base.clone();
         command(&mut changed).success_exit_codes = vec![0, 1];
         variants.push(("exit codes", action_key(&changed, &static_key, &parts)));
+        let mut changed = base.clone();
+        command(&mut changed)
+            .probes
+            .push(vec!["cc".to_owned(), "--version".to_owned()]);
+        variants.push(("probe command", action_key(&changed, &static_key, &parts)));
+        variants.push((
+            "probe result",
+            action_key(
+                &base,
+                &static_key,
+                &KeyParts {
+                    probe_results: vec![Sha256Digest::of(b"rustc 1.96.0")],
+                    ..parts.clone()
+                },
+            ),
+        ));
         let mut changed = base.clone();
         changed.outputs.push(".once/out/app/App/app.map".to_owned());
         variants.push(("outputs", action_key(&changed, &static_key, &parts)));

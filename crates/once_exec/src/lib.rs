@@ -23,12 +23,15 @@
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`environment`]: the scrubbed environment and its allowlist;
+//! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`tools`]: finding programs and caching their digests;
+//! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
 //! `docs/execution.md` describes the design for users.
 
+pub mod depfile;
 pub mod environment;
 pub mod evidence;
 pub mod executor;
@@ -36,6 +39,7 @@ pub mod fake;
 mod handles;
 pub mod key;
 pub mod outputs;
+pub mod probes;
 pub mod reaper;
 pub mod record;
 pub mod runner;

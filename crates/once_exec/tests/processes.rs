@@ -127,6 +127,100 @@ fn a_second_executor_hits_and_replays_the_streams() {
     assert_eq!(second.results[0].exit_code, Some(0));
 }
 
+/// A toolchain behind a proxy (here: a version file the probe reads, as `rustc -vV`
+/// reads rustup's settings) keys the action although the program and the inputs are the
+/// same: switching it is a miss, switching back a hit; a failing probe fails the action.
+#[test]
+fn a_probe_keys_the_toolchain_a_proxy_dispatches_to() {
+    let workspace = tempfile::tempdir().unwrap();
+    let toolchain = workspace.path().join("toolchain-version");
+    std::fs::write(&toolchain, "1.95.0\n").unwrap();
+    let store = Store::open(&Store::default_path(workspace.path())).unwrap();
+    let mut planned = shell(
+        "tool",
+        "mkdir -p $OUT; echo built > $OUT/out",
+        &[],
+        &["out"],
+    );
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.probes.push(vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            format!("cat '{}'", toolchain.display()),
+        ]);
+    }
+    let plan = [planned];
+    let cache = |report: &ExecutionReport| report.results[0].cache;
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Miss)
+    );
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Hit)
+    );
+    std::fs::write(&toolchain, "1.96.0\n").unwrap();
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Miss)
+    );
+    std::fs::write(&toolchain, "1.95.0\n").unwrap();
+    assert_eq!(
+        cache(&run(workspace.path(), &store, &plan)),
+        Some(CacheState::Hit)
+    );
+    std::fs::remove_file(&toolchain).unwrap();
+    let report = run(workspace.path(), &store, &plan);
+    assert!(!report.succeeded());
+    let error = report.results[0].message.clone().unwrap_or_default();
+    assert!(error.contains("toolchain probe"), "{error}");
+}
+
+/// A dependency file naming a workspace file the action does not declare fails it (the
+/// file would be outside its key); declared files, files below a declared directory and
+/// files outside the workspace pass; nothing failed is cached.
+#[test]
+fn a_dependency_file_naming_an_undeclared_workspace_file_fails_the_action() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path();
+    std::fs::create_dir_all(root.join("src/include")).unwrap();
+    for file in ["src/main.c", "src/util.h", "src/include/a.h"] {
+        std::fs::write(root.join(file), "x\n").unwrap();
+    }
+    let store = Store::open(&Store::default_path(root)).unwrap();
+    let planned = |inputs: &[&str]| {
+        let mut planned = shell(
+            "compile",
+            "mkdir -p $OUT; echo obj > $OUT/main.o; \
+             printf '%s\\n' '.once/out/T/main.o: src/main.c src/util.h \\' \
+               ' src/include/a.h /usr/include/stdio.h' > $OUT/main.d",
+            &[],
+            &["main.o", "main.d"],
+        );
+        planned.action.inputs = inputs.iter().map(|i| (*i).to_owned()).collect();
+        if let ActionStep::Run(command) = &mut planned.action.step {
+            command.depfile = Some(".once/out/T/main.d".to_owned());
+        }
+        planned
+    };
+    let report = run(root, &store, &[planned(&["src/main.c", "src/include"])]);
+    assert!(!report.succeeded());
+    let message = report.results[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("does not declare") && message.contains("src/util.h"),
+        "{message}"
+    );
+    let listed = message.split("rebuild it: ").nth(1).unwrap_or_default();
+    assert!(listed.starts_with("src/util.h. "), "{message}");
+    let report = run(
+        root,
+        &store,
+        &[planned(&["src/main.c", "src/util.h", "src/include"])],
+    );
+    assert!(report.succeeded(), "{:?}", report.results[0].message);
+    assert_eq!(report.results[0].cache, Some(CacheState::Miss));
+}
+
 #[test]
 fn a_background_process_dies_with_its_action() {
     let workspace = tempfile::tempdir().unwrap();

@@ -337,13 +337,13 @@ fn language_kinds_plan_their_toolchains() {
     }
     expect![[r#"
         c/Lib build implemented=true
-          c/Lib#build/0 ce04276eff39: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-I.", "-Ic/include", "-DX=1"]
+          c/Lib#build/0 5c211882496e: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-MD", "-MF", ".once/out/c/Lib/obj/lib.c.d", "-I.", "-Ic/include", "-DX=1"]
             in:  c/lib.c c/include/lib/lib.h
           c/Lib#build/archive 75cf4eff8fba: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
             in:  .once/out/c/Lib/obj/lib.c.o
-          c/Lib#build/2 43fa4234f9fa: copy c/include/lib/lib.h -> .once/out/c/Lib/include/lib/lib.h
-            in:  c/include/lib/lib.h
-          default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
+          c/Lib#build/compile_flags 4fa1a72c7d1c: write .once/out/c/Lib/c_linkable/compile.rsp "-Ic/include\n-DX=1\n"
+          c/Lib#build/link_flags f7dca3bf8081: write .once/out/c/Lib/c_linkable/link.rsp ""
+          default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp .once/out/c/Lib/c_linkable/link.rsp
         py/Lib build implemented=true
           py/Lib#build/compile a1e0e51c0ccc: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/src/lib/__init__.py", ".once/out/py/Lib/pyc/src/lib/__init__.pyc"]
             in:  py/src/lib/__init__.py
@@ -365,14 +365,14 @@ fn language_kinds_plan_their_toolchains() {
             in:  go/lib/lib.go
           default: go/lib/lib.go
         rs/Lib build implemented=true
-          rs/Lib#build/cargo 217eaaf4524b: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
-            in:  rs/src/lib.rs rs/Cargo.toml
-          default: 
+          rs/Lib#build/cargo 22450bb8df0d: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
+            in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          default: rs/src/lib.rs rs/Cargo.toml
         c/App build implemented=true
-          c/App#build/0 328d5ebee8ff: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-I.", "-I.once/out/c/Lib/include"]
-            in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/include/lib/lib.h
-          c/App#build/link 8fe35dc9acc7: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "-lm"]
-            in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a
+          c/App#build/0 e166fffccc5b: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-MD", "-MF", ".once/out/c/App/obj/main.cpp.d", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
+            in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp
+          c/App#build/link 7bd7d30e446a: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "@.once/out/c/Lib/c_linkable/link.rsp", "-lm"]
+            in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a .once/out/c/Lib/c_linkable/link.rsp
           default: .once/out/c/App/App
         c/App run implemented=true
           c/App#run/run 662de7d34c34: run ["../.once/out/c/App/App", "--fast"] cwd=c
@@ -411,8 +411,8 @@ fn language_kinds_plan_their_toolchains() {
             in:  .once/out/go/cmd/App/App
           default: 
         rs/App build implemented=true
-          rs/App#build/cargo f4b553d7d58a: run ["sh", "-c", "\"$@\" && cp .once/cargo/release/app .once/out/rs/App/app", "sh", "cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
-            in:  rs/Cargo.toml rs/src/main.rs
+          rs/App#build/cargo 06425ce722fb: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+            in:  rs/Cargo.toml rs/src/main.rs rs/src/lib.rs rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
           default: .once/out/rs/App/app
         rs/App run implemented=true
           rs/App#run/run 38ec4bfff729: run ["../.once/out/rs/App/app"] cwd=rs

@@ -926,6 +926,9 @@ pub struct ActionDto {
     pub cwd: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub success_exit_codes: Option<Vec<i32>>,
+    /// Toolchain probes whose output joins the key (`run` steps that declare some).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probes: Option<Vec<Vec<String>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -974,6 +977,7 @@ fn action(planned: &once_analysis::PlannedAction) -> ActionDto {
         env: None,
         cwd: None,
         success_exit_codes: None,
+        probes: None,
         path: None,
         content: None,
         executable: None,
@@ -990,6 +994,7 @@ fn action(planned: &once_analysis::PlannedAction) -> ActionDto {
             dto.env = Some(command.env.clone());
             dto.cwd = Some(command.cwd.clone());
             dto.success_exit_codes = Some(command.success_exit_codes.clone());
+            dto.probes = (!command.probes.is_empty()).then(|| command.probes.clone());
         }
         ActionStep::WriteFile {
             path,

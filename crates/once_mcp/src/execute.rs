@@ -1,8 +1,15 @@
-//! The executing tools (`once_build_target`, `once_run_target`, `once_run_tests`): a plan
-//! made from a database snapshot on the worker ([`plan_build`], [`plan_run`],
-//! [`plan_tests`]), then run by [`execute`] on a background thread without the database,
-//! reporting each finished action (each finished test target for tests) and stopping
-//! (every process group killed) when cancelled.
+//! The executing tools (`once_build_target`, `once_run_target`, `once_run_tests`,
+//! `once_start_target`, `once_stop_runtime`): a job made on the worker ([`plan_build`],
+//! [`plan_run`], [`plan_tests`], [`plan_start`] from a database snapshot; [`plan_stop`]
+//! from the arguments alone), then run by [`execute`] on a background thread without the
+//! database, reporting each finished action (each finished test target for tests) and
+//! stopping (every process group killed) when cancelled.
+//!
+//! Starting a runtime session builds what the target's `run` capability needs (like
+//! `once_run_target`), then hands the program to a detached supervisor
+//! (`once_runtime`) and answers the session record at once: the session outlives the
+//! call and the server. Stopping waits for the session's end (the grace period at most)
+//! in the background, so the worker keeps answering meanwhile.
 
 use std::path::Path;
 
@@ -18,11 +25,18 @@ use crate::tools::ToolError;
 
 /// What a call planned, ready to run without the database.
 #[derive(Clone, Debug)]
-pub struct ExecutionJob {
-    pub target: String,
-    pub plan: Plan,
-    /// For `once_run_tests`: the selected tests (the plan is their `test` capability).
-    pub tests: Option<Selection>,
+pub enum ExecutionJob {
+    /// Build or run a target (`plan.capability`).
+    Capability { target: String, plan: Plan },
+    /// Run the selected tests (`plan` is their `test` capability).
+    Tests { selection: Selection, plan: Plan },
+    /// Build what the target's `run` needs, then start its program in a runtime session.
+    StartRuntime { target: String, plan: Plan },
+    /// Stop a runtime session, with this grace period between SIGTERM and SIGKILL.
+    StopRuntime {
+        session_id: String,
+        grace: std::time::Duration,
+    },
 }
 
 /// The result of `once_run_tests` (its output schema is derived from this type).
@@ -64,7 +78,7 @@ fn plan_capability(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
     capability: &str,
-) -> Cancellable<Result<ExecutionJob, ToolError>> {
+) -> Cancellable<Result<(String, Plan), ToolError>> {
     let target = arguments
         .get("target")
         .and_then(Value::as_str)
@@ -84,11 +98,25 @@ fn plan_capability(
         Err(message) => return Ok(Err(message)),
     };
     let _ = analysis.save_digest_index();
-    Ok(Ok(ExecutionJob {
-        target: ids.into_iter().next().unwrap_or(target),
-        plan,
-        tests: None,
-    }))
+    Ok(Ok((ids.into_iter().next().unwrap_or(target), plan)))
+}
+
+/// `once_build_target`: plans the target's `build`.
+pub fn plan_build(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ExecutionJob, ToolError>> {
+    Ok(plan_capability(analysis, arguments, "build")?
+        .map(|(target, plan)| ExecutionJob::Capability { target, plan }))
+}
+
+/// `once_run_target`: plans the target's `run` (after its `build`).
+pub fn plan_run(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ExecutionJob, ToolError>> {
+    Ok(plan_capability(analysis, arguments, "run")?
+        .map(|(target, plan)| ExecutionJob::Capability { target, plan }))
 }
 
 /// `once_run_tests`: selects the tests (`target`/`targets`, else `changed_paths`, else
@@ -139,11 +167,7 @@ pub fn plan_tests(
         Err(message) => return Ok(Err(message)),
     };
     let _ = analysis.save_digest_index();
-    Ok(Ok(ExecutionJob {
-        target: ids.join(" "),
-        plan,
-        tests: Some(selection),
-    }))
+    Ok(Ok(ExecutionJob::Tests { selection, plan }))
 }
 
 /// Runs the selected tests; `progress` gets each finished test target.
@@ -186,46 +210,129 @@ fn execute_tests(
     })
 }
 
-/// `once_build_target`: plans the target's `build`.
-pub fn plan_build(
+/// `once_start_target`: plans the target's `run`; the program is started in a session.
+pub fn plan_start(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    plan_capability(analysis, arguments, "build")
+    Ok(plan_capability(analysis, arguments, "run")?
+        .map(|(target, plan)| ExecutionJob::StartRuntime { target, plan }))
 }
 
-/// `once_run_target`: plans the target's `run` (after its `build`).
-pub fn plan_run(
-    analysis: &Analysis,
+/// `once_stop_runtime`: nothing to plan; the session id and the grace period.
+pub fn plan_stop(
+    _analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    plan_capability(analysis, arguments, "run")
+    let session_id = arguments
+        .get("session_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let grace = arguments
+        .get("timeout_seconds")
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(once_runtime::stop::DEFAULT_GRACE, |s| {
+            std::time::Duration::from_secs_f64(s.min(3600.0))
+        });
+    Ok(Ok(ExecutionJob::StopRuntime { session_id, grace }))
 }
 
-/// Runs the job's plan in the workspace at `root`; `progress` gets each finished action
-/// (`done`, `total`, message), or each finished test target for tests. Cancelling
-/// `cancel` kills every running process group. The answer is an [`ExecutionResult`], or
-/// a [`TestsResult`] for tests.
+/// Runs the job in the workspace at `root` and answers the tool's result; `progress`
+/// gets each finished action (`done`, `total`, message). Cancelling `cancel` kills every
+/// running process group (a started session is not the call's: it is stopped with
+/// `once_stop_runtime`).
 pub fn execute(
     root: &Path,
     job: &ExecutionJob,
     cancel: CancelHandle,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<Value, ToolError> {
-    if let Some(selection) = &job.tests {
-        return execute_tests(root, &job.plan, selection, cancel, progress);
+    let to_value = |value: Result<Value, serde_json::Error>| value.map_err(|e| e.to_string());
+    match job {
+        ExecutionJob::Capability { target, plan } => to_value(serde_json::to_value(
+            run_capability(root, target, plan, cancel, progress)?,
+        )),
+        ExecutionJob::Tests { selection, plan } => {
+            execute_tests(root, plan, selection, cancel, progress)
+        }
+        ExecutionJob::StartRuntime { target, plan } => to_value(serde_json::to_value(
+            start_runtime(root, target, plan, cancel, progress)?,
+        )),
+        ExecutionJob::StopRuntime { session_id, grace } => to_value(serde_json::to_value(
+            once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?,
+        )),
     }
-    execute_capability(root, job, cancel, progress)
-        .and_then(|result| serde_json::to_value(result).map_err(|e| e.to_string()))
 }
 
-fn execute_capability(
+/// Builds what `target`'s run needs, then starts its program in a runtime session.
+fn start_runtime(
     root: &Path,
-    job: &ExecutionJob,
+    target: &str,
+    plan: &Plan,
+    cancel: CancelHandle,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<once_runtime::SessionRecord, ToolError> {
+    if !plan.problems.is_empty() {
+        return Err(format!(
+            "cannot run `{target}`; nothing was started: {}",
+            plan.problems.join("; ")
+        ));
+    }
+    let (before, programs) = plan.split_program();
+    if programs.is_empty() {
+        return Err(format!(
+            "`{target}`'s `run` capability declares no uncached command: there is no program to start in a session"
+        ));
+    }
+    let store_path = Store::default_path(root);
+    let store = Store::open(&store_path)
+        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
+    let callback = |p: &Progress<'_>| progress(p.done, p.total, &p.message);
+    let report = Executor::new(root, &store)
+        .with_options(ExecOptions::default())
+        .with_cancel(cancel)
+        .on_progress(&callback)
+        .run(&before)
+        .map_err(|e| format!("cannot run the plan: {e}"))?;
+    let _ = once_build::record_evidence(root, plan, &report);
+    if !report.succeeded() {
+        let failure = once_build::records(plan, &report)
+            .into_iter()
+            .find_map(|record| record.failure)
+            .map_or_else(String::new, |f| {
+                format!(
+                    ": `{}` failed ({}){}",
+                    f.action,
+                    f.message,
+                    if f.stderr_tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n{}", f.stderr_tail)
+                    }
+                )
+            });
+        return Err(format!(
+            "not started: what `{target}` needs failed to build{failure}"
+        ));
+    }
+    let host = once_exec::HostEnvironment::from_process();
+    let specs = once_runtime::program_specs(root, &programs, &host, &[])?;
+    let supervisor = std::env::current_exe()
+        .map_err(|e| format!("cannot find the `once` executable to supervise: {e}"))?;
+    once_runtime::start_session(root, target, &specs, &supervisor)
+        .map_err(|e| format!("cannot start the runtime session: {e}"))
+}
+
+/// Builds or runs `target` through the executor.
+fn run_capability(
+    root: &Path,
+    target: &str,
+    plan: &Plan,
     cancel: CancelHandle,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<ExecutionResult, ToolError> {
-    let plan = &job.plan;
     let capability = plan.capability.clone();
     if !plan.problems.is_empty() {
         let record = once_build::refused_records(plan)
@@ -233,7 +340,7 @@ fn execute_capability(
             .next()
             .ok_or_else(|| "internal error: the plan has no target".to_owned())?;
         return Ok(ExecutionResult {
-            target: job.target.clone(),
+            target: target.to_owned(),
             capability,
             exit_code: 1,
             success: false,
@@ -273,7 +380,7 @@ fn execute_capability(
         .then(|| own.last().and_then(|r| r.exit_code))
         .flatten();
     Ok(ExecutionResult {
-        target: job.target.clone(),
+        target: target.to_owned(),
         capability,
         exit_code: program_exit.unwrap_or(if success { 0 } else { 1 }),
         success,

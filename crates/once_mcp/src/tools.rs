@@ -56,6 +56,15 @@ const EXECUTE: Annotations = Annotations {
     open_world: true,
 };
 
+/// Ends processes of a runtime session: destructive (the processes are gone),
+/// idempotent (a second stop answers the same end), local.
+const STOP: Annotations = Annotations {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
+
 /// What a tool does, which decides how the server runs it and whether it is gated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolKind {
@@ -596,6 +605,107 @@ pub fn registry() -> Vec<Tool> {
             handler: ToolHandler::Executing(crate::execute::plan_tests),
         },
         Tool {
+            name: "once_start_target",
+            title: "Start a target in a runtime session",
+            description: "Start a target in a persisted runtime session and return its session id.\n\n\
+                Available only when the server starts with `once mcp --allow-run`. Builds what the target's `run` capability needs (a background job, like `once_run_target`, with the same progress notifications and cancellation), \
+                then starts its program under a detached supervisor and returns at once with the session record (`status: \"starting\"`). \
+                The session lives under `.once/runtime/<session_id>/` (`session.json`, and `log.ndjson`: standard output and error as interleaved line records) and outlives this call and this server: \
+                any later server or `once runtime` command lists and controls it. The program runs in a process group of its own; every process it starts is stopped with it. \
+                Follow it with `once_runtime_status` and `once_runtime_logs`, end it with `once_stop_runtime`. \
+                A failed build is a tool error and starts nothing. The matching command-line operation is `once runtime start <target> --format json`."
+                .into(),
+            input_schema: object(
+                &[("target", string("Target id to start, such as `tools/demo/LaunchService` or `./LaunchService`."))],
+                &["target"],
+            ),
+            output_schema: output_schema::<once_runtime::SessionRecord>(),
+            annotations: EXECUTE,
+            handler: ToolHandler::Executing(crate::execute::plan_start),
+        },
+        Tool {
+            name: "once_runtime_status",
+            title: "Runtime session status",
+            description: "Return the latest persisted status for a runtime session.\n\n\
+                Reads `.once/runtime/<session_id>/session.json`. Status values: `starting`, `running`, `stopping`, `stopped` (by a stop request; `stopped_by` says `SIGTERM` or `SIGKILL`), \
+                `exited` (the program ended with a success code) and `failed` (another exit code or a signal, in `exit_code`/`signal`, or a program that could not start, or a supervisor that died; `reason` says which). \
+                A session whose supervisor is gone is found out here: it is reported `failed` with the reason (and what is left of its program killed), never left `running`. \
+                Read-only: sessions started from the command line can be followed without `--allow-run`. The matching command-line operation is `once runtime status <session_id> --format json`."
+                .into(),
+            input_schema: object(
+                &[("session_id", string("Session id returned by `once_start_target`."))],
+                &["session_id"],
+            ),
+            output_schema: output_schema::<once_runtime::SessionRecord>(),
+            annotations: QUERY,
+            handler: ToolHandler::ReadOnly(|analysis, arguments| {
+                Ok(once_runtime::read_session(&analysis.root(), text(arguments, "session_id"))
+                    .map(|record| page_none(once_json::to_value(&record)))
+                    .map_err(|e| e.to_string()))
+            }),
+        },
+        Tool {
+            name: "once_runtime_logs",
+            title: "Runtime session logs",
+            description: format!("Read standard output or standard error records for a runtime session.\n\n\
+                Records `{{cursor, source, level, message, time_unix_ms}}` of the program's output, one per line, standard output and error interleaved in the order they arrived (`level` is `info` for stdout, `error` for stderr). \
+                Pass `source` to restrict the result to `stdout` or `stderr`, and a previous `cursor` (a record's, or the answer's `next_cursor`) to read only the records after it: \
+                a cursor is a position in the whole log, so resuming with a filter never skips a record of the other stream that has not been read. \
+                At most `limit` records (default {default}, at most {max}); lines longer than {line} bytes are split into several records; bytes that are not UTF-8 are replaced with U+FFFD. \
+                The log rotates at 8 MiB (the latest 24 to 32 MiB are kept): `rotated_away` counts the records after the cursor that rotation removed before they were read, so nothing is lost silently. \
+                The matching command-line operation is `once runtime logs <session_id> --format json`.",
+                default = once_runtime::logs::DEFAULT_LIMIT,
+                max = once_runtime::logs::MAX_LIMIT,
+                line = once_runtime::logs::MAX_LINE_BYTES),
+            input_schema: object(
+                &[
+                    ("cursor", string("Cursor returned by a previous log record.")),
+                    (
+                        "limit",
+                        json!({
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": once_runtime::logs::MAX_LIMIT,
+                            "default": once_runtime::logs::DEFAULT_LIMIT,
+                            "description": "Maximum number of records to return.",
+                        }),
+                    ),
+                    ("session_id", string("Session id returned by `once_start_target`.")),
+                    (
+                        "source",
+                        json!({ "type": "string", "enum": ["stdout", "stderr"], "description": "`stdout` or `stderr`." }),
+                    ),
+                ],
+                &["session_id"],
+            ),
+            output_schema: output_schema::<once_runtime::LogPage>(),
+            annotations: QUERY,
+            handler: ToolHandler::ReadOnly(runtime_logs),
+        },
+        Tool {
+            name: "once_stop_runtime",
+            title: "Stop a runtime session",
+            description: "Request that a runtime session stop, and return its record once it has.\n\n\
+                Available only when the server starts with `once mcp --allow-run`. Sends SIGTERM to the program's process group; whatever still runs after the grace period (`timeout_seconds`, default 10) gets SIGKILL, \
+                processes that left the group included. Waits (in the background) for the end and returns the final record: `stopped`, with `stopped_by` `SIGTERM` or `SIGKILL`. \
+                Stopping a finished session returns its record unchanged; concurrent stops are safe and return the same end. \
+                The matching command-line operation is `once runtime stop <session_id> --format json`."
+                .into(),
+            input_schema: object(
+                &[
+                    ("session_id", string("Session id returned by `once_start_target`.")),
+                    (
+                        "timeout_seconds",
+                        json!({ "type": "number", "minimum": 0, "maximum": 3600, "default": 10, "description": "Grace period between SIGTERM and SIGKILL, in seconds." }),
+                    ),
+                ],
+                &["session_id"],
+            ),
+            output_schema: output_schema::<once_runtime::SessionRecord>(),
+            annotations: STOP,
+            handler: ToolHandler::Executing(crate::execute::plan_stop),
+        },
+        Tool {
             name: "once_fetch_external_source",
             title: "Fetch external source",
             description: "Fetch bounded UTF-8 source code, metadata, or documentation from a public HTTPS address.\n\n\
@@ -861,6 +971,30 @@ fn query_evidence(
     )
 }
 
+/// Reads a runtime session's log records; an unknown session or a bad cursor is a tool
+/// error.
+fn runtime_logs(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ToolOutput, ToolError>> {
+    let id = text(arguments, "session_id");
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(once_runtime::logs::DEFAULT_LIMIT, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+    let source = arguments
+        .get("source")
+        .and_then(Value::as_str)
+        .and_then(once_runtime::LogSource::parse);
+    let cursor = arguments.get("cursor").and_then(Value::as_str);
+    Ok(once_runtime::session::session_dir(&analysis.root(), id)
+        .and_then(|dir| once_runtime::read_logs(&dir, id, source, cursor, limit))
+        .map(|page| page_none(once_json::to_value(&page)))
+        .map_err(|e| e.to_string()))
+}
+
 /// Always the strict policy: public HTTPS addresses only. A refusal is a tool error.
 fn fetch_external_source(
     _analysis: &Analysis,
@@ -909,7 +1043,13 @@ mod tests {
             .collect();
         assert_eq!(
             executing,
-            ["once_build_target", "once_run_target", "once_run_tests"]
+            [
+                "once_build_target",
+                "once_run_target",
+                "once_run_tests",
+                "once_start_target",
+                "once_stop_runtime"
+            ]
         );
     }
 }

@@ -77,6 +77,15 @@ pub struct Command {
     pub cwd: String,
     /// Exit codes that mean success (sorted, deduplicated, never empty; usually `[0]`).
     pub success_exit_codes: Vec<i32>,
+    /// Commands whose output identifies the toolchain this command really uses, when the
+    /// program's own content does not (a `rustup` or `pyenv` proxy, a wrapper shell):
+    /// `["rustc", "-vV"]`. The executor runs each once per execution with the command's
+    /// environment and working directory; its exit status and output join the key.
+    pub probes: Vec<Vec<String>>,
+    /// An output in which the program lists the files it read (a compiler's `-MD -MF`
+    /// dependency file, Make syntax). After a successful run the executor checks that
+    /// every workspace file listed is declared; one that is not fails the action.
+    pub depfile: Option<String>,
     /// Seconds the program may run: at the limit its whole process group is killed and
     /// the action fails as timed out. `None` runs it to its end.
     pub timeout_seconds: Option<u64>,
@@ -90,6 +99,8 @@ impl Command {
             env: BTreeMap::new(),
             cwd: String::new(),
             success_exit_codes: vec![0],
+            probes: Vec::new(),
+            depfile: None,
             timeout_seconds: None,
         }
     }

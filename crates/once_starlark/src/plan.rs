@@ -445,11 +445,31 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = true)] cacheable: bool,
         #[starlark(require = named, default = UnpackListOrTuple { items: vec![0] })]
         success_exit_codes: UnpackListOrTuple<i32>,
+        #[starlark(require = named, default = UnpackListOrTuple::default())]
+        probes: UnpackListOrTuple<UnpackListOrTuple<&'v str>>,
+        #[starlark(require = named, default = NoneOr::None)] depfile: NoneOr<&str>,
         #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
         #[starlark(require = named, default = NoneOr::None)] timeout_seconds: NoneOr<i32>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
         let state = state(eval, "run")?;
+        let probes: Vec<Vec<String>> = probes
+            .items
+            .into_iter()
+            .map(|probe| owned(probe.items))
+            .collect();
+        if probes
+            .iter()
+            .any(|probe| probe.first().is_none_or(String::is_empty))
+        {
+            bail!("every probe in `probes` needs a program: a non-empty first element");
+        }
+        let depfile = depfile.into_option().map(str::to_owned);
+        if let Some(depfile) = &depfile
+            && !outputs.items.contains(&depfile.as_str())
+        {
+            bail!("the `depfile` `{depfile}` must be one of the action's `outputs`");
+        }
         if argv.items.is_empty() || argv.items[0].is_empty() {
             bail!("`argv` needs a program: a non-empty first element");
         }
@@ -481,6 +501,8 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             env: environment,
             cwd: cwd.to_owned(),
             success_exit_codes: codes,
+            probes,
+            depfile,
             timeout_seconds,
         });
         state.push(
@@ -572,10 +594,13 @@ pub(crate) fn default_outputs(value: Value<'_>) -> anyhow::Result<Vec<String>> {
             value.get_type()
         )
     })?;
-    let mut out = Vec::new();
+    // A set for the duplicates: re-exported outputs grow along a chain of dependencies,
+    // and a linear search per item made planning a 3,000-deep filegroup chain cubic.
+    let mut seen = std::collections::HashSet::with_capacity(items.items.len());
+    let mut out = Vec::with_capacity(items.items.len());
     for item in items.items {
         check_path("default output", item)?;
-        if !out.iter().any(|o| o == item) {
+        if seen.insert(item) {
             out.push(item.to_owned());
         }
     }

@@ -73,6 +73,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_build",
             "once_exec",
             "once_test_results",
+            "once_runtime",
         ]),
     ),
     (
@@ -100,6 +101,9 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_test_results",
         ]),
     ),
+    // Runtime sessions: the supervisor, the session store and logs, over once_exec's
+    // program lookup and environment.
+    ("once_runtime", Allowed::Only(&["once_exec", "once_model"])),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),
 ];

@@ -10,7 +10,8 @@ for arg in "$@"; do
     esac
 done
 
-cat banner.txt
+# The banner `tools/Banner` generates, staged next to this script by `once`.
+cat "$(dirname "$0")/banner.txt"
 if [[ "$dry_run" == true ]]; then
     echo "dry run: nothing published"
 fi

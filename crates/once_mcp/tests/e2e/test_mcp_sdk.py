@@ -29,6 +29,8 @@ EXPECTED_TOOLS = [
     "once_query_evidence",
     "once_validate_workspace",
     "once_validate_target",
+    "once_runtime_status",
+    "once_runtime_logs",
     "once_fetch_external_source",
     "once_query_module_contract",
     "once_validate_script",

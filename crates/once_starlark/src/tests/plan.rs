@@ -313,8 +313,8 @@ fn generic_and_shell_kinds() {
             ("env", AttrValue::Dict(Vec::new())),
         ],
         expect![[r#"
-            app/Gen#run/run [run]: run ["bash", "gen.sh", "--all"] cwd=app
-              in:  app/gen.sh .once/out/tools/Tool/tool.sh
+            app/Gen#run/run [run]: run ["sh", "-c", "export ONCE_RUNFILES_DIR=\"$PWD/\"'../.once/out/app/Gen'; exec \"$@\"", "sh", "bash", "../.once/out/app/Gen/gen.sh", "--all"] cwd=app
+              in:  .once/out/app/Gen/gen.sh .once/out/app/Gen/tool.sh
               not cacheable
             default: 
         "#]],
@@ -348,18 +348,18 @@ fn generic_and_shell_kinds() {
         request("sh_binary", "run"),
         sh,
         expect![[r#"
-        app/Gen#run/run [run]: run ["bash", "../.once/out/app/Gen/gen.sh", "x"] cwd=app
-          in:  .once/out/app/Gen/gen.sh .once/out/app/Gen/data.txt .once/out/app/Gen/tool.sh
-          not cacheable
-        default: 
-    "#]],
+            app/Gen#run/run [run]: run ["sh", "-c", "export ONCE_RUNFILES_DIR=\"$PWD/\"'../.once/out/app/Gen'; exec \"$@\"", "sh", "bash", "../.once/out/app/Gen/gen.sh", "x"] cwd=app
+              in:  .once/out/app/Gen/gen.sh .once/out/app/Gen/data.txt .once/out/app/Gen/tool.sh
+              not cacheable
+            default: 
+        "#]],
     );
     check_prelude(
         "sh.star",
         request("sh_binary", "build"),
         &[("args", strings(&[])), ("env", AttrValue::Dict(Vec::new()))],
         expect![[r#"
-            error prelude/sh.star:32:5-32:107: fail: `main` is not set and `srcs` matches 2 files; set `main` to the script to run
+            error prelude/sh.star:35:5-35:107: fail: `main` is not set and `srcs` matches 2 files; set `main` to the script to run
         "#]],
     );
     check_prelude(

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the staged greeter and checks its first line of output.
+# Runs the greeter staged in the test's runfiles directory and checks its output.
 set -euo pipefail
 
-actual="$(./greeter)"
+actual="$("$(dirname "$0")/../greeter")"
 if [[ "$actual" != "${EXPECTED}" ]]; then
     echo "expected '${EXPECTED}', got '${actual}'" >&2
     exit 1
