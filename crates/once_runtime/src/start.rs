@@ -47,7 +47,7 @@ impl ProgramSpec {
         host: &HostEnvironment,
         extra: &[String],
     ) -> Result<ProgramSpec, String> {
-        let env = host.action_environment(&command.env);
+        let env = host.action_environment(&command.env, root);
         let cwd = if command.cwd.is_empty() {
             root.to_path_buf()
         } else {
