@@ -362,3 +362,84 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     }
     written.with_context(|| format!("cannot write `{}`", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+
+    use super::*;
+
+    /// The runner's command line a retry of `cases` runs, one word per line.
+    fn check(format: NativeFormat, argv: &[&str], cases: &[&str], expected: Expect) {
+        let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
+        let cases: Vec<String> = cases.iter().map(|c| (*c).to_owned()).collect();
+        expected.assert_eq(&filtered(format, &argv, &cases).join("\n"));
+    }
+
+    #[test]
+    fn retries_select_cases_in_each_runners_own_syntax() {
+        check(
+            NativeFormat::Libtest,
+            &["sh", "-c", "run", "sh", "tests"],
+            &["tests::fails", "tests::nested::deep"],
+            expect![[r#"
+                sh
+                -c
+                run
+                sh
+                tests
+                --exact
+                tests::fails
+                tests::nested::deep"#]],
+        );
+        check(
+            NativeFormat::PytestJunit,
+            &["python3", "-m", "pytest", "--junitxml=../j.xml", "-q", "tests/test_a.py", "tests/test_b.py"],
+            &["tests/test_a.py::test_x", "tests/test_a.py::TestC::test_y[1]"],
+            expect![[r#"
+                python3
+                -m
+                pytest
+                --junitxml=../j.xml
+                -q
+                tests/test_a.py::test_x
+                tests/test_a.py::TestC::test_y[1]"#]],
+        );
+        check(
+            NativeFormat::GoTestJson,
+            &["go", "tool", "test2json", "-t", "./x.test", "-test.v"],
+            &["pkg/T::TestFails", "pkg/T::TestTable/two.x", "pkg/T::TestTable/three"],
+            expect![[r#"
+                go
+                tool
+                test2json
+                -t
+                ./x.test
+                -test.v
+                -test.run=^(TestFails|TestTable)$/^(two\.x|three)$"#]],
+        );
+        check(
+            NativeFormat::Tap,
+            &["node", "--test", "--test-reporter=tap", "a.test.mjs"],
+            &["group > fails (1+1)", "flaky"],
+            expect![[r#"
+                node
+                --test
+                --test-name-pattern=^fails \(1\+1\)$
+                --test-name-pattern=^flaky$
+                --test-reporter=tap
+                a.test.mjs"#]],
+        );
+        // A TAP program that is not node, and a plain exit status: the whole target.
+        check(
+            NativeFormat::Tap,
+            &["sh", "t.sh"],
+            &["one"],
+            expect![[r#"
+                sh
+                t.sh"#]],
+        );
+        check(NativeFormat::ExitCode, &["./t"], &["t"], expect!["./t"]);
+        check(NativeFormat::Libtest, &["./t"], &[], expect!["./t"]);
+    }
+}

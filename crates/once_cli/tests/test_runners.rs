@@ -242,3 +242,44 @@ fn usage_errors_exit_2() {
     let output = once(&root, &["test", "py/Nothing"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn the_demo_passes_and_changed_runs_exactly_the_affected_tests() {
+    let (_dir, root) = workspace("demo");
+    let changed = "libs/text/src/lib.rs";
+    let affected = once(
+        &root,
+        &["--format", "json", "query", "affected-tests", changed],
+    );
+    let affected: Value = serde_json::from_slice(&affected.stdout).unwrap();
+    let listed: Vec<&str> = affected["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert!(!listed.is_empty());
+    let (code, answer) = test_json(&root, &["--changed", changed]);
+    assert_eq!(code, 0, "{answer}");
+    let ids = |key: &str, field: &str| -> Vec<String> {
+        answer[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t[field].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(answer["selection"]["tests"], affected["tests"]);
+    assert_eq!(ids("runs", "target"), listed);
+    // Every test of the demo passes, and all of them are hits the second time.
+    let (code, all) = test_json(&root, &["--all"]);
+    assert_eq!(code, 0, "{all}");
+    let (code, again) = test_json(&root, &["--all"]);
+    assert_eq!(code, 0);
+    let states = states(&again);
+    assert_eq!(states.len(), 8);
+    assert!(
+        states.iter().all(|(_, status, cache)| status == "passed" && cache == "hit"),
+        "{states:?}"
+    );
+}
