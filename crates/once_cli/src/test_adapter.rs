@@ -216,6 +216,18 @@ fn finish(
     };
     let here = std::env::current_dir().context("cannot read the working directory")?;
     let root = workspace_root(&here, args.cwd);
+    // A relative file the runner names is taken relative to the package directory; one
+    // that only exists relative to the workspace root (Cargo prints paths relative to
+    // its workspace, which may be the root) is made absolute so it is read that way.
+    for case in &mut parsed.cases {
+        if let Some(file) = case.file.as_mut()
+            && Path::new(file.as_str()).is_relative()
+            && !here.join(file.as_str()).exists()
+            && root.join(file.as_str()).is_file()
+        {
+            *file = root.join(file.as_str()).to_string_lossy().into_owned();
+        }
+    }
     let relative = |path: &Path| -> String {
         let absolute = here.join(path);
         let normal = normalize(&absolute);

@@ -1,5 +1,6 @@
-//! `once test` with the real runners (pytest, `node --test`, go's test binaries, and
-//! the demo's Rust, C and shell tests) on `test_data/test_runners`: each runner's
+//! `once test` with the real runners (pytest, `node --test`, go's test binaries, libtest
+//! executables, C and shell tests printing TAP or only exiting) on
+//! `test_data/test_runners`, and on the demo: each runner's
 //! passing, failing, skipped, flaky and timed-out cases give the expected normalized
 //! records (snapshots, durations blanked), a pass is a cache hit the next time, failures
 //! are not, `--rerun` runs again, and `--changed` on the demo runs exactly what
@@ -102,7 +103,27 @@ fn records(answer: &Value, root: &Path) -> String {
             serde_json::to_string_pretty(&results).unwrap()
         ));
     }
-    out.replace(&root.display().to_string(), "$WORKSPACE")
+    thread_ids(&out.replace(&root.display().to_string(), "$WORKSPACE"))
+}
+
+/// `text` with the thread ids libtest prints in panic messages (`thread 'a' (1234)`)
+/// shown as `(N)`.
+fn thread_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("' (") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push('N');
+            rest = &after[digits..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Each target's status and cache state.
@@ -151,6 +172,8 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     check(
         &states(&first),
         &[
+            ("c/CExitTest", "passed", "miss"),
+            ("c/CTapTest", "failed", "bypass"),
             ("go/mixed/GoMixedTest", "failed", "bypass"),
             ("go/pass/GoPassTest", "passed", "miss"),
             ("js/JsMixedTest", "failed", "bypass"),
@@ -158,6 +181,9 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsMixedTest", "failed", "bypass"),
+            ("sh/ShExitTest", "failed", "bypass"),
+            ("sh/ShTapTest", "failed", "bypass"),
         ],
     );
     // Nothing the tests started is left: the timed-out pytest was killed with its group.
@@ -169,6 +195,8 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     check(
         &states(&second),
         &[
+            ("c/CExitTest", "passed", "hit"),
+            ("c/CTapTest", "failed", "miss"),
             ("go/mixed/GoMixedTest", "failed", "miss"),
             ("go/pass/GoPassTest", "passed", "hit"),
             ("js/JsMixedTest", "failed", "miss"),
@@ -176,6 +204,9 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsMixedTest", "failed", "miss"),
+            ("sh/ShExitTest", "failed", "miss"),
+            ("sh/ShTapTest", "failed", "miss"),
         ],
     );
     for (before, after) in first["runs"]

@@ -1,0 +1,3 @@
+echo "checking the release"
+echo "missing changelog entry" >&2
+exit 3
