@@ -406,8 +406,19 @@ mod tests {
         );
         check(
             NativeFormat::PytestJunit,
-            &["python3", "-m", "pytest", "--junitxml=../j.xml", "-q", "tests/test_a.py", "tests/test_b.py"],
-            &["tests/test_a.py::test_x", "tests/test_a.py::TestC::test_y[1]"],
+            &[
+                "python3",
+                "-m",
+                "pytest",
+                "--junitxml=../j.xml",
+                "-q",
+                "tests/test_a.py",
+                "tests/test_b.py",
+            ],
+            &[
+                "tests/test_a.py::test_x",
+                "tests/test_a.py::TestC::test_y[1]",
+            ],
             expect![[r#"
                 python3
                 -m
@@ -420,7 +431,11 @@ mod tests {
         check(
             NativeFormat::GoTestJson,
             &["go", "tool", "test2json", "-t", "./x.test", "-test.v"],
-            &["pkg/T::TestFails", "pkg/T::TestTable/two.x", "pkg/T::TestTable/three"],
+            &[
+                "pkg/T::TestFails",
+                "pkg/T::TestTable/two.x",
+                "pkg/T::TestTable/three",
+            ],
             expect![[r#"
                 go
                 tool

@@ -310,7 +310,9 @@ fn the_demo_passes_and_changed_runs_exactly_the_affected_tests() {
     let states = states(&again);
     assert_eq!(states.len(), 8);
     assert!(
-        states.iter().all(|(_, status, cache)| status == "passed" && cache == "hit"),
+        states
+            .iter()
+            .all(|(_, status, cache)| status == "passed" && cache == "hit"),
         "{states:?}"
     );
 }
