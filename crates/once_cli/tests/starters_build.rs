@@ -5,7 +5,8 @@
 //! covered without editing this test. Each example (an example listed by several kinds
 //! once) is materialised into a workspace of its own (`once edit materialize-example`),
 //! then: `once build ...` must succeed, `once run TARGET` must exit 0 for every target
-//! with a `run` capability, and a second `once build ...` must be all cache hits. Examples
+//! with a `run` capability, `once test ...` must pass every test target with normalized
+//! results, and a second `once build ...` must be all cache hits. Examples
 //! run on two threads; every failure is collected and reported in one table at the end.
 //! A missing compiler or interpreter is a failure like any other (install them with
 //! `./.ci/toolchains`, which `./.ci/test` runs first): nothing is skipped.
@@ -223,6 +224,30 @@ fn check_example(example: &Example) -> Outcome {
                 &format!("run {target}"),
                 format!("exit {:?}: {}", output.status.code(), tail(&output, 8)),
             );
+        }
+    }
+    if !with("test").is_empty() {
+        let output = once(root, &["--format", "json", "test", "..."]);
+        match serde_json::from_slice::<Value>(&output.stdout) {
+            Ok(answer) if output.status.success() => {
+                for run in answer["runs"].as_array().unwrap() {
+                    let cases = run["results"]["summary"]["total"].as_u64().unwrap_or(0);
+                    if run["status"] != "passed" || cases == 0 {
+                        fail(
+                            &mut failures,
+                            &format!("test {}", run["target"]),
+                            compact(run),
+                        );
+                    } else {
+                        ran.push(format!("{}: {cases} cases passed", run["target"]));
+                    }
+                }
+            }
+            _ => fail(
+                &mut failures,
+                "test",
+                format!("exit {:?}: {}", output.status.code(), tail(&output, 8)),
+            ),
         }
     }
     if !buildable.is_empty() {
