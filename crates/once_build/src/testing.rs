@@ -248,17 +248,48 @@ fn join(cwd: &str, path: &str) -> String {
     parts.join("/")
 }
 
-/// The test action of a planned target (its `test` capability's command running the
-/// adapter), with the adapter call.
-fn test_action<'p>(plan: &'p Plan, target: &str) -> Option<(&'p PlannedAction, AdapterCall)> {
-    let planned = plan.targets.iter().find(|t| t.id == target)?;
-    planned.actions.iter().rev().find_map(|id| {
-        let action = plan.actions.iter().find(|a| a.action.id == *id)?;
-        let ActionStep::Run(command) = &action.action.step else {
-            return None;
-        };
-        AdapterCall::of(&command.argv, &command.cwd).map(|call| (action, call))
-    })
+/// The test actions of a planned target: its `test` capability's commands running the
+/// adapter (one, or one per batch when the kind splits the target), with their adapter
+/// calls, in plan order.
+fn test_actions<'p>(plan: &'p Plan, target: &str) -> Vec<(&'p PlannedAction, AdapterCall)> {
+    let Some(planned) = plan.targets.iter().find(|t| t.id == target) else {
+        return Vec::new();
+    };
+    planned
+        .actions
+        .iter()
+        .filter_map(|id| {
+            let action = plan.actions.iter().find(|a| a.action.id == *id)?;
+            let ActionStep::Run(command) = &action.action.step else {
+                return None;
+            };
+            AdapterCall::of(&command.argv, &command.cwd).map(|call| (action, call))
+        })
+        .collect()
+}
+
+/// Where a target's record goes: `<build_dir>/test/test_results.json` (the
+/// `results_path` of `once query tests`). Batches write their own records below it, in
+/// `test/batches/<n>/`, which are merged into this one.
+fn canonical_results(target: &str) -> String {
+    let label = once_model::TargetLabel::from_id(target);
+    format!(
+        "{}/test/test_results.json",
+        once_model::action::build_dir(&label.package, &label.name)
+    )
+}
+
+/// How bad a finished test action's state is, for a target's progress report: the worst
+/// of its batches.
+fn severity(status: &str) -> u8 {
+    match status {
+        "hit" => 0,
+        "passed" => 1,
+        "failed" => 2,
+        "error" => 3,
+        "timed_out" => 4,
+        _ => 5,
+    }
 }
 
 /// A progress report: a test target finished (`done` of `total`).
@@ -286,8 +317,20 @@ pub fn run(
     let test_actions: HashMap<String, String> = plan
         .targets
         .iter()
-        .filter_map(|t| test_action(plan, &t.id).map(|(a, _)| (a.action.id.clone(), t.id.clone())))
+        .flat_map(|t| {
+            test_actions(plan, &t.id)
+                .into_iter()
+                .map(|(a, _)| (a.action.id.clone(), t.id.clone()))
+        })
         .collect();
+    // Per target: its test actions still running, and the worst state of those done.
+    let pending: std::sync::Mutex<HashMap<String, (usize, &'static str)>> = {
+        let mut pending: HashMap<String, (usize, &'static str)> = HashMap::new();
+        for target in test_actions.values() {
+            pending.entry(target.clone()).or_insert((0, "hit")).0 += 1;
+        }
+        std::sync::Mutex::new(pending)
+    };
     if options.rerun {
         for action in &mut actions {
             if test_actions.contains_key(&action.action.id) {
@@ -300,7 +343,6 @@ pub fn run(
     let done = std::sync::atomic::AtomicUsize::new(0);
     let callback = |p: &once_exec::Progress<'_>| {
         if let Some(target) = test_actions.get(&p.result.id) {
-            let done = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             let status = match (p.result.status, p.result.cache) {
                 (ActionStatus::Succeeded, Some(CacheState::Hit)) => "hit",
                 (ActionStatus::Succeeded, _) => "passed",
@@ -309,6 +351,21 @@ pub fn run(
                 (ActionStatus::Skipped, _) => "error",
                 (ActionStatus::Failed, _) => "failed",
             };
+            let finished = {
+                let mut pending = pending.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(entry) = pending.get_mut(target) else {
+                    return;
+                };
+                entry.0 = entry.0.saturating_sub(1);
+                if severity(status) > severity(entry.1) {
+                    entry.1 = status;
+                }
+                (entry.0 == 0).then_some(entry.1)
+            };
+            let Some(status) = finished else {
+                return;
+            };
+            let done = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             progress(&TestProgress {
                 done,
                 total,
@@ -378,49 +435,82 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
         stderr: String::new(),
         record,
     };
-    let Some((action, call)) = test_action(plan, &run.target) else {
+    let parts = test_actions(plan, &run.target);
+    let Some((_, first)) = parts.first() else {
         return collect_own_record(root, run);
     };
-    run.results_path.clone_from(&call.results);
-    let Some(result) = report.result(&action.action.id) else {
-        run.error = Some("the test action did not run".to_owned());
-        return run;
-    };
-    run.cache = result.cache.map(CacheState::as_str);
-    run.stderr = String::from_utf8_lossy(&result.stderr.tail).into_owned();
-    match result.status {
-        ActionStatus::Cancelled => {
-            run.status = "cancelled";
-            run.error = Some("cancelled".to_owned());
-            return run;
-        }
-        ActionStatus::Skipped => {
-            run.error = Some(match &run.record.failure {
-                Some(failure) => {
-                    format!("not run: `{}` failed: {}", failure.action, failure.message)
-                }
-                None => "not run: what the test needs failed".to_owned(),
-            });
-            return run;
-        }
-        ActionStatus::Succeeded | ActionStatus::Failed => {}
-    }
-    let results = if result.timed_out {
-        timed_out_record(root, &run.target, &call, result)
+    run.results_path = if parts.len() == 1 {
+        first.results.clone()
     } else {
-        read_results(root, &run.target, &call.results).map_err(|error| {
-            // The adapter always writes a record; without one the action failed first.
-            match &result.message {
-                Some(message) => format!("{error} ({message})"),
-                None => error,
-            }
-        })
+        canonical_results(&run.target)
     };
-    match results {
+    run.cache = run.record.cache;
+    let mut records = Vec::with_capacity(parts.len());
+    for (action, call) in &parts {
+        let Some(result) = report.result(&action.action.id) else {
+            run.error = Some("the test action did not run".to_owned());
+            return run;
+        };
+        run.stderr
+            .push_str(&String::from_utf8_lossy(&result.stderr.tail));
+        match result.status {
+            ActionStatus::Cancelled => {
+                run.status = "cancelled";
+                run.error = Some("cancelled".to_owned());
+                return run;
+            }
+            ActionStatus::Skipped => {
+                run.error = Some(match &run.record.failure {
+                    Some(failure) => {
+                        format!("not run: `{}` failed: {}", failure.action, failure.message)
+                    }
+                    None => "not run: what the test needs failed".to_owned(),
+                });
+                return run;
+            }
+            ActionStatus::Succeeded | ActionStatus::Failed => {}
+        }
+        let results = if result.timed_out {
+            timed_out_record(root, &run.target, call, result)
+        } else {
+            read_results(root, &run.target, &call.results).map_err(|error| {
+                // The adapter always writes a record; without one the action failed first.
+                match &result.message {
+                    Some(message) => format!("{error} ({message})"),
+                    None => error,
+                }
+            })
+        };
+        match results {
+            Ok(results) => records.push(results),
+            Err(error) => {
+                run.error = Some(error);
+                return run;
+            }
+        }
+    }
+    match combine(root, &run.target, &run.results_path, records) {
         Ok(results) => set_results(&mut run, results),
         Err(error) => run.error = Some(error),
     }
     run
+}
+
+/// One record from the records of a target's test actions: the only one, or the batches
+/// merged (`once_test_results::merge::batches`) and written to the target's results path.
+fn combine(
+    root: &Path,
+    target: &str,
+    path: &str,
+    mut records: Vec<TestResults>,
+) -> Result<TestResults, String> {
+    if records.len() == 1 {
+        return records.pop().ok_or_else(|| "no results".to_owned());
+    }
+    let merged = once_test_results::merge::batches(target, records)
+        .ok_or_else(|| "the test declared no action".to_owned())?;
+    write_results(root, path, &merged)?;
+    Ok(merged)
 }
 
 /// A test whose kind does not run the adapter (a project kind): its actions write the
@@ -552,8 +642,9 @@ fn timed_out_record(
 }
 
 /// Re-runs the failing cases of `run` (uncached, filtered by case where the runner can
-/// filter) until they pass or `attempts` runs were made, merging each retry into the
-/// results (`once_test_results::merge::retry`) and writing them back.
+/// filter; each failing batch on its own) until they pass or `attempts` runs were made,
+/// merging each retry into the results (`once_test_results::merge::retry`) and writing
+/// them back.
 #[allow(
     clippy::too_many_arguments,
     reason = "one call site, every argument distinct"
@@ -568,9 +659,10 @@ fn retry(
     run: &mut TestRun,
     warnings: &mut Vec<String>,
 ) {
-    let Some((action, call)) = test_action(plan, &run.target) else {
+    let parts = test_actions(plan, &run.target);
+    if parts.is_empty() {
         return;
-    };
+    }
     while run.attempts < attempts && !cancel.is_cancelled() {
         let Some(current) = run.results.clone() else {
             return;
@@ -578,26 +670,90 @@ fn retry(
         if current.status != TargetStatus::Failed {
             return;
         }
-        let failing: Vec<String> = current
+        let started = Instant::now();
+        let mut records = Vec::with_capacity(parts.len());
+        for (action, call) in &parts {
+            let part = if parts.len() == 1 {
+                current.clone()
+            } else {
+                match read_results(root, &run.target, &call.results) {
+                    Ok(part) => part,
+                    Err(error) => {
+                        warnings.push(error);
+                        return;
+                    }
+                }
+            };
+            if part.status != TargetStatus::Failed {
+                records.push(part);
+                continue;
+            }
+            let retry = Retry {
+                root,
+                store,
+                plan,
+                exec_options,
+                cancel,
+            };
+            match retry.part(action, call, part, run.attempts, warnings) {
+                Some(part) => records.push(part),
+                None => return,
+            }
+        }
+        run.duration_ms += millis(started.elapsed());
+        run.attempts += 1;
+        run.cache = Some("bypass");
+        match combine(root, &run.target, &run.results_path, records) {
+            Ok(merged) => set_results(run, merged),
+            Err(error) => {
+                warnings.push(error);
+                return;
+            }
+        }
+    }
+}
+
+/// What a retry runs with.
+struct Retry<'a> {
+    root: &'a Path,
+    store: &'a Store,
+    plan: &'a Plan,
+    exec_options: &'a ExecOptions,
+    cancel: &'a CancelHandle,
+}
+
+impl Retry<'_> {
+    /// Runs the failing cases of one test action's record `previous` (after `done`
+    /// attempts) again; the merged record, written back where the action writes it, or
+    /// `None` when the retry did not get to results (a warning says why).
+    fn part(
+        &self,
+        action: &PlannedAction,
+        call: &AdapterCall,
+        mut previous: TestResults,
+        done: u32,
+        warnings: &mut Vec<String>,
+    ) -> Option<TestResults> {
+        let target = previous.target.clone();
+        let failing: Vec<String> = previous
             .cases
             .iter()
             .filter(|case| case.status == CaseStatus::Failed)
             .map(|case| case.id.clone())
             .collect();
         // A synthetic case (the runner's exit, a crash) names no case to select: the
-        // whole target runs again.
+        // whole action runs again.
         let whole = failing.iter().any(|id| id.starts_with('(')) || failing.is_empty();
-        let attempt = run.attempts + 1;
+        let attempt = done + 1;
         // Keep the previous attempt's log: the retry writes the same files.
         let kept_log = match call.log.rsplit_once('.') {
             Some((stem, extension)) if !extension.contains('/') => {
-                format!("{stem}.attempt-{}.{extension}", run.attempts)
+                format!("{stem}.attempt-{done}.{extension}")
             }
-            _ => format!("{}.attempt-{}", call.log, run.attempts),
+            _ => format!("{}.attempt-{done}", call.log),
         };
-        let mut previous = current;
-        if let Ok(Some(bytes)) = once_db::confined::read_confined(root, &call.log)
-            && once_db::confined::write_confined(root, &kept_log, &bytes, || Ok(())).is_ok()
+        if let Ok(Some(bytes)) = once_db::confined::read_confined(self.root, &call.log)
+            && once_db::confined::write_confined(self.root, &kept_log, &bytes, || Ok(())).is_ok()
         {
             for log in &mut previous.artifacts.logs {
                 if *log == call.log {
@@ -619,52 +775,43 @@ fn retry(
             argv.extend(command.argv[2..].iter().cloned());
             command.argv = argv;
         }
-        let started = Instant::now();
-        let report = match Executor::new(root, store)
-            .with_options(exec_options.clone())
-            .with_cancel(cancel.clone())
+        let report = match Executor::new(self.root, self.store)
+            .with_options(self.exec_options.clone())
+            .with_cancel(self.cancel.clone())
             .run(std::slice::from_ref(&retry_action))
         {
             Ok(report) => report,
             Err(error) => {
-                warnings.push(format!("cannot retry `{}`: {error}", run.target));
-                return;
+                warnings.push(format!("cannot retry `{target}`: {error}"));
+                return None;
             }
         };
         let retry_plan = Plan {
             actions: vec![retry_action.clone()],
-            ..plan.clone()
+            ..self.plan.clone()
         };
-        warnings.extend(crate::record_evidence(root, &retry_plan, &report));
-        run.duration_ms += millis(started.elapsed());
-        run.attempts = attempt;
-        run.cache = Some("bypass");
-        let Some(result) = report.results.first() else {
-            return;
-        };
+        warnings.extend(crate::record_evidence(self.root, &retry_plan, &report));
+        let result = report.results.first()?;
         if result.status == ActionStatus::Cancelled {
-            return;
+            return None;
         }
         let again = if result.timed_out {
-            timed_out_record(root, &run.target, &call, result)
+            timed_out_record(self.root, &target, call, result)
         } else {
-            read_results(root, &run.target, &call.results)
+            read_results(self.root, &target, &call.results)
         };
         let again = match again {
             Ok(again) => again,
             Err(error) => {
-                warnings.push(format!(
-                    "the retry of `{}` left no results: {error}",
-                    run.target
-                ));
-                return;
+                warnings.push(format!("the retry of `{target}` left no results: {error}"));
+                return None;
             }
         };
         let merged = once_test_results::merge::retry(previous, again);
-        if let Err(error) = write_results(root, &call.results, &merged) {
+        if let Err(error) = write_results(self.root, &call.results, &merged) {
             warnings.push(error);
         }
-        set_results(run, merged);
+        Some(merged)
     }
 }
 

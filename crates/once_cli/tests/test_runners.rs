@@ -178,6 +178,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/pass/GoPassTest", "passed", "miss"),
             ("js/JsMixedTest", "failed", "bypass"),
             ("js/JsPassTest", "passed", "miss"),
+            ("py/PyBatchedTest", "failed", "bypass"),
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
@@ -186,6 +187,26 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("sh/ShTapTest", "failed", "bypass"),
         ],
     );
+    // The batched target's record is the two unsplit targets' cases, durations aside.
+    let cases = |target: &str| -> Vec<Value> {
+        let run = first["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|run| run["target"] == target)
+            .unwrap();
+        let mut cases = run["results"]["cases"].as_array().unwrap().clone();
+        for case in &mut cases {
+            for attempt in case["attempts"].as_array_mut().unwrap() {
+                attempt["duration_ms"] = Value::Null;
+            }
+        }
+        cases
+    };
+    let mut unsplit = cases("py/PyMixedTest");
+    unsplit.extend(cases("py/PyPassTest"));
+    unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
+    assert_eq!(cases("py/PyBatchedTest"), unsplit);
     // Nothing the tests started is left: the timed-out pytest was killed with its group.
     assert_eq!(processes::processes_in(&root.join("py")), Vec::<u32>::new());
     // The passes are hits restoring the same results; the failures run again (and the
@@ -201,6 +222,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/pass/GoPassTest", "passed", "hit"),
             ("js/JsMixedTest", "failed", "miss"),
             ("js/JsPassTest", "passed", "hit"),
+            ("py/PyBatchedTest", "failed", "miss"),
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
