@@ -35,6 +35,13 @@ pub const RUNTIME_DIR: &str = ".once/runtime";
 pub const RECORD_FILE: &str = "session.json";
 pub const PROGRAM_FILE: &str = "program.json";
 pub const LOG_FILE: &str = "log.ndjson";
+
+/// The plain text of the program's standard output (for `tail -f`); the records with
+/// cursors are in [`LOG_FILE`].
+pub const STDOUT_FILE: &str = "stdout.log";
+
+/// The plain text of the program's standard error.
+pub const STDERR_FILE: &str = "stderr.log";
 pub const LIFE_LOCK_FILE: &str = "supervisor.lock";
 pub const STATE_LOCK_FILE: &str = "state.lock";
 pub const STOP_FILE: &str = "stop.request";
@@ -93,6 +100,10 @@ pub struct SessionRecord {
     pub session_dir: String,
     /// The interleaved log of line records, relative to the workspace root.
     pub log: String,
+    /// The plain text of the program's standard output, relative to the workspace root.
+    pub stdout: String,
+    /// The plain text of the program's standard error, relative to the workspace root.
+    pub stderr: String,
     /// The command line of the program (the last command of the `run` capability, with
     /// the extra arguments).
     pub argv: Vec<String>,

@@ -18,7 +18,8 @@ use once_exec::HostEnvironment;
 use serde::{Deserialize, Serialize};
 
 use crate::session::{
-    self, LOG_FILE, PROGRAM_FILE, SUPERVISOR_LOG_FILE, SessionRecord, SessionStatus, now_unix_ms,
+    self, LOG_FILE, PROGRAM_FILE, STDERR_FILE, STDOUT_FILE, SUPERVISOR_LOG_FILE, SessionRecord,
+    SessionStatus, now_unix_ms,
 };
 
 /// One command the supervisor runs, resolved: the program, its complete (scrubbed)
@@ -168,6 +169,8 @@ pub fn start_session(
         target: target.to_owned(),
         status: SessionStatus::Starting,
         log: format!("{relative}/{LOG_FILE}"),
+        stdout: format!("{relative}/{STDOUT_FILE}"),
+        stderr: format!("{relative}/{STDERR_FILE}"),
         session_dir: relative,
         argv: programs.last().map(|p| p.argv.clone()).unwrap_or_default(),
         supervisor_pid: None,
