@@ -12,6 +12,13 @@
 //!   [`BUSY_TIMEOUT`]: a writer waits for another one instead of failing. Writes are
 //!   `BEGIN IMMEDIATE` transactions, which take the write lock up front (a deferred
 //!   transaction upgrading from read to write could fail at once instead of waiting).
+//! - **Not flushed on every commit.** `synchronous = NORMAL`, SQLite's setting for WAL:
+//!   a commit is not `fsync`ed (checkpoints are, and closing a connection does not
+//!   checkpoint: the automatic checkpoint every 1,000 pages does), so a build does not
+//!   wait for the disk;
+//!   a crash of `once` loses nothing, a power cut may lose the last commits but never
+//!   corrupts the database. Evidence is provenance, written after the outputs (which
+//!   are not flushed either).
 //! - **Versioned.** The `once_schema` table holds the evidence schema's version
 //!   ([`SCHEMA_VERSION`]). A database with tables but no `once_schema` is foreign, one
 //!   with a newer version was written by a newer `once`: both are errors that say so. An
@@ -243,6 +250,19 @@ impl EvidenceStore {
             .map_err(database_error)?;
         let mut store = EvidenceStore { connection, path };
         store.use_wal()?;
+        store
+            .connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| store.database_error(e))?;
+        // The write-ahead log is moved into the database by the automatic checkpoints
+        // (every 1,000 pages), not by every process on exit, which would flush the disk.
+        store
+            .connection
+            .set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )
+            .map_err(|e| store.database_error(e))?;
         store.migrate()?;
         Ok(Some(store))
     }

@@ -61,6 +61,8 @@ const STAMPS_HEADER: &str = "once-output-stamps 1";
 pub struct WorkspaceRoot {
     pub path: PathBuf,
     handle: OwnedFd,
+    /// `.once/locks`, opened (and made) by the first output lock.
+    locks: std::sync::OnceLock<OwnedFd>,
 }
 
 /// A file's metadata that changes whenever its content may have.
@@ -119,6 +121,7 @@ impl WorkspaceRoot {
         Ok(WorkspaceRoot {
             path: path.to_path_buf(),
             handle: open_root(path)?,
+            locks: std::sync::OnceLock::new(),
         })
     }
 
@@ -143,10 +146,16 @@ impl WorkspaceRoot {
             hasher.update([0]);
         }
         let name = format!("outputs-{}", Sha256Digest(hasher.finalize().into()));
-        let locks = self
-            .directory(LOCKS_DIR, true)?
-            .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
-        handles::lock_exclusive(&locks, &name, give_up)
+        let locks = match self.locks.get() {
+            Some(locks) => locks,
+            None => {
+                let opened = self
+                    .directory(LOCKS_DIR, true)?
+                    .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
+                self.locks.get_or_init(|| opened)
+            }
+        };
+        handles::lock_exclusive(locks, &name, give_up)
     }
 
     /// Removes whatever is at `relative` (a whole directory), so a run starts clean.
