@@ -10,7 +10,8 @@
 //!   `once_build_target` for `All` (every action a hit);
 //! - **executor overhead**: 200 trivial actions (`echo N > $OUT/o`), built with `-j 1`
 //!   from an empty store, minus the no-op build of the same targets (planning, the
-//!   process, the hits) minus a shell loop running the same 200 commands with `sh -c`:
+//!   process, the hits) minus a shell loop running the same 200 command lines (`sh -c`
+//!   making `$OUT` with `mkdir -p`, then `echo`, as the `command` kind runs them):
 //!   what running an action through `once` adds per action (spawn, capture, store,
 //!   evidence);
 //! - **no-op build of a generated workspace**: `P × 10` `command` targets (one directory
@@ -337,8 +338,11 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
     let workspace = scratch.join("exec-trivial");
     write_trivial(&workspace, TRIVIAL_ACTIONS)?;
     let loop_dir = scratch.join("exec-trivial-loop");
+    // The command line the `command` kind runs for each target (`once query actions`):
+    // `sh -c` making `$OUT`, then the target's `cmd`.
     let script = format!(
-        "for i in $(seq {TRIVIAL_ACTIONS}); do sh -c \"echo $i > {}/o$i\"; done",
+        "for i in $(seq {TRIVIAL_ACTIONS}); do OUT={}/t$i sh -c 'mkdir -p \"$OUT\" || exit 1
+         echo '$i' > $OUT/o'; done",
         loop_dir.display()
     );
     let mut row = Row::new(

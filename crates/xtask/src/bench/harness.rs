@@ -506,9 +506,10 @@ fn edited(original: &str, run: usize) -> (String, bool) {
 
 /// Runs every measure and reports; the Markdown table is returned.
 /// The packages of the execution section's `command` workspace: the size's, at most
-/// 1,000 (10,000 targets; the first build of 100,000 actions would take most of an hour).
-fn execution_packages(packages: usize) -> usize {
-    packages.min(1_000)
+/// 1,000 (10,000 targets; the first build of 100,000 actions would take most of an hour);
+/// 10 (100 targets) in a smoke run, whose debug binary builds slowly.
+fn execution_packages(packages: usize, smoke: bool) -> usize {
+    if smoke { 10 } else { packages.min(1_000) }
 }
 
 /// Only the execution section (`bench-exec`).
@@ -519,7 +520,7 @@ pub fn run_execution(options: &Options) -> anyhow::Result<String> {
         &options.once,
         &scratch,
         options.runs.max(1),
-        execution_packages(packages),
+        execution_packages(packages, options.smoke),
     )?;
     std::fs::create_dir_all(&options.out_dir)?;
     let file = options
@@ -650,7 +651,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
 
     // --- execution: hits, restores, warm MCP build, overhead, no-op build -------------
     let (execution, execution_rows) =
-        super::execution::run(once, &scratch, runs, execution_packages(packages))?;
+        super::execution::run(once, &scratch, runs, execution_packages(packages, options.smoke))?;
 
     // --- worst cases (hostile inputs, each in a workspace of its own) -------------------
     let (worst_cases, worst_case_rows) = super::worst_cases::run(once, &scratch, runs.min(5))?;
