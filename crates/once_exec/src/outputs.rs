@@ -386,7 +386,9 @@ fn capture_entry(
                     Err(_) => {
                         file.seek(io::SeekFrom::Start(0))?;
                         store.put_blob_from(&mut file)?;
-                        store.link_blob(&digest, size, directory, name).unwrap_or(false)
+                        store
+                            .link_blob(&digest, size, directory, name)
+                            .unwrap_or(false)
                     }
                 };
                 if linked {

@@ -407,8 +407,7 @@ impl Store {
     ) -> Result<(), BlobError> {
         let before = fstat(&*file).map_err(|e| BlobError::Io(e.into()))?;
         file.seek(SeekFrom::Start(0)).map_err(BlobError::Io)?;
-        let (actual, _) =
-            crate::outputs::hash_stream(file, |_| Ok(())).map_err(BlobError::Io)?;
+        let (actual, _) = crate::outputs::hash_stream(file, |_| Ok(())).map_err(BlobError::Io)?;
         if actual != *digest {
             let _ = unlinkat(&self.blobs, relative, AtFlags::empty());
             return Err(BlobError::Corrupt);

@@ -144,7 +144,14 @@ fn restored_and_fresh_outputs_are_read_only_links_to_sealed_blobs() {
     check(&hit, &workspace, &store, CacheState::Hit, "hello", true);
     std::fs::remove_dir_all(workspace.root().join(".once/out")).unwrap();
     let restored = workspace.run(&plan);
-    check(&restored, &workspace, &store, CacheState::Hit, "hello", true);
+    check(
+        &restored,
+        &workspace,
+        &store,
+        CacheState::Hit,
+        "hello",
+        true,
+    );
     assert_eq!(workspace.runs(), 1);
     // The recorded mode is the one the action wrote; dependents' keys see that one.
     let OutputKind::File { mode, .. } = restored.results[0].entries[0].kind else {
@@ -159,28 +166,48 @@ fn restored_and_fresh_outputs_are_read_only_links_to_sealed_blobs() {
 fn writes_through_a_linked_output_never_give_a_hit_with_wrong_bytes() {
     type Tamper = fn(&Path);
     let tampers: [(&str, Tamper, bool); 5] = [
-        ("in-place write keeping the size", |path| {
-            let mut file = OpenOptions::new().write(true).open(path).unwrap();
-            file.write_all(b"HELLO").unwrap();
-        }, true),
-        ("one byte in the middle, size kept", |path| {
-            let mut file = OpenOptions::new().write(true).open(path).unwrap();
-            file.seek(SeekFrom::Start(2)).unwrap();
-            file.write_all(b"L").unwrap();
-        }, true),
-        ("truncation", |path| {
-            OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .unwrap();
-        }, true),
-        ("truncation and the same length rewritten", |path| {
-            std::fs::write(path, "jello").unwrap();
-        }, true),
-        ("chmod only", |path| {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        }, false),
+        (
+            "in-place write keeping the size",
+            |path| {
+                let mut file = OpenOptions::new().write(true).open(path).unwrap();
+                file.write_all(b"HELLO").unwrap();
+            },
+            true,
+        ),
+        (
+            "one byte in the middle, size kept",
+            |path| {
+                let mut file = OpenOptions::new().write(true).open(path).unwrap();
+                file.seek(SeekFrom::Start(2)).unwrap();
+                file.write_all(b"L").unwrap();
+            },
+            true,
+        ),
+        (
+            "truncation",
+            |path| {
+                OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(path)
+                    .unwrap();
+            },
+            true,
+        ),
+        (
+            "truncation and the same length rewritten",
+            |path| {
+                std::fs::write(path, "jello").unwrap();
+            },
+            true,
+        ),
+        (
+            "chmod only",
+            |path| {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            },
+            false,
+        ),
     ];
     for (what, tamper, changes_bytes) in tampers {
         let workspace = Workspace::new();
@@ -220,7 +247,14 @@ fn a_write_after_the_output_was_removed_and_restored_is_caught_too() {
     workspace.run(&plan);
     std::fs::remove_dir_all(workspace.root().join(".once/out")).unwrap();
     let restored = workspace.run(&plan);
-    check(&restored, &workspace, &store, CacheState::Hit, "hello", true);
+    check(
+        &restored,
+        &workspace,
+        &store,
+        CacheState::Hit,
+        "hello",
+        true,
+    );
     std::fs::write(workspace.output("a"), "HELLO").unwrap();
     // Outputs removed: the restore would link the (now unsound) blob again.
     std::fs::remove_dir_all(workspace.root().join(".once/out")).unwrap();
@@ -315,7 +349,14 @@ fn a_store_on_another_file_system_falls_back_to_read_only_copies() {
     check(&first, &workspace, &store, CacheState::Miss, "hello", false);
     std::fs::remove_dir_all(workspace.root().join(".once/out")).unwrap();
     let restored = run_with_store(workspace.root(), &store, &plan);
-    check(&restored, &workspace, &store, CacheState::Hit, "hello", false);
+    check(
+        &restored,
+        &workspace,
+        &store,
+        CacheState::Hit,
+        "hello",
+        false,
+    );
     std::fs::write(workspace.output("a"), "HELLO").unwrap();
     let next = run_with_store(workspace.root(), &store, &plan);
     check(&next, &workspace, &store, CacheState::Hit, "hello", false);

@@ -86,6 +86,18 @@ fn load_average() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The load averages seen during a measure, as `a` or `a–b`.
+fn load_range(loads: &[String]) -> String {
+    let values: Vec<f64> = loads.iter().filter_map(|load| load.parse().ok()).collect();
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    match values.len() {
+        0 => "?".into(),
+        _ if low == high => format!("{low:.2}"),
+        _ => format!("{low:.2}–{high:.2}"),
+    }
+}
+
 /// Writes the root manifest of a workspace whose packages are under `pkgs/`.
 fn write_root(root: &Path) -> anyhow::Result<()> {
     super::recreate_dir(root)?;
@@ -173,11 +185,7 @@ fn write_commands(root: &Path, packages: usize) -> anyhow::Result<usize> {
 
 /// `once build ... --format json` in `workspace` (with `extra` arguments): the wall time
 /// and each action's cache state, checked to have succeeded.
-fn build(
-    once: &Path,
-    workspace: &Path,
-    extra: &[&str],
-) -> anyhow::Result<(Duration, Vec<String>)> {
+fn build(once: &Path, workspace: &Path, extra: &[&str]) -> anyhow::Result<(Duration, Vec<String>)> {
     let (elapsed, output) = timed(
         Command::new(once)
             .args(["build", "...", "--format", "json", "-C"])
@@ -219,7 +227,9 @@ fn ensure_all(states: &[String], expected: &str, count: usize, what: &str) -> an
 /// Checks that every artifact of the graph is in place with its size.
 fn check_artifacts(workspace: &Path) -> anyhow::Result<()> {
     for (index, mib) in ARTIFACT_MIB.iter().enumerate() {
-        let path = workspace.join(format!(".once/out/{GRAPH_PACKAGE}/n{index:02}/out/n{index:02}"));
+        let path = workspace.join(format!(
+            ".once/out/{GRAPH_PACKAGE}/n{index:02}/out/n{index:02}"
+        ));
         let size = std::fs::metadata(&path)
             .with_context(|| format!("`{}` is missing", path.display()))?
             .len();
@@ -244,10 +254,7 @@ fn graph_rows(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Vec<Ro
     cold.samples.push(elapsed);
     cold.note = format!("load {load}");
 
-    let mut hit = Row::new(
-        "full hit, outputs in place, new process",
-        "≤ 10 ms",
-    );
+    let mut hit = Row::new("full hit, outputs in place, new process", "≤ 10 ms");
     let mut restore = Row::new(
         "full hit after `rm -rf .once/out` (84 MiB restored)",
         "≤ 30 ms",
@@ -270,8 +277,8 @@ fn graph_rows(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Vec<Ro
         check_artifacts(&workspace)?;
         restore.samples.push(elapsed);
     }
-    hit.note = format!("load {}", hit_load.join(" "));
-    restore.note = format!("load {}", restore_load.join(" "));
+    hit.note = format!("load {}", load_range(&hit_load));
+    restore.note = format!("load {}", load_range(&restore_load));
 
     let mut warm = Row::new(
         "warm MCP `once_build_target` full hit (`All`, 15 actions)",
@@ -325,9 +332,9 @@ fn artifact_times(workspace: &Path) -> anyhow::Result<Vec<(u64, i64)>> {
         .iter()
         .enumerate()
         .map(|(index, _)| {
-            let metadata = std::fs::metadata(
-                workspace.join(format!(".once/out/{GRAPH_PACKAGE}/n{index:02}/out/n{index:02}")),
-            )?;
+            let metadata = std::fs::metadata(workspace.join(format!(
+                ".once/out/{GRAPH_PACKAGE}/n{index:02}/out/n{index:02}"
+            )))?;
             Ok((metadata.ino(), metadata.mtime_nsec()))
         })
         .collect()
@@ -350,7 +357,8 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
         "≤ 2 ms",
     );
     build(once, &workspace, &["-j", "1"])?;
-    let (mut cold, mut noop, mut bare, mut loads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut cold, mut noop, mut bare, mut loads) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         loads.push(load_average());
         for directory in [".once/cache", ".once/out"] {
@@ -378,7 +386,7 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
     }
     row.note = format!(
         "load {}; medians: build from an empty store {}, no-op build {}, shell loop {}",
-        loads.join(" "),
+        load_range(&loads),
         fmt_ms(Some(median(&cold))),
         fmt_ms(Some(median(&noop))),
         fmt_ms(Some(median(&bare)))
@@ -402,7 +410,10 @@ fn noop_rows(
     // Untimed: warms the digest index and the output stamps' racy entries.
     build(once, &workspace, &[])?;
     let mut validate = Row::new("cold `query validate-workspace` (same workspace)", "");
-    let mut noop = Row::new("no-op `once build ...`, warm digest index, new process", "≤ 2× validate");
+    let mut noop = Row::new(
+        "no-op `once build ...`, warm digest index, new process",
+        "≤ 2× validate",
+    );
     let mut loads = Vec::new();
     for _ in 0..runs {
         loads.push(load_average());
@@ -425,7 +436,7 @@ fn noop_rows(
         10_000 => "cold `query validate-workspace`, 10k `command` targets",
         _ => "cold `query validate-workspace`, the `command` workspace",
     };
-    validate.note = format!("{targets} targets; load {}", loads.join(" "));
+    validate.note = format!("{targets} targets; load {}", load_range(&loads));
     let ratio = match (noop.median(), validate.median()) {
         (Some(n), Some(v)) if v > Duration::ZERO => n.as_secs_f64() / v.as_secs_f64(),
         _ => 0.0,
@@ -444,8 +455,8 @@ pub fn run(
     runs: usize,
     noop_packages: usize,
 ) -> anyhow::Result<(String, Value)> {
-    let once: PathBuf = std::fs::canonicalize(once)
-        .with_context(|| format!("no `{}`", once.display()))?;
+    let once: PathBuf =
+        std::fs::canonicalize(once).with_context(|| format!("no `{}`", once.display()))?;
     let scratch = scratch.to_path_buf();
     std::fs::create_dir_all(&scratch)?;
     let started = Instant::now();

@@ -650,8 +650,12 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     rows.push(warm_lsp(once, &workspace, &generated, runs)?);
 
     // --- execution: hits, restores, warm MCP build, overhead, no-op build -------------
-    let (execution, execution_rows) =
-        super::execution::run(once, &scratch, runs, execution_packages(packages, options.smoke))?;
+    let (execution, execution_rows) = super::execution::run(
+        once,
+        &scratch,
+        runs,
+        execution_packages(packages, options.smoke),
+    )?;
 
     // --- worst cases (hostile inputs, each in a workspace of its own) -------------------
     let (worst_cases, worst_case_rows) = super::worst_cases::run(once, &scratch, runs.min(5))?;
