@@ -1105,8 +1105,9 @@ fn evidence_is_listed_read_only_and_answers_newest_first() {
         assert!(message.starts_with("Input validation error"), "{message}");
     }
 
-    // A database that cannot be read is a tool error (the request itself was valid). The
-    // write-ahead log goes too: it holds the last commits (closing does not checkpoint).
+    // A database that cannot be read is a tool error (the request itself was valid). A
+    // write-ahead log left by a connection still open would hold the last commits: it
+    // goes too.
     let state = server._workspace.path().join(".once");
     for log in ["once.sqlite-wal", "once.sqlite-shm"] {
         let _ = std::fs::remove_file(state.join(log));
