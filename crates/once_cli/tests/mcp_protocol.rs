@@ -1350,6 +1350,15 @@ fn a_terminated_server_kills_its_builds_processes() {
         pids.iter().all(|&pid| !ps_lists(pid)),
         "a build process survived the server: {pids:?}"
     );
+    // Nor does the watcher's private directory, although the handler exits without
+    // destructors.
+    let prefix = format!("once-watch-{}-", server.child.id());
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// Every tool's real answer on the demo workspace (with `--allow-run`: the editing and
