@@ -399,13 +399,19 @@ pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
         .results
         .iter()
         .find(|r| r.status == ActionStatus::Failed);
+    // By id, once: looking each one up in the list would be quadratic in the plan.
+    let by_id: std::collections::HashMap<&str, &ActionResult> = report
+        .results
+        .iter()
+        .map(|result| (result.id.as_str(), result))
+        .collect();
     plan.targets
         .iter()
         .map(|target| {
             let results: Vec<&ActionResult> = target
                 .actions
                 .iter()
-                .filter_map(|id| report.result(id))
+                .filter_map(|id| by_id.get(id.as_str()).copied())
                 .collect();
             let has = |status| results.iter().any(|r| r.status == status);
             let has_cache = |state| results.iter().any(|r| r.cache == Some(state));

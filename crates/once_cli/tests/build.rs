@@ -3,19 +3,17 @@
 //! (miss, then hit, then miss after an edit), early cutoff, failures and exit codes.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{once, text, write};
 
 #[path = "support/processes.rs"]
 mod processes;
 use processes::{ps_lists, wait_for_processes};
 
 use serde_json::Value;
-
-fn write(root: &Path, path: &str, text: &str) {
-    let path = root.join(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// `data/Data` (filegroup) ← `gen/Gen` (command: the first line of its source and of
 /// the data) ← `use/Use` (command reading Gen's output); `tools/Hello` (script);
@@ -117,20 +115,6 @@ outputs = ["never.txt"]
         "#include <stdio.h>\nint main(void) { puts(\"from c\"); return 0; }\n",
     );
     dir
-}
-
-fn once(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_once"))
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env_remove("ONCE_WORKSPACE")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `once build … --format json`: the exit code and each target's cache state.

@@ -1105,9 +1105,15 @@ fn evidence_is_listed_read_only_and_answers_newest_first() {
         assert!(message.starts_with("Input validation error"), "{message}");
     }
 
-    // A database that cannot be read is a tool error (the request itself was valid).
+    // A database that cannot be read is a tool error (the request itself was valid). A
+    // write-ahead log left by a connection still open would hold the last commits: it
+    // goes too.
+    let state = server._workspace.path().join(".once");
+    for log in ["once.sqlite-wal", "once.sqlite-shm"] {
+        let _ = std::fs::remove_file(state.join(log));
+    }
     std::fs::write(
-        server._workspace.path().join(".once/once.sqlite"),
+        state.join("once.sqlite"),
         "not a database, just text long enough to be read",
     )
     .unwrap();
@@ -1344,6 +1350,15 @@ fn a_terminated_server_kills_its_builds_processes() {
         pids.iter().all(|&pid| !ps_lists(pid)),
         "a build process survived the server: {pids:?}"
     );
+    // Nor does the watcher's private directory, although the handler exits without
+    // destructors.
+    let prefix = format!("once-watch-{}-", server.child.id());
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// Every tool's real answer on the demo workspace (with `--allow-run`: the editing and

@@ -11,9 +11,13 @@
 //! A missing compiler or interpreter is a failure like any other (install them with
 //! `./.ci/toolchains`, which `./.ci/test` runs first): nothing is skipped.
 
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{once, text};
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -42,20 +46,6 @@ struct Outcome {
     failures: Vec<Failure>,
     duration: Duration,
     ran: Vec<String>,
-}
-
-fn once(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_once"))
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env_remove("ONCE_WORKSPACE")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The last `lines` lines of a command's output, on one line each, for the table.

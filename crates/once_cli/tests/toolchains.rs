@@ -6,47 +6,14 @@
 //! Cargo's build-script override, into a Rust one); the demo workspace builds completely,
 //! its runnable targets run and a second build is all hits.
 
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{copy_tree, once, text, write};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use expect_test::{Expect, expect};
 use serde_json::Value;
-
-fn once(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_once"))
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env_remove("ONCE_WORKSPACE")
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(root: &Path, path: &str, contents: &str) {
-    let path = root.join(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, contents).unwrap();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == ".once" {
-            continue;
-        }
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &to.join(&name));
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).unwrap();
-        }
-    }
-}
 
 /// `once build …` (JSON), which must succeed; each target with its cache state, as
 /// `target (kind): state` lines.

@@ -510,6 +510,8 @@ struct Run<'r> {
     stamps: OutputStamps,
     tools: ToolDigests,
     probes: crate::probes::Probes,
+    /// Programs found on a `PATH` outside the workspace, by name and `PATH`.
+    programs: Mutex<HashMap<(String, String), PathBuf>>,
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
 }
@@ -577,6 +579,7 @@ impl<'a> Executor<'a> {
             stamps,
             tools: ToolDigests::default(),
             probes: crate::probes::Probes::default(),
+            programs: Mutex::new(HashMap::new()),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,
@@ -796,7 +799,7 @@ impl<'a> Executor<'a> {
             let argv0 = command.argv.first().map_or("", String::as_str);
             let found = match (&self.options.once_program, argv0) {
                 (Some(once), ONCE_PROGRAM) => once.clone(),
-                _ => resolve_program(argv0, path_variable, &cwd)?,
+                _ => self.resolve(run, argv0, path_variable, &cwd)?,
             };
             let mut identity = run
                 .tools
@@ -858,6 +861,40 @@ impl<'a> Executor<'a> {
             return Ok(());
         }
         self.execute(run, action, &prepared, Some(&key), result)
+    }
+
+    /// Finds the program `argv0` runs ([`resolve_program`]). A name looked up on a `PATH`
+    /// with no directory in the workspace is found once per execution (nothing the plan
+    /// builds can appear there); its identity is still read for every action.
+    fn resolve(
+        &self,
+        run: &Run<'_>,
+        argv0: &str,
+        path_variable: &str,
+        cwd: &Path,
+    ) -> Result<PathBuf, String> {
+        let outside = !argv0.contains('/')
+            && path_variable
+                .split(':')
+                .all(|directory| !Path::new(directory).starts_with(&self.workspace_root));
+        if !outside {
+            return resolve_program(argv0, path_variable, cwd);
+        }
+        let memo_key = (argv0.to_owned(), path_variable.to_owned());
+        if let Some(found) = run
+            .programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&memo_key)
+        {
+            return Ok(found.clone());
+        }
+        let found = resolve_program(argv0, path_variable, cwd)?;
+        run.programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(memo_key, found.clone());
+        Ok(found)
     }
 
     /// Reuses the record of `key` when there is one whose blobs are all sound.

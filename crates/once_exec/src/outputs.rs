@@ -6,14 +6,24 @@
 //! ([`once_db::confined::open_directory_at`]); files are written to a temporary file in
 //! their directory and renamed into place.
 //!
-//! **Restore strategy: copy, checked.** A hit copies each blob into a temporary file next
-//! to the output while hashing it, and renames it into place only when the digest
-//! matches. Hard links are not used: an output would share its inode with the blob, so a
-//! tool or an editor writing the output in place (or a `chmod`) would change the store
-//! and every other workspace sharing it, and read-only blobs do not stop a process
-//! running as root. Reflinks would have to read the blob anyway to check it.
+//! **Restore strategy: a hard link to a sealed blob, else a checked copy.** An output
+//! file readable by everyone and executable by no one ([`links_with_mode`]) is a hard
+//! link to its blob, made under a temporary name and renamed into place; so are such
+//! files once an action that wrote them has been captured, so a dependent sees the same
+//! read-only file after a hit as after a miss. Linked outputs are read-only (0444). The
+//! store seals each blob (read-only, a fixed modification time in the past) and checks
+//! the seal on the open blob before linking it and whenever an output linked to it is
+//! taken as in place; an in-place write through the output (root ignores the missing
+//! write bit), a truncation or a `chmod` breaks the seal, the blob is hashed again and,
+//! if it no longer matches, removed and reported: the action runs again (its outputs are
+//! removed first, never written through). Other modes (executables), and a link that
+//! fails (the store on another file system, too many links), are copied from the blob
+//! while hashing it into a temporary file next to the output, renamed into place only
+//! when the digest matches.
 //!
-//! **Outputs already in place are not touched.** Before restoring a file, its stamp
+//! **Outputs already in place are not touched.** A file that is a link to its sound
+//! blob (same device and inode, the blob sealed) is in place without reading it, whatever
+//! its change time (linking the blob elsewhere moves that). Otherwise its stamp
 //! (size, modification and change times, inode, mode) is looked up in the workspace's
 //! stamp file `.once/output-stamps`; when it matches a stamp recorded with the same
 //! digest, the file is known to hold the right bytes without reading it. Otherwise a file
@@ -23,7 +33,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io::{self, Read as _, Seek as _};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -37,7 +47,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::handles::{self, with_context};
 use crate::record::{OutputEntry, OutputKind};
-use crate::store::{BlobError, Store};
+use crate::store::{BLOB_MODE, BlobError, Store, links_with_mode};
 
 /// The directory of the workspace's output locks, relative to its root.
 pub const LOCKS_DIR: &str = ".once/locks";
@@ -51,6 +61,8 @@ const STAMPS_HEADER: &str = "once-output-stamps 1";
 pub struct WorkspaceRoot {
     pub path: PathBuf,
     handle: OwnedFd,
+    /// `.once/locks`, opened (and made) by the first output lock.
+    locks: std::sync::OnceLock<OwnedFd>,
 }
 
 /// A file's metadata that changes whenever its content may have.
@@ -109,6 +121,7 @@ impl WorkspaceRoot {
         Ok(WorkspaceRoot {
             path: path.to_path_buf(),
             handle: open_root(path)?,
+            locks: std::sync::OnceLock::new(),
         })
     }
 
@@ -133,10 +146,16 @@ impl WorkspaceRoot {
             hasher.update([0]);
         }
         let name = format!("outputs-{}", Sha256Digest(hasher.finalize().into()));
-        let locks = self
-            .directory(LOCKS_DIR, true)?
-            .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
-        handles::lock_exclusive(&locks, &name, give_up)
+        let locks = match self.locks.get() {
+            Some(locks) => locks,
+            None => {
+                let opened = self
+                    .directory(LOCKS_DIR, true)?
+                    .ok_or_else(|| io::Error::other(format!("cannot create `{LOCKS_DIR}`")))?;
+                self.locks.get_or_init(|| opened)
+            }
+        };
+        handles::lock_exclusive(locks, &name, give_up)
     }
 
     /// Removes whatever is at `relative` (a whole directory), so a run starts clean.
@@ -273,12 +292,34 @@ impl WorkspaceRoot {
                     }
                 }
                 OutputKind::File { mode, size, digest } => {
+                    let linkable = links_with_mode(*mode);
                     if let Some(stat) = &current
                         && handles::file_type(stat) == FileType::RegularFile
-                        && stat.st_mode & 0o777 == *mode
                         && stat.st_size.max(0) as u64 == *size
-                        && stamps.holds(&entry.path, stat, digest, &handle, name)
                     {
+                        let linked_mode = linkable && stat.st_mode & 0o7777 == BLOB_MODE;
+                        if linkable
+                            && store
+                                .is_linked(digest, *size, stat)
+                                .map_err(|e| RestoreError::Blob(*digest, e))?
+                        {
+                            continue;
+                        }
+                        if (stat.st_mode & 0o777 == *mode || linked_mode)
+                            && stamps.holds(&entry.path, stat, digest, &handle, name)
+                        {
+                            continue;
+                        }
+                    }
+                    if current.as_ref().map(handles::file_type) == Some(FileType::Directory) {
+                        handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
+                    }
+                    if linkable
+                        && store
+                            .link_blob(digest, *size, &handle, name)
+                            .map_err(|e| RestoreError::Blob(*digest, e))?
+                    {
+                        written += 1;
                         continue;
                     }
                     let (temporary, mut file) =
@@ -287,11 +328,10 @@ impl WorkspaceRoot {
                         store
                             .copy_blob_to(digest, &mut file)
                             .map_err(|e| RestoreError::Blob(*digest, e))?;
-                        fchmod(&file, Mode::from_raw_mode(*mode))
+                        // A linkable output is read-only even when copied.
+                        let restored_mode = if linkable { BLOB_MODE } else { *mode };
+                        fchmod(&file, Mode::from_raw_mode(restored_mode))
                             .map_err(|e| RestoreError::Io(e.into()))?;
-                        if current.as_ref().map(handles::file_type) == Some(FileType::Directory) {
-                            handles::remove_entry(&handle, name).map_err(RestoreError::Io)?;
-                        }
                         renameat(&handle, temporary.as_str(), &handle, name)
                             .map_err(|e| RestoreError::Io(e.into()))?;
                         let stat = fstat(&file).map_err(|e| RestoreError::Io(e.into()))?;
@@ -327,20 +367,45 @@ fn capture_entry(
                 io::Error::other(format!("`{path}` disappeared while it was read"))
             })?;
             let stat = fstat(&file)?;
+            let mode = stat.st_mode & 0o777;
             let (digest, size) = match store {
                 Some(store) => store
                     .put_blob_from(&mut file)
                     .map_err(|e| with_context(e, format_args!("cannot store `{path}`")))?,
                 None => hash_file(&mut file)?,
             };
+            // The file the action wrote becomes the link a hit would restore (when its
+            // blob is sound and the link can be made; else it stays as written).
+            let mut stat = stat;
+            if let Some(store) = store
+                && links_with_mode(mode)
+            {
+                let linked = match store.link_blob(&digest, size, directory, name) {
+                    Ok(linked) => linked,
+                    // The blob there was unsound (now removed): store this file instead.
+                    Err(_) => {
+                        file.seek(io::SeekFrom::Start(0))?;
+                        store.put_blob_from(&mut file)?;
+                        store
+                            .link_blob(&digest, size, directory, name)
+                            .unwrap_or(false)
+                    }
+                };
+                if linked {
+                    entries.push(OutputEntry {
+                        path: path.to_owned(),
+                        kind: OutputKind::File { mode, size, digest },
+                    });
+                    return Ok(());
+                }
+                // No link: read-only all the same, as a copy restored from the store is.
+                fchmod(&file, Mode::from_raw_mode(BLOB_MODE))?;
+                stat = fstat(&file)?;
+            }
             stamps.record(path, &stat, &digest);
             entries.push(OutputEntry {
                 path: path.to_owned(),
-                kind: OutputKind::File {
-                    mode: stat.st_mode & 0o777,
-                    size,
-                    digest,
-                },
+                kind: OutputKind::File { mode, size, digest },
             });
         }
         FileType::Directory => {

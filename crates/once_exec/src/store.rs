@@ -3,7 +3,7 @@
 //!
 //! ## Layout (default `<workspace>/.once/cache`, any directory may be used)
 //!
-//! - `blobs/<2 hex>/<62 hex>`: file contents by SHA-256, read-only (mode 0444);
+//! - `blobs/<2 hex>/<62 hex>`: file contents by SHA-256, sealed (below);
 //! - `actions/<2 hex>/<62 hex>`: result records by action key ([`ActionRecord`]);
 //! - `locks/<64 hex>`: one lock file per action key being executed;
 //! - `tools`: the digests of programs actions ran, by path and metadata
@@ -21,6 +21,17 @@
 //! removed and reported, and whatever needed it is a miss. Nothing is `fsync`ed: a power
 //! cut can leave an empty or partial blob or record, which the checks turn into misses.
 //!
+//! **Sealed blobs.** When the store writes a blob it makes it read-only (0444) and sets
+//! its modification time to a fixed instant in the past ([`SEAL_SECONDS`]); nothing else
+//! is recorded. Any write to the blob's inode afterwards (through a hard-linked output,
+//! by any process, root included) moves the modification time to "now", and a truncation
+//! changes the size too; a `chmod` changes the mode. So before a blob is linked into the
+//! workspace, or an output linked to it is taken as in place, its size, modification time
+//! and mode are checked on the open handle ([`Store::link_blob`], [`Store::is_linked`]);
+//! a blob failing the check is hashed again: a mismatch is a corrupt blob (removed,
+//! reported, a miss), a match seals it again. Only setting the time back on purpose
+//! (`touch -d`, `utimensat`) after a write would go unnoticed.
+//!
 //! Executions of one key are serialised across threads and processes by an advisory lock
 //! (`flock`) on its lock file; the executor reads the record again once it holds the
 //! lock, so a process that waited for another one's run reuses its result.
@@ -34,7 +45,8 @@ use std::time::{Duration, SystemTime};
 use once_db::Sha256Digest;
 use once_db::confined::{TEMPORARY_PREFIX, create_temporary, open_directory_at, open_root};
 use rustix::fs::{
-    AtFlags, FileType, FlockOperation, Mode, OFlags, fchmod, flock, openat, renameat, unlinkat,
+    AtFlags, FileType, FlockOperation, Mode, OFlags, Stat, Timespec, Timestamps, fchmod, flock,
+    fstat, futimens, linkat, openat, renameat, statat, unlinkat,
 };
 use rustix::io::Errno;
 use sha2::{Digest as _, Sha256};
@@ -51,6 +63,24 @@ const LOCKS: &str = "locks";
 const TEMPORARIES: &str = "tmp";
 const STORE_LOCK: &str = "store.lock";
 const COPY_CHUNK: usize = 64 * 1024;
+
+/// The modification time of every sealed blob (2001-09-09T01:46:40Z, whole seconds so
+/// that file systems with coarse times keep it exactly): a write to the blob moves its
+/// time away from it.
+pub const SEAL_SECONDS: i64 = 1_000_000_000;
+
+/// The mode of every sealed blob, and of every output linked to one.
+pub const BLOB_MODE: u32 = 0o444;
+
+/// Whether an output recorded with `mode` is restored as a hard link to its blob: a file
+/// readable by everyone and executable by no one (its write bits are dropped: linked
+/// outputs are read-only). Other modes (executables, private files) are copied, since a
+/// blob has a single mode.
+pub fn links_with_mode(mode: u32) -> bool {
+    mode & !0o222 == BLOB_MODE
+}
+
+static LINK_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// An open store.
 pub struct Store {
@@ -232,7 +262,7 @@ impl Store {
         let (directory, name) = fan_out(digest);
         let fan = handles::make_directory(&self.blobs, &directory)?;
         let moved = (|| {
-            fchmod(file, Mode::from_raw_mode(0o444))?;
+            seal(file)?;
             renameat(&self.temporaries, temporary, &fan, name.as_str())?;
             Ok(())
         })();
@@ -277,6 +307,118 @@ impl Store {
 
     pub fn put_blob(&self, mut bytes: &[u8]) -> io::Result<Sha256Digest> {
         Ok(self.put_blob_from(&mut bytes)?.0)
+    }
+
+    /// Links the blob `digest` (of `size` bytes) to `name` in `directory`, replacing what
+    /// is there unless it is a directory (the caller removes those). The blob is checked
+    /// first on its open handle (sealed: size, modification time, mode), else hashed again
+    /// ([`BlobError::Corrupt`] when it does not match: removed). Answers `false`, leaving
+    /// `name` alone, when the link cannot be made (another file system, too many links, a
+    /// file system without links): the caller copies instead.
+    pub fn link_blob(
+        &self,
+        digest: &Sha256Digest,
+        size: u64,
+        directory: &OwnedFd,
+        name: &str,
+    ) -> Result<bool, BlobError> {
+        let (fan, blob_name) = fan_out(digest);
+        let relative = format!("{fan}/{blob_name}");
+        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
+        else {
+            return Err(BlobError::Missing);
+        };
+        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
+        if !is_sealed(&stat, size) {
+            self.verify_blob(&mut file, &relative, digest)?;
+        }
+        let temporary = format!(
+            "{TEMPORARY_PREFIX}{}-link-{}",
+            std::process::id(),
+            LINK_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        if linkat(
+            &self.blobs,
+            relative.as_str(),
+            directory,
+            temporary.as_str(),
+            AtFlags::empty(),
+        )
+        .is_err()
+        {
+            return Ok(false);
+        }
+        // The name linked must still be the inode checked (a writer replacing the blob
+        // with equal bytes in between is fine, anything else is refused).
+        let linked = statat(directory, temporary.as_str(), AtFlags::SYMLINK_NOFOLLOW);
+        let same = linked.is_ok_and(|linked| {
+            linked.st_dev == stat.st_dev && linked.st_ino == stat.st_ino && is_sealed(&linked, size)
+        });
+        if !same || renameat(directory, temporary.as_str(), directory, name).is_err() {
+            let _ = unlinkat(directory, temporary.as_str(), AtFlags::empty());
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Whether the file whose status is `output` is a hard link to the blob `digest` (of
+    /// `size` bytes) and that blob is sound: sealed, or hashed again and matching. A blob
+    /// linked but unsound is removed ([`BlobError::Corrupt`]); `Ok(false)` when the file
+    /// is not a link to the blob (or the blob is gone).
+    pub fn is_linked(
+        &self,
+        digest: &Sha256Digest,
+        size: u64,
+        output: &Stat,
+    ) -> Result<bool, BlobError> {
+        let (fan, blob_name) = fan_out(digest);
+        let relative = format!("{fan}/{blob_name}");
+        let Ok(stat) = statat(&self.blobs, relative.as_str(), AtFlags::SYMLINK_NOFOLLOW) else {
+            return Ok(false);
+        };
+        if stat.st_dev != output.st_dev || stat.st_ino != output.st_ino {
+            return Ok(false);
+        }
+        if is_sealed(&stat, size) {
+            return Ok(true);
+        }
+        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
+        else {
+            return Ok(false);
+        };
+        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
+        if stat.st_ino != output.st_ino {
+            return Ok(false);
+        }
+        if !is_sealed(&stat, size) {
+            self.verify_blob(&mut file, &relative, digest)?;
+        }
+        Ok(true)
+    }
+
+    /// Hashes the open blob `relative` again: a mismatch removes it
+    /// ([`BlobError::Corrupt`]); a match seals it again (when nothing wrote to it while it
+    /// was read, and the store may change its mode).
+    fn verify_blob(
+        &self,
+        file: &mut File,
+        relative: &str,
+        digest: &Sha256Digest,
+    ) -> Result<(), BlobError> {
+        let before = fstat(&*file).map_err(|e| BlobError::Io(e.into()))?;
+        file.seek(SeekFrom::Start(0)).map_err(BlobError::Io)?;
+        let (actual, _) = crate::outputs::hash_stream(file, |_| Ok(())).map_err(BlobError::Io)?;
+        if actual != *digest {
+            let _ = unlinkat(&self.blobs, relative, AtFlags::empty());
+            return Err(BlobError::Corrupt);
+        }
+        let after = fstat(&*file).map_err(|e| BlobError::Io(e.into()))?;
+        if (after.st_mtime, after.st_mtime_nsec, after.st_size)
+            == (before.st_mtime, before.st_mtime_nsec, before.st_size)
+        {
+            let _ = seal(&*file);
+        }
+        Ok(())
     }
 
     /// Copies the blob `digest` into `destination`, checking it on the way. A blob that
@@ -390,7 +532,9 @@ impl Store {
         handles::write_atomically(&self.root, name, contents, 0o644)
     }
 
-    /// Every entry of a fanned-out directory: (fan/name, size, modification time).
+    /// Every entry of a fanned-out directory: (fan/name, size, time): the change time
+    /// for blobs (their modification time is the seal; the change time moves when a blob
+    /// is written or linked), the modification time for records (a hit touches it).
     fn listing(directory: &OwnedFd) -> io::Result<Vec<(String, u64, SystemTime)>> {
         let mut entries = Vec::new();
         for fan in handles::entry_names(directory)? {
@@ -401,10 +545,15 @@ impl Store {
                 if let Some(stat) = handles::stat_entry(&fan_fd, &name)?
                     && handles::file_type(&stat) == FileType::RegularFile
                 {
+                    let (seconds, nanoseconds) = if stat.st_mtime == SEAL_SECONDS {
+                        (stat.st_ctime, stat.st_ctime_nsec)
+                    } else {
+                        (stat.st_mtime, stat.st_mtime_nsec)
+                    };
                     let modified = SystemTime::UNIX_EPOCH
                         + Duration::new(
-                            stat.st_mtime.max(0) as u64,
-                            stat.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+                            seconds.max(0) as u64,
+                            nanoseconds.clamp(0, 999_999_999) as u32,
                         );
                     entries.push((
                         format!("{fan}/{name}"),
@@ -532,6 +681,35 @@ impl Store {
         report.bytes_after = total;
         Ok(report)
     }
+}
+
+/// Makes a blob read-only and sets its modification time to [`SEAL_SECONDS`].
+fn seal(file: &File) -> io::Result<()> {
+    fchmod(file, Mode::from_raw_mode(BLOB_MODE))?;
+    futimens(
+        file,
+        &Timestamps {
+            last_access: Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_OMIT,
+            },
+            last_modification: Timespec {
+                tv_sec: SEAL_SECONDS,
+                tv_nsec: 0,
+            },
+        },
+    )?;
+    Ok(())
+}
+
+/// Whether a blob's status shows that nothing wrote to it since the store sealed it.
+fn is_sealed(stat: &Stat, size: u64) -> bool {
+    FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+        && stat.st_mode & 0o7777 == BLOB_MODE
+        && stat.st_size >= 0
+        && stat.st_size as u64 == size
+        && stat.st_mtime == SEAL_SECONDS
+        && stat.st_mtime_nsec == 0
 }
 
 /// Reads the tail of `file` (at most `limit` bytes) and its size, from the start.

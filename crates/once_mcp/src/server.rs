@@ -174,8 +174,9 @@ impl Job {
 static SERVERS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 /// Cancels every running build of every server in this process (killing their process
-/// groups) and waits for them: what a signal handler calls before the process exits, so
-/// that no build process outlives the server.
+/// groups) and waits for them, and removes the workspace watcher's temporary directory:
+/// what a signal handler calls before the process exits, so that no build process and
+/// no file outlives the server.
 pub fn stop_all_builds() {
     let servers: Vec<Arc<Shared>> = {
         let mut servers = lock(&SERVERS);
@@ -193,6 +194,9 @@ pub fn stop_all_builds() {
             let _ = thread.join();
         }
     }
+    // The process exits right after, without destructors: the watcher's private
+    // directory goes now.
+    once_watch::remove_fence_dirs();
 }
 
 /// Serves MCP over stdin/stdout until stdin closes.

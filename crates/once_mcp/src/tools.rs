@@ -648,7 +648,7 @@ pub fn registry() -> Vec<Tool> {
             name: "once_runtime_logs",
             title: "Runtime session logs",
             description: format!("Read standard output or standard error records for a runtime session.\n\n\
-                Records `{{cursor, source, level, message, time_unix_ms}}` of the program's output, one per line, standard output and error interleaved in the order they arrived (`level` is `info` for stdout, `error` for stderr). \
+                Records `{{cursor, source, level, message, time}}` of the program's output, one per line, standard output and error interleaved in the order they arrived (`level` is `info` for stdout, `error` for stderr). \
                 Pass `source` to restrict the result to `stdout` or `stderr`, and a previous `cursor` (a record's, or the answer's `next_cursor`) to read only the records after it: \
                 a cursor is a position in the whole log, so resuming with a filter never skips a record of the other stream that has not been read. \
                 At most `limit` records (default {default}, at most {max}); lines longer than {line} bytes are split into several records; bytes that are not UTF-8 are replaced with U+FFFD. \

@@ -1,7 +1,8 @@
 //! The session log: the program's standard output and error as line records, in one
 //! file (`log.ndjson`), interleaved in the order the supervisor received them.
 //!
-//! Each record is one JSON line `{cursor, source, level, message, time_unix_ms}`. The
+//! Each record is one JSON line `{cursor, source, level, message, time}` (`time` in
+//! milliseconds since the Unix epoch). The
 //! cursor is the record's position in the log (a 12-digit decimal, counting from 0 across
 //! both streams), so "the records after cursor C" is exact whatever source a reader
 //! filters on: a reader of `stdout` that resumes from its last cursor never skips a
@@ -23,7 +24,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::session::LOG_FILE;
+use crate::session::{LOG_FILE, STDERR_FILE, STDOUT_FILE};
 
 /// The longest line a record holds, in bytes; longer lines are cut into several records.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
@@ -79,7 +80,8 @@ pub struct LogRecord {
     pub level: String,
     /// The line, without its end of line; bytes that are not UTF-8 replaced with U+FFFD.
     pub message: String,
-    /// When the supervisor received the line.
+    /// When the supervisor received the line, in milliseconds since the Unix epoch.
+    #[serde(rename = "time")]
     pub time_unix_ms: u64,
 }
 
@@ -186,6 +188,10 @@ fn rotated_segments(dir: &Path) -> io::Result<Vec<(u64, std::path::PathBuf)>> {
 pub struct LogWriter {
     dir: std::path::PathBuf,
     file: File,
+    /// The plain text of each stream (`stdout.log`, `stderr.log`), rotated with the
+    /// records: the previous file is kept as `<name>.1`.
+    stdout: File,
+    stderr: File,
     next: u64,
     /// The position of the current file's first record.
     first: u64,
@@ -206,9 +212,18 @@ impl LogWriter {
             .append(true)
             .open(dir.join(LOG_FILE))?;
         file.set_len(0)?;
+        let plain = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(dir.join(name))
+        };
         Ok(LogWriter {
             dir: dir.to_path_buf(),
             file,
+            stdout: plain(STDOUT_FILE)?,
+            stderr: plain(STDERR_FILE)?,
             next: 0,
             first: 0,
             bytes: 0,
@@ -228,6 +243,18 @@ impl LogWriter {
             .open(self.dir.join(LOG_FILE))?;
         self.first = self.next;
         self.bytes = 0;
+        for name in [STDOUT_FILE, STDERR_FILE] {
+            std::fs::rename(self.dir.join(name), self.dir.join(format!("{name}.1")))?;
+        }
+        let plain = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(self.dir.join(name))
+        };
+        self.stdout = plain(STDOUT_FILE)?;
+        self.stderr = plain(STDERR_FILE)?;
         let segments = rotated_segments(&self.dir)?;
         let excess = segments.len().saturating_sub(KEPT_SEGMENTS);
         for (_, path) in &segments[..excess] {
@@ -257,6 +284,12 @@ impl LogWriter {
             self.rotate()?;
         }
         self.file.write_all(&line)?;
+        let plain = match source {
+            LogSource::Stdout => &mut self.stdout,
+            LogSource::Stderr => &mut self.stderr,
+        };
+        plain.write_all(record.message.as_bytes())?;
+        plain.write_all(b"\n")?;
         self.bytes = self.bytes.saturating_add(length);
         self.next += 1;
         Ok(())
@@ -470,7 +503,14 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names.len(), 1 + KEPT_SEGMENTS, "{names:?}");
+        // The records' files, and each stream's plain text with its previous file.
+        let records = names.iter().filter(|n| n.ends_with(".ndjson")).count();
+        assert_eq!(records, 1 + KEPT_SEGMENTS, "{names:?}");
+        for plain in ["stdout.log", "stdout.log.1", "stderr.log", "stderr.log.1"] {
+            assert!(names.iter().any(|n| n == plain), "{names:?}");
+        }
+        let stdout = std::fs::read_to_string(dir.path().join("stdout.log")).unwrap();
+        assert!(stdout.ends_with("line 18\n"), "{stdout:?}");
         let all = read_logs(dir.path(), "s", None, None, 100).unwrap();
         let first = parse_cursor(&all.records[0].cursor).unwrap();
         // Everything before the oldest kept file is gone, and said so.

@@ -35,6 +35,13 @@ pub const RUNTIME_DIR: &str = ".once/runtime";
 pub const RECORD_FILE: &str = "session.json";
 pub const PROGRAM_FILE: &str = "program.json";
 pub const LOG_FILE: &str = "log.ndjson";
+
+/// The plain text of the program's standard output (for `tail -f`); the records with
+/// cursors are in [`LOG_FILE`].
+pub const STDOUT_FILE: &str = "stdout.log";
+
+/// The plain text of the program's standard error.
+pub const STDERR_FILE: &str = "stderr.log";
 pub const LIFE_LOCK_FILE: &str = "supervisor.lock";
 pub const STATE_LOCK_FILE: &str = "state.lock";
 pub const STOP_FILE: &str = "stop.request";
@@ -93,6 +100,10 @@ pub struct SessionRecord {
     pub session_dir: String,
     /// The interleaved log of line records, relative to the workspace root.
     pub log: String,
+    /// The plain text of the program's standard output, relative to the workspace root.
+    pub stdout: String,
+    /// The plain text of the program's standard error, relative to the workspace root.
+    pub stderr: String,
     /// The command line of the program (the last command of the `run` capability, with
     /// the extra arguments).
     pub argv: Vec<String>,
@@ -133,9 +144,66 @@ pub fn now_unix_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The runtime directory of the workspace at `root`.
-pub fn runtime_dir(root: &Path) -> PathBuf {
-    root.join(RUNTIME_DIR)
+/// A directory of the runtime state, held open: its path (`/proc/self/fd/N`) names the
+/// directory that was opened, so every file reached through it stays inside it whatever
+/// happens to the workspace's path meanwhile (a component swapped for a symbolic link
+/// cannot redirect a write). Every runtime directory is opened from the workspace root
+/// one component at a time without following links (`once_db::confined`).
+#[derive(Debug)]
+pub struct DirHandle {
+    _fd: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl DirHandle {
+    fn new(fd: std::os::fd::OwnedFd) -> DirHandle {
+        use std::os::fd::AsRawFd as _;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        DirHandle { _fd: fd, path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::ops::Deref for DirHandle {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The runtime directory of the workspace at `root` (`.once/runtime`), made when
+/// `create`; `None` when it does not exist. A `.once` or `.once/runtime` that is a
+/// symbolic link is refused.
+pub fn runtime_dir(root: &Path, create: bool) -> io::Result<Option<DirHandle>> {
+    let root_fd = once_db::confined::open_root(root)?;
+    use std::os::fd::AsFd as _;
+    let opened = once_db::confined::open_directory_at(root_fd.as_fd(), RUNTIME_DIR, create)
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("the runtime directory `{RUNTIME_DIR}` cannot be used: {e}"),
+            )
+        })?;
+    Ok(opened.map(DirHandle::new))
+}
+
+/// The directory `id` inside the runtime directory, not followed if it is a link.
+fn child_dir(runtime: &DirHandle, id: &str) -> io::Result<DirHandle> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(&runtime._fd, id, flags, Mode::empty())?;
+    Ok(DirHandle::new(fd))
+}
+
+/// Makes the directory `id` inside the runtime directory (failing when it exists) and
+/// opens it.
+pub fn create_child_dir(runtime: &DirHandle, id: &str) -> io::Result<DirHandle> {
+    rustix::fs::mkdirat(&runtime._fd, id, rustix::fs::Mode::from_raw_mode(0o755))?;
+    child_dir(runtime, id)
 }
 
 /// Whether `id` can name a session directory (letters, digits, `_`, `-`, `.`; not
@@ -150,7 +218,7 @@ pub fn is_valid_session_id(id: &str) -> bool {
 }
 
 /// The directory of session `id`, or an error naming the session when there is none.
-pub fn session_dir(root: &Path, id: &str) -> io::Result<PathBuf> {
+pub fn session_dir(root: &Path, id: &str) -> io::Result<DirHandle> {
     let unknown = || {
         io::Error::new(
             io::ErrorKind::NotFound,
@@ -160,7 +228,12 @@ pub fn session_dir(root: &Path, id: &str) -> io::Result<PathBuf> {
     if !is_valid_session_id(id) {
         return Err(unknown());
     }
-    let dir = runtime_dir(root).join(id);
+    let Some(runtime) = runtime_dir(root, false)? else {
+        return Err(unknown());
+    };
+    let Ok(dir) = child_dir(&runtime, id) else {
+        return Err(unknown());
+    };
     match std::fs::symlink_metadata(dir.join(RECORD_FILE)) {
         Ok(meta) if meta.is_file() => Ok(dir),
         _ => Err(unknown()),
@@ -304,11 +377,10 @@ pub fn observe(dir: &Path) -> io::Result<SessionRecord> {
 /// Every session of the workspace, oldest first (each read as [`read_session`] does).
 /// Directories without a readable record are left out.
 pub fn list_sessions(root: &Path) -> io::Result<Vec<SessionRecord>> {
-    let entries = match std::fs::read_dir(runtime_dir(root)) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+    let Some(runtime) = runtime_dir(root, false)? else {
+        return Ok(Vec::new());
     };
+    let entries = std::fs::read_dir(runtime.path())?;
     let mut records = Vec::new();
     for entry in entries {
         let entry = entry?;
@@ -318,7 +390,7 @@ pub fn list_sessions(root: &Path) -> io::Result<Vec<SessionRecord>> {
         if !is_valid_session_id(&id) || !entry.file_type()?.is_dir() {
             continue;
         }
-        if let Ok(record) = observe(&entry.path()) {
+        if let Ok(record) = child_dir(&runtime, &id).and_then(|dir| observe(&dir)) {
             records.push(record);
         }
     }
@@ -341,11 +413,16 @@ pub fn prune_sessions(root: &Path, older_than: Duration) -> io::Result<Vec<Strin
         if !record.status.is_final() || now.saturating_sub(finished) < limit {
             continue;
         }
-        let dir = runtime_dir(root).join(&record.session_id);
+        let Some(runtime) = runtime_dir(root, false)? else {
+            break;
+        };
+        let dir = child_dir(&runtime, &record.session_id)?;
         let Some(life) = try_life_lock(&dir)? else {
             continue;
         };
-        std::fs::remove_dir_all(&dir)?;
+        // Removed through the runtime directory's handle: the session directory itself
+        // is a directory there (opened without following links above).
+        std::fs::remove_dir_all(runtime.join(&record.session_id))?;
         drop(life);
         removed.push(record.session_id);
     }
@@ -398,5 +475,26 @@ mod tests {
         .map(SessionStatus::as_str)
         .collect();
         assert_eq!(finals, ["stopped", "exited", "failed"]);
+    }
+
+    /// A `.once` or `.once/runtime` that is a link, or a session directory that is one,
+    /// is never followed: nothing is made or read outside the workspace.
+    #[test]
+    fn links_in_the_runtime_path_are_refused() {
+        let workspace = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), workspace.path().join(".once")).unwrap();
+        assert!(runtime_dir(workspace.path(), true).is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+        std::fs::remove_file(workspace.path().join(".once")).unwrap();
+        let runtime = runtime_dir(workspace.path(), true).unwrap().unwrap();
+        std::fs::create_dir(outside.path().join("s1")).unwrap();
+        std::fs::write(outside.path().join("s1").join(RECORD_FILE), "{}").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("s1"), runtime.join("s1")).unwrap();
+        assert!(session_dir(workspace.path(), "s1").is_err());
+        let made = create_child_dir(&runtime, "s2").unwrap();
+        std::fs::write(made.join("x"), "y").unwrap();
+        assert!(workspace.path().join(".once/runtime/s2/x").is_file());
     }
 }

@@ -18,7 +18,8 @@ use once_exec::HostEnvironment;
 use serde::{Deserialize, Serialize};
 
 use crate::session::{
-    self, LOG_FILE, PROGRAM_FILE, SUPERVISOR_LOG_FILE, SessionRecord, SessionStatus, now_unix_ms,
+    self, LOG_FILE, PROGRAM_FILE, STDERR_FILE, STDOUT_FILE, SUPERVISOR_LOG_FILE, SessionRecord,
+    SessionStatus, now_unix_ms,
 };
 
 /// One command the supervisor runs, resolved: the program, its complete (scrubbed)
@@ -101,34 +102,6 @@ pub fn read_programs(dir: &Path) -> io::Result<Vec<ProgramSpec>> {
     serde_json::from_slice(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Refuses a `.once` or `.once/runtime` that is a symbolic link (sessions stay in the
-/// workspace) and makes the runtime directory.
-fn runtime_root(root: &Path) -> io::Result<PathBuf> {
-    for relative in [".once", session::RUNTIME_DIR] {
-        let path = root.join(relative);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(io::Error::other(format!(
-                    "`{}` is a symbolic link; runtime sessions live in the workspace",
-                    path.display()
-                )));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::create_dir(&path).or_else(|e| {
-                    if e.kind() == io::ErrorKind::AlreadyExists {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                })?
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(session::runtime_dir(root))
-}
-
 /// Starts a session running `programs` (in order; the last is the long-running one)
 /// for `target`, supervised by `supervisor` (the `once` executable), and answers its
 /// `starting` record at once.
@@ -138,7 +111,8 @@ pub fn start_session(
     programs: &[ProgramSpec],
     supervisor: &Path,
 ) -> io::Result<SessionRecord> {
-    let runtime = runtime_root(root)?;
+    let runtime = session::runtime_dir(root, true)?
+        .ok_or_else(|| io::Error::other("cannot make the runtime directory"))?;
     let started = now_unix_ms();
     let base = session::session_id(target, std::process::id(), started);
     let (id, dir) = (0..1000)
@@ -149,13 +123,10 @@ pub fn start_session(
                 format!("{base}-{n}")
             }
         })
-        .find_map(|id| {
-            let dir = runtime.join(&id);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => Some(Ok((id, dir))),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
-                Err(e) => Some(Err(e)),
-            }
+        .find_map(|id| match session::create_child_dir(&runtime, &id) {
+            Ok(dir) => Some(Ok((id, dir))),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
+            Err(e) => Some(Err(e)),
         })
         .unwrap_or_else(|| Err(io::Error::other("cannot find a free session id")))?;
     let life = session::take_life_lock(&dir)?;
@@ -168,6 +139,8 @@ pub fn start_session(
         target: target.to_owned(),
         status: SessionStatus::Starting,
         log: format!("{relative}/{LOG_FILE}"),
+        stdout: format!("{relative}/{STDOUT_FILE}"),
+        stderr: format!("{relative}/{STDERR_FILE}"),
         session_dir: relative,
         argv: programs.last().map(|p| p.argv.clone()).unwrap_or_default(),
         supervisor_pid: None,
@@ -188,7 +161,7 @@ pub fn start_session(
     let log = std::fs::File::create(dir.join(SUPERVISOR_LOG_FILE))?;
     let spawned = Command::new(supervisor)
         .arg("__supervise")
-        .arg(&dir)
+        .arg(root.join(session::RUNTIME_DIR).join(&id))
         .env_clear()
         .current_dir(root)
         .stdin(Stdio::from(life))

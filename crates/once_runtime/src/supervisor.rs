@@ -54,9 +54,25 @@ struct Ending {
     stopped: bool,
 }
 
-/// Runs the session in `dir` to its end. Errors are recorded in the session (and the
-/// supervisor's log), so the caller only prints them.
-pub fn supervise(dir: &Path) -> io::Result<()> {
+/// Runs the session whose directory is `path` (`<root>/.once/runtime/<id>`) to its end,
+/// reaching it from the workspace root without following links. Errors are recorded in
+/// the session (and the supervisor's log), so the caller only prints them.
+pub fn supervise(path: &Path) -> io::Result<()> {
+    let invalid = || io::Error::other(format!("`{}` is not a session directory", path.display()));
+    let id = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(invalid)?;
+    let root = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .ok_or_else(invalid)?;
+    let handle = session::session_dir(root, id)?;
+    supervise_in(&handle)
+}
+
+fn supervise_in(dir: &Path) -> io::Result<()> {
     let me = std::process::id();
     if let Err(e) = rustix::process::setsid() {
         return fail(

@@ -373,12 +373,59 @@ fn entry(path: &Path) -> Entry {
     }
 }
 
-/// The private directory the fence's marker files are written in.
+/// The prefix of fence directories in the system's temporary directory; the process id
+/// follows, so a later process can tell the directories of dead ones.
+const FENCE_PREFIX: &str = "once-watch-";
+
+/// The fence directories of this process, so an exit that skips destructors (a signal
+/// handler calling `exit`) can still remove them ([`remove_fence_dirs`]).
+static LIVE_FENCE_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// The private directory the fence's marker files are written in. Directories left by
+/// processes that died without removing theirs (killed) are removed first.
 fn new_fence_dir() -> Option<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("once-watch-")
+    remove_dead_fence_dirs(&std::env::temp_dir());
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{FENCE_PREFIX}{}-", std::process::id()))
         .tempdir()
-        .ok()
+        .ok()?;
+    if let Ok(mut live) = LIVE_FENCE_DIRS.lock() {
+        live.push(dir.path().to_path_buf());
+    }
+    Some(dir)
+}
+
+/// Removes this process's fence directories; for exits that skip destructors.
+pub fn remove_fence_dirs() {
+    if let Ok(mut live) = LIVE_FENCE_DIRS.lock() {
+        for dir in live.drain(..) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Removes the fence directories in `temp` whose process no longer exists.
+fn remove_dead_fence_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(FENCE_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        // Only directories, never followed through a link.
+        let is_directory = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !alive && is_directory && pid != std::process::id() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -588,5 +635,26 @@ mod tests {
             open_files()
         );
         drop(receiver);
+    }
+
+    /// A fence directory whose process is gone is removed by the next watcher; a live
+    /// process's and other names are left alone.
+    #[test]
+    fn fence_directories_of_dead_processes_are_swept() {
+        let temp = tempfile::tempdir().unwrap();
+        let dead = temp
+            .path()
+            .join(format!("{FENCE_PREFIX}{}-abc", u32::MAX - 7));
+        let live = temp
+            .path()
+            .join(format!("{FENCE_PREFIX}{}-def", std::process::id()));
+        let other = temp.path().join(format!("{FENCE_PREFIX}old-format"));
+        for dir in [&dead, &live, &other] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("fence-1"), "").unwrap();
+        }
+        remove_dead_fence_dirs(temp.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
     }
 }

@@ -9,6 +9,9 @@
 //! - `gen-workspace` ([`synth`]): the deterministic, realistic generator (several kinds,
 //!   hubs, chains, leaves, selects, visibility).
 //! - `bench` ([`harness`]): every measure of the benchmark issue in one run, with Nx beside.
+//! - `bench-exec` ([`execution`]): full hits, restores, the warm MCP build, executor
+//!   overhead and the no-op build of generated `command` workspaces (also a section of
+//!   `bench`).
 //! - `bench-worst-cases` ([`worst_cases`]): hostile inputs that were quadratic or
 //!   unbounded, each measured (also a section of `bench`).
 
@@ -20,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+pub mod execution;
 pub mod harness;
 pub mod lsp;
 pub mod synth;
@@ -86,9 +90,15 @@ struct Mcp {
 
 impl Mcp {
     fn start(once: &Path, workspace: &Path) -> anyhow::Result<Mcp> {
+        Mcp::start_with(once, workspace, &[])
+    }
+
+    /// Starts `once mcp --workspace WORKSPACE` with `extra` arguments (`--allow-run`).
+    fn start_with(once: &Path, workspace: &Path, extra: &[&str]) -> anyhow::Result<Mcp> {
         let mut child = Command::new(once)
             .args(["mcp", "--workspace"])
             .arg(workspace)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -57,6 +57,12 @@ commands:
                      only the digest measures of `bench`: `query inputs` with a warm
                      index and none, `query targets` beside it, the digest pass alone
                      in-process, `sha256sum` and the walk that stats every file
+  bench-exec --size 1k|10k [--runs N] [--once BINARY] [--out DIR]
+                     only the execution measures of `bench`: full hits of the 15-action
+                     84 MiB graph (outputs in place, after `rm -rf .once/out`, warm MCP),
+                     executor overhead per action, and the no-op build of every target of
+                     a generated `command` workspace of the size next to its cold
+                     `validate-workspace`
   help       print this message";
 
 fn main() -> ExitCode {
@@ -120,6 +126,7 @@ fn main() -> ExitCode {
         ["gen-workspace", rest @ ..] => finish(gen_workspace(rest)),
         ["bench", rest @ ..] => finish(bench_command(rest)),
         ["bench-digests", rest @ ..] => finish(bench_digests(rest)),
+        ["bench-exec", rest @ ..] => finish(bench_exec(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -176,6 +183,10 @@ fn bench_command(args: &[&str]) -> anyhow::Result<String> {
 
 fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
     bench::harness::run_digests(&bench_options(args)?)
+}
+
+fn bench_exec(args: &[&str]) -> anyhow::Result<String> {
+    bench::harness::run_execution(&bench_options(args)?)
 }
 
 fn bench_options(args: &[&str]) -> anyhow::Result<bench::harness::Options> {

@@ -103,7 +103,10 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ),
     // Runtime sessions: the supervisor, the session store and logs, over once_exec's
     // program lookup and environment.
-    ("once_runtime", Allowed::Only(&["once_exec", "once_model"])),
+    (
+        "once_runtime",
+        Allowed::Only(&["once_exec", "once_model", "once_db"]),
+    ),
     ("once_cli", Allowed::Any),
     ("xtask", Allowed::Any),
 ];

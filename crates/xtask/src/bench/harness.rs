@@ -505,6 +505,32 @@ fn edited(original: &str, run: usize) -> (String, bool) {
 }
 
 /// Runs every measure and reports; the Markdown table is returned.
+/// The packages of the execution section's `command` workspace: the size's, at most
+/// 1,000 (10,000 targets; the first build of 100,000 actions would take most of an hour);
+/// 10 (100 targets) in a smoke run, whose debug binary builds slowly.
+fn execution_packages(packages: usize, smoke: bool) -> usize {
+    if smoke { 10 } else { packages.min(1_000) }
+}
+
+/// Only the execution section (`bench-exec`).
+pub fn run_execution(options: &Options) -> anyhow::Result<String> {
+    let (packages, _) = preset(&options.size)?;
+    let scratch = options.out_dir.join("scratch");
+    let (table, rows) = super::execution::run(
+        &options.once,
+        &scratch,
+        options.runs.max(1),
+        execution_packages(packages, options.smoke),
+    )?;
+    std::fs::create_dir_all(&options.out_dir)?;
+    let file = options
+        .out_dir
+        .join(format!("results-exec-{}.json", options.size));
+    let results = json!({ "size": options.size, "machine": machine(), "rows": rows });
+    std::fs::write(&file, serde_json::to_string_pretty(&results)? + "\n")?;
+    Ok(format!("{table}\nresults written to {}", file.display()))
+}
+
 pub fn run(options: &Options) -> anyhow::Result<String> {
     let (packages, per_package) = preset(&options.size)?;
     let runs = options.runs.max(1);
@@ -623,6 +649,14 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     // --- warm LSP ----------------------------------------------------------------------
     rows.push(warm_lsp(once, &workspace, &generated, runs)?);
 
+    // --- execution: hits, restores, warm MCP build, overhead, no-op build -------------
+    let (execution, execution_rows) = super::execution::run(
+        once,
+        &scratch,
+        runs,
+        execution_packages(packages, options.smoke),
+    )?;
+
     // --- worst cases (hostile inputs, each in a workspace of its own) -------------------
     let (worst_cases, worst_case_rows) = super::worst_cases::run(once, &scratch, runs.min(5))?;
 
@@ -676,7 +710,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
             "note": row.note,
         }));
     }
-    table.push_str(&format!("\n{worst_cases}"));
+    table.push_str(&format!("\n{execution}\n{worst_cases}"));
     if let Some(nx) = &nx {
         table.push_str(&format!("\n{}\n", nx_table(nx)));
     }
@@ -690,6 +724,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
         "once": once.display().to_string(),
         "machine": machine(),
         "rows": json_rows,
+        "execution": execution_rows,
         "worst_cases": worst_case_rows,
         "nx": nx,
     });
