@@ -57,6 +57,7 @@ fn run_with_store(root: &Path, store_path: &Path, plan: &[PlannedAction]) -> Exe
             keep_going: false,
             host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
             stream_memory_limit: 4096,
+            once_program: None,
         })
         .run(plan)
         .unwrap()
