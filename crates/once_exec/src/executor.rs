@@ -593,6 +593,7 @@ impl<'a> Executor<'a> {
             graph,
         };
         let workers = self.options.jobs.clamp(1, plan.len().max(1));
+        self.prefetch_probes(&run);
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| self.work(&run));
@@ -973,6 +974,40 @@ impl<'a> Executor<'a> {
         result.outputs = declared_outputs(action, &record.outputs);
         result.entries = record.outputs;
         Ok(true)
+    }
+
+    /// Runs every distinct toolchain probe of the plan at once, in parallel (a probe such
+    /// as `rustc -vV` takes tens of milliseconds; one after the other they would add up),
+    /// so the actions find their results memoised. A probe's failure is memoised too and
+    /// reported by the action that needs it.
+    fn prefetch_probes(&self, run: &Run<'_>) {
+        let mut distinct = std::collections::BTreeSet::new();
+        for planned in run.plan {
+            let ActionStep::Run(command) = &planned.action.step else {
+                continue;
+            };
+            if command.probes.is_empty() {
+                continue;
+            }
+            let env = self
+                .options
+                .host_env
+                .action_environment(&command.env, &self.workspace_root);
+            let cwd = absolute(&self.workspace_root, &command.cwd);
+            for probe in &command.probes {
+                distinct.insert((probe.clone(), env.clone(), cwd.clone()));
+            }
+        }
+        if distinct.len() < 2 {
+            return;
+        }
+        std::thread::scope(|scope| {
+            for (probe, env, cwd) in &distinct {
+                scope.spawn(move || {
+                    let _ = run.probes.result(probe, env, cwd);
+                });
+            }
+        });
     }
 
     /// Fails the action when its dependency file lists a workspace file it does not
