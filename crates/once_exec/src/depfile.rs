@@ -81,37 +81,20 @@ pub fn undeclared(
     let mut found: Vec<String> = prerequisites
         .iter()
         .filter_map(|prerequisite| {
-            let relative = if let Some(inside) = prerequisite.strip_prefix(&prefix) {
-                inside.to_owned()
+            let path = if let Some(inside) = prerequisite.strip_prefix(&prefix) {
+                once_model::paths::lexical_join("", inside)
             } else if prerequisite.starts_with('/') {
-                return None;
-            } else if cwd.is_empty() {
-                prerequisite.clone()
+                None
             } else {
-                format!("{cwd}/{prerequisite}")
+                once_model::paths::lexical_join(cwd, prerequisite)
             };
-            normalize(&relative)
+            path.filter(|path| !path.is_empty())
         })
         .filter(|path| !declared(path))
         .collect();
     found.sort();
     found.dedup();
     found
-}
-
-/// `.` and `..` resolved; `None` when the path leaves the workspace.
-fn normalize(path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 #[cfg(test)]

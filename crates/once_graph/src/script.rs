@@ -651,29 +651,14 @@ impl Parser<'_> {
             );
             return None;
         }
-        let joined = if self.directory.is_empty() {
-            value.to_owned()
-        } else {
-            format!("{}/{value}", self.directory)
+        let Some(path) = once_model::paths::lexical_join(self.directory, value) else {
+            self.error(
+                DiagnosticCode::InvalidScriptPath,
+                format!("`{value}` leaves the workspace"),
+                at,
+            );
+            return None;
         };
-        let mut parts: Vec<&str> = Vec::new();
-        for part in joined.split('/') {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    if parts.pop().is_none() {
-                        self.error(
-                            DiagnosticCode::InvalidScriptPath,
-                            format!("`{value}` leaves the workspace"),
-                            at,
-                        );
-                        return None;
-                    }
-                }
-                part => parts.push(part),
-            }
-        }
-        let path = parts.join("/");
         if keyword != "cwd" && path.is_empty() {
             self.error(
                 DiagnosticCode::InvalidScriptPath,

@@ -4,6 +4,7 @@
 //! `Clone + Eq + Hash` values that queries return and front ends convert.
 //!
 //! - [`action`]: the steps a target's capability declares ([`Action`]).
+//! - [`paths`]: workspace-relative paths joined and normalised lexically.
 //! - [`label`]: canonical target labels and the reference syntax used inside manifests.
 //! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
 //! - [`script`]: the contract an annotated script's `# once` directives declare.
@@ -15,6 +16,7 @@
 pub mod action;
 pub mod diagnostic;
 pub mod label;
+pub mod paths;
 pub mod schema;
 pub mod script;
 pub mod text;

@@ -133,23 +133,14 @@ pub(super) fn definition(db: &RootDatabase, path: &str, at: LineCol) -> Vec<File
 
 /// `value` relative to the directory of the script at `path`, as a workspace path.
 fn resolve(path: &str, value: &str) -> Option<String> {
-    let directory = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-    let mut parts: Vec<&str> = directory.split('/').filter(|p| !p.is_empty()).collect();
     if value.starts_with('/') {
         return None;
     }
-    for part in value.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    Some(if parts.is_empty() {
+    let directory = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let joined = once_model::paths::lexical_join(directory, value)?;
+    Some(if joined.is_empty() {
         ".".to_owned()
     } else {
-        parts.join("/")
+        joined
     })
 }
