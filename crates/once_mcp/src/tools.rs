@@ -650,7 +650,7 @@ pub fn registry() -> Vec<Tool> {
             description: format!("Read standard output or standard error records for a runtime session.\n\n\
                 Records `{{cursor, source, level, message, time}}` of the program's output, one per line, standard output and error interleaved in the order they arrived (`level` is `info` for stdout, `error` for stderr). \
                 Pass `source` to restrict the result to `stdout` or `stderr`, and a previous `cursor` (a record's, or the answer's `next_cursor`) to read only the records after it: \
-                a cursor is a position in the whole log, so resuming with a filter never skips a record of the other stream that has not been read. \
+                a cursor is a position in the whole log: resuming from your last cursor with the same filter (or none) returns exactly the records not yet seen; a cursor from a `stdout` read handed to a `stderr` read skips the stderr records before it, so keep one cursor per stream when you filter. \
                 At most `limit` records (default {default}, at most {max}); lines longer than {line} bytes are split into several records; bytes that are not UTF-8 are replaced with U+FFFD. \
                 The log rotates at 8 MiB (the latest 24 to 32 MiB are kept): `rotated_away` counts the records after the cursor that rotation removed before they were read, so nothing is lost silently. \
                 The matching command-line operation is `once runtime logs <session_id> --format json`.",
