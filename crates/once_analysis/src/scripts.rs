@@ -33,6 +33,18 @@ impl Analysis {
     }
 }
 
+impl Analysis {
+    /// What an editor shows for a script it has open: the header's diagnostics when the
+    /// file has `once` directives; nothing for an ordinary program (not even a missing
+    /// shebang), nor for a path that cannot name a workspace file.
+    pub fn script_diagnostics(&self, path: &str) -> Cancellable<Vec<LocatedDiagnostic>> {
+        Ok(match self.script(path)? {
+            Ok(validation) if validation.has_directives => validation.diagnostics,
+            _ => Vec::new(),
+        })
+    }
+}
+
 /// The repair every script diagnostic that concerns the path carries.
 const REPAIR: &str = "Fix the script path, shebang, or `once` directives and validate again";
 

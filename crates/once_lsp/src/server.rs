@@ -511,14 +511,9 @@ impl Server<'_> {
         };
         let mut outgoing = Vec::new();
         for (path, doc) in &self.docs {
-            // An open script with `once` directives gets its header's diagnostics; one
-            // without is an ordinary program and gets none.
             let script_diagnostics;
             let located = if once_analysis::Analysis::is_script_path(path) {
-                script_diagnostics = match analysis.script(path) {
-                    Ok(Ok(validation)) if validation.has_directives => validation.diagnostics,
-                    _ => Vec::new(),
-                };
+                script_diagnostics = analysis.script_diagnostics(path).unwrap_or_default();
                 script_diagnostics.as_slice()
             } else {
                 by_file.get(path).map(Vec::as_slice).unwrap_or_default()
