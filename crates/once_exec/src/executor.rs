@@ -621,6 +621,7 @@ impl<'a> Executor<'a> {
         // Both files are caches: failing to save them costs time, never correctness.
         let _ = run.stamps.save(&run.workspace);
         let _ = run.tools.save(self.store);
+        let _ = run.probes.save(self.store);
         let panic = self
             .callback_panic
             .lock()
@@ -814,7 +815,7 @@ impl<'a> Executor<'a> {
             tool = Some(identity);
             program = Some(found);
             for probe in &command.probes {
-                probe_results.push(run.probes.result(probe, &env, &cwd)?);
+                probe_results.push(run.probes.result(self.store, probe, &env, &cwd)?);
             }
             environment = Some(env);
         }
@@ -1004,7 +1005,7 @@ impl<'a> Executor<'a> {
         std::thread::scope(|scope| {
             for (probe, env, cwd) in &distinct {
                 scope.spawn(move || {
-                    let _ = run.probes.result(probe, env, cwd);
+                    let _ = run.probes.result(self.store, probe, env, cwd);
                 });
             }
         });

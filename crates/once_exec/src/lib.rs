@@ -39,6 +39,7 @@ pub mod fake;
 mod handles;
 pub mod key;
 pub mod outputs;
+pub mod probe_stamps;
 pub mod probes;
 pub mod reaper;
 pub mod record;

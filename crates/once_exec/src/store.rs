@@ -8,6 +8,7 @@
 //! - `locks/<64 hex>`: one lock file per action key being executed;
 //! - `tools`: the digests of programs actions ran, by path and metadata
 //!   ([`crate::tools`]);
+//! - `probes`: stored toolchain-probe answers with their stamps ([`crate::probes`]);
 //! - `tmp/`: temporary files being written (streams, blobs, records);
 //! - `store.lock`: held shared by every executor while it runs, exclusively by `gc` and
 //!   `clean`.
@@ -586,9 +587,11 @@ impl Store {
                 handles::remove_entry(directory, &name)?;
             }
         }
-        match unlinkat(&self.root, crate::tools::TOOLS_FILE, AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(e.into()),
+        for file in [crate::tools::TOOLS_FILE, crate::probes::PROBES_FILE] {
+            match unlinkat(&self.root, file, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(before)
     }

@@ -29,7 +29,7 @@ pub const TOOLS_FILE: &str = "tools";
 const HEADER: &str = "once-tool-digests 1";
 
 /// How recently changed a file may be for its digest to be kept.
-const SETTLED: Duration = Duration::from_secs(2);
+pub(crate) const SETTLED: Duration = Duration::from_secs(2);
 
 /// Where `program` is found for an action whose `PATH` is `path_variable` and whose
 /// working directory is `cwd`.
@@ -66,19 +66,20 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.mode() & 0o111 != 0)
 }
 
-/// What a file looked like when it was hashed.
+/// What a file looked like when it was hashed (or, for a probe's stamp, when the probe
+/// ran).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint {
-    device: u64,
-    inode: u64,
-    size: u64,
-    modified_ns: i128,
-    changed_ns: i128,
-    mode: u32,
+pub struct Fingerprint {
+    pub device: u64,
+    pub inode: u64,
+    pub size: u64,
+    pub modified_ns: i128,
+    pub changed_ns: i128,
+    pub mode: u32,
 }
 
 impl Fingerprint {
-    fn of(metadata: &std::fs::Metadata) -> Fingerprint {
+    pub fn of(metadata: &std::fs::Metadata) -> Fingerprint {
         Fingerprint {
             device: metadata.dev(),
             inode: metadata.ino(),
