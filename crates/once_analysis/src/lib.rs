@@ -621,6 +621,11 @@ impl Analysis {
         })
     }
 
+    /// `[workspace] test_attempts` of the root manifest (a valid value only).
+    pub fn workspace_test_attempts(&self) -> Cancellable<Option<u32>> {
+        self.with_db(|db, ws| workspace_settings(db, ws).test_attempts)
+    }
+
     /// The configuration tokens `select` resolves against.
     pub fn configuration_tokens(&self) -> Cancellable<Vec<String>> {
         self.with_db(|db, ws| workspace_settings(db, ws).configuration.tokens.clone())

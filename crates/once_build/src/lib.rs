@@ -155,6 +155,10 @@ pub struct PlannedTarget {
     pub required_outputs: Vec<String>,
     /// Whether the kind implements the capability (one that does not plans nothing).
     pub implemented: bool,
+    /// Runs of a failing test case the target asks for: its `attempts` attribute, else
+    /// `[workspace] test_attempts`; `None` when neither is set (`once test --attempts`
+    /// wins over both).
+    pub test_attempts: Option<u32>,
 }
 
 /// Plans `capability` for every id (ids from [`resolve_targets`]).
@@ -172,6 +176,7 @@ pub fn plan(
     };
     let mut seen_actions = HashSet::new();
     let mut seen_problems = HashSet::new();
+    let workspace_attempts = analysis.workspace_test_attempts()?;
     for id in ids {
         let Some(action_plan) = analysis.action_plan(id, capability)? else {
             return Ok(Err(format!("no target `{id}`")));
@@ -192,6 +197,15 @@ pub fn plan(
                 .map(|c| c.requires_outputs.clone())
                 .unwrap_or_default(),
             implemented: true,
+            test_attempts: details
+                .as_ref()
+                .and_then(|d| d.attrs.iter().find(|(name, _)| name == "attempts"))
+                .and_then(|(_, value)| match value {
+                    once_model::AttrValue::Int(n) => u32::try_from(*n).ok(),
+                    _ => None,
+                })
+                .filter(|n| (1..=20).contains(n))
+                .or(workspace_attempts),
         };
         for step in &action_plan.steps {
             for located in &step.diagnostics {

@@ -126,24 +126,15 @@ pub fn select(
 }
 
 /// How [`run`] runs the tests.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TestOptions {
     /// Actions (test targets and what they need) running at once.
     pub jobs: Option<usize>,
     /// Run the test actions even when a cached pass exists.
     pub rerun: bool,
-    /// Attempts per failing case, the first run included (1: no retry).
-    pub attempts: u32,
-}
-
-impl Default for TestOptions {
-    fn default() -> Self {
-        TestOptions {
-            jobs: None,
-            rerun: false,
-            attempts: 1,
-        }
-    }
+    /// Attempts per failing case, the first run included (1: no retry); `None` leaves it
+    /// to each target (its `attempts` attribute, else `[workspace] test_attempts`, else 1).
+    pub attempts: Option<u32>,
 }
 
 /// One test target's run: what `once test --format json` prints per target and what
@@ -384,15 +375,24 @@ pub fn run(
     let records = crate::records(plan, &report);
     let mut runs = Vec::with_capacity(records.len());
     for record in records {
+        let attempts = options
+            .attempts
+            .or_else(|| {
+                plan.targets
+                    .iter()
+                    .find(|t| t.id == record.target)
+                    .and_then(|t| t.test_attempts)
+            })
+            .unwrap_or(1);
         let mut run = collect(root, plan, &report, record);
-        if options.attempts > 1 && !cancel.is_cancelled() {
+        if attempts > 1 && !cancel.is_cancelled() {
             retry(
                 root,
                 store,
                 plan,
                 &exec_options,
                 cancel,
-                options.attempts,
+                attempts,
                 &mut run,
                 &mut warnings,
             );

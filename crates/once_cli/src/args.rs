@@ -117,13 +117,14 @@ pub enum Command {
         rerun: bool,
         /// Run failing cases again, up to N runs in all (uncached; filtered by case where
         /// the runner can select cases); a case that fails and then passes is `flaky`.
+        /// Without it: each target's `attempts` attribute, else `[workspace]
+        /// test_attempts`, else 1.
         #[arg(
             long,
             value_name = "N",
-            default_value_t = 1,
             value_parser = clap::value_parser!(u32).range(1..=20),
         )]
-        attempts: u32,
+        attempts: Option<u32>,
         /// The store's directory (default: `.once/cache` in the workspace).
         #[arg(long, value_name = "DIR")]
         store: Option<PathBuf>,

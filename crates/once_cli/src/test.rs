@@ -27,7 +27,7 @@ pub struct TestArgs<'a> {
     pub all: bool,
     pub jobs: Option<usize>,
     pub rerun: bool,
-    pub attempts: u32,
+    pub attempts: Option<u32>,
     pub store: Option<&'a Path>,
 }
 

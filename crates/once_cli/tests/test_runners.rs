@@ -338,3 +338,144 @@ fn the_demo_passes_and_changed_runs_exactly_the_affected_tests() {
         "{states:?}"
     );
 }
+
+/// A workspace of two shell tests that fail until their run number reaches `NEED` (kept
+/// in `$WORKSPACE/.once/runs-<name>`): `Slow` needs 3 runs and sets no `attempts`,
+/// `Quick` needs 2 and sets `attempts` to `quick_attempts` (when given); the root
+/// manifest sets `[workspace] test_attempts` to `workspace_attempts` (when given).
+fn attempts_workspace(
+    workspace_attempts: Option<u32>,
+    quick_attempts: Option<u32>,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let root_manifest = match workspace_attempts {
+        Some(n) => format!("[workspace]\ntest_attempts = {n}\n"),
+        None => "[workspace]\n".to_owned(),
+    };
+    std::fs::write(root.join("once.toml"), root_manifest).unwrap();
+    std::fs::create_dir(root.join("t")).unwrap();
+    std::fs::write(
+        root.join("t/count_test.sh"),
+        "n=$(cat \"$RUNS\" 2>/dev/null || echo 0)\nn=$((n + 1))\necho $n > \"$RUNS\"\n\
+         echo \"run $n of $NEED\"\n[ \"$n\" -ge \"$NEED\" ]\n",
+    )
+    .unwrap();
+    let quick = quick_attempts.map_or(String::new(), |n| format!("attempts = {n}\n"));
+    std::fs::write(
+        root.join("t/once.toml"),
+        format!(
+            "[[target]]\nname = \"Slow\"\nkind = \"sh_test\"\nsrcs = [\"count_test.sh\"]\n\n\
+             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/runs-slow\", NEED = \"3\" }}\n\n\
+             [[target]]\nname = \"Quick\"\nkind = \"sh_test\"\nsrcs = [\"count_test.sh\"]\n\n\
+             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/runs-quick\", NEED = \"2\" }}\n\
+             {quick}"
+        ),
+    )
+    .unwrap();
+    (dir, root)
+}
+
+/// Each target's status and number of runs.
+fn runs(answer: &Value) -> Vec<(String, String, u64)> {
+    let mut runs: Vec<_> = answer["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|run| {
+            (
+                run["target"].as_str().unwrap().to_owned(),
+                run["status"].as_str().unwrap().to_owned(),
+                run["attempts"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+fn run_list(expected: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
+    expected
+        .iter()
+        .map(|(t, s, n)| ((*t).to_owned(), (*s).to_owned(), *n))
+        .collect()
+}
+
+#[test]
+fn attempts_come_from_the_command_line_else_the_target_else_the_workspace_else_one() {
+    // Neither: one run each.
+    let (_dir, root) = attempts_workspace(None, None);
+    let (_, answer) = test_json(&root, &["--all"]);
+    assert_eq!(
+        runs(&answer),
+        run_list(&[("t/Quick", "failed", 1), ("t/Slow", "failed", 1)])
+    );
+    // The workspace default, and a target's own `attempts` over it.
+    let (_dir, root) = attempts_workspace(Some(3), Some(1));
+    let (_, answer) = test_json(&root, &["--all"]);
+    assert_eq!(
+        runs(&answer),
+        run_list(&[("t/Quick", "failed", 1), ("t/Slow", "flaky", 3)])
+    );
+    // The target's `attempts` without a workspace default.
+    let (_dir, root) = attempts_workspace(None, Some(2));
+    let (_, answer) = test_json(&root, &["--all"]);
+    assert_eq!(
+        runs(&answer),
+        run_list(&[("t/Quick", "flaky", 2), ("t/Slow", "failed", 1)])
+    );
+    // `--attempts` over both.
+    let (_dir, root) = attempts_workspace(Some(1), Some(1));
+    let (_, answer) = test_json(&root, &["--all", "--attempts", "2"]);
+    assert_eq!(
+        runs(&answer),
+        run_list(&[("t/Quick", "flaky", 2), ("t/Slow", "failed", 2)])
+    );
+}
+
+#[test]
+fn attempts_outside_one_to_twenty_are_diagnostics_at_the_value() {
+    let (_dir, root) = attempts_workspace(Some(0), Some(21));
+    let output = once(&root, &["query", "validate-workspace", "--format", "json"]);
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let found: Vec<(String, String, String, Value)> = answer["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["file"].as_str().unwrap().to_owned(),
+                d["message"].as_str().unwrap().to_owned(),
+                d["range"].clone(),
+            )
+        })
+        .collect();
+    let at = |line: u32, start: u32, end: u32| {
+        serde_json::json!({
+            "start": {"line": line, "column": start},
+            "end": {"line": line, "column": end},
+        })
+    };
+    assert_eq!(
+        found,
+        vec![
+            (
+                "invalid_field_type".to_owned(),
+                "once.toml".to_owned(),
+                "`test_attempts` must be an integer from 1 to 20, not 0".to_owned(),
+                at(2, 17, 18),
+            ),
+            (
+                "attr_value_not_allowed".to_owned(),
+                "t/once.toml".to_owned(),
+                "attribute `attempts` must be between 1 and 20; got `21`".to_owned(),
+                at(16, 12, 14),
+            ),
+        ],
+        "{answer}"
+    );
+    let output = once(&root, &["test", "--all", "--attempts", "21"]);
+    assert_eq!(output.status.code(), Some(2), "`--attempts` is bounded too");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("21 is not in 1..=20"));
+}

@@ -134,6 +134,8 @@ pub struct WorkspaceDecl {
     pub os: Option<Spanned<String>>,
     pub arch: Option<Spanned<String>>,
     pub tokens: Vec<Spanned<String>>,
+    /// `test_attempts`, when it is an integer from 1 to 20.
+    pub test_attempts: Option<Spanned<u32>>,
 }
 
 /// The root-only `[modules]` table.
@@ -319,6 +321,33 @@ impl Reader {
         });
     }
 
+    /// The value of `entry` when it is an integer from `low` to `high`; anything else is
+    /// an `invalid_field_type` error at the value.
+    fn bounded_integer(&mut self, entry: &Entry, low: u32, high: u32) -> Option<Spanned<u32>> {
+        let expected = format!("an integer from {low} to {high}");
+        match &entry.value.kind {
+            ValueKind::Integer(number) => match u32::try_from(*number) {
+                Ok(number) if (low..=high).contains(&number) => Some(Spanned {
+                    value: number,
+                    range: range(entry.value.range),
+                }),
+                _ => {
+                    let diagnostic = self.diagnostic(
+                        DiagnosticCode::InvalidFieldType,
+                        format!("`{}` must be {expected}, not {number}", entry.key),
+                        range(entry.value.range),
+                    );
+                    diagnostic.attribute = Some(entry.key.clone());
+                    None
+                }
+            },
+            _ => {
+                self.type_error(&entry.key, &expected, &entry.value, None);
+                None
+            }
+        }
+    }
+
     fn type_error(&mut self, what: &str, expected: &str, value: &Value, target: Option<&str>) {
         let actual = kind_name(&value.kind);
         let diagnostic = self.diagnostic(
@@ -468,6 +497,9 @@ impl Reader {
             match entry.key.as_str() {
                 "include" => workspace.include = self.string_list(entry, None),
                 "exclude" => workspace.exclude = self.string_list(entry, None),
+                "test_attempts" => {
+                    workspace.test_attempts = self.bounded_integer(entry, 1, 20);
+                }
                 "configuration" => {
                     let ValueKind::Table(configuration) = &entry.value.kind else {
                         self.type_error("configuration", "a table", &entry.value, None);

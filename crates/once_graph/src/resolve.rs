@@ -802,6 +802,29 @@ impl TargetChecker<'_> {
                 return false;
             }
         }
+        if let (Some((low, high)), AttrValue::Int(number)) = (spec.range, &value.value)
+            && !(low..=high).contains(number)
+        {
+            let place = branch.map_or(String::new(), |b| format!(" in select branch `{b}`"));
+            let message = format!(
+                "attribute `{}`{place} must be between {low} and {high}; got `{number}`",
+                spec.name
+            );
+            let clamped = (*number).clamp(low, high);
+            let title = format!("Replace `{number}` with `{clamped}`");
+            let range = value.range_at(&[]);
+            let diagnostic = self.report(
+                DiagnosticCode::AttrValueNotAllowed,
+                message,
+                range,
+                Some(attribute),
+            );
+            diagnostic
+                .fixes
+                .push(Fix::replace(&title, true, range, clamped.to_string()));
+            diagnostic.repairs.push(title);
+            return false;
+        }
         if is_label_type(&spec.ty) {
             let mut valid = true;
             for (reference, reference_range) in string_elements(value) {

@@ -74,6 +74,9 @@ pub struct WorkspaceSettings {
     pub exclude: Vec<String>,
     pub configuration: Configuration,
     pub module_paths: Vec<String>,
+    /// `[workspace] test_attempts`: runs of a failing test case unless a target or the
+    /// command line says otherwise.
+    pub test_attempts: Option<u32>,
 }
 
 /// The root package, if the workspace root has a `once.toml`.
@@ -123,6 +126,7 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
         exclude,
         configuration: Configuration::new(&os, &arch, &tokens),
         module_paths,
+        test_attempts: declared.and_then(|ws| ws.test_attempts.as_ref().map(|s| s.value)),
     }
 }
 

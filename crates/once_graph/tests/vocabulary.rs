@@ -19,6 +19,7 @@ fn manifest_with(key: &ManifestKey, value: &str) -> String {
 fn value_of(shape: KeyShape) -> &'static str {
     match shape {
         KeyShape::String => "\"x\"",
+        KeyShape::Integer(..) => "2",
         KeyShape::Strings => "[\"x\"]",
         KeyShape::Labels => "[\"./x\"]",
         KeyShape::Roles => "{ tools = [\"./x\"] }",
@@ -45,7 +46,11 @@ fn every_vocabulary_key_is_read() {
             !found.iter().any(|(c, _)| *c == DiagnosticCode::UnknownKey),
             "{text}{found:?}"
         );
-        let text = manifest_with(key, "1");
+        let wrong = match key.shape {
+            KeyShape::Integer(_, maximum) => format!("{}", maximum + 1),
+            _ => "1".to_owned(),
+        };
+        let text = manifest_with(key, &wrong);
         let found = codes(&text);
         assert!(
             found

@@ -477,6 +477,12 @@ pub struct AttrSchemaDto {
     pub configurable: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_values: Vec<String>,
+    /// For an `int`: the smallest value allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<i64>,
+    /// For an `int`: the largest value allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<i64>,
 }
 
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -561,6 +567,8 @@ pub fn kind_schema(kind: &KindSchema) -> KindSchemaDto {
                 docs: a.docs.clone(),
                 configurable: a.configurable,
                 allowed_values: a.allowed_values.clone(),
+                minimum: a.range.map(|(minimum, _)| minimum),
+                maximum: a.range.map(|(_, maximum)| maximum),
             })
             .collect(),
         deps: kind

@@ -97,7 +97,8 @@ diagnostic_codes! {
     /// `[[target]]` table or `inlcude` in `[workspace]`. The repair names the closest key.
     UnknownKey = "unknown_key", Error;
     /// A manifest field has the wrong TOML type, for example `srcs = "src/main.rs"`
-    /// instead of a list, or `[[target]]` written as `[target]`.
+    /// instead of a list, or `[[target]]` written as `[target]`, or a number outside the
+    /// field's range (`[workspace] test_attempts = 0`).
     InvalidFieldType = "invalid_field_type", Error;
     /// A table that only the root `once.toml` may hold (`[workspace]`, `[modules]`)
     /// appears in a package manifest, where it would be ignored.
@@ -137,7 +138,10 @@ diagnostic_codes! {
     /// inside the value: element [2] of a list, entry `k` of a table, or select branch
     /// `linux`. The range points at that element.
     AttrTypeMismatch = "attr_type_mismatch", Error;
-    /// The attribute only allows certain values and this is not one of them.
+    /// The attribute only allows certain values and this is not one of them, or an `int`
+    /// attribute's value is outside the kind's bounds (`attempts = 30` where 1 to 20 are
+    /// allowed). The range points at the value; the fix replaces it with the nearest
+    /// allowed one.
     AttrValueNotAllowed = "attr_value_not_allowed", Error;
     /// A `{ select = { … } }` value on an attribute the kind does not mark configurable.
     SelectOnNonConfigurableAttr = "select_on_non_configurable_attr", Error;

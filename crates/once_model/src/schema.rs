@@ -191,6 +191,8 @@ pub struct AttrSpec {
     pub configurable: bool,
     /// When non-empty, the only string values allowed (for lists: for each element).
     pub allowed_values: Vec<String>,
+    /// For an `int`: the smallest and largest value allowed (inclusive).
+    pub range: Option<(i64, i64)>,
 }
 
 /// A named dependency role and what it accepts.

@@ -66,6 +66,8 @@ impl ManifestTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyShape {
     String,
+    /// An integer from the first bound to the second (inclusive).
+    Integer(i64, i64),
     /// A list of strings.
     Strings,
     /// A list of target references, or a `select` of such lists.
@@ -85,6 +87,7 @@ impl KeyShape {
     pub fn describe(self) -> &'static str {
         match self {
             KeyShape::String => "string",
+            KeyShape::Integer(..) => "integer",
             KeyShape::Strings => "list of strings",
             KeyShape::Labels => "list of target references, or a `select`",
             KeyShape::Roles => "table of role = list of references (each may be a `select`)",
@@ -243,6 +246,12 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         "exclude",
         S::Strings,
         "Globs of package directories left out of the workspace; wins over `include`.",
+    ),
+    key(
+        T::Workspace,
+        "test_attempts",
+        S::Integer(1, 20),
+        "Runs of a failing test case for every test target, the first included (1 to 20; 1: no retry), unless the target's `attempts` attribute or `once test --attempts` says otherwise.",
     ),
     key(
         T::Workspace,

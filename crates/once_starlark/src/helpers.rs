@@ -343,21 +343,37 @@ pub(crate) fn attr_namespace(builder: &mut GlobalsBuilder) {
         )
     }
 
-    /// An integer attribute.
+    /// An integer attribute; `minimum` and `maximum` bound its values (inclusive, both
+    /// or neither).
     fn int<'v>(
         #[starlark(default = "")] docs: &str,
         #[starlark(require = named, default = false)] required: bool,
         #[starlark(require = named)] default: Option<Value<'v>>,
         #[starlark(require = named, default = true)] configurable: bool,
+        #[starlark(require = named)] minimum: Option<i64>,
+        #[starlark(require = named)] maximum: Option<i64>,
     ) -> anyhow::Result<AttrDecl> {
-        make_attr(
+        let mut decl = make_attr(
             AttrType::Int,
             docs,
             required,
             default,
             configurable,
             Vec::new(),
-        )
+        )?;
+        let range = match (minimum, maximum) {
+            (None, None) => None,
+            (Some(low), Some(high)) if low <= high => Some((low, high)),
+            (Some(low), Some(high)) => bail!("`minimum` ({low}) is above `maximum` ({high})"),
+            _ => bail!("`minimum` and `maximum` go together: set both or neither"),
+        };
+        if let (Some((low, high)), Some(AttrValue::Int(default))) = (range, &decl.0.default)
+            && !(low..=high).contains(default)
+        {
+            bail!("default `{default}` is not between {low} and {high}");
+        }
+        decl.0.range = range;
+        Ok(decl)
     }
 
     /// A floating-point attribute (integers are accepted too).
@@ -538,6 +554,7 @@ fn make_attr(
         docs: docs.trim().to_owned(),
         configurable,
         allowed_values,
+        range: None,
     }))
 }
 

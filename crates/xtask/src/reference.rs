@@ -248,6 +248,9 @@ fn kind_section(out: &mut String, kind: &KindSchema) {
                         .join(", ")
                 ));
             }
+            if let Some((minimum, maximum)) = attr.range {
+                description.push_str(&format!(" From {minimum} to {maximum}."));
+            }
             let default = attr
                 .default
                 .as_ref()

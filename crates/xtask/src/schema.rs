@@ -141,6 +141,9 @@ fn key_schema(key: &ManifestKey) -> Value {
     let label_list = json!({"type": "array", "items": {"$ref": "#/definitions/label"}});
     let mut value = match (key.shape, key.opens()) {
         (KeyShape::String, _) => json!({"type": "string"}),
+        (KeyShape::Integer(minimum, maximum), _) => {
+            json!({"type": "integer", "minimum": minimum, "maximum": maximum})
+        }
         (KeyShape::Strings, _) => string_list,
         (KeyShape::Labels, _) => json!({"anyOf": [label_list, select(&label_list)]}),
         (KeyShape::Tables, _) => {
@@ -199,6 +202,10 @@ fn attr_schema(attr: &AttrSpec) -> Value {
     let mut value = type_schema(&attr.ty);
     if !attr.allowed_values.is_empty() {
         value["enum"] = json!(attr.allowed_values);
+    }
+    if let Some((minimum, maximum)) = attr.range {
+        value["minimum"] = json!(minimum);
+        value["maximum"] = json!(maximum);
     }
     let mut schema = if attr.configurable {
         json!({"anyOf": [value.clone(), select(&value)]})

@@ -62,6 +62,9 @@ pub(super) fn attr_markdown(kind: &KindSchema, attr: &once_model::AttrSpec) -> S
             backticked(&attr.allowed_values)
         ));
     }
+    if let Some((minimum, maximum)) = attr.range {
+        out.push_str(&format!("\n\nFrom {minimum} to {maximum}"));
+    }
     out.push_str(&format!("\n\nOf kind `{}`.", kind.name));
     out
 }
