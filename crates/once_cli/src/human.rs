@@ -232,10 +232,10 @@ pub fn schema(kind: &KindSchema) {
             .default
             .as_ref()
             .map_or(String::new(), |d| format!(" = {d}"));
-        let allowed = if attr.allowed_values.is_empty() {
-            String::new()
-        } else {
-            format!(" one of: {}", attr.allowed_values.join(", "))
+        let allowed = match (&attr.allowed_values[..], attr.range) {
+            ([], Some((minimum, maximum))) => format!(" from {minimum} to {maximum}"),
+            ([], None) => String::new(),
+            (values, _) => format!(" one of: {}", values.join(", ")),
         };
         println!(
             "  {}: {}{default} ({}){allowed}",
