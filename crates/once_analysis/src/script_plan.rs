@@ -215,9 +215,11 @@ fn plan_script(
         } else {
             &[]
         };
+        // The workspace root is `""` (the contract may say `.`).
         let cwd = contract
             .cwd
             .clone()
+            .map(|cwd| if cwd == "." { String::new() } else { cwd })
             .unwrap_or_else(|| parent(&contract.path).to_owned());
         let mut argv = vec![contract.runtime.clone()];
         argv.extend(contract.runtime_args.iter().cloned());
@@ -512,7 +514,10 @@ fn is_under(path: &str, directory: &str) -> bool {
 
 /// The path of the workspace path `to` seen from the workspace directory `from`.
 fn relative_to(from: &str, to: &str) -> String {
-    let from: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
+    let from: Vec<&str> = from
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     let to_parts: Vec<&str> = to.split('/').filter(|p| !p.is_empty()).collect();
     let common = from
         .iter()
