@@ -18,6 +18,9 @@
 //! - `outputs`: the `output` directives, workspace paths the executor captures and
 //!   restores.
 //!
+//! A script without any `once` directive is planned uncacheable (it declares nothing it
+//! reads, so its first result would otherwise be reused forever).
+//!
 //! A needed script without outputs is an ordering edge (`order`), and its static key
 //! joins the dependent's, since no output digest can stand for it. The static key covers
 //! the declaration and the digest of every input file that no action of the plan writes.
@@ -293,7 +296,9 @@ fn plan_script(
             step: ActionStep::Run(command),
             inputs: inputs.into_iter().collect(),
             outputs: contract.outputs.clone(),
-            cacheable: true,
+            // A file without any directive declares nothing it reads: caching it would
+            // make its first result permanent, so it always runs (a bypass).
+            cacheable: script.has_directives,
         };
         let static_key = static_key(&action, &hashed, &after_keys);
         keys.insert(contract.path.clone(), static_key);

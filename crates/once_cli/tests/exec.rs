@@ -431,3 +431,18 @@ fn outputs_inside_the_state_directory_or_over_inputs_are_refused() {
     assert_eq!(over.code, 2);
     assert!(over.stderr.contains("overlaps its own input"), "{over:?}");
 }
+
+#[test]
+fn a_script_without_directives_always_runs() {
+    let ws = Scratch::new();
+    ws.script("plain.sh", "#!/bin/sh\necho plain\n");
+    for _ in 0..2 {
+        let run = ws.once(&["exec", "--script", "plain.sh"]);
+        assert_eq!((run.stdout.as_str(), run.cache()), ("plain\n", "bypass"));
+        let literal = ws.once(&["exec", "--", "sh", "plain.sh"]);
+        assert_eq!(
+            (literal.stdout.as_str(), literal.cache()),
+            ("plain\n", "bypass")
+        );
+    }
+}
