@@ -23,10 +23,8 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, CommandRequest, OsSystem, ScriptRequest};
-use once_exec::{
-    ActionResult, ActionStatus, CancelHandle, ExecOptions, ExecutionReport, Executor, OutputScope,
-    PlannedAction, Store,
-};
+use once_build::scripts::{self, ScriptJob};
+use once_exec::{ActionResult, ActionStatus, CancelHandle, ExecutionReport, Store};
 
 use crate::Outcome;
 use crate::args::{Args, Format};
@@ -43,13 +41,10 @@ pub struct ExecRequest<'a> {
     pub command: &'a [String],
 }
 
-/// What runs: the actions, the ordering edges between them, and the action whose result
-/// is the answer (the script's, or the command's).
+/// What runs, and in which workspace.
 struct Lowered {
     root: PathBuf,
-    actions: Vec<PlannedAction>,
-    order: Vec<(String, String)>,
-    main: String,
+    job: ScriptJob,
 }
 
 pub fn exec(args: &Args, request: &ExecRequest<'_>) -> anyhow::Result<Outcome> {
@@ -160,12 +155,9 @@ fn lower_script(
     }))?
     .map_err(|e| anyhow!("{e}"))?;
     let _ = analysis.save_digest_index();
-    let main = plan.script.clone();
     Ok(Lowered {
         root,
-        actions: plan.actions.into_iter().map(convert).collect(),
-        order: plan.order,
-        main,
+        job: ScriptJob::of_script(plan),
     })
 }
 
@@ -210,59 +202,26 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
     }))?
     .map_err(|e| anyhow!("{e}"))?;
     let _ = analysis.save_digest_index();
-    let main = planned.action.id.clone();
     Ok(Lowered {
         root,
-        actions: vec![convert(planned)],
-        order: Vec::new(),
-        main,
+        job: ScriptJob::of_command(planned),
     })
-}
-
-fn convert(planned: once_analysis::PlannedAction) -> PlannedAction {
-    PlannedAction {
-        action: planned.action,
-        static_key: planned.static_key,
-    }
 }
 
 fn run(lowered: &Lowered, store: &Store) -> anyhow::Result<ExecutionReport> {
     let cancel = CancelHandle::new();
     set_interruptible(Interruptible::Execution(cancel.clone()));
-    let report = Executor::new(&lowered.root, store)
-        .with_options(ExecOptions::default())
-        .with_output_scope(OutputScope::Workspace)
-        .with_order(lowered.order.clone())
-        .with_cancel(cancel)
-        .run(&lowered.actions)
-        .map_err(|e| anyhow!("cannot run `{}`: {e}", lowered.main));
+    let report = scripts::run(&lowered.root, store, &lowered.job, cancel, None);
     set_interruptible(Interruptible::Nothing);
-    report
+    report.map_err(|e| anyhow!(e))
 }
 
 /// One `once.evidence.v1` record per action that ran or was reused, its subject the
 /// action digest (`once query evidence --subject <digest>`).
 fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
-    let created = once_exec::evidence::now_unix_ms();
-    let records: Vec<once_evidence::EvidenceRecord> = report
-        .results
-        .iter()
-        .filter_map(|result| {
-            let planned = lowered.actions.iter().find(|p| p.action.id == result.id)?;
-            let mut evidence = once_exec::evidence::action_evidence(planned, result)?;
-            evidence.subject = once_evidence::Subject::Command {
-                action_digest: evidence.action_digest,
-            };
-            Some(once_evidence::EvidenceRecord::new(evidence, created))
-        })
-        .collect();
-    if records.is_empty() {
-        return;
-    }
-    let written = once_evidence::EvidenceStore::open(&lowered.root)
-        .and_then(|mut store| store.record_all(&records));
-    if let Err(error) = written {
-        eprintln!("once: warning: the evidence of this execution was not recorded: {error}");
+    let records = scripts::evidence_records(&lowered.job, report);
+    if let Some(warning) = scripts::record_evidence(&lowered.root, &records) {
+        eprintln!("once: warning: {warning}");
     }
 }
 
@@ -301,7 +260,7 @@ fn finish(
     if let Some(failed) = report
         .results
         .iter()
-        .find(|r| r.id != lowered.main && r.status == ActionStatus::Failed)
+        .find(|r| r.id != lowered.job.main && r.status == ActionStatus::Failed)
     {
         replay(store, &failed.stdout, &mut std::io::stdout().lock());
         let mut stderr = std::io::stderr().lock();
@@ -310,14 +269,14 @@ fn finish(
             stderr,
             "once: error: the script `{}` that `{}` needs failed: {}",
             failed.id,
-            lowered.main,
+            lowered.job.main,
             failed.message.as_deref().unwrap_or("failed")
         );
         return Ok(Outcome::Exit(exit_code(failed)));
     }
     let result = report
-        .result(&lowered.main)
-        .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.main))?;
+        .result(&lowered.job.main)
+        .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.job.main))?;
     if result.status == ActionStatus::Cancelled {
         return Ok(Outcome::Exit(130));
     }
@@ -397,13 +356,13 @@ fn verify_reproducible(
         let _ = std::fs::remove_dir_all(&directory);
         let report = report?;
         let result = report
-            .result(&lowered.main)
+            .result(&lowered.job.main)
             .cloned()
-            .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.main))?;
+            .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.job.main))?;
         if result.status == ActionStatus::Skipped || result.status == ActionStatus::Cancelled {
             bail!(
                 "`{}` did not run: {}",
-                lowered.main,
+                lowered.job.main,
                 result.message.as_deref().unwrap_or("skipped")
             );
         }
