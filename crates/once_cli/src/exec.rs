@@ -75,6 +75,9 @@ pub fn exec(args: &Args, request: &ExecRequest<'_>) -> anyhow::Result<Outcome> {
     finish(args.format, request.quiet, &lowered, &store, &report)
 }
 
+/// How much of a file named on the command line is read to find its `once` directives.
+const HEADER_LIMIT: u64 = 1 << 20;
+
 /// The script `once exec -- CMD ARGS…` runs: the first argument after `CMD` naming an
 /// existing file, when it has `once` directives; `None` for a literal command.
 fn detect_script(cwd: &Path, command: &[String]) -> anyhow::Result<Option<(PathBuf, Vec<String>)>> {
@@ -86,9 +89,15 @@ fn detect_script(cwd: &Path, command: &[String]) -> anyhow::Result<Option<(PathB
         if !path.is_file() {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        // A header is at the top: a large data file named on the command line is not
+        // read whole.
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&path).and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, HEADER_LIMIT), &mut bytes)
+        });
+        if read.is_err() {
             return Ok(None);
-        };
+        }
         let text = String::from_utf8_lossy(&bytes);
         let (has_directives, runtime) = once_analysis::scripts::script_header(argument, &text);
         if !has_directives {

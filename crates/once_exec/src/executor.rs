@@ -949,12 +949,19 @@ impl<'a> Executor<'a> {
             environment: environment.as_ref(),
         };
         let give_up = || self.cancel.is_cancelled();
-        let Some(_outputs_lock) = run
-            .workspace
-            .lock_outputs(&action.outputs, give_up)
-            .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
-        else {
-            return Err("cancelled".to_owned());
+        // An action without outputs writes nothing another could clash with: taking the
+        // lock of the empty set would serialise every such action in the workspace.
+        let _outputs_lock = if action.outputs.is_empty() {
+            None
+        } else {
+            let Some(lock) = run
+                .workspace
+                .lock_outputs(&action.outputs, give_up)
+                .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
+            else {
+                return Err("cancelled".to_owned());
+            };
+            Some(lock)
         };
         if !action.cacheable {
             return self.execute(run, action, &prepared, None, result);
