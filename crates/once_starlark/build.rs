@@ -40,7 +40,45 @@ fn main() -> io::Result<()> {
         let _ = writeln!(out, "    ({relative:?}, include_bytes!({absolute:?})),");
     }
     out.push_str("];\n");
-    std::fs::write(out_dir.join("prelude_files.rs"), out)
+    std::fs::write(out_dir.join("prelude_files.rs"), out)?;
+
+    // The digest the checked-in kind catalog (`src/prelude_catalog.json`) must name to be
+    // used instead of evaluating the prelude: FNV-1a over every file's path, length and
+    // bytes. Not adversarial: it only tells a stale catalog from a fresh one.
+    let mut digest = Fnv1a::default();
+    for (relative, absolute) in &files {
+        let contents = std::fs::read(absolute)?;
+        digest.update(relative.as_bytes());
+        digest.update(&[0]);
+        digest.update(&(contents.len() as u64).to_le_bytes());
+        digest.update(&contents);
+    }
+    std::fs::write(
+        out_dir.join("prelude_digest.rs"),
+        format!(
+            "/// The digest of the embedded prelude files (see `build.rs`).\n\
+             pub(crate) const PRELUDE_DIGEST: &str = \"fnv1a64:{:016x}\";\n",
+            digest.0
+        ),
+    )
+}
+
+/// 64-bit FNV-1a.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn update(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
 }
 
 fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) -> io::Result<()> {

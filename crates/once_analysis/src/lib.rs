@@ -14,6 +14,7 @@ pub mod kind_search;
 pub mod modules;
 mod plans;
 mod prime;
+pub mod script_plan;
 pub mod scripts;
 
 use std::path::PathBuf;
@@ -44,6 +45,7 @@ pub use once_graph::{AffectedTest, TestTarget};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
+pub use script_plan::{CommandRequest, ScriptPlan, ScriptPlanError, ScriptRequest};
 pub use scripts::ScriptValidation;
 
 /// The names closest to `word` (for "did you mean" messages), best first.

@@ -48,7 +48,7 @@ impl Analysis {
 /// The repair every script diagnostic that concerns the path carries.
 const REPAIR: &str = "Fix the script path, shebang, or `once` directives and validate again";
 
-fn validate_script(
+pub(crate) fn validate_script(
     db: &RootDatabase,
     workspace: Workspace,
     path: &str,
@@ -122,4 +122,12 @@ fn validate_script(
         directives: parse.directives,
         diagnostics,
     })
+}
+
+/// What `once exec -- CMD` needs to know of a file named on its command line: whether it
+/// has `once` directives (it is then the script to run) and the runtime its shebang names
+/// (empty when it has no valid shebang).
+pub fn script_header(path: &str, text: &str) -> (bool, String) {
+    let parse = once_graph::script::parse_script(path, text);
+    (parse.has_directives, parse.contract.runtime)
 }

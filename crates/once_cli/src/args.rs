@@ -82,6 +82,36 @@ pub enum Command {
         #[command(flatten)]
         exec: ExecArgs,
     },
+    /// Run an annotated script (`--script PATH`, or the first file of `-- CMD` with
+    /// `# once` directives, or a script whose shebang is `once exec -- RUNTIME`) through
+    /// the action cache: its `needs` first, then the script; a hit replays its streams
+    /// and restores its outputs. stdout and stderr are the program's, then a trailer on
+    /// stderr (`once: cache hit|miss action=<digest> exit=<n>`); the exit code is the
+    /// program's. A literal command is cached only with `--input`/`--output`.
+    Exec {
+        /// The annotated script to run (arguments after `--` go to it).
+        #[arg(long, value_name = "PATH")]
+        script: Option<PathBuf>,
+        /// No trailer on stderr (human format).
+        #[arg(short = 'q', long)]
+        quiet: bool,
+        /// A file, directory or glob a literal command reads (makes it cached).
+        #[arg(long = "input", value_name = "PATH")]
+        inputs: Vec<String>,
+        /// A file or directory a literal command writes (makes it cached).
+        #[arg(long = "output", value_name = "PATH")]
+        outputs: Vec<String>,
+        /// Run the action twice without the cache and report every difference (exit
+        /// code, streams, each output's digest); exits 1 on a divergence.
+        #[arg(long)]
+        verify_reproducible: bool,
+        /// The store's directory (default: `.once/cache` in the workspace).
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
+        /// The command (or, with `--script`, the script's arguments).
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Build what a target's `run` capability needs, then run it with the terminal
     /// attached; ARGS after `--` go to the program. Exits 1 when the build or the program
     /// fails, 128 + N when signal N reached `once` (it is passed on to the program).

@@ -619,5 +619,6 @@ fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::Acti
         message: None,
         warnings: Vec::new(),
         timed_out: false,
+        signal: None,
     }
 }

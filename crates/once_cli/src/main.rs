@@ -16,6 +16,7 @@ mod args;
 mod build;
 mod cache;
 mod edit;
+mod exec;
 mod human;
 mod isolation;
 mod panic;
@@ -104,6 +105,26 @@ fn run() -> ExitCode {
             args: extra,
             exec,
         } => build::run(&args, target, extra, exec),
+        Command::Exec {
+            script,
+            quiet,
+            inputs,
+            outputs,
+            verify_reproducible,
+            store,
+            command,
+        } => exec::exec(
+            &args,
+            &exec::ExecRequest {
+                script: script.as_deref(),
+                quiet: *quiet,
+                inputs,
+                outputs,
+                verify_reproducible: *verify_reproducible,
+                store: store.as_deref(),
+                command,
+            },
+        ),
         Command::Runtime(runtime) => runtime::run(&args, runtime),
         Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
             .map(|()| Outcome::Success)
@@ -181,6 +202,7 @@ fn run() -> ExitCode {
     match outcome {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Ok(Outcome::Interrupted(signal)) => {
             ExitCode::from(u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(1))
         }
@@ -199,6 +221,8 @@ pub enum Outcome {
     /// `once run` got this termination signal while its program ran (forwarded to it):
     /// the exit status is 128 + the signal, as a shell reports a program it killed.
     Interrupted(i32),
+    /// `once exec`: the program's own exit code (128 + N when signal N killed it).
+    Exit(u8),
 }
 
 /// Prints an error with its whole cause chain to stderr (control characters escaped in

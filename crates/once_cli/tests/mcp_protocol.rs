@@ -626,11 +626,12 @@ fn answers_stay_bounded_on_a_10k_target_workspace() {
     assert_eq!(server.finish(), 0);
 }
 
-const GATED: [&str; 4] = [
+const GATED: [&str; 5] = [
     "once_apply_edit",
     "once_materialize_example",
     "once_build_target",
     "once_run_target",
+    "once_exec_script",
 ];
 
 fn tool_names(server: &mut Server, id: i64) -> Vec<String> {

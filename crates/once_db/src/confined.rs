@@ -3,7 +3,9 @@
 //!
 //! A path is never checked first and used later. Each component below the root is opened
 //! with `openat(O_DIRECTORY | O_NOFOLLOW)` from the handle of its parent (missing ones are
-//! made with `mkdirat`), the new contents go to a temporary file created with
+//! made with `mkdirat`; where the kernel has `openat2`, an existing directory is reached
+//! in one call with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` instead), the new contents go
+//! to a temporary file created with
 //! `openat(O_CREAT | O_EXCL | O_NOFOLLOW)` in the final directory's handle, and `renameat`
 //! within that same handle puts it in place. A directory swapped for a link while this
 //! runs makes the write fail; it cannot redirect it outside the workspace.
@@ -21,11 +23,11 @@ use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rustix::fs::{
-    AtFlags, CWD, Dir, FileType, FlockOperation, Mode, OFlags, fchmod, flock, fstat, mkdirat,
-    openat, renameat, statat, unlinkat,
+    AtFlags, CWD, Dir, FileType, FlockOperation, Mode, OFlags, ResolveFlags, fchmod, flock, fstat,
+    mkdirat, openat, openat2, renameat, statat, unlinkat,
 };
 use rustix::io::Errno;
 
@@ -137,9 +139,32 @@ pub fn open_directory_at(
     create: bool,
 ) -> io::Result<Option<OwnedFd>> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let parts = components(relative);
+    if parts.len() > 1 && OPENAT2.load(Ordering::Relaxed) {
+        // One call where the kernel has `openat2` (Linux 5.6): it resolves the whole path
+        // without following any link and without leaving `root`. Anything but success or
+        // a missing directory takes the walk below, which makes missing directories and
+        // says why a component is refused.
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+        match openat2(
+            root,
+            parts.join("/"),
+            flags | OFlags::NOFOLLOW,
+            Mode::empty(),
+            resolve,
+        ) {
+            Ok(directory) => return Ok(Some(directory)),
+            Err(Errno::NOENT) if !create => return Ok(None),
+            Err(Errno::NOSYS | Errno::PERM) => OPENAT2.store(false, Ordering::Relaxed),
+            Err(_) => {}
+        }
+    }
     let start = openat(root, ".", flags, Mode::empty())?;
-    open_directory(start, &components(relative), relative, create)
+    open_directory(start, &parts, relative, create)
 }
+
+/// Whether `openat2` may be tried (cleared when the kernel or a sandbox refuses it).
+static OPENAT2: AtomicBool = AtomicBool::new(true);
 
 /// Splits a workspace-relative file path into its directories and file name.
 fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
@@ -339,6 +364,40 @@ mod tests {
         .assert_debug_eq(&reasons);
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
         assert_eq!(read_confined(root, "missing/x").unwrap(), None);
+    }
+
+    #[test]
+    fn deep_directories_are_reached_and_links_inside_them_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+        std::fs::write(root.join("a/b/c/f"), "deep").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("a/link")).unwrap();
+        let handle = open_root(root).unwrap();
+        let reached = open_directory_at(handle.as_fd(), "a/b/c", false)
+            .unwrap()
+            .unwrap();
+        let mut file = File::from(openat(&reached, "f", OFlags::RDONLY, Mode::empty()).unwrap());
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "deep");
+        assert!(
+            open_directory_at(handle.as_fd(), "a/b/missing/d", false)
+                .unwrap()
+                .is_none()
+        );
+        let refused = open_directory_at(handle.as_fd(), "a/link/d", true).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "`a/link` is a symbolic link; once does not write through links, which may lead outside the workspace"
+        );
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        // A missing directory below existing ones is made.
+        open_directory_at(handle.as_fd(), "a/b/new/e", true)
+            .unwrap()
+            .unwrap();
+        assert!(root.join("a/b/new/e").is_dir());
     }
 
     #[test]

@@ -211,6 +211,8 @@ impl EvidenceStore {
             return Ok(None);
         };
         let directory = fs::File::from(directory).metadata().map_err(io_error)?;
+        // Records waiting in the journal make a database to hold them.
+        let create = create || crate::journal::journal_exists(root);
         match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -255,6 +257,7 @@ impl EvidenceStore {
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| store.database_error(e))?;
         store.migrate()?;
+        crate::journal::ingest(&mut store, root)?;
         Ok(Some(store))
     }
 
@@ -340,6 +343,15 @@ impl EvidenceStore {
     /// Stores `records` in one transaction, then drops the oldest records beyond
     /// [`RETAINED_RECORDS`]; returns how many were new.
     pub fn record_all(&mut self, records: &[EvidenceRecord]) -> Result<usize, EvidenceError> {
+        let rows: Vec<StoredRow> = records.iter().map(StoredRow::of).collect();
+        self.insert_rows(&rows)
+    }
+
+    /// [`EvidenceStore::record_all`] for rows (of records, or read from the journal).
+    pub(crate) fn insert_rows(&mut self, rows: &[StoredRow]) -> Result<usize, EvidenceError> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
         let path = self.path.clone();
         let database_error = |source| EvidenceError::Database {
             path: path.clone(),
@@ -356,24 +368,22 @@ impl EvidenceStore {
                     "INSERT OR IGNORE INTO evidence_records ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
                 ))
                 .map_err(database_error)?;
-            for record in records {
-                let evidence = &record.evidence;
-                let created_at = i64::try_from(record.created_at_unix_ms).unwrap_or(i64::MAX);
+            for row in rows {
                 added += insert
                     .execute(rusqlite::params![
-                        record.id.to_hex(),
-                        evidence.subject.kind(),
-                        evidence.subject.id(),
-                        evidence.subject.capability(),
-                        evidence.action,
-                        evidence.status.as_str(),
-                        evidence.action_digest.to_hex(),
-                        evidence.input_digest.map(|d| d.to_hex()),
-                        evidence.cache.as_str(),
-                        evidence.exit_code,
-                        evidence.stdout.map(|d| d.to_hex()),
-                        evidence.stderr.map(|d| d.to_hex()),
-                        created_at,
+                        row.id,
+                        row.subject_kind,
+                        row.subject_id,
+                        row.subject_capability,
+                        row.action,
+                        row.status,
+                        row.action_digest,
+                        row.input_digest,
+                        row.cache,
+                        row.exit_code,
+                        row.stdout_digest,
+                        row.stderr_digest,
+                        row.created_at_unix_ms,
                     ])
                     .map_err(database_error)?;
             }
@@ -503,24 +513,44 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-/// One row as stored, before it is checked.
-struct StoredRow {
-    id: String,
-    subject_kind: String,
-    subject_id: String,
-    subject_capability: Option<String>,
-    action: Option<String>,
-    status: String,
-    action_digest: String,
-    input_digest: Option<String>,
-    cache: String,
-    exit_code: Option<i32>,
-    stdout_digest: Option<String>,
-    stderr_digest: Option<String>,
-    created_at_unix_ms: i64,
+/// One row as stored (or journaled), before it is checked.
+pub(crate) struct StoredRow {
+    pub(crate) id: String,
+    pub(crate) subject_kind: String,
+    pub(crate) subject_id: String,
+    pub(crate) subject_capability: Option<String>,
+    pub(crate) action: Option<String>,
+    pub(crate) status: String,
+    pub(crate) action_digest: String,
+    pub(crate) input_digest: Option<String>,
+    pub(crate) cache: String,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) stdout_digest: Option<String>,
+    pub(crate) stderr_digest: Option<String>,
+    pub(crate) created_at_unix_ms: i64,
 }
 
 impl StoredRow {
+    /// The row that stores `record`.
+    pub(crate) fn of(record: &EvidenceRecord) -> StoredRow {
+        let evidence = &record.evidence;
+        StoredRow {
+            id: record.id.to_hex(),
+            subject_kind: evidence.subject.kind().to_owned(),
+            subject_id: evidence.subject.id(),
+            subject_capability: evidence.subject.capability().map(str::to_owned),
+            action: evidence.action.clone(),
+            status: evidence.status.as_str().to_owned(),
+            action_digest: evidence.action_digest.to_hex(),
+            input_digest: evidence.input_digest.map(|d| d.to_hex()),
+            cache: evidence.cache.as_str().to_owned(),
+            exit_code: evidence.exit_code,
+            stdout_digest: evidence.stdout.map(|d| d.to_hex()),
+            stderr_digest: evidence.stderr.map(|d| d.to_hex()),
+            created_at_unix_ms: i64::try_from(record.created_at_unix_ms).unwrap_or(i64::MAX),
+        }
+    }
+
     fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRow> {
         Ok(StoredRow {
             id: row.get(0)?,

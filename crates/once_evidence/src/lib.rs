@@ -13,12 +13,16 @@
 //!   timeout, so concurrent `once` processes wait for each other instead of failing; the
 //!   `once_schema` table says which schema the file holds (a newer or foreign one is an
 //!   [`EvidenceError`], an older one is rebuilt).
+//! - [`append_to_journal`]: how a build records without opening SQLite: one appended
+//!   write to `.once/evidence.journal`, which every opener of the database ingests first
+//!   (so every reader sees it).
 //! - [`query_workspace`]: the newest records matching a subject filter, for `once query
 //!   evidence` and the MCP tool `once_query_evidence`; no database yet is no records.
 //!
 //! The execution layer turns its results into records (`once_exec::evidence`).
 
 mod database;
+mod journal;
 mod record;
 
 /// The digest type of records' fields.
@@ -28,6 +32,7 @@ pub use database::{
     DATABASE_PATH, DEFAULT_LIMIT, EvidenceError, EvidenceStore, MAX_LIMIT, RETAINED_RECORDS,
     SCHEMA_VERSION, query_workspace,
 };
+pub use journal::{JOURNAL_INGEST_BYTES, JOURNAL_PATH, append_to_journal};
 pub use record::{
     ActionEvidence, CacheOutcome, EVIDENCE_SCHEMA, EvidenceRecord, EvidenceStatus, RECORD_KIND,
     Subject, record_id,

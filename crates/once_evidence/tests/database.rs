@@ -1,12 +1,12 @@
 //! The evidence database on disk: creation, WAL, queries and their filters, schema
-//! versions, links, retention and concurrent writers.
+//! versions, links, retention, concurrent writers, and the journal builds append to.
 
 use std::path::Path;
 
 use once_db::Sha256Digest;
 use once_evidence::{
     ActionEvidence, CacheOutcome, DATABASE_PATH, EvidenceError, EvidenceRecord, EvidenceStatus,
-    EvidenceStore, RETAINED_RECORDS, Subject, query_workspace,
+    EvidenceStore, JOURNAL_PATH, RETAINED_RECORDS, Subject, append_to_journal, query_workspace,
 };
 
 fn target_evidence(id: &str, capability: &str, key: &str) -> ActionEvidence {
@@ -338,4 +338,62 @@ fn linked_journal_files_are_never_written_through() {
             "{suffix} was written through its link"
         );
     }
+}
+
+#[test]
+fn journaled_records_are_ingested_by_the_next_reader_once() {
+    let workspace = tempfile::tempdir().unwrap();
+    let records = vec![
+        EvidenceRecord::new(target_evidence("cli", "build", "k1"), 1_000),
+        EvidenceRecord::new(target_evidence("lib", "build", "k2"), 2_000),
+    ];
+    assert_eq!(append_to_journal(workspace.path(), &records).unwrap(), 2);
+    // No database yet: the build did not open SQLite.
+    assert!(!workspace.path().join(DATABASE_PATH).exists());
+    let journal = workspace.path().join(JOURNAL_PATH);
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap().lines().count(),
+        2
+    );
+    // The same records again (a crash between ingesting and emptying) and a torn line
+    // of a writer that died mid-write.
+    append_to_journal(workspace.path(), &records[..1]).unwrap();
+    let mut text = std::fs::read(&journal).unwrap();
+    text.extend_from_slice(b"[\"torn");
+    std::fs::write(&journal, text).unwrap();
+
+    let read = query_workspace(workspace.path(), None, 5).unwrap();
+    assert_eq!(read, vec![records[1].clone(), records[0].clone()]);
+    assert_eq!(std::fs::read(&journal).unwrap(), b"");
+    // Nothing is ingested twice.
+    append_to_journal(workspace.path(), &records).unwrap();
+    assert_eq!(query_workspace(workspace.path(), None, 5).unwrap().len(), 2);
+}
+
+#[test]
+fn a_line_that_is_not_a_record_is_not_stored() {
+    let workspace = tempfile::tempdir().unwrap();
+    let record = EvidenceRecord::new(target_evidence("cli", "build", "k1"), 1_000);
+    append_to_journal(workspace.path(), std::slice::from_ref(&record)).unwrap();
+    let journal = workspace.path().join(JOURNAL_PATH);
+    let mut text = std::fs::read(&journal).unwrap();
+    text.extend_from_slice(b"[\"not a digest\"]\n{}\n");
+    std::fs::write(&journal, text).unwrap();
+    assert_eq!(
+        query_workspace(workspace.path(), None, 5).unwrap(),
+        vec![record]
+    );
+}
+
+#[test]
+fn a_linked_evidence_journal_is_never_written_through() {
+    let workspace = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir(workspace.path().join(".once")).unwrap();
+    let outside = elsewhere.path().join("journal");
+    std::fs::write(&outside, b"outside").unwrap();
+    std::os::unix::fs::symlink(&outside, workspace.path().join(JOURNAL_PATH)).unwrap();
+    let record = EvidenceRecord::new(target_evidence("cli", "build", "k1"), 1_000);
+    assert!(append_to_journal(workspace.path(), &[record]).is_err());
+    assert_eq!(std::fs::read(&outside).unwrap(), b"outside");
 }

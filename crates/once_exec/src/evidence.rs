@@ -18,8 +18,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use once_evidence::{
-    ActionEvidence, CacheOutcome, EvidenceError, EvidenceRecord, EvidenceStatus, EvidenceStore,
-    Subject,
+    ActionEvidence, CacheOutcome, EvidenceError, EvidenceRecord, EvidenceStatus, Subject,
 };
 
 use crate::executor::{ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction};
@@ -85,8 +84,9 @@ pub fn now_unix_ms() -> u64 {
         })
 }
 
-/// Records the evidence of `report` (run from `plan`) in the database of the workspace at
-/// `root`, in one transaction; returns how many records were written. The outcome of the
+/// Records the evidence of `report` (run from `plan`) for the workspace at `root`: one
+/// append to its evidence journal, which the database ingests when it is next opened
+/// (`once_evidence::append_to_journal`); returns how many records were written. The outcome of the
 /// execution does not depend on it: a front end reports a failure here as a warning.
 pub fn record_evidence(
     root: &Path,
@@ -97,5 +97,5 @@ pub fn record_evidence(
     if records.is_empty() {
         return Ok(0);
     }
-    EvidenceStore::open(root)?.record_all(&records)
+    once_evidence::append_to_journal(root, &records)
 }

@@ -149,6 +149,8 @@ pub struct ActionResult {
     pub warnings: Vec<String>,
     /// Its program was killed at its time limit (`timeout_seconds`).
     pub timed_out: bool,
+    /// The signal that killed its program, when one did.
+    pub signal: Option<i32>,
 }
 
 impl ActionResult {
@@ -167,6 +169,7 @@ impl ActionResult {
             message: None,
             warnings: Vec::new(),
             timed_out: false,
+            signal: None,
         }
     }
 }
@@ -230,6 +233,33 @@ pub enum PlanError {
     Cycle {
         actions: Vec<String>,
     },
+    /// A workspace-scoped output inside `.once`, which holds once's own state.
+    OutputInsideState {
+        action: String,
+        output: String,
+    },
+    /// A workspace-scoped output that is, contains or lies inside one of the action's own
+    /// inputs (a run would clear what it reads).
+    OutputOverlapsInput {
+        action: String,
+        output: String,
+        input: String,
+    },
+    /// An ordering edge names an action the plan does not have.
+    UnknownOrdering {
+        action: String,
+    },
+}
+
+/// Where a plan's actions may declare outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputScope {
+    /// Under the target's build directory in `.once/out` (targets' actions).
+    #[default]
+    BuildDirectory,
+    /// Anywhere in the workspace except `.once`, never overlapping the action's own
+    /// inputs (annotated scripts: `# once output "dist/app.js"`).
+    Workspace,
 }
 
 impl std::fmt::Display for PlanError {
@@ -277,6 +307,22 @@ impl std::fmt::Display for PlanError {
                 "these actions depend on each other's outputs in a cycle: {}",
                 actions.join(", ")
             ),
+            PlanError::OutputInsideState { action, output } => write!(
+                f,
+                "action `{action}` declares the output `{output}` inside `.once`, which holds once's own state"
+            ),
+            PlanError::OutputOverlapsInput {
+                action,
+                output,
+                input,
+            } => write!(
+                f,
+                "action `{action}` declares the output `{output}`, which overlaps its own input `{input}` (a run clears its outputs first)"
+            ),
+            PlanError::UnknownOrdering { action } => write!(
+                f,
+                "an ordering edge names `{action}`, which is not an action of the plan"
+            ),
         }
     }
 }
@@ -320,7 +366,13 @@ fn is_under(path: &str, directory: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
+/// The edges of `plan`: from outputs consumed as inputs, plus `order` (`(before, after)`
+/// action ids: `after` waits for `before` without consuming an output of it).
+fn plan_graph(
+    plan: &[PlannedAction],
+    scope: OutputScope,
+    order: &[(String, String)],
+) -> Result<Graph, PlanError> {
     let mut ids = HashMap::new();
     let mut producers: HashMap<&str, usize> = HashMap::new();
     for (index, planned) in plan.iter().enumerate() {
@@ -339,12 +391,35 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
             }
         }
         for output in &action.outputs {
-            if !is_under(output, &directory) || !is_under(output, OUT_DIR) {
-                return Err(PlanError::OutputOutsideBuildDir {
-                    action: action.id.clone(),
-                    output: output.clone(),
-                    build_dir: directory.clone(),
-                });
+            match scope {
+                OutputScope::BuildDirectory => {
+                    if !is_under(output, &directory) || !is_under(output, OUT_DIR) {
+                        return Err(PlanError::OutputOutsideBuildDir {
+                            action: action.id.clone(),
+                            output: output.clone(),
+                            build_dir: directory.clone(),
+                        });
+                    }
+                }
+                OutputScope::Workspace => {
+                    if is_under(output, ".once") {
+                        return Err(PlanError::OutputInsideState {
+                            action: action.id.clone(),
+                            output: output.clone(),
+                        });
+                    }
+                    if let Some(input) = action
+                        .inputs
+                        .iter()
+                        .find(|input| is_under(input, output) || is_under(output, input))
+                    {
+                        return Err(PlanError::OutputOverlapsInput {
+                            action: action.id.clone(),
+                            output: output.clone(),
+                            input: input.clone(),
+                        });
+                    }
+                }
             }
             if let Some(first) = producers.insert(output, index) {
                 return Err(PlanError::DuplicateOutput {
@@ -431,6 +506,19 @@ fn plan_graph(plan: &[PlannedAction]) -> Result<Graph, PlanError> {
             }
         }
     }
+    for (before, after) in order {
+        let index_of = |id: &String| {
+            ids.get(id.as_str())
+                .copied()
+                .ok_or_else(|| PlanError::UnknownOrdering { action: id.clone() })
+        };
+        let (producer, index) = (index_of(before)?, index_of(after)?);
+        // An empty path: the dependent waits for it and consumes no output of it.
+        dependencies[index].push((producer, String::new()));
+        if !dependents[producer].contains(&index) {
+            dependents[producer].push(index);
+        }
+    }
     // An action may consume several outputs of one producer: it waits for the producer once.
     let producers_of: Vec<Vec<usize>> = dependencies
         .iter()
@@ -489,6 +577,9 @@ pub struct Executor<'a> {
     progress: Option<ProgressCallback<'a>>,
     /// A panic of the progress callback, re-raised once every process is gone.
     callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    scope: OutputScope,
+    /// `(before, after)` action ids beyond the edges outputs make.
+    order: Vec<(String, String)>,
 }
 
 struct Scheduler {
@@ -528,7 +619,23 @@ impl<'a> Executor<'a> {
             cancel: CancelHandle::new(),
             progress: None,
             callback_panic: Mutex::new(None),
+            scope: OutputScope::BuildDirectory,
+            order: Vec::new(),
         }
+    }
+
+    /// Where the plan's actions may declare outputs ([`OutputScope::BuildDirectory`] by
+    /// default).
+    pub fn with_output_scope(mut self, scope: OutputScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Adds ordering edges `(before, after)` by action id: `after` starts once `before`
+    /// succeeded (and is skipped when it did not), although it reads no output of it.
+    pub fn with_order(mut self, order: Vec<(String, String)>) -> Self {
+        self.order = order;
+        self
     }
 
     pub fn with_runner(mut self, runner: &'a dyn ProcessRunner) -> Self {
@@ -564,7 +671,7 @@ impl<'a> Executor<'a> {
     /// Problems of single actions (a failure, a missing output, an unwritable output) are
     /// in their results.
     pub fn run(&self, plan: &[PlannedAction]) -> Result<ExecutionReport, ExecError> {
-        let graph = plan_graph(plan).map_err(ExecError::Plan)?;
+        let graph = plan_graph(plan, self.scope, &self.order).map_err(ExecError::Plan)?;
         let _in_use = self.store.start_use().map_err(ExecError::Store)?;
         let workspace = WorkspaceRoot::open(&self.workspace_root).map_err(ExecError::Workspace)?;
         let stamps = OutputStamps::load(&workspace);
@@ -594,11 +701,16 @@ impl<'a> Executor<'a> {
         };
         let workers = self.options.jobs.clamp(1, plan.len().max(1));
         self.prefetch_probes(&run);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| self.work(&run));
-            }
-        });
+        if workers == 1 {
+            // One at a time (a single script, `-j 1`): on this thread, no pool to start.
+            self.work(&run);
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| self.work(&run));
+                }
+            });
+        }
         let mut scheduler = run
             .scheduler
             .into_inner()
@@ -838,8 +950,8 @@ impl<'a> Executor<'a> {
             environment: environment.as_ref(),
         };
         let give_up = || self.cancel.is_cancelled();
-        // An action without outputs writes nothing to protect (and all such actions would
-        // share one lock, running their hits one after the other).
+        // An action without outputs writes nothing another could clash with: taking the
+        // lock of the empty set would serialise every such action in the workspace.
         let _outputs_lock = if action.outputs.is_empty() {
             None
         } else {
@@ -1109,6 +1221,7 @@ impl<'a> Executor<'a> {
                 }
             }
             ProcessExit::Signal(signal) => {
+                result.signal = Some(signal);
                 return Err(format!(
                     "{} was killed by signal {signal}",
                     describe(action)

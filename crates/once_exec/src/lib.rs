@@ -50,7 +50,7 @@ pub mod tools;
 pub use environment::HostEnvironment;
 pub use executor::{
     ActionResult, ActionStatus, CacheState, CapturedStream, DeclaredOutput, ExecError, ExecOptions,
-    ExecutionReport, Executor, ONCE_PROGRAM, PlanError, PlannedAction, Progress,
+    ExecutionReport, Executor, ONCE_PROGRAM, OutputScope, PlanError, PlannedAction, Progress,
 };
 pub use fake::{FakeOutcome, FakeRunner};
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};

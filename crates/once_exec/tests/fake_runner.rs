@@ -10,7 +10,7 @@ use std::time::Duration;
 use once_db::Sha256Digest;
 use once_exec::{
     ActionStatus, CacheState, ExecOptions, ExecutionReport, Executor, FakeOutcome, FakeRunner,
-    HostEnvironment, PlanError, PlannedAction, Progress, Store,
+    HostEnvironment, OutputScope, PlanError, PlannedAction, Progress, Store,
 };
 use once_model::action::{Action, ActionStep, Command};
 
@@ -728,4 +728,94 @@ fn a_report_becomes_evidence_of_each_action_that_ran_or_was_reused() {
         .collect();
     assert_eq!(caches[0], ("T#build/a", CacheOutcome::Hit));
     assert_eq!(caches.len(), 3);
+}
+
+/// An action writing `outputs` anywhere in the workspace (a script's), after no one.
+fn workspace_action(name: &str, inputs: &[&str], outputs: &[&str]) -> PlannedAction {
+    let mut planned = action(name, &[], &[]);
+    planned.action.inputs = inputs.iter().map(|p| (*p).to_owned()).collect();
+    planned.action.outputs = outputs.iter().map(|p| (*p).to_owned()).collect();
+    planned
+}
+
+#[test]
+fn ordering_edges_order_actions_without_outputs_and_skip_after_a_failure() {
+    let fixture = Fixture::new();
+    let plan = [
+        workspace_action("last", &[], &[]),
+        workspace_action("first", &[], &[]),
+    ];
+    let order = vec![("T#build/first".to_owned(), "T#build/last".to_owned())];
+    let runner = FakeRunner::new(|_| FakeOutcome::default().taking(Duration::from_millis(20)));
+    let report = Executor::new(fixture.root(), &fixture.store)
+        .with_runner(&runner)
+        .with_options(options(4, false))
+        .with_output_scope(OutputScope::Workspace)
+        .with_order(order.clone())
+        .run(&plan)
+        .unwrap();
+    assert!(report.succeeded(), "{:?}", summary(&report));
+    assert_eq!(names(&runner), ["first", "last"]);
+    assert_eq!(runner.peak_parallelism(), 1, "the edge keeps them apart");
+    let failing = FakeRunner::new(|argv| {
+        if argv[1] == "first" {
+            FakeOutcome::failing(1, "no\n")
+        } else {
+            FakeOutcome::default()
+        }
+    });
+    let store = Store::open(&fixture.root().join("other-store")).unwrap();
+    let report = Executor::new(fixture.root(), &store)
+        .with_runner(&failing)
+        .with_options(options(4, true))
+        .with_output_scope(OutputScope::Workspace)
+        .with_order(order)
+        .run(&plan)
+        .unwrap();
+    assert_eq!(
+        summary(&report),
+        ["T#build/last Skipped -", "T#build/first Failed miss"]
+    );
+}
+
+#[test]
+fn workspace_outputs_may_not_be_in_the_state_directory_nor_over_their_inputs() {
+    let fixture = Fixture::new();
+    let refused = |plan: &[PlannedAction], order: Vec<(String, String)>| {
+        Executor::new(fixture.root(), &fixture.store)
+            .with_output_scope(OutputScope::Workspace)
+            .with_order(order)
+            .run(plan)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused(&[workspace_action("s", &[], &[".once/x"])], Vec::new()),
+        "action `T#build/s` declares the output `.once/x` inside `.once`, which holds once's own state"
+    );
+    assert_eq!(
+        refused(
+            &[workspace_action("s", &["data/a.txt"], &["data"])],
+            Vec::new()
+        ),
+        "action `T#build/s` declares the output `data`, which overlaps its own input `data/a.txt` (a run clears its outputs first)"
+    );
+    assert_eq!(
+        refused(
+            &[workspace_action("s", &[], &["dist"])],
+            vec![("T#build/gone".to_owned(), "T#build/s".to_owned())]
+        ),
+        "an ordering edge names `T#build/gone`, which is not an action of the plan"
+    );
+    // The build-directory scope still refuses a workspace output.
+    let outside = Executor::new(fixture.root(), &fixture.store)
+        .run(&[workspace_action("s", &[], &["dist"])])
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        outside.contains("outside its target's build directory"),
+        "{outside}"
+    );
 }

@@ -1,5 +1,5 @@
 //! The executing tools (`once_build_target`, `once_run_target`, `once_run_tests`,
-//! `once_start_target`, `once_stop_runtime`): a job made on the worker ([`plan_build`],
+//! `once_start_target`, `once_stop_runtime`, `once_exec_script`): a job made on the worker ([`plan_build`],
 //! [`plan_run`], [`plan_tests`], [`plan_start`] from a database snapshot; [`plan_stop`]
 //! from the arguments alone), then run by [`execute`] on a background thread without the
 //! database, reporting each finished action (each finished test target for tests) and
@@ -37,6 +37,43 @@ pub enum ExecutionJob {
         session_id: String,
         grace: std::time::Duration,
     },
+    /// Run an annotated script and the scripts it needs (`once_exec_script`).
+    Script {
+        path: String,
+        job: once_build::scripts::ScriptJob,
+    },
+}
+
+/// The cache record of `once_exec_script` (the trailer of `once exec --format json`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ScriptRecord {
+    /// The script action's key (`null` when it did not get as far as computing it).
+    pub action_digest: Option<String>,
+    /// `hit`, `miss` or `bypass` (a script without directives); `null` when it did not run.
+    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
+    pub cache: Option<&'static str>,
+    /// The program's exit code (`null` when it did not exit on its own).
+    pub exit_code: Option<i32>,
+}
+
+/// The result of `once_exec_script` (its output schema is derived from this type).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ScriptResult {
+    /// The script, workspace-relative.
+    pub path: String,
+    pub success: bool,
+    /// What `once exec` exits with: the program's code (128 + N for signal N), a failed
+    /// need's, or 1 when nothing ran.
+    pub exit_code: i32,
+    /// The end (64 KiB at most) of the script's standard output and error (for a failed
+    /// need: its output, then why).
+    pub stdout: String,
+    pub stderr: String,
+    pub record: ScriptRecord,
+    /// The evidence subject of the script's action: its action digest.
+    pub evidence_subject: Option<String>,
+    /// The `once.evidence.v1` records this call wrote for the script's action.
+    pub evidence: Vec<once_json::EvidenceRecordDto>,
 }
 
 /// The result of `once_run_tests` (its output schema is derived from this type).
@@ -239,6 +276,125 @@ pub fn plan_stop(
     Ok(Ok(ExecutionJob::StopRuntime { session_id, grace }))
 }
 
+/// `once_exec_script`: validates the script and plans it with its needs (an invalid
+/// header or a `needs` cycle is a tool error naming each problem).
+pub fn plan_exec_script(
+    analysis: &Analysis,
+    arguments: &Map<String, Value>,
+) -> Cancellable<Result<ExecutionJob, ToolError>> {
+    let path = arguments
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let args: Vec<String> = arguments
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let request = once_analysis::ScriptRequest {
+        path: path.clone(),
+        args,
+        environment: std::env::vars().collect(),
+    };
+    let plan = match analysis.script_plan(&request)? {
+        Ok(plan) => plan,
+        Err(error) => {
+            return Ok(Err(format!(
+                "cannot run the script `{path}`: {error}; validate it with `once_validate_script`"
+            )));
+        }
+    };
+    let _ = analysis.save_digest_index();
+    Ok(Ok(ExecutionJob::Script {
+        path: plan.script.clone(),
+        job: once_build::scripts::ScriptJob::of_script(plan),
+    }))
+}
+
+/// Runs a script job and answers its record.
+fn run_script(
+    root: &Path,
+    path: &str,
+    job: &once_build::scripts::ScriptJob,
+    cancel: CancelHandle,
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<ScriptResult, ToolError> {
+    let store_path = Store::default_path(root);
+    let store = Store::open(&store_path)
+        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
+    let callback = |p: &Progress<'_>| progress(p.done, p.total, &p.message);
+    let report = once_build::scripts::run(root, &store, job, cancel, Some(&callback))?;
+    let records = once_build::scripts::evidence_records(job, &report);
+    let warning = once_build::scripts::record_evidence(root, &records);
+    let main = report
+        .result(&job.main)
+        .ok_or_else(|| format!("internal error: no result for `{}`", job.main))?;
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let failed_need = report
+        .results
+        .iter()
+        .find(|r| r.id != job.main && r.status == once_exec::ActionStatus::Failed);
+    let code = |r: &once_exec::ActionResult| match (r.exit_code, r.signal) {
+        (_, Some(signal)) => 128 + signal,
+        (Some(code), None) => code,
+        (None, None) => 1,
+    };
+    let (exit_code, stdout, mut stderr) = match failed_need {
+        Some(need) => (
+            code(need),
+            text(&need.stdout.tail),
+            format!(
+                "{}once: error: the script `{}` that `{}` needs failed: {}\n",
+                text(&need.stderr.tail),
+                need.id,
+                job.main,
+                need.message.as_deref().unwrap_or("failed")
+            ),
+        ),
+        None => {
+            let mut stderr = text(&main.stderr.tail);
+            if main.status == once_exec::ActionStatus::Failed
+                && (main.exit_code.is_none() && main.signal.is_none() || main.exit_code == Some(0))
+            {
+                stderr.push_str(&format!(
+                    "once: error: {}\n",
+                    main.message.as_deref().unwrap_or("the script failed")
+                ));
+            }
+            (code(main), text(&main.stdout.tail), stderr)
+        }
+    };
+    if let Some(warning) = warning {
+        stderr.push_str(&format!("once: warning: {warning}\n"));
+    }
+    let digest = main.key.map(|k| k.to_hex());
+    Ok(ScriptResult {
+        path: path.to_owned(),
+        success: report.succeeded(),
+        exit_code,
+        stdout,
+        stderr,
+        record: ScriptRecord {
+            action_digest: digest.clone(),
+            cache: main.cache.map(|c| c.as_str()),
+            exit_code: main.exit_code,
+        },
+        evidence_subject: digest,
+        evidence: records
+            .iter()
+            .filter(|r| r.evidence.action.as_deref() == Some(job.main.as_str()))
+            .map(once_json::evidence_record)
+            .collect(),
+    })
+}
+
 /// Runs the job in the workspace at `root` and answers the tool's result; `progress`
 /// gets each finished action (`done`, `total`, message). Cancelling `cancel` kills every
 /// running process group (a started session is not the call's: it is stopped with
@@ -263,6 +419,9 @@ pub fn execute(
         ExecutionJob::StopRuntime { session_id, grace } => to_value(serde_json::to_value(
             once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?,
         )),
+        ExecutionJob::Script { path, job } => to_value(serde_json::to_value(run_script(
+            root, path, job, cancel, progress,
+        )?)),
     }
 }
 

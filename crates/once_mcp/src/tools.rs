@@ -574,6 +574,31 @@ pub fn registry() -> Vec<Tool> {
             handler: ToolHandler::Executing(crate::execute::plan_run),
         },
         Tool {
+            name: "once_exec_script",
+            title: "Execute an annotated script",
+            description: "Execute a validated annotated script through Once's action cache.\n\n\
+                Opt-in tool exposed only when the Model Context Protocol server starts with `once mcp --allow-run`. Validates the script contract before running the same path as `once exec --script`, materializes declared outputs, and returns captured streams, exit status, action digest, cache hit or miss state, and matching evidence. Invoke it twice with unchanged declared inputs to verify cache reuse. \
+                The scripts it `needs` run first (each through the cache; a dependency rebuilt into identical outputs leaves the script a hit). \
+                It runs as a background job like `once_build_target`: with a `progressToken` in the request's `_meta`, a `notifications/progress` is sent after each finished script (`message` such as `hit scripts/gen.sh`), and `notifications/cancelled` kills the scripts' processes (their process groups); no reply is sent then. \
+                Returns `{path, success, exit_code, stdout, stderr, record {action_digest, cache, exit_code}, evidence_subject, evidence}`; `stdout` and `stderr` are the last 64 KiB of the script's streams. A script that fails is a normal result with `success: false`; an invalid header, a `needs` cycle or a path outside the workspace is a tool error. \
+                The matching command-line operation is `once exec --script <path> --format json -- <args…>`."
+                .into(),
+            input_schema: object(
+                &[
+                    ("args", json!({
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Arguments passed to the script after its path.",
+                    })),
+                    ("path", string("Workspace-relative annotated script path.")),
+                ],
+                &["path"],
+            ),
+            output_schema: output_schema::<crate::execute::ScriptResult>(),
+            annotations: EXECUTE,
+            handler: ToolHandler::Executing(crate::execute::plan_exec_script),
+        },
+        Tool {
             name: "once_run_tests",
             title: "Run tests",
             description: "Run test targets by id, or run tests affected by changed workspace paths.\n\n\
@@ -1046,6 +1071,7 @@ mod tests {
             [
                 "once_build_target",
                 "once_run_target",
+                "once_exec_script",
                 "once_run_tests",
                 "once_start_target",
                 "once_stop_runtime"

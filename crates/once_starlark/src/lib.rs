@@ -5,13 +5,15 @@
 //!
 //! Nothing Starlark-shaped leaves this crate: callers get `once_model` data.
 //!
-//! - [`prelude_kinds`]: the built-in kinds, evaluated from `prelude/*.star`.
+//! - [`prelude_kinds`]: the built-in kinds, from the checked-in catalog of what
+//!   `prelude/*.star` declare (evaluated instead when the catalog is stale).
 //! - [`evaluate_module`]: one project module, under [`EvalLimits`];
 //!   [`evaluate_module_with_loads`] resolves `load()` through a caller's [`ModuleSource`].
 //! - [`declaration_source`]: the helper signatures and rules, as text for docs.
 //! - [`helpers`]: the registered helper names with signatures and docs, for the
 //!   module-authoring contract.
 
+mod catalog;
 mod contract;
 mod eval;
 mod guards;
@@ -29,12 +31,13 @@ use std::sync::OnceLock;
 
 use once_model::{KindOrigin, KindSchema};
 
+pub use catalog::CATALOG_PATH as PRELUDE_CATALOG_PATH;
 pub use contract::{HelperDoc, helpers, registered_helper_names};
 pub use plan::{
     CONTEXT_FIELDS, PlanDep, PlanOutcome, PlanRequest, plan_module, plan_module_on_thread,
     plan_prelude,
 };
-pub use prelude::{prelude_file, prelude_kinds};
+pub use prelude::{generated_prelude_catalog, prelude_file, prelude_kinds};
 pub use runner::{
     DEADLINE_GRACE, EVALUATION_STACK_BYTES, EvaluationProgress, FirstSight, Isolation,
     StatementLocation, evaluate_on_thread, install_isolation, over_deadline, stopped,

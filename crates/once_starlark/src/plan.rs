@@ -131,24 +131,28 @@ pub(crate) struct PlanState {
 
 /// Plans with a kind of the built-in prelude, declared in `prelude/<file>`.
 pub fn plan_prelude(file: &str, request: &PlanRequest) -> PlanOutcome {
-    static FROZEN: OnceLock<HashMap<String, Result<FrozenModule, ModuleDiagnostic>>> =
-        OnceLock::new();
-    let frozen = FROZEN.get_or_init(|| {
+    // One slot per prelude module, frozen the first time a target of one of its kinds
+    // plans: a build of `command` targets evaluates `generic.star` only.
+    static FROZEN: OnceLock<
+        HashMap<&'static str, OnceLock<Result<FrozenModule, ModuleDiagnostic>>>,
+    > = OnceLock::new();
+    let slots = FROZEN.get_or_init(|| {
         crate::prelude::prelude_modules()
-            .map(|(path, contents)| {
-                let display = format!("prelude/{path}");
-                let source = String::from_utf8_lossy(contents).into_owned();
-                let mut ctx = DeclarationContext::new(KindOrigin::Prelude(path.to_owned()));
-                ctx.strict = true;
-                ctx.embedded = Some(crate::prelude::embedded_files());
-                (
-                    path.to_owned(),
-                    crate::eval::freeze(&display, &source, &prelude_limits(), &ctx, None),
-                )
-            })
+            .map(|(path, _)| (path, OnceLock::new()))
             .collect()
     });
-    match frozen.get(file) {
+    let frozen = slots.get(file).map(|slot| {
+        slot.get_or_init(|| {
+            let contents = crate::prelude::prelude_file(file).unwrap_or_default();
+            let display = format!("prelude/{file}");
+            let source = String::from_utf8_lossy(contents).into_owned();
+            let mut ctx = DeclarationContext::new(KindOrigin::Prelude(file.to_owned()));
+            ctx.strict = true;
+            ctx.embedded = Some(crate::prelude::embedded_files());
+            crate::eval::freeze(&display, &source, &prelude_limits(), &ctx, None)
+        })
+    });
+    match frozen {
         None => PlanOutcome::Failed(ModuleDiagnostic {
             kind: ModuleErrorKind::Invalid,
             message: format!("internal error: no prelude module `{file}`"),

@@ -1,5 +1,7 @@
 //! The built-in prelude: `prelude/*.star` and the starter trees under `prelude/examples/`,
-//! embedded at build time (see `build.rs`) and evaluated once per process.
+//! embedded at build time (see `build.rs`). The kinds they declare come from the
+//! checked-in catalog ([`crate::catalog`]) when it matches the embedded files, and are
+//! evaluated once per process otherwise.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -11,11 +13,18 @@ use crate::values::DeclarationContext;
 
 include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
-/// The built-in kinds, evaluated from the embedded prelude. Deterministic; sorted by kind
-/// name. `Err` only on a bug in the prelude (a test guarantees `Ok`).
+/// The built-in kinds: the checked-in catalog's, or evaluated from the embedded prelude
+/// when the catalog is stale or unreadable. Deterministic; sorted by kind name. `Err`
+/// only on a bug in the prelude (a test guarantees `Ok`).
 pub fn prelude_kinds() -> &'static Result<Vec<KindSchema>, String> {
     static KINDS: OnceLock<Result<Vec<KindSchema>, String>> = OnceLock::new();
-    KINDS.get_or_init(evaluate_prelude)
+    KINDS.get_or_init(|| crate::catalog::load().map_or_else(evaluate_prelude, Ok))
+}
+
+/// The text of the kind catalog file (`src/prelude_catalog.json`) for the embedded
+/// prelude, from evaluating it (never from the checked-in catalog); for codegen.
+pub fn generated_prelude_catalog() -> Result<String, String> {
+    evaluate_prelude().map(|kinds| crate::catalog::encode_prelude_catalog(&kinds))
 }
 
 /// The contents of one embedded prelude file, by path relative to `prelude/`
@@ -40,7 +49,7 @@ pub(crate) fn prelude_modules() -> impl Iterator<Item = (&'static str, &'static 
         .copied()
 }
 
-fn evaluate_prelude() -> Result<Vec<KindSchema>, String> {
+pub(crate) fn evaluate_prelude() -> Result<Vec<KindSchema>, String> {
     let mut kinds = Vec::new();
     let mut errors = Vec::new();
     // The prelude is trusted and evaluated once per process: no deadline, so a loaded

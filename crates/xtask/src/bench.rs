@@ -12,6 +12,8 @@
 //! - `bench-exec` ([`execution`]): full hits, restores, the warm MCP build, executor
 //!   overhead and the no-op build of generated `command` workspaces (also a section of
 //!   `bench`).
+//! - `bench-scripts` ([`scripts`]): `once exec` hits of a no-op script next to running it
+//!   directly, and a 15-script `needs` graph of hits (issue 17).
 //! - `bench-worst-cases` ([`worst_cases`]): hostile inputs that were quadratic or
 //!   unbounded, each measured (also a section of `bench`).
 
@@ -26,6 +28,7 @@ use serde_json::{Value, json};
 pub mod execution;
 pub mod harness;
 pub mod lsp;
+pub mod scripts;
 pub mod synth;
 pub mod worst_cases;
 

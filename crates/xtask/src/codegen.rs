@@ -49,6 +49,11 @@ pub fn generated_files() -> Vec<Generated> {
             path: "docs/test_results.schema.json".to_owned(),
             contents: crate::schema::test_results_schema(),
         },
+        Generated {
+            path: once_starlark::PRELUDE_CATALOG_PATH.to_owned(),
+            contents: once_starlark::generated_prelude_catalog()
+                .unwrap_or_else(|error| format!("the prelude does not evaluate: {error}\n")),
+        },
     ];
     files.extend(core_clippy);
     files

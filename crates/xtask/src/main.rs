@@ -57,6 +57,9 @@ commands:
                      only the digest measures of `bench`: `query inputs` with a warm
                      index and none, `query targets` beside it, the digest pass alone
                      in-process, `sha256sum` and the walk that stats every file
+  bench-scripts [--runs N] [--once BINARY]
+                     `once exec` hits: a no-op script next to running it directly,
+                     and a 15-script `needs` graph (default 30 runs)
   bench-exec --size 1k|10k [--runs N] [--once BINARY] [--out DIR]
                      only the execution measures of `bench`: full hits of the 15-action
                      84 MiB graph (outputs in place, after `rm -rf .once/out`, warm MCP),
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         ["bench", rest @ ..] => finish(bench_command(rest)),
         ["bench-digests", rest @ ..] => finish(bench_digests(rest)),
         ["bench-exec", rest @ ..] => finish(bench_exec(rest)),
+        ["bench-scripts", rest @ ..] => finish(bench_scripts(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -187,6 +191,16 @@ fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
 
 fn bench_exec(args: &[&str]) -> anyhow::Result<String> {
     bench::harness::run_execution(&bench_options(args)?)
+}
+
+fn bench_scripts(args: &[&str]) -> anyhow::Result<String> {
+    let root = project_root();
+    let once = flag(args, "--once").map_or_else(|| root.join("target/release/once"), PathBuf::from);
+    bench::scripts::run(
+        &once,
+        parsed(args, "--runs", 30)?,
+        &root.join("target/bench-scripts"),
+    )
 }
 
 fn bench_options(args: &[&str]) -> anyhow::Result<bench::harness::Options> {

@@ -1,0 +1,99 @@
+//! Running an annotated script and the scripts it needs (`once exec --script`, MCP
+//! `once_exec_script`): the plan from `Analysis::script_plan` as a [`ScriptJob`] (plain
+//! data, no database), run with outputs in the workspace ([`run`]), and the
+//! `once.evidence.v1` records of the run, each with its action digest as the subject
+//! ([`evidence_records`]).
+
+use std::path::Path;
+
+use once_evidence::{EvidenceRecord, Subject};
+use once_exec::{
+    CancelHandle, ExecOptions, ExecutionReport, Executor, OutputScope, PlannedAction, Progress,
+    Store,
+};
+
+/// What runs: the actions (needs first), the ordering edges between them, and the id of
+/// the action whose result is the answer.
+#[derive(Clone, Debug)]
+pub struct ScriptJob {
+    pub main: String,
+    pub actions: Vec<PlannedAction>,
+    pub order: Vec<(String, String)>,
+}
+
+impl ScriptJob {
+    /// The job of a script's plan.
+    pub fn of_script(plan: once_analysis::ScriptPlan) -> ScriptJob {
+        ScriptJob {
+            main: plan.script,
+            actions: plan.actions.into_iter().map(convert).collect(),
+            order: plan.order,
+        }
+    }
+
+    /// The job of a literal command's one action.
+    pub fn of_command(planned: once_analysis::PlannedAction) -> ScriptJob {
+        ScriptJob {
+            main: planned.action.id.clone(),
+            actions: vec![convert(planned)],
+            order: Vec::new(),
+        }
+    }
+}
+
+fn convert(planned: once_analysis::PlannedAction) -> PlannedAction {
+    PlannedAction {
+        action: planned.action,
+        static_key: planned.static_key,
+    }
+}
+
+/// Runs `job` in the workspace at `root` with `store`; `progress` gets each finished
+/// action. Independent needs run in parallel; a single action runs on this thread.
+pub fn run(
+    root: &Path,
+    store: &Store,
+    job: &ScriptJob,
+    cancel: CancelHandle,
+    progress: Option<&(dyn Fn(&Progress<'_>) + Sync)>,
+) -> Result<ExecutionReport, String> {
+    let mut executor = Executor::new(root, store)
+        .with_options(ExecOptions::default())
+        .with_output_scope(OutputScope::Workspace)
+        .with_order(job.order.clone())
+        .with_cancel(cancel);
+    if let Some(progress) = progress {
+        executor = executor.on_progress(progress);
+    }
+    executor
+        .run(&job.actions)
+        .map_err(|e| format!("cannot run `{}`: {e}", job.main))
+}
+
+/// One record per action that ran or was reused, its subject its action digest.
+pub fn evidence_records(job: &ScriptJob, report: &ExecutionReport) -> Vec<EvidenceRecord> {
+    let created = once_exec::evidence::now_unix_ms();
+    report
+        .results
+        .iter()
+        .filter_map(|result| {
+            let planned = job.actions.iter().find(|p| p.action.id == result.id)?;
+            let mut evidence = once_exec::evidence::action_evidence(planned, result)?;
+            evidence.subject = Subject::Command {
+                action_digest: evidence.action_digest,
+            };
+            Some(EvidenceRecord::new(evidence, created))
+        })
+        .collect()
+}
+
+/// Stores `records` in the workspace's evidence database; a warning when it could not.
+pub fn record_evidence(root: &Path, records: &[EvidenceRecord]) -> Option<String> {
+    if records.is_empty() {
+        return None;
+    }
+    once_evidence::EvidenceStore::open(root)
+        .and_then(|mut store| store.record_all(records))
+        .err()
+        .map(|error| format!("the evidence of this execution was not recorded: {error}"))
+}
