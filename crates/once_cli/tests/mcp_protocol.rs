@@ -1444,10 +1444,6 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         ("once_build_target", json!({ "target": "tools/Banner" })),
         ("once_run_target", json!({ "target": "tools/Release" })),
         (
-            "once_exec_script",
-            json!({ "path": "tools/release.sh", "args": ["--dry-run"] }),
-        ),
-        (
             "once_run_tests",
             json!({ "targets": ["tools/msgcheck/MsgCheckTest", "libs/greeting-js/GreetingJsTest"] }),
         ),
