@@ -111,7 +111,7 @@ pub(crate) fn ingest(store: &mut EvidenceStore, root: &Path) -> Result<usize, Ev
         .map_or(0, |last| last + 1);
     let rows: Vec<StoredRow> = text[..complete]
         .split(|byte| *byte == b'\n')
-        .filter_map(|line| row_from_line(line))
+        .filter_map(row_from_line)
         .collect();
     let added = store.insert_rows(&rows)?;
     file.set_len(0).map_err(io_error)?;
