@@ -1392,6 +1392,12 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         .join(".once/out/libs/text/TextTest/test/test_results.json");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, serde_json::to_vec(&results).unwrap()).unwrap();
+    // An annotated script for `once_exec_script`: one input, one output.
+    std::fs::write(
+        workspace.path().join("tools/stamp.sh"),
+        "#!/usr/bin/env bash\n# once input \"banner.txt.in\"\n# once output \"stamp.txt\"\nwc -c < banner.txt.in > stamp.txt\necho stamped\n",
+    )
+    .unwrap();
     let mut server = Server::start_in(workspace, &["--allow-run"]);
     server.initialize("2025-06-18");
     let tools = server.request(1, "tools/list", json!({}))["result"]["tools"].clone();
@@ -1455,8 +1461,11 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             "once_query_test_results",
             json!({ "target": "libs/text/TextTest" }),
         ),
+        ("once_exec_script", json!({ "path": "tools/stamp.sh" })),
+        ("once_exec_script", json!({ "path": "tools/stamp.sh" })),
     ];
     let mut covered = std::collections::BTreeSet::new();
+    let mut exec_caches = Vec::new();
     for (index, (name, arguments)) in calls.iter().enumerate() {
         let tool = tools
             .as_array()
@@ -1472,8 +1481,14 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             Vec::<String>::new(),
             "{name}: {structured}"
         );
+        if *name == "once_exec_script" {
+            assert_eq!(structured["result"]["success"], true, "{structured}");
+            assert_eq!(structured["result"]["stdout"], "stamped\n", "{structured}");
+            exec_caches.push(structured["result"]["record"]["cache"].clone());
+        }
         covered.insert(*name);
     }
+    assert_eq!(exec_caches, [json!("miss"), json!("hit")]);
     // The runtime tools, on a session of `tools/Release` (a script that ends by itself).
     let mut session_id = String::new();
     for (index, name) in [

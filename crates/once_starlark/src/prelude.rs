@@ -21,7 +21,7 @@ pub fn prelude_kinds() -> &'static Result<Vec<KindSchema>, String> {
     KINDS.get_or_init(|| crate::catalog::load().map_or_else(evaluate_prelude, Ok))
 }
 
-/// The text of the kind catalog file (`src/prelude_catalog.json`) for the embedded
+/// The text of the kind catalog file (`src/prelude_catalog.txt`) for the embedded
 /// prelude, from evaluating it (never from the checked-in catalog); for codegen.
 pub fn generated_prelude_catalog() -> Result<String, String> {
     evaluate_prelude().map(|kinds| crate::catalog::encode_prelude_catalog(&kinds))

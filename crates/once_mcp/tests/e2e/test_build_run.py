@@ -71,8 +71,16 @@ def processes_in(directory: Path) -> list[int]:
     return found
 
 
+def proc_text(pid: int, name: str) -> str:
+    """`/proc/<pid>/<name>` as text, or "" once the process has gone (it may between listing and reading)."""
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def sleeping_in(directory: Path) -> list[int]:
-    return [pid for pid in processes_in(directory) if Path(f"/proc/{pid}/comm").read_text().strip() == "sleep"]
+    return [pid for pid in processes_in(directory) if proc_text(pid, "comm").strip() == "sleep"]
 
 
 async def test_build_hits_runs_and_leaves_evidence(once_binary, workspace):

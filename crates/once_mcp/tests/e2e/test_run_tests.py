@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from test_build_run import processes_in
+from test_build_run import proc_text, processes_in
 from test_mcp_sdk import call, server
 
 pytestmark = pytest.mark.anyio
@@ -123,7 +123,7 @@ async def test_cancelling_kills_the_test_processes(once_binary, workspace):
 
         def pytest_running() -> bool:
             return any(
-                "pytest" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                "pytest" in proc_text(pid, "cmdline")
                 for pid in processes_in(workspace / "slow")
             )
 
