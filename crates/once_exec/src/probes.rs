@@ -122,10 +122,7 @@ impl Probes {
             text.push_str(&format!("answer {key} {answer} {}\n", stamps.len()));
             for stamp in stamps {
                 match stamp.state {
-                    Some(f) => text.push_str(&format!(
-                        "stamp {} {} {} {} {} {} {}\n",
-                        f.device, f.inode, f.size, f.modified_ns, f.changed_ns, f.mode, stamp.path
-                    )),
+                    Some(f) => text.push_str(&format!("stamp {} {}\n", f.to_fields(), stamp.path)),
                     None => text.push_str(&format!("absent {}\n", stamp.path)),
                 }
             }
@@ -203,17 +200,9 @@ fn parse_stamp(line: &str) -> Option<Stamp> {
         });
     }
     let mut fields = line.strip_prefix("stamp ")?.splitn(7, ' ');
-    let mut next = || fields.next();
-    let state = Fingerprint {
-        device: next()?.parse().ok()?,
-        inode: next()?.parse().ok()?,
-        size: next()?.parse().ok()?,
-        modified_ns: next()?.parse().ok()?,
-        changed_ns: next()?.parse().ok()?,
-        mode: next()?.parse().ok()?,
-    };
+    let state = Fingerprint::from_fields(&mut fields)?;
     Some(Stamp {
-        path: next()?.to_owned(),
+        path: fields.next()?.to_owned(),
         state: Some(state),
     })
 }

@@ -91,6 +91,28 @@ impl Fingerprint {
             mode: metadata.mode(),
         }
     }
+
+    /// The six numbers as the store's text files write them, space-separated.
+    pub fn to_fields(&self) -> String {
+        format!(
+            "{} {} {} {} {} {}",
+            self.device, self.inode, self.size, self.modified_ns, self.changed_ns, self.mode
+        )
+    }
+
+    /// Reads the six numbers [`Fingerprint::to_fields`] wrote from the next fields;
+    /// `None` when one is missing or not a number.
+    pub fn from_fields<'a>(fields: &mut impl Iterator<Item = &'a str>) -> Option<Fingerprint> {
+        let mut next = || fields.next();
+        Some(Fingerprint {
+            device: next()?.parse().ok()?,
+            inode: next()?.parse().ok()?,
+            size: next()?.parse().ok()?,
+            modified_ns: next()?.parse().ok()?,
+            changed_ns: next()?.parse().ok()?,
+            mode: next()?.parse().ok()?,
+        })
+    }
 }
 
 /// The tool digests of one executor: loaded from the store on first use, saved back when
@@ -116,18 +138,10 @@ impl ToolDigests {
         let mut entries = HashMap::new();
         for line in lines {
             let mut fields = line.splitn(8, ' ');
-            let mut next = || fields.next();
             let parsed = (|| {
-                let digest = Sha256Digest::from_hex(next()?)?;
-                let fingerprint = Fingerprint {
-                    device: next()?.parse().ok()?,
-                    inode: next()?.parse().ok()?,
-                    size: next()?.parse().ok()?,
-                    modified_ns: next()?.parse().ok()?,
-                    changed_ns: next()?.parse().ok()?,
-                    mode: next()?.parse().ok()?,
-                };
-                Some((next()?.to_owned(), (fingerprint, digest)))
+                let digest = Sha256Digest::from_hex(fields.next()?)?;
+                let fingerprint = Fingerprint::from_fields(&mut fields)?;
+                Some((fields.next()?.to_owned(), (fingerprint, digest)))
             })();
             if let Some((path, entry)) = parsed {
                 entries.insert(path, entry);
@@ -196,10 +210,7 @@ impl ToolDigests {
             .collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
         for (path, (f, digest)) in sorted {
-            text.push_str(&format!(
-                "{digest} {} {} {} {} {} {} {path}\n",
-                f.device, f.inode, f.size, f.modified_ns, f.changed_ns, f.mode
-            ));
+            text.push_str(&format!("{digest} {} {path}\n", f.to_fields()));
         }
         store.write_top_level(TOOLS_FILE, text.as_bytes())
     }
