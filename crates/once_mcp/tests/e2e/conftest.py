@@ -26,5 +26,19 @@ def demo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def make_workspace(tmp_path: Path):
+    """Writes a workspace of {relative path: text} under the test's temporary directory."""
+
+    def write(files: dict[str, str]) -> Path:
+        root = tmp_path / "ws"
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+        return root
+
+    return write
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

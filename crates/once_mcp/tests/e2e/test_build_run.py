@@ -45,12 +45,8 @@ EXECUTING_TOOLS = {"once_build_target", "once_run_target", "once_run_tests"}
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for path, text in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    return root
+def workspace(make_workspace) -> Path:
+    return make_workspace(FILES)
 
 
 def processes_in(directory: Path) -> list[int]:

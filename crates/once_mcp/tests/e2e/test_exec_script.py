@@ -35,12 +35,8 @@ FILES = {
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for path, text in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    return root
+def workspace(make_workspace) -> Path:
+    return make_workspace(FILES)
 
 
 async def test_a_script_misses_then_hits_with_the_seed_shape(once_binary, workspace):

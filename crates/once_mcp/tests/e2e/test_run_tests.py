@@ -39,12 +39,8 @@ FILES = {
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    for path, text in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    return root
+def workspace(make_workspace) -> Path:
+    return make_workspace(FILES)
 
 
 async def test_a_failing_test_is_content_with_its_failing_case(once_binary, workspace):

@@ -35,11 +35,8 @@ GATED_RUNTIME_TOOLS = {"once_start_target", "once_stop_runtime"}
 
 
 @pytest.fixture
-def workspace(tmp_path: Path):
-    root = tmp_path / "ws"
-    for path, text in FILES.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
+def workspace(make_workspace):
+    root = make_workspace(FILES)
     yield root
     # Whatever happened, leave no service running.
     binary = os.environ.get("ONCE_BIN") or str(REPO / "target" / "debug" / "once")
