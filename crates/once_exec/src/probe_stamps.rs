@@ -234,15 +234,7 @@ fn rustup_stamps(
     chain(&rustup_home.join("settings.toml"), stamps)?;
     let toolchains = rustup_home.join("toolchains");
     chain(&toolchains, stamps)?;
-    let mut names: Vec<String> = match std::fs::read_dir(&toolchains) {
-        Ok(entries) => entries
-            .map(|entry| entry.ok().and_then(|e| e.file_name().into_string().ok()))
-            .collect::<Option<_>>()?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(_) => return None,
-    };
-    names.sort();
-    for name in names {
+    for name in sorted_names(&toolchains)? {
         let toolchain = toolchains.join(name);
         chain(&toolchain.join("bin").join(program), stamps)?;
         chain(
@@ -300,15 +292,7 @@ fn pyenv_stamps(
     }
     let versions = root.join("versions");
     chain(&versions, stamps)?;
-    let mut names: Vec<String> = match std::fs::read_dir(&versions) {
-        Ok(entries) => entries
-            .map(|entry| entry.ok().and_then(|e| e.file_name().into_string().ok()))
-            .collect::<Option<_>>()?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(_) => return None,
-    };
-    names.sort();
-    for name in names {
+    for name in sorted_names(&versions)? {
         chain(&versions.join(name).join("bin").join(program), stamps)?;
     }
     let path_variable = environment.get("PATH").map_or("", String::as_str);
@@ -316,6 +300,20 @@ fn pyenv_stamps(
         chain(&Path::new(directory).join(program), stamps)?;
     }
     Some(())
+}
+
+/// The names in `directory`, sorted (none when it does not exist); `None` when it cannot
+/// be read or a name is not UTF-8, so the probe is not reused.
+fn sorted_names(directory: &Path) -> Option<Vec<String>> {
+    let mut names: Vec<String> = match std::fs::read_dir(directory) {
+        Ok(entries) => entries
+            .map(|entry| entry.ok().and_then(|e| e.file_name().into_string().ok()))
+            .collect::<Option<_>>()?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(_) => return None,
+    };
+    names.sort();
+    Some(names)
 }
 
 #[cfg(test)]
