@@ -87,13 +87,10 @@ pub fn evidence_records(job: &ScriptJob, report: &ExecutionReport) -> Vec<Eviden
         .collect()
 }
 
-/// Stores `records` in the workspace's evidence database; a warning when it could not.
+/// Appends `records` to the workspace's evidence journal (one write; readers of the
+/// evidence database ingest it first, like a build's); a warning when it could not.
 pub fn record_evidence(root: &Path, records: &[EvidenceRecord]) -> Option<String> {
-    if records.is_empty() {
-        return None;
-    }
-    once_evidence::EvidenceStore::open(root)
-        .and_then(|mut store| store.record_all(records))
+    once_evidence::append_to_journal(root, records)
         .err()
         .map(|error| format!("the evidence of this execution was not recorded: {error}"))
 }
