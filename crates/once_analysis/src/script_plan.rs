@@ -27,6 +27,7 @@
 //! Directives in a cycle of `needs` are a `dependency_cycle` diagnostic naming the cycle,
 //! located at the `needs` directive that closes it.
 
+use once_model::paths::is_under;
 use std::collections::{BTreeMap, BTreeSet};
 
 use once_db::{Db as _, EntryKind, LineIndex, RootDatabase, Sha256Digest, Workspace, file_digest};
@@ -508,13 +509,6 @@ fn static_key(
 
 fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(directory, _)| directory)
-}
-
-fn is_under(path: &str, directory: &str) -> bool {
-    path == directory
-        || path
-            .strip_prefix(directory)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The path of the workspace path `to` seen from the workspace directory `from`.

@@ -17,6 +17,7 @@
 //! nothing new starts after a failure, with it every action not depending on the failure
 //! still runs. Cancelling kills the running process groups and starts nothing new.
 
+use once_model::paths::is_under;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
@@ -357,13 +358,6 @@ fn is_plain_relative(path: &str) -> bool {
         && path
             .split('/')
             .all(|part| !part.is_empty() && part != "." && part != "..")
-}
-
-fn is_under(path: &str, directory: &str) -> bool {
-    path == directory
-        || path
-            .strip_prefix(directory)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The edges of `plan`: from outputs consumed as inputs, plus `order` (`(before, after)`

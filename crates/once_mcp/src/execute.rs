@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::tools::ToolError;
+use crate::tools::{ToolError, string_argument, string_list_argument};
 
 /// What a call planned, ready to run without the database.
 #[derive(Clone, Debug)]
@@ -116,11 +116,7 @@ fn plan_capability(
     arguments: &Map<String, Value>,
     capability: &str,
 ) -> Cancellable<Result<(String, Plan), ToolError>> {
-    let target = arguments
-        .get("target")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let target = string_argument(arguments, "target");
     let ids = match once_build::resolve_targets(
         analysis,
         std::slice::from_ref(&target),
@@ -162,30 +158,17 @@ pub fn plan_tests(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let strings = |name: &str| -> Vec<String> {
-        arguments
-            .get(name)
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut targets: Vec<String> = arguments
         .get("target")
         .and_then(Value::as_str)
         .map(|t| vec![t.to_owned()])
         .unwrap_or_default();
-    for target in strings("targets") {
+    for target in string_list_argument(arguments, "targets") {
         if !targets.contains(&target) {
             targets.push(target);
         }
     }
-    let changed = strings("changed_paths");
+    let changed = string_list_argument(arguments, "changed_paths");
     let request = if !targets.is_empty() {
         Request::Targets(&targets)
     } else if !changed.is_empty() {
@@ -261,11 +244,7 @@ pub fn plan_stop(
     _analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let session_id = arguments
-        .get("session_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let session_id = string_argument(arguments, "session_id");
     let grace = arguments
         .get("timeout_seconds")
         .and_then(Value::as_f64)
@@ -282,22 +261,8 @@ pub fn plan_exec_script(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let path = arguments
-        .get("path")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let args: Vec<String> = arguments
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let path = string_argument(arguments, "path");
+    let args = string_list_argument(arguments, "args");
     let request = once_analysis::ScriptRequest {
         path: path.clone(),
         args,

@@ -880,6 +880,32 @@ fn not_found_message(not_found: &once_analysis::NotFound) -> String {
     not_found.with_hint(listing_hint)
 }
 
+/// The string argument `name`, or "" when it is missing or not a string (the input
+/// schema already said what is required).
+pub(crate) fn string_argument(arguments: &Map<String, Value>, name: &str) -> String {
+    arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The strings of the array argument `name` (items that are not strings are skipped;
+/// none when it is missing).
+pub(crate) fn string_list_argument(arguments: &Map<String, Value>, name: &str) -> Vec<String> {
+    arguments
+        .get(name)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The tool that lists the candidates of a failed lookup.
 pub(crate) fn listing_hint(listing: once_analysis::Listing) -> &'static str {
     match listing {
@@ -931,17 +957,7 @@ fn query_affected_tests(
     analysis: &Analysis,
     arguments: &Map<String, Value>,
 ) -> Cancellable<Result<ToolOutput, ToolError>> {
-    let paths: Vec<String> = arguments
-        .get("changed_paths")
-        .and_then(Value::as_array)
-        .map(|paths| {
-            paths
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let paths = string_list_argument(arguments, "changed_paths");
     let affected = analysis.affected_tests(&paths)?;
     Ok(
         paginate(&affected.tests, arguments, DEFAULT_TESTS_PAGE, |t| {

@@ -17,9 +17,25 @@ pub fn lexical_join(base: &str, relative: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Whether the normalised workspace path `path` is `directory` or lies below it.
+pub fn is_under(path: &str, directory: &str) -> bool {
+    path == directory
+        || path
+            .strip_prefix(directory)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::lexical_join;
+    use super::{is_under, lexical_join};
+
+    #[test]
+    fn under_means_the_directory_itself_or_a_path_below_it() {
+        assert!(is_under("a/b", "a"));
+        assert!(is_under("a", "a"));
+        assert!(!is_under("ab", "a"));
+        assert!(!is_under("a", "a/b"));
+    }
 
     #[test]
     fn joins_and_normalises_without_leaving_the_root() {
