@@ -8,8 +8,7 @@ use std::path::Path;
 
 use once_evidence::{EvidenceRecord, Subject};
 use once_exec::{
-    CancelHandle, ExecOptions, ExecutionReport, Executor, OutputScope, PlannedAction, Progress,
-    Store,
+    CancelHandle, ExecutionReport, Executor, OutputScope, PlannedAction, Progress, Store,
 };
 
 /// What runs: the actions (needs first), the ordering edges between them, and the id of
@@ -58,7 +57,6 @@ pub fn run(
     progress: Option<&(dyn Fn(&Progress<'_>) + Sync)>,
 ) -> Result<ExecutionReport, String> {
     let mut executor = Executor::new(root, store)
-        .with_options(ExecOptions::default())
         .with_output_scope(OutputScope::Workspace)
         .with_order(job.order.clone())
         .with_cancel(cancel);

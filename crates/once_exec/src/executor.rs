@@ -71,13 +71,21 @@ pub const ONCE_PROGRAM: &str = "once";
 impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
-            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            jobs: machine_parallelism(),
             keep_going: false,
             host_env: HostEnvironment::from_process(),
             stream_memory_limit: 64 * 1024,
             once_program: std::env::current_exe().ok(),
         }
     }
+}
+
+/// How many actions this machine runs at once by default: the parallelism the process
+/// may use (CPU affinity and cgroup quota). Asked once per process: the answer reads
+/// several files under `/proc` and `/sys`.
+pub fn machine_parallelism() -> usize {
+    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Where an action's result came from.
