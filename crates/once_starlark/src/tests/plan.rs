@@ -398,3 +398,100 @@ fn the_documented_context_fields_are_the_fields() {
     documented.sort_unstable();
     assert_eq!(fields, documented);
 }
+
+/// The `test` actions `kind` (of `file`) plans for `count` test files named by `name`,
+/// with `attrs`: each action's id and how many of the files it runs.
+fn test_batches(
+    file: &str,
+    kind: &str,
+    count: usize,
+    name: fn(usize) -> String,
+    attrs: &[(&str, AttrValue)],
+) -> Vec<(String, usize)> {
+    let mut request = request(kind, "test");
+    request.srcs = (0..count).map(|n| format!("app/{}", name(n))).collect();
+    request.deps.clear();
+    request.attrs = attrs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let PlanOutcome::Planned(plan) = plan_prelude(file, &request) else {
+        panic!("{}", render(&plan_prelude(file, &request)));
+    };
+    plan.actions
+        .iter()
+        .filter(|action| action.capability == "test")
+        .map(|action| {
+            let ActionStep::Run(command) = &action.step else {
+                panic!("{} is not a command", action.id);
+            };
+            let files = (0..count)
+                .filter(|n| command.argv.iter().any(|a| a.ends_with(&name(*n))))
+                .count();
+            (action.id.clone(), files)
+        })
+        .collect()
+}
+
+#[test]
+fn test_targets_split_by_their_number_of_files_unless_batches_says() {
+    let pytest = |count: usize, batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&[])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("markers", strings(&[])),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        test_batches(
+            "python.star",
+            "pytest_test",
+            count,
+            |n| format!("tests/test_{n:03}.py"),
+            &attrs,
+        )
+    };
+    let ids = |batches: &[(String, usize)]| -> String {
+        batches
+            .iter()
+            .map(|(id, files)| format!("{id}: {files}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // Fewer than 16 files: one action.
+    expect!["app/Gen#test/test: 15"].assert_eq(&ids(&pytest(15, None)));
+    // One batch per full 8 files.
+    expect![[r#"
+        app/Gen#test/test-0: 9
+        app/Gen#test/test-1: 8"#]]
+    .assert_eq(&ids(&pytest(17, None)));
+    // At most 8 batches however many files.
+    let many = pytest(200, None);
+    assert_eq!(many.len(), 8, "{many:?}");
+    assert_eq!(many.iter().map(|(_, n)| n).sum::<usize>(), 200);
+    // `batches` wins: 1 forces one action, more splits a small target.
+    expect!["app/Gen#test/test: 40"].assert_eq(&ids(&pytest(40, Some(1))));
+    expect![[r#"
+        app/Gen#test/test-0: 2
+        app/Gen#test/test-1: 2
+        app/Gen#test/test-2: 1"#]]
+    .assert_eq(&ids(&pytest(5, Some(3))));
+    // The same rule for node.
+    let node = test_batches(
+        "js.star",
+        "node_test",
+        16,
+        |n| format!("t{n:02}.test.mjs"),
+        &[
+            ("args", strings(&[])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ],
+    );
+    expect![[r#"
+        app/Gen#test/test-0: 8
+        app/Gen#test/test-1: 8"#]]
+    .assert_eq(&ids(&node));
+}
