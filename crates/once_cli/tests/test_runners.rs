@@ -177,6 +177,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoBatchedTest", "failed", "bypass"),
             ("go/mixed/GoMixedTest", "failed", "bypass"),
             ("go/pass/GoPassTest", "passed", "miss"),
+            ("js/JsBatchedTest", "failed", "bypass"),
             ("js/JsMixedTest", "failed", "bypass"),
             ("js/JsPassTest", "passed", "miss"),
             ("py/PyBatchedTest", "failed", "bypass"),
@@ -211,6 +212,10 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     unsplit.extend(cases("py/PyPassTest"));
     unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
     assert_eq!(cases("py/PyBatchedTest"), unsplit);
+    let mut unsplit = cases("js/JsMixedTest");
+    unsplit.extend(cases("js/JsPassTest"));
+    unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
+    assert_eq!(cases("js/JsBatchedTest"), unsplit);
     assert_eq!(
         cases("go/mixed/GoBatchedTest"),
         cases("go/mixed/GoMixedTest")
@@ -257,6 +262,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoBatchedTest", "failed", "miss"),
             ("go/mixed/GoMixedTest", "failed", "miss"),
             ("go/pass/GoPassTest", "passed", "hit"),
+            ("js/JsBatchedTest", "failed", "miss"),
             ("js/JsMixedTest", "failed", "miss"),
             ("js/JsPassTest", "passed", "hit"),
             ("py/PyBatchedTest", "failed", "miss"),
