@@ -693,4 +693,36 @@ mod tests {
         .join("\n");
         assert_eq!(go_listed(&events), ["TestA", "ExampleC", "FuzzD"]);
     }
+
+    #[test]
+    fn a_shard_runs_its_group_of_the_listed_cases_or_batch_0_runs_everything() {
+        let argv = |script: &str| -> Vec<String> {
+            ["sh", "-c", script, "sh"]
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect()
+        };
+        let select = |script: &str, index: usize, count: usize| {
+            Shard { index, count }.select(NativeFormat::Libtest, &argv(script), &[])
+        };
+        // libtest's terse listing: tests only, benchmarks aside.
+        let listing = "printf 'b::two: test\\nbench: bench\\na::one: test\\nc: test\\n'";
+        assert_eq!(
+            select(listing, 0, 2),
+            ShardRun::Cases(vec!["a::one".to_owned(), "b::two".to_owned()])
+        );
+        assert_eq!(select(listing, 1, 2), ShardRun::Cases(vec!["c".to_owned()]));
+        assert!(matches!(select(listing, 3, 4), ShardRun::Nothing(_)));
+        // Nothing listed, or the listing failed: batch 0 runs the whole target.
+        for script in ["true", "exit 3"] {
+            assert_eq!(select(script, 0, 2), ShardRun::Whole, "{script}");
+            assert!(
+                matches!(select(script, 1, 2), ShardRun::Nothing(_)),
+                "{script}"
+            );
+        }
+        // A format that cannot list: the same.
+        let exit = Shard { index: 0, count: 2 }.select(NativeFormat::Tap, &argv(listing), &[]);
+        assert_eq!(exit, ShardRun::Whole);
+    }
 }
