@@ -580,6 +580,33 @@ fn go_and_rust_tests_batch_by_listed_case() {
         app/Gen#test/test 0 shard=None tail=["-test.v", "-test.count=1"]
     "#]]
     .assert_eq(&go(40, Some(1)));
+    // `args` selecting tests: no automatic split, and an explicit one is an error.
+    let selecting = |batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&["-test.run=^TestA$"])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        let mut request = request("go_test", "test");
+        request.srcs = go_files(20);
+        request.attrs = attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        render(&plan_prelude("go.star", &request))
+    };
+    assert!(
+        selecting(None).contains("app/Gen#test/test ["),
+        "{}",
+        selecting(None)
+    );
+    expect![[r#"
+        error prelude/go.star:209:13-209:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
+    "#]]
+    .assert_eq(&selecting(Some(2)));
     let rust = |batches: Option<i64>| {
         let mut attrs = vec![
             ("args", strings(&["--test-threads=1"])),
