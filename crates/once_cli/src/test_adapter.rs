@@ -6,6 +6,10 @@
 //! failing test fails its action (and is never cached) while its record is still
 //! written.
 //!
+//! With `--shard INDEX/COUNT` it first asks the runner for its cases (libtest `--list`,
+//! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
+//! batches of one target together run every case exactly once ([`Shard`]).
+//!
 //! Paths are relative to the working directory the action gives it (the package
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
 //! key.
