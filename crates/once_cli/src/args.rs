@@ -213,6 +213,15 @@ pub enum Command {
         /// without a filter run everything again.
         #[arg(long = "retry-case", value_name = "ID")]
         retry_cases: Vec<String>,
+        /// Run only batch INDEX of COUNT (`INDEX/COUNT`, from 0) of the cases the runner
+        /// lists (libtest `--list`, go `-test.list`): the sorted case names split into
+        /// COUNT contiguous groups of nearly equal size. A retry's cases win over it.
+        #[arg(long, value_name = "INDEX/COUNT")]
+        shard: Option<String>,
+        /// An argument added only to the command listing the cases of a `--shard`
+        /// (repeatable): a libtest filter, which the exact names then replace.
+        #[arg(long = "list-arg", value_name = "ARG", allow_hyphen_values = true)]
+        list_args: Vec<String>,
         /// The test runner and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,

@@ -172,6 +172,8 @@ fn run() -> ExitCode {
             cwd,
             staged,
             retry_cases,
+            shard,
+            list_args,
             command,
         } => test_adapter::run(&test_adapter::AdapterArgs {
             format: results_format,
@@ -183,6 +185,8 @@ fn run() -> ExitCode {
             cwd,
             staged: staged.as_deref(),
             retry_cases,
+            shard: shard.as_deref(),
+            list_args,
             argv: command,
         })
         .map(|code| {

@@ -6,6 +6,10 @@
 //! failing test fails its action (and is never cached) while its record is still
 //! written.
 //!
+//! With `--shard INDEX/COUNT` it first asks the runner for its cases (libtest `--list`,
+//! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
+//! batches of one target together run every case exactly once ([`Shard`]).
+//!
 //! Paths are relative to the working directory the action gives it (the package
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
 //! key.
@@ -35,6 +39,11 @@ pub struct AdapterArgs<'a> {
     pub staged: Option<&'a Path>,
     /// The cases a retry runs again (empty: every case).
     pub retry_cases: &'a [String],
+    /// `INDEX/COUNT`: run only that batch of the cases the runner lists.
+    pub shard: Option<&'a str>,
+    /// Arguments only the command listing a shard's cases gets (and the whole run, when
+    /// the cases cannot be listed).
+    pub list_args: &'a [String],
     pub argv: &'a [String],
 }
 
@@ -46,7 +55,17 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
             args.format
         )
     })?;
-    let argv = filtered(format, args.argv, args.retry_cases);
+    let argv = match args.shard {
+        Some(shard) if args.retry_cases.is_empty() => {
+            let shard = Shard::parse(shard)?;
+            match shard.select(format, args.argv, args.list_args) {
+                ShardRun::Cases(cases) => filtered(format, args.argv, &cases),
+                ShardRun::Whole => [args.argv, args.list_args].concat(),
+                ShardRun::Nothing(note) => return empty_batch(args, &note),
+            }
+        }
+        _ => filtered(format, args.argv, args.retry_cases),
+    };
     let (program, rest) = argv.split_first().context("no test command after `--`")?;
     if let Some(parent) = args.log.parent() {
         std::fs::create_dir_all(parent)
@@ -173,6 +192,174 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
         NativeFormat::Junit | NativeFormat::ExitCode => {}
     }
     argv
+}
+
+/// One batch of a target's cases: the sorted names the runner lists, split into `count`
+/// contiguous groups of nearly equal size (as the kinds split test files), and `index`
+/// of them (from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// What a shard runs.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ShardRun {
+    /// These cases, with the runner's filter.
+    Cases(Vec<String>),
+    /// The runner as an unsplit run would (with the listing's arguments): batch 0 when
+    /// the cases cannot be listed or there are none, so the merged record is the unsplit
+    /// one.
+    Whole,
+    /// Nothing: the batch has no case (the note says why, for the log).
+    Nothing(String),
+}
+
+impl Shard {
+    /// `INDEX/COUNT` with `INDEX < COUNT`.
+    pub fn parse(text: &str) -> anyhow::Result<Shard> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(index, count)| Some((index.parse().ok()?, count.parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index < count => Ok(Shard { index, count }),
+            _ => anyhow::bail!("`--shard {text}` is not INDEX/COUNT with INDEX below COUNT"),
+        }
+    }
+
+    /// This shard's part of `names` (sorted and deduplicated first).
+    pub fn part(self, mut names: Vec<String>) -> Vec<String> {
+        names.sort();
+        names.dedup();
+        let size = names.len().div_ceil(self.count.max(1)).max(1);
+        let start = (self.index * size).min(names.len());
+        let end = (start + size).min(names.len());
+        names.drain(start..end).collect()
+    }
+
+    /// Lists the runner's cases (its command with the format's list option and
+    /// `list_args`) and picks this shard's.
+    fn select(self, format: NativeFormat, argv: &[String], list_args: &[String]) -> ShardRun {
+        let listed = list_cases(format, argv, list_args);
+        let problem = match listed {
+            Ok(names) if !names.is_empty() => {
+                let part = self.part(names);
+                return if part.is_empty() {
+                    ShardRun::Nothing(format!(
+                        "batch {} of {}: no case falls in this batch",
+                        self.index + 1,
+                        self.count
+                    ))
+                } else {
+                    ShardRun::Cases(part)
+                };
+            }
+            Ok(_) => "the runner lists no case".to_owned(),
+            Err(problem) => problem,
+        };
+        if self.index == 0 {
+            ShardRun::Whole
+        } else {
+            ShardRun::Nothing(format!(
+                "batch {} of {}: {problem}; batch 1 runs the whole target",
+                self.index + 1,
+                self.count
+            ))
+        }
+    }
+}
+
+/// The case names the runner lists: libtest's `--list --format terse` (`name: test`
+/// lines; benchmarks aside), go's `-test.list=.` through `test2json` (tests, examples
+/// and fuzz targets; benchmarks do not run as tests).
+fn list_cases(
+    format: NativeFormat,
+    argv: &[String],
+    list_args: &[String],
+) -> Result<Vec<String>, String> {
+    let mut command = [argv, list_args].concat();
+    match format {
+        NativeFormat::Libtest => command.extend(["--list", "--format", "terse"].map(str::to_owned)),
+        NativeFormat::GoTestJson => command.push("-test.list=.".to_owned()),
+        _ => return Err("this runner cannot list its cases".to_owned()),
+    }
+    let (program, rest) = command.split_first().ok_or("no test command")?;
+    let output = Command::new(program)
+        .args(rest)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot start `{program}` to list the cases: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "listing the cases failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(match format {
+        NativeFormat::Libtest => stdout
+            .lines()
+            .filter_map(|line| line.strip_suffix(": test"))
+            .map(str::to_owned)
+            .collect(),
+        _ => go_listed(&stdout),
+    })
+}
+
+/// The tests, examples and fuzz targets in the output events of `test2json` running a
+/// test binary with `-test.list`.
+fn go_listed(events: &str) -> Vec<String> {
+    let mut output = String::new();
+    for line in events.lines() {
+        if let Ok(event) = serde_json::from_str::<serde_json::Value>(line)
+            && event["Action"] == "output"
+            && let Some(text) = event["Output"].as_str()
+        {
+            output.push_str(text);
+        }
+    }
+    output
+        .lines()
+        .map(str::trim)
+        .filter(|name| {
+            ["Test", "Example", "Fuzz"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+                && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A batch with no case: its log says why, and its record has no case.
+fn empty_batch(args: &AdapterArgs<'_>, note: &str) -> anyhow::Result<i32> {
+    if let Some(parent) = args.log.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create `{}`", parent.display()))?;
+    }
+    std::fs::write(args.log, format!("once: {note}\n"))
+        .with_context(|| format!("cannot write `{}`", args.log.display()))?;
+    let here = std::env::current_dir().context("cannot read the working directory")?;
+    let root = workspace_root(&here, args.cwd);
+    let log = normalize(&here.join(args.log));
+    let log = log
+        .strip_prefix(&root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| args.log.to_string_lossy().into_owned());
+    let record = once_test_results::TestResults::new(
+        args.target,
+        Runner::named(args.runner),
+        Vec::new(),
+        Artifacts {
+            logs: vec![log],
+            native_results: Vec::new(),
+        },
+        false,
+    );
+    write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
+    Ok(0)
 }
 
 /// Whether [`filtered`] can select cases in `format`.
@@ -468,5 +655,78 @@ mod tests {
         );
         check(NativeFormat::ExitCode, &["./t"], &["t"], expect!["./t"]);
         check(NativeFormat::Libtest, &["./t"], &[], expect!["./t"]);
+    }
+
+    #[test]
+    fn shards_split_the_sorted_names_into_contiguous_groups() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        let five = names(&["e", "c", "a", "d", "b", "a"]);
+        let parts = |count: usize| -> Vec<Vec<String>> {
+            (0..count)
+                .map(|index| Shard { index, count }.part(five.clone()))
+                .collect()
+        };
+        assert_eq!(parts(1), vec![names(&["a", "b", "c", "d", "e"])]);
+        assert_eq!(parts(2), vec![names(&["a", "b", "c"]), names(&["d", "e"])]);
+        // More batches than names: the last ones are empty, none is run twice.
+        assert_eq!(
+            parts(4),
+            vec![
+                names(&["a", "b"]),
+                names(&["c", "d"]),
+                names(&["e"]),
+                Vec::new()
+            ]
+        );
+        assert_eq!(Shard::parse("1/3").ok(), Some(Shard { index: 1, count: 3 }));
+        for wrong in ["3/3", "1", "a/2", "-1/2"] {
+            assert!(Shard::parse(wrong).is_err(), "{wrong}");
+        }
+    }
+
+    #[test]
+    fn go_listings_name_tests_examples_and_fuzz_targets() {
+        let events = [
+            r#"{"Action":"output","Package":"p","Output":"TestA\n"}"#,
+            r#"{"Action":"output","Package":"p","Output":"BenchmarkB\n"}"#,
+            r#"{"Action":"output","Package":"p","Output":"ExampleC\nFuzzD\n"}"#,
+            r#"{"Action":"output","Package":"p","Output":"ok  \tp\t0.01s\n"}"#,
+            r#"{"Action":"pass","Package":"p","Elapsed":0.003}"#,
+            "not json",
+        ]
+        .join("\n");
+        assert_eq!(go_listed(&events), ["TestA", "ExampleC", "FuzzD"]);
+    }
+
+    #[test]
+    fn a_shard_runs_its_group_of_the_listed_cases_or_batch_0_runs_everything() {
+        let argv = |script: &str| -> Vec<String> {
+            ["sh", "-c", script, "sh"]
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect()
+        };
+        let select = |script: &str, index: usize, count: usize| {
+            Shard { index, count }.select(NativeFormat::Libtest, &argv(script), &[])
+        };
+        // libtest's terse listing: tests only, benchmarks aside.
+        let listing = "printf 'b::two: test\\nbench: bench\\na::one: test\\nc: test\\n'";
+        assert_eq!(
+            select(listing, 0, 2),
+            ShardRun::Cases(vec!["a::one".to_owned(), "b::two".to_owned()])
+        );
+        assert_eq!(select(listing, 1, 2), ShardRun::Cases(vec!["c".to_owned()]));
+        assert!(matches!(select(listing, 3, 4), ShardRun::Nothing(_)));
+        // Nothing listed, or the listing failed: batch 0 runs the whole target.
+        for script in ["true", "exit 3"] {
+            assert_eq!(select(script, 0, 2), ShardRun::Whole, "{script}");
+            assert!(
+                matches!(select(script, 1, 2), ShardRun::Nothing(_)),
+                "{script}"
+            );
+        }
+        // A format that cannot list: the same.
+        let exit = Shard { index: 0, count: 2 }.select(NativeFormat::Tap, &argv(listing), &[]);
+        assert_eq!(exit, ShardRun::Whole);
     }
 }

@@ -174,20 +174,24 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
         &[
             ("c/CExitTest", "passed", "miss"),
             ("c/CTapTest", "failed", "bypass"),
+            ("go/mixed/GoBatchedTest", "failed", "bypass"),
             ("go/mixed/GoMixedTest", "failed", "bypass"),
             ("go/pass/GoPassTest", "passed", "miss"),
+            ("js/JsBatchedTest", "failed", "bypass"),
             ("js/JsMixedTest", "failed", "bypass"),
             ("js/JsPassTest", "passed", "miss"),
             ("py/PyBatchedTest", "failed", "bypass"),
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsBatchedTest", "failed", "bypass"),
             ("rs/RsMixedTest", "failed", "bypass"),
             ("sh/ShExitTest", "failed", "bypass"),
             ("sh/ShTapTest", "failed", "bypass"),
         ],
     );
-    // The batched target's record is the two unsplit targets' cases, durations aside.
+    // A batched target's record is its unsplit targets' cases, durations aside (and the
+    // target's name, which go's case ids and suites carry, and libtest's thread ids).
     let cases = |target: &str| -> Vec<Value> {
         let run = first["runs"]
             .as_array()
@@ -201,12 +205,49 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
                 attempt["duration_ms"] = Value::Null;
             }
         }
-        cases
+        let text = thread_ids(&serde_json::to_string(&cases).unwrap()).replace(target, "TARGET");
+        serde_json::from_str(&text).unwrap()
     };
     let mut unsplit = cases("py/PyMixedTest");
     unsplit.extend(cases("py/PyPassTest"));
     unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
     assert_eq!(cases("py/PyBatchedTest"), unsplit);
+    let mut unsplit = cases("js/JsMixedTest");
+    unsplit.extend(cases("js/JsPassTest"));
+    unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
+    assert_eq!(cases("js/JsBatchedTest"), unsplit);
+    assert_eq!(
+        cases("go/mixed/GoBatchedTest"),
+        cases("go/mixed/GoMixedTest")
+    );
+    assert_eq!(cases("rs/RsBatchedTest"), cases("rs/RsMixedTest"));
+    // Each batch ran only its group (`TestTable` is recorded as its subtests): two go
+    // batches, and three rust ones of which the last has no case (4 tests in groups of 2).
+    let batch_cases = |target: &str, batch: usize| -> Vec<String> {
+        let label = target.rsplit_once('/').unwrap();
+        let path = root.join(format!(
+            ".once/out/{}/{}/test/batches/{batch}/test_results.json",
+            label.0, label.1
+        ));
+        let record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|case| case["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        batch_cases("go/mixed/GoBatchedTest", 0),
+        ["TestFails", "TestFlaky", "TestPasses"]
+    );
+    assert_eq!(
+        batch_cases("go/mixed/GoBatchedTest", 1),
+        ["TestSkipped", "lower", "upper"]
+    );
+    assert_eq!(batch_cases("rs/RsBatchedTest", 0), ["fails", "flaky"]);
+    assert_eq!(batch_cases("rs/RsBatchedTest", 1), ["ignored", "passes"]);
+    assert_eq!(batch_cases("rs/RsBatchedTest", 2), Vec::<String>::new());
     // Nothing the tests started is left: the timed-out pytest was killed with its group.
     assert_eq!(processes::processes_in(&root.join("py")), Vec::<u32>::new());
     // The passes are hits restoring the same results; the failures run again (and the
@@ -218,14 +259,17 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
         &[
             ("c/CExitTest", "passed", "hit"),
             ("c/CTapTest", "failed", "miss"),
+            ("go/mixed/GoBatchedTest", "failed", "miss"),
             ("go/mixed/GoMixedTest", "failed", "miss"),
             ("go/pass/GoPassTest", "passed", "hit"),
+            ("js/JsBatchedTest", "failed", "miss"),
             ("js/JsMixedTest", "failed", "miss"),
             ("js/JsPassTest", "passed", "hit"),
             ("py/PyBatchedTest", "failed", "miss"),
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsBatchedTest", "failed", "miss"),
             ("rs/RsMixedTest", "failed", "miss"),
             ("sh/ShExitTest", "failed", "miss"),
             ("sh/ShTapTest", "failed", "miss"),

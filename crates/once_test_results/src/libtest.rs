@@ -8,6 +8,8 @@ use crate::record::{AttemptStatus, Case};
 
 const SHOULD_PANIC: &str = " - should panic";
 
+const BACKTRACE_HINT: &str = "note: run with `RUST_BACKTRACE=1` environment variable";
+
 pub fn parse(text: &str) -> Parsed {
     let mut parsed = Parsed::default();
     // Tests announced (`test a ... ` with the result still to come, in single-threaded
@@ -63,7 +65,11 @@ pub fn parse(text: &str) -> Parsed {
             }
             continue;
         }
-        if let Some((_, lines)) = failure.as_mut() {
+        // The hint the panic hook prints once per process, after whichever test panicked
+        // first: not the test's own output, and where it lands depends on the threads.
+        if let Some((_, lines)) = failure.as_mut()
+            && !line.starts_with(BACKTRACE_HINT)
+        {
             lines.push(line);
         }
     }

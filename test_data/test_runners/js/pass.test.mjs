@@ -5,4 +5,4 @@ test("adds", () => {
   assert.equal(1 + 1, 2);
 });
 
-test("skipped", { skip: "not on this machine" }, () => {});
+test("skipped here", { skip: "not on this machine" }, () => {});

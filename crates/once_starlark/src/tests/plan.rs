@@ -398,3 +398,242 @@ fn the_documented_context_fields_are_the_fields() {
     documented.sort_unstable();
     assert_eq!(fields, documented);
 }
+
+/// The `test` actions `kind` (of `file`) plans for `count` test files named by `name`,
+/// with `attrs`: each action's id and how many of the files it runs.
+fn test_batches(
+    file: &str,
+    kind: &str,
+    count: usize,
+    name: fn(usize) -> String,
+    attrs: &[(&str, AttrValue)],
+) -> Vec<(String, usize)> {
+    let mut request = request(kind, "test");
+    request.srcs = (0..count).map(|n| format!("app/{}", name(n))).collect();
+    request.deps.clear();
+    request.attrs = attrs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let PlanOutcome::Planned(plan) = plan_prelude(file, &request) else {
+        panic!("{}", render(&plan_prelude(file, &request)));
+    };
+    plan.actions
+        .iter()
+        .filter(|action| action.capability == "test")
+        .map(|action| {
+            let ActionStep::Run(command) = &action.step else {
+                panic!("{} is not a command", action.id);
+            };
+            let files = (0..count)
+                .filter(|n| command.argv.iter().any(|a| a.ends_with(&name(*n))))
+                .count();
+            (action.id.clone(), files)
+        })
+        .collect()
+}
+
+#[test]
+fn test_targets_split_by_their_number_of_files_unless_batches_says() {
+    let pytest = |count: usize, batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&[])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("markers", strings(&[])),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        test_batches(
+            "python.star",
+            "pytest_test",
+            count,
+            |n| format!("tests/test_{n:03}.py"),
+            &attrs,
+        )
+    };
+    let ids = |batches: &[(String, usize)]| -> String {
+        batches
+            .iter()
+            .map(|(id, files)| format!("{id}: {files}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // Fewer than 16 files: one action.
+    expect!["app/Gen#test/test: 15"].assert_eq(&ids(&pytest(15, None)));
+    // One batch per full 8 files.
+    expect![[r#"
+        app/Gen#test/test-0: 9
+        app/Gen#test/test-1: 8"#]]
+    .assert_eq(&ids(&pytest(17, None)));
+    // At most 8 batches however many files.
+    let many = pytest(200, None);
+    assert_eq!(many.len(), 8, "{many:?}");
+    assert_eq!(many.iter().map(|(_, n)| n).sum::<usize>(), 200);
+    // `batches` wins: 1 forces one action, more splits a small target.
+    expect!["app/Gen#test/test: 40"].assert_eq(&ids(&pytest(40, Some(1))));
+    expect![[r#"
+        app/Gen#test/test-0: 2
+        app/Gen#test/test-1: 2
+        app/Gen#test/test-2: 1"#]]
+    .assert_eq(&ids(&pytest(5, Some(3))));
+    // The same rule for node.
+    let node = test_batches(
+        "js.star",
+        "node_test",
+        16,
+        |n| format!("t{n:02}.test.mjs"),
+        &[
+            ("args", strings(&[])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ],
+    );
+    expect![[r#"
+        app/Gen#test/test-0: 8
+        app/Gen#test/test-1: 8"#]]
+    .assert_eq(&ids(&node));
+}
+
+/// The adapter options and runner arguments of the `test` actions `kind` plans with
+/// `srcs` and `attrs`, one line per action.
+fn case_batches(file: &str, kind: &str, srcs: Vec<String>, attrs: &[(&str, AttrValue)]) -> String {
+    let mut request = request(kind, "test");
+    request.srcs = srcs;
+    request.deps.clear();
+    request.attrs = attrs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let PlanOutcome::Planned(plan) = plan_prelude(file, &request) else {
+        panic!("{}", render(&plan_prelude(file, &request)));
+    };
+    let mut out = String::new();
+    for action in plan.actions.iter().filter(|a| a.capability == "test") {
+        let ActionStep::Run(command) = &action.step else {
+            continue;
+        };
+        let options: Vec<&str> = command
+            .argv
+            .iter()
+            .map(String::as_str)
+            .filter(|a| {
+                a.starts_with("--shard") || a.starts_with("--list-arg") || a.contains("/batches/")
+            })
+            .collect();
+        let shard = command.argv.iter().position(|a| a == "--shard");
+        let tail = command
+            .argv
+            .iter()
+            .rev()
+            .take(2)
+            .rev()
+            .map(String::as_str)
+            .collect::<Vec<_>>();
+        let _ = writeln!(
+            out,
+            "{} {:?} shard={:?} tail={:?}",
+            action.id,
+            options.len(),
+            shard.and_then(|at| command.argv.get(at + 1)),
+            tail
+        );
+        for option in options.iter().filter(|o| o.starts_with("--list-arg")) {
+            let _ = writeln!(out, "  {option}");
+        }
+    }
+    out
+}
+
+#[test]
+fn go_and_rust_tests_batch_by_listed_case() {
+    let go_files = |count: usize| -> Vec<String> {
+        (0..count)
+            .map(|n| format!("app/f{n:02}_test.go"))
+            .chain(["app/lib.go".to_owned()])
+            .collect()
+    };
+    let go = |count: usize, batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&["-test.count=1"])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        case_batches("go.star", "go_test", go_files(count), &attrs)
+    };
+    // Fewer than 16 `_test.go` files: one action, no shard.
+    expect![[r#"
+        app/Gen#test/test 0 shard=None tail=["-test.v", "-test.count=1"]
+    "#]]
+    .assert_eq(&go(15, None));
+    // 16: two batches, each running its half of what the binary lists.
+    expect![[r#"
+        app/Gen#test/test-0 3 shard=Some("0/2") tail=["-test.v", "-test.count=1"]
+        app/Gen#test/test-1 3 shard=Some("1/2") tail=["-test.v", "-test.count=1"]
+    "#]]
+    .assert_eq(&go(16, None));
+    expect![[r#"
+        app/Gen#test/test 0 shard=None tail=["-test.v", "-test.count=1"]
+    "#]]
+    .assert_eq(&go(40, Some(1)));
+    // `args` selecting tests: no automatic split, and an explicit one is an error.
+    let selecting = |batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&["-test.run=^TestA$"])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        let mut request = request("go_test", "test");
+        request.srcs = go_files(20);
+        request.attrs = attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        render(&plan_prelude("go.star", &request))
+    };
+    assert!(
+        selecting(None).contains("app/Gen#test/test ["),
+        "{}",
+        selecting(None)
+    );
+    expect![[r#"
+        error prelude/go.star:209:13-209:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
+    "#]]
+    .assert_eq(&selecting(Some(2)));
+    let rust = |batches: Option<i64>| {
+        let mut attrs = vec![
+            ("args", strings(&["--test-threads=1"])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("timeout_seconds", AttrValue::Int(300)),
+            ("test_filter", text("parse")),
+        ];
+        if let Some(batches) = batches {
+            attrs.push(("batches", AttrValue::Int(batches)));
+        }
+        case_batches(
+            "rust.star",
+            "rust_test",
+            vec!["app/src/lib.rs".to_owned()],
+            &attrs,
+        )
+    };
+    // Unset: one action, with the filter; batched: the filter only lists the cases.
+    expect![[r#"
+        app/Gen#test/test 0 shard=None tail=["--test-threads=1", "parse"]
+    "#]]
+    .assert_eq(&rust(None));
+    expect![[r#"
+        app/Gen#test/test-0 4 shard=Some("0/2") tail=["../.once/out/app/Gen/tests", "--test-threads=1"]
+          --list-arg=parse
+        app/Gen#test/test-1 4 shard=Some("1/2") tail=["../.once/out/app/Gen/tests", "--test-threads=1"]
+          --list-arg=parse
+    "#]]
+    .assert_eq(&rust(Some(2)));
+}
