@@ -20,7 +20,6 @@
 use once_model::paths::is_under;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
@@ -1197,19 +1196,34 @@ impl<'a> Executor<'a> {
         }
         let stream_error =
             |e: io::Error| format!("cannot capture the action's output streams: {e}");
-        let (stdout_name, stdout) = self.store.temporary_file().map_err(stream_error)?;
-        let (stderr_name, stderr) = match self.store.temporary_file() {
-            Ok(file) => file,
-            Err(e) => {
-                self.store.remove_temporary(&stdout_name);
-                return Err(stream_error(e));
-            }
+        let (ran, streams) = if matches!(action.step, ActionStep::Run(_)) {
+            let (ends, drain, ended) = crate::capture::pipes().map_err(stream_error)?;
+            let limit = self.options.stream_memory_limit;
+            std::thread::scope(|scope| {
+                let reader = scope.spawn(|| drain.run(self.store, limit));
+                // `ends` moves into the program's request and is closed when it ends.
+                let ran = self.run_step(workspace, action, prepared, ends);
+                ended.mark();
+                let streams = reader
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the stream reader panicked")));
+                (ran, streams)
+            })
+        } else {
+            let empty = Sha256Digest::of(b"");
+            let silent = self.store.put_hashed_blob(b"", &empty).map(|()| {
+                let stream = CapturedStream {
+                    digest: Some(empty),
+                    size: 0,
+                    tail: Vec::new(),
+                };
+                (stream.clone(), stream)
+            });
+            (self.run_step_in_process(workspace, action), silent)
         };
-        let ran = self.run_step(workspace, action, prepared, &stdout, &stderr);
-        let captured_stdout = self.capture_stream(&stdout_name, stdout);
-        let captured_stderr = self.capture_stream(&stderr_name, stderr);
-        result.stdout = captured_stdout.map_err(stream_error)?;
-        result.stderr = captured_stderr.map_err(stream_error)?;
+        let (stdout, stderr) = streams.map_err(stream_error)?;
+        result.stdout = stdout;
+        result.stderr = stderr;
         let exit = ran?;
         let success_codes: &[i32] = match &action.step {
             ActionStep::Run(command) => &command.success_exit_codes,
@@ -1276,13 +1290,48 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
+    /// Runs the program of a [`ActionStep::Run`] action with `streams` as its stdout and
+    /// stderr.
     fn run_step(
         &self,
         workspace: &WorkspaceRoot,
         action: &Action,
         prepared: &Prepared<'_>,
-        stdout: &File,
-        stderr: &File,
+        streams: crate::capture::PipeEnds,
+    ) -> Result<ProcessExit, String> {
+        let ActionStep::Run(command) = &action.step else {
+            return self.run_step_in_process(workspace, action);
+        };
+        let (Some(program), Some(environment)) = (prepared.program, prepared.environment) else {
+            return Err("the program was not resolved".to_owned());
+        };
+        let cwd = absolute(&self.workspace_root, &command.cwd);
+        self.runner
+            .run(ProcessRequest {
+                program,
+                argv: &command.argv,
+                env: environment,
+                cwd: &cwd,
+                stdout: streams.stdout,
+                stderr: streams.stderr,
+                cancel: &self.cancel,
+                timeout: command.timeout_seconds.map(Duration::from_secs),
+            })
+            .map_err(|e| {
+                format!(
+                    "cannot start `{}` in `{}`: {e}",
+                    program.display(),
+                    cwd.display()
+                )
+            })
+    }
+
+    /// Performs a step that runs no program (writing, copying, linking, making a
+    /// directory).
+    fn run_step_in_process(
+        &self,
+        workspace: &WorkspaceRoot,
+        action: &Action,
     ) -> Result<ProcessExit, String> {
         let done = |written: io::Result<()>| {
             written
@@ -1290,36 +1339,10 @@ impl<'a> Executor<'a> {
                 .map_err(|e| format!("{} failed: {e}", describe(action)))
         };
         match &action.step {
-            ActionStep::Run(command) => {
-                let (Some(program), Some(environment)) = (prepared.program, prepared.environment)
-                else {
-                    return Err("the program was not resolved".to_owned());
-                };
-                let streams = stdout
-                    .try_clone()
-                    .and_then(|out| Ok((out, stderr.try_clone()?)));
-                let (stdout, stderr) =
-                    streams.map_err(|e| format!("cannot capture the streams: {e}"))?;
-                let cwd = absolute(&self.workspace_root, &command.cwd);
-                self.runner
-                    .run(ProcessRequest {
-                        program,
-                        argv: &command.argv,
-                        env: environment,
-                        cwd: &cwd,
-                        stdout,
-                        stderr,
-                        cancel: &self.cancel,
-                        timeout: command.timeout_seconds.map(Duration::from_secs),
-                    })
-                    .map_err(|e| {
-                        format!(
-                            "cannot start `{}` in `{}`: {e}",
-                            program.display(),
-                            cwd.display()
-                        )
-                    })
-            }
+            ActionStep::Run(_) => Err(format!(
+                "{} runs a program: it cannot be performed in process",
+                describe(action)
+            )),
             ActionStep::WriteFile {
                 path,
                 content,
@@ -1335,41 +1358,6 @@ impl<'a> Executor<'a> {
             ),
             ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
             ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
-        }
-    }
-
-    /// Hashes a captured stream, keeps its end in memory and moves it into the store.
-    fn capture_stream(&self, name: &str, written: File) -> io::Result<CapturedStream> {
-        drop(written);
-        let mut file = match self.store.reopen_temporary(name) {
-            Ok(file) => file,
-            Err(e) => {
-                self.store.remove_temporary(name);
-                return Err(e);
-            }
-        };
-        let captured = (|| {
-            let mut tail = TailWriter::new(self.options.stream_memory_limit);
-            let (digest, size) = crate::outputs::hash_stream(&mut file, |chunk| {
-                io::Write::write_all(&mut tail, chunk)
-            })?;
-            Ok(CapturedStream {
-                digest: Some(digest),
-                size,
-                tail: tail.into_bytes(),
-            })
-        })();
-        match captured {
-            Ok(stream) => {
-                if let Some(digest) = &stream.digest {
-                    self.store.adopt_temporary(name, &file, digest)?;
-                }
-                Ok(stream)
-            }
-            Err(e) => {
-                self.store.remove_temporary(name);
-                Err(e)
-            }
         }
     }
 }

@@ -27,10 +27,12 @@
 //! - [`tools`]: finding programs and caching their digests;
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
+//! - [`capture`]: a program's stdout and stderr, through pipes into the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
 //! `docs/execution.md` describes the design for users.
 
+pub mod capture;
 pub mod depfile;
 pub mod environment;
 pub mod evidence;

@@ -129,7 +129,8 @@ impl WorkspaceRoot {
         open_directory_at(self.handle.as_fd(), relative, create)
     }
 
-    /// Takes the workspace's lock of the output set `outputs` (`.once/locks/outputs-<hex>`),
+    /// Takes the workspace's lock of the output set `outputs` (`.once/locks/outputs-<3 hex>`,
+    /// striped by the digest of the sorted paths: [`crate::store::lock_stripe`]),
     /// so two executors in one workspace never write the same outputs at once (even for
     /// different keys: two revisions of one action); `None` once `give_up` says so.
     pub fn lock_outputs(
@@ -145,7 +146,10 @@ impl WorkspaceRoot {
             hasher.update(output.as_bytes());
             hasher.update([0]);
         }
-        let name = format!("outputs-{}", Sha256Digest(hasher.finalize().into()));
+        let name = format!(
+            "outputs-{}",
+            crate::store::lock_stripe(&hasher.finalize().into())
+        );
         let locks = match self.locks.get() {
             Some(locks) => locks,
             None => {
@@ -368,6 +372,26 @@ fn capture_entry(
             })?;
             let stat = fstat(&file)?;
             let mode = stat.st_mode & 0o777;
+            // A file with no other link becomes its blob: no copy, no new file.
+            if let Some(store) = store
+                && links_with_mode(mode)
+                && stat.st_nlink == 1
+                && let Some((digest, size, linked)) = store
+                    .adopt_output(directory, name, &mut file)
+                    .map_err(|e| with_context(e, format_args!("cannot store `{path}`")))?
+            {
+                if !linked {
+                    let stat = fstat(&file)?;
+                    stamps.record(path, &stat, &digest);
+                }
+                entries.push(OutputEntry {
+                    path: path.to_owned(),
+                    kind: OutputKind::File { mode, size, digest },
+                });
+                return Ok(());
+            }
+            // Not adopted: copied from the start (the attempt may have read it).
+            file.seek(io::SeekFrom::Start(0))?;
             let (digest, size) = match store {
                 Some(store) => store
                     .put_blob_from(&mut file)

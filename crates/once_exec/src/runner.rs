@@ -2,8 +2,8 @@
 //! [`CancelHandle`] that kills what runs.
 //!
 //! The system runner starts each program as the leader of its own process group, with
-//! exactly the environment it is given, stdin from `/dev/null` and stdout/stderr written
-//! straight to files (no pipes to drain, nothing lost however much a program prints).
+//! exactly the environment it is given, stdin from `/dev/null` and stdout/stderr to the
+//! files it is given (the executor passes the pipes of [`crate::capture`]).
 //! When the program exits, its process group is killed before the program is reaped, so
 //! nothing it left running in the background survives it (a process that moved itself to
 //! another group or session with `setsid` escapes this; containing those needs cgroups).

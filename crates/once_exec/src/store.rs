@@ -5,7 +5,8 @@
 //!
 //! - `blobs/<2 hex>/<62 hex>`: file contents by SHA-256, sealed (below);
 //! - `actions/<2 hex>/<62 hex>`: result records by action key ([`ActionRecord`]);
-//! - `locks/<64 hex>`: one lock file per action key being executed;
+//! - `locks/<3 hex>`: the lock files of action keys being executed, one per stripe of
+//!   the key space ([`lock_stripe`]);
 //! - `tools`: the digests of programs actions ran, by path and metadata
 //!   ([`crate::tools`]);
 //! - `probes`: stored toolchain-probe answers with their stamps ([`crate::probes`]);
@@ -306,6 +307,61 @@ impl Store {
         }
     }
 
+    /// Makes the file `name` in `directory` (open as `file`, an output an action just
+    /// wrote, with no other link) a blob itself instead of copying it: seals it, hashes
+    /// it, checks that nothing wrote to it meanwhile and links it into the blobs. Answers
+    /// its digest and size, and whether the output now is a link of a sound blob (when
+    /// the blob already existed, the output is replaced by a link to it). `None` when this
+    /// cannot be done (another file system, a write during the hash): the caller copies.
+    pub fn adopt_output(
+        &self,
+        directory: &OwnedFd,
+        name: &str,
+        file: &mut File,
+    ) -> io::Result<Option<(Sha256Digest, u64, bool)>> {
+        seal(file)?;
+        file.seek(SeekFrom::Start(0))?;
+        let (digest, size) = hash_reader(file)?;
+        if !is_sealed(&fstat(&*file)?, size) {
+            return Ok(None);
+        }
+        if self.has_blob(&digest) {
+            let linked = self
+                .link_blob(&digest, size, directory, name)
+                .unwrap_or(false);
+            return Ok(Some((digest, size, linked)));
+        }
+        let (fan_name, blob_name) = fan_out(&digest);
+        let fan = handles::make_directory(&self.blobs, &fan_name)?;
+        match linkat(directory, name, &fan, blob_name.as_str(), AtFlags::empty()) {
+            Ok(()) => Ok(Some((digest, size, true))),
+            // Stored by another process meanwhile: link that one.
+            Err(Errno::EXIST) => {
+                let linked = self
+                    .link_blob(&digest, size, directory, name)
+                    .unwrap_or(false);
+                Ok(Some((digest, size, linked)))
+            }
+            Err(Errno::XDEV) | Err(Errno::PERM) | Err(Errno::MLINK) | Err(Errno::OPNOTSUPP) => {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Stores `bytes`, already hashed to `digest`; writes nothing when the blob is there.
+    pub fn put_hashed_blob(&self, bytes: &[u8], digest: &Sha256Digest) -> io::Result<()> {
+        if self.has_blob(digest) {
+            return Ok(());
+        }
+        let (temporary, mut file) = self.temporary_file()?;
+        if let Err(e) = file.write_all(bytes) {
+            self.remove_temporary(&temporary);
+            return Err(e);
+        }
+        self.adopt_temporary(&temporary, &file, digest)
+    }
+
     pub fn put_blob(&self, mut bytes: &[u8]) -> io::Result<Sha256Digest> {
         Ok(self.put_blob_from(&mut bytes)?.0)
     }
@@ -510,7 +566,8 @@ impl Store {
         );
     }
 
-    /// Takes the lock of `key`, waiting while another thread or process holds it; gives up
+    /// Takes the lock of `key` (of its stripe: [`lock_stripe`]), waiting while another
+    /// thread or process holds it; gives up
     /// (answering `None`) once `give_up` says so, checked every 20 ms.
     pub fn lock_key(
         &self,
@@ -518,7 +575,7 @@ impl Store {
         give_up: impl Fn() -> bool,
     ) -> io::Result<Option<KeyLock>> {
         Ok(
-            handles::lock_exclusive(&self.locks, &key.to_hex(), give_up)?
+            handles::lock_exclusive(&self.locks, &lock_stripe(&key.0), give_up)?
                 .map(|file| KeyLock { _file: file }),
         )
     }
@@ -687,6 +744,24 @@ impl Store {
 }
 
 /// Makes a blob read-only and sets its modification time to [`SEAL_SECONDS`].
+/// The SHA-256 and length of what `reader` yields.
+fn hash_reader(reader: &mut impl io::Read) -> io::Result<(Sha256Digest, u64)> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; COPY_CHUNK];
+    let mut size = 0u64;
+    loop {
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buffer[..read]);
+        size += read as u64;
+    }
+    Ok((Sha256Digest(hasher.finalize().into()), size))
+}
+
 fn seal(file: &File) -> io::Result<()> {
     fchmod(file, Mode::from_raw_mode(BLOB_MODE))?;
     futimens(
@@ -743,6 +818,24 @@ pub fn parse_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     number.checked_mul(factor)
+}
+
+/// How many lock files a kind of lock is spread over.
+pub const LOCK_STRIPES: u16 = 4096;
+
+/// The name of the lock file guarding `digest`: its first 12 bits in hex (`000`–`fff`).
+///
+/// Locks are striped instead of one file per key or output set: creating a file is by
+/// far the most expensive step of executing a small action on some file systems (ext4
+/// allocating an inode after many deletions), and one file per key would also grow the
+/// directory without bound. Two different keys on one stripe only wait for each other;
+/// with 4,096 stripes and `j` actions in flight that happens to a new action with a
+/// probability of about `j / 4096`. Deadlock is impossible: an executor takes at most
+/// one output lock and then at most one key lock, always in that order.
+pub fn lock_stripe(digest: &[u8; 32]) -> String {
+    let stripe = (u16::from(digest[0]) << 4) | u16::from(digest[1] >> 4);
+    debug_assert!(stripe < LOCK_STRIPES);
+    format!("{stripe:03x}")
 }
 
 #[cfg(test)]

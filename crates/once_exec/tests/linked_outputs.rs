@@ -363,3 +363,37 @@ fn a_store_on_another_file_system_falls_back_to_read_only_copies() {
     check(&next, &workspace, &store, CacheState::Hit, "hello", false);
     assert_eq!(workspace.runs(), 1, "the copy was wrong, the store was not");
 }
+
+/// An output the action wrote itself becomes its blob (the same inode, no copy); one that
+/// is a hard link of another file (here a source of the workspace) is copied into the
+/// store instead, so sealing never touches the source.
+#[test]
+fn a_fresh_output_becomes_its_blob_unless_it_has_other_links() {
+    let workspace = Workspace::new();
+    let store = workspace.store();
+    let report = workspace.run(&[writes_a("v1", "fresh")]);
+    check(&report, &workspace, &store, CacheState::Miss, "fresh", true);
+
+    let source = workspace.root().join("source.txt");
+    std::fs::write(&source, "shared").unwrap();
+    let report = workspace.run(&[shell("v2", "ln source.txt $OUT/a", &["a"])]);
+    let result = &report.results[0];
+    assert!(report.succeeded(), "{result:?}");
+    let source_metadata = std::fs::metadata(&source).unwrap();
+    assert_eq!(
+        source_metadata.mode() & 0o7777,
+        0o644,
+        "the source keeps its mode"
+    );
+    assert_ne!(
+        source_metadata.mtime(),
+        SEAL_SECONDS,
+        "the source is not sealed"
+    );
+    let blob = std::fs::metadata(blob_of(&store, result)).unwrap();
+    assert_ne!(blob.ino(), source_metadata.ino(), "the blob is a copy");
+    assert_eq!(
+        std::fs::read_to_string(blob_of(&store, result)).unwrap(),
+        "shared"
+    );
+}
