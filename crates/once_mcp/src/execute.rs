@@ -518,79 +518,18 @@ fn run_capability(
     })
 }
 
-/// The server's evidence database, kept open between builds: opening one costs SQLite a
-/// read of its schema, and closing the last connection a checkpoint of its log flushed
-/// to the disk, which together were most of a warm build that reused every action. It is
-/// opened again when the workspace or the database file (device and inode) changed.
-struct KeptEvidence {
-    root: std::path::PathBuf,
-    file: (u64, u64),
-    store: once_evidence::EvidenceStore,
-}
-
-static KEPT_EVIDENCE: std::sync::Mutex<Option<KeptEvidence>> = std::sync::Mutex::new(None);
-
-/// The database file's device and inode, when it exists.
-fn evidence_file(root: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt as _;
-    std::fs::symlink_metadata(root.join(once_evidence::DATABASE_PATH))
-        .ok()
-        .map(|metadata| (metadata.dev(), metadata.ino()))
-}
-
-/// Records the execution's evidence through the kept connection (see
-/// [`once_build::record_evidence`]); a warning when it could not.
+/// Records the execution's evidence: one append to the workspace's evidence journal,
+/// like a CLI build (see [`once_build::record_evidence`]), which every reader of the
+/// database ingests first; a warning when it could not. (A connection to the database
+/// kept open between builds cost a SQLite transaction and its log writes per build.)
 fn record_evidence(
     root: &Path,
     plan: &once_build::Plan,
     report: &once_exec::ExecutionReport,
 ) -> Option<String> {
-    let records = once_exec::evidence::evidence_records(
-        &plan.actions,
-        report,
-        once_exec::evidence::now_unix_ms(),
-    );
-    if records.is_empty() {
-        return None;
-    }
-    let mut kept = KEPT_EVIDENCE.lock().unwrap_or_else(|e| e.into_inner());
-    let current = evidence_file(root);
-    let reusable = kept
-        .as_ref()
-        .is_some_and(|kept| kept.root == root && Some(kept.file) == current);
-    if !reusable {
-        *kept = None;
-        let opened = once_evidence::EvidenceStore::open(root).map(|store| {
-            evidence_file(root).map(|file| KeptEvidence {
-                root: root.to_path_buf(),
-                file,
-                store,
-            })
-        });
-        match opened {
-            Ok(opened) => *kept = opened,
-            Err(err) => {
-                return Some(format!(
-                    "the evidence of this execution was not recorded: {err}"
-                ));
-            }
-        }
-    }
-    let Some(store) = kept.as_mut() else {
-        return Some(
-            "the evidence of this execution was not recorded: the database is gone".to_owned(),
-        );
-    };
-    match store.store.record_all(&records) {
-        Ok(_) => None,
-        Err(err) => {
-            // A connection that failed is not reused.
-            *kept = None;
-            Some(format!(
-                "the evidence of this execution was not recorded: {err}"
-            ))
-        }
-    }
+    once_exec::evidence::record_evidence(root, &plan.actions, report)
+        .err()
+        .map(|err| format!("the evidence of this execution was not recorded: {err}"))
 }
 
 #[cfg(test)]
