@@ -3,7 +3,7 @@
 //! from it); an edit to a manifest attribute, to a project module, or a new file matching
 //! a `srcs` glob is picked up: exactly the targets whose plans it changes are planned and
 //! executed again. A damaged memo is ignored and replaced; another binary does not reuse
-//! the memo of this one; `once cache clean` removes it.
+//! the memo of this one; `once cache clean` removes it; `once test` uses it too.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -247,4 +247,41 @@ fn another_binary_plans_again() {
         first.len(),
         second.len()
     );
+}
+
+/// `once test` plans through the memo too: a second run reuses its plans (the memo is
+/// not rewritten) and its cached result; a new `srcs` file is picked up.
+#[test]
+fn once_test_plans_from_the_memo() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\ninclude = [\"t\"]\n");
+    write(
+        root,
+        "t/once.toml",
+        "[[target]]\nname = \"Check\"\nkind = \"sh_test\"\nsrcs = [\"*.sh\"]\n\n\
+         [target.attrs]\nmain = \"check.sh\"\n",
+    );
+    write(root, "t/check.sh", "test 1 -eq 1\n");
+    let run = || {
+        let output = once(root, &["test", "--format", "json", "t/Check"]);
+        let value: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&output.stderr)));
+        assert_eq!(value["success"], true, "{value}");
+        value
+    };
+    let cache = |value: &Value| value["runs"][0]["cache"].as_str().unwrap().to_owned();
+    let first = run();
+    assert_eq!(cache(&first), "miss", "{first}");
+    let (memo_bytes, memo_time) = memo(root).expect("`once test` fills the memo");
+
+    let second = run();
+    assert_eq!(cache(&second), "hit", "{second}");
+    assert_eq!(memo(root), Some((memo_bytes.clone(), memo_time)));
+
+    // A new file matching `srcs` is an input of the test: planned and run again.
+    write(root, "t/helper.sh", "true\n");
+    let third = run();
+    assert_eq!(cache(&third), "miss", "{third}");
+    assert!(memo(root).unwrap().0.len() > memo_bytes.len());
 }
