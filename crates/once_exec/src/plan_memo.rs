@@ -23,12 +23,12 @@
 //! wins (the other's new plans are only planned again later). `once cache clean` removes
 //! the file.
 
-use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use once_db::Sha256Digest;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::store::Store;
 use crate::tools::Fingerprint;
@@ -77,9 +77,9 @@ struct Stored {
 pub struct PlanMemoFile {
     /// Mixed into every key: [`program_identity`].
     salt: Sha256Digest,
-    stored: HashMap<Sha256Digest, Stored>,
-    used: Mutex<HashSet<Sha256Digest>>,
-    recorded: Mutex<HashMap<Sha256Digest, Arc<[u8]>>>,
+    stored: FxHashMap<Sha256Digest, Stored>,
+    used: Mutex<FxHashSet<Sha256Digest>>,
+    recorded: Mutex<FxHashMap<Sha256Digest, Arc<[u8]>>>,
 }
 
 impl PlanMemoFile {
@@ -207,7 +207,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The entries of a complete, intact memo file of this version.
-fn parse(bytes: &[u8]) -> Option<HashMap<Sha256Digest, Stored>> {
+fn parse(bytes: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
     let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
     if Sha256Digest::of(body).0 != digest {
         return None;
@@ -215,7 +215,7 @@ fn parse(bytes: &[u8]) -> Option<HashMap<Sha256Digest, Stored>> {
     let (body, count) = body.split_at_checked(body.len().checked_sub(8)?)?;
     let count = u64::from_le_bytes(count.try_into().ok()?);
     let mut rest = body.strip_prefix(HEADER)?;
-    let mut entries = HashMap::new();
+    let mut entries = FxHashMap::default();
     while !rest.is_empty() {
         let (header, tail) = rest.split_at_checked(ENTRY_HEADER)?;
         let key = Sha256Digest(header[..32].try_into().ok()?);
