@@ -17,8 +17,8 @@
 //! everything before it. A file that is not complete and intact (foreign version,
 //! truncated, any byte changed) is ignored as a whole: every plan is a miss and the next
 //! rewrite replaces it. Rewriting merges what was read with what this process planned,
-//! stamps the entries this process used, drops the least recently used beyond
-//! [`MAX_MEMO_BYTES`], and renames a complete temporary file over the old one: readers
+//! stamps the entries this process used, drops those unused for a week and the least
+//! recently used beyond [`MAX_MEMO_BYTES`], and renames a complete temporary file over the old one: readers
 //! see the old or the new file, and of two processes writing at once the last rename
 //! wins (the other's new plans are only planned again later). `once cache clean` removes
 //! the file.
@@ -41,6 +41,10 @@ const HEADER: &[u8] = b"once-plan-memo 1\n";
 
 /// The most bytes of values a rewrite keeps (the least recently used go first).
 pub const MAX_MEMO_BYTES: usize = 64 << 20;
+
+/// How long an entry no process used is kept (a week, in seconds): plans of edited-away
+/// revisions do not make every later process read them.
+pub const MAX_MEMO_AGE_SECONDS: u64 = 7 * 24 * 60 * 60;
 
 /// Per entry: the key, the last use and the value's length.
 const ENTRY_HEADER: usize = 32 + 8 + 4;
@@ -113,8 +117,9 @@ impl PlanMemoFile {
     }
 
     /// The file's new content when this process recorded anything: the stored entries
-    /// merged with the recorded ones, those used or recorded now stamped `now`, the least
-    /// recently used dropped beyond `max_bytes` of values.
+    /// merged with the recorded ones, those used or recorded now stamped `now`, those
+    /// unused for [`MAX_MEMO_AGE_SECONDS`] dropped, and the least recently used dropped
+    /// beyond `max_bytes` of values.
     pub fn rewritten(&self, now: SystemTime, max_bytes: usize) -> Option<Vec<u8>> {
         let recorded = lock(&self.recorded);
         if recorded.is_empty() {
@@ -137,7 +142,10 @@ impl PlanMemoFile {
                 (*key, last_used, &stored.value[..])
             })
             .chain(recorded.iter().map(|(key, value)| (*key, now, &value[..])))
-            .filter(|(_, _, value)| u32::try_from(value.len()).is_ok())
+            .filter(|(_, last_used, value)| {
+                u32::try_from(value.len()).is_ok()
+                    && last_used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now
+            })
             .collect();
         // The most recently used first; ties by key, so the file is deterministic.
         entries.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -335,6 +343,16 @@ mod tests {
             None,
             "the least recently used went"
         );
+
+        // More than a week later, an entry no process used since goes whatever the size.
+        let fourth = PlanMemoFile::from_bytes(salt, Some(&bytes));
+        assert!(fourth.lookup(&key("used")).is_some());
+        fourth.record(key("newer"), value.clone());
+        let later = at(20 + MAX_MEMO_AGE_SECONDS + 1);
+        let fifth = PlanMemoFile::from_bytes(salt, fourth.rewritten(later, 1000).as_deref());
+        assert_eq!(fifth.stored_len(), 2, "`new` expired");
+        assert!(fifth.lookup(&key("used")).is_some());
+        assert!(fifth.lookup(&key("newer")).is_some());
     }
 
     /// The store's file: saved only when something was recorded, read back by a new
