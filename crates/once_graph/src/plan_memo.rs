@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use once_db::{Db, Sha256Digest, Workspace, source_text};
 use once_model::AttrValue;
 use once_model::action::{Action, ActionStep, Command, TargetActions};
-use once_starlark::{EvalLimits, PlanRequest};
+use once_starlark::{EvalLimits, PlanDep, PlanRequest};
 
 use crate::actions::KeyEncoder;
 
@@ -71,37 +71,58 @@ pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Dig
             key.field("modules", &modules.to_hex());
         }
     }
-    key.field("target", &request.target);
-    key.field("package", &request.package);
-    key.field("name", &request.name);
-    key.field("kind", &request.kind);
-    key.field("capability", &request.capability);
-    key.field("attrs", &request.attrs.len().to_string());
-    for (name, value) in &request.attrs {
+    // Destructured without `..`: a field added to the request fails to compile here
+    // until it is part of the key.
+    let PlanRequest {
+        target,
+        package,
+        name,
+        kind,
+        capability,
+        attrs,
+        srcs,
+        build_dir,
+        deps,
+        tools,
+    } = request;
+    key.field("target", target);
+    key.field("package", package);
+    key.field("name", name);
+    key.field("kind", kind);
+    key.field("capability", capability);
+    key.field("attrs", &attrs.len().to_string());
+    for (name, value) in attrs {
         key.field("attr.name", name);
         attr_key(&mut key, value);
     }
-    key.field("srcs", &request.srcs.len().to_string());
-    for src in &request.srcs {
+    key.field("srcs", &srcs.len().to_string());
+    for src in srcs {
         key.field("src", src);
     }
-    key.field("build_dir", &request.build_dir);
-    key.field("deps", &request.deps.len().to_string());
-    for dep in &request.deps {
-        key.field("dep.target", &dep.target);
-        key.field("dep.kind", &dep.kind);
-        key.field("dep.role", &dep.role);
-        key.field("dep.providers", &dep.providers.len().to_string());
-        for provider in &dep.providers {
+    key.field("build_dir", build_dir);
+    key.field("deps", &deps.len().to_string());
+    for dep in deps {
+        let PlanDep {
+            target,
+            kind,
+            role,
+            providers,
+            outputs,
+        } = dep;
+        key.field("dep.target", target);
+        key.field("dep.kind", kind);
+        key.field("dep.role", role);
+        key.field("dep.providers", &providers.len().to_string());
+        for provider in providers {
             key.field("dep.provider", provider);
         }
-        key.field("dep.outputs", &dep.outputs.len().to_string());
-        for output in &dep.outputs {
+        key.field("dep.outputs", &outputs.len().to_string());
+        for output in outputs {
             key.field("dep.output", output);
         }
     }
-    key.field("tools", &request.tools.len().to_string());
-    for tool in &request.tools {
+    key.field("tools", &tools.len().to_string());
+    for tool in tools {
         key.field("tool", tool);
     }
     Sha256Digest::of(&key.bytes)
@@ -180,36 +201,58 @@ pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
     let mut out = Writer::default();
     out.str(VALUE_FORMAT);
     out.u64(actions.actions.len() as u64);
-    for action in &actions.actions {
-        out.str(&action.id);
-        out.str(&action.target);
-        out.str(&action.capability);
-        match &action.step {
-            ActionStep::Run(command) => {
+    // Destructured without `..`: a field added to an action fails to compile here.
+    let TargetActions {
+        actions,
+        default_outputs,
+    } = actions;
+    for action in actions {
+        let Action {
+            id,
+            target,
+            capability,
+            step,
+            inputs,
+            outputs,
+            cacheable,
+        } = action;
+        out.str(id);
+        out.str(target);
+        out.str(capability);
+        match step {
+            ActionStep::Run(Command {
+                argv,
+                env,
+                cwd,
+                success_exit_codes,
+                probes,
+                depfile,
+                timeout_seconds,
+            }) => {
                 out.u8(0);
-                out.strs(&command.argv);
-                out.u64(command.env.len() as u64);
-                for (name, value) in &command.env {
+                out.strs(argv);
+                out.u64(env.len() as u64);
+                for (name, value) in env {
                     out.str(name);
                     out.str(value);
                 }
-                out.str(&command.cwd);
-                out.u64(command.success_exit_codes.len() as u64);
-                for code in &command.success_exit_codes {
+                out.str(cwd);
+                out.u64(success_exit_codes.len() as u64);
+                for code in success_exit_codes {
                     out.u64(u64::from(code.cast_unsigned()));
                 }
-                out.u64(command.probes.len() as u64);
-                for probe in &command.probes {
+                out.u64(probes.len() as u64);
+                for probe in probes {
                     out.strs(probe);
                 }
-                match &command.depfile {
+                match depfile {
                     None => out.u8(0),
                     Some(depfile) => {
                         out.u8(1);
                         out.str(depfile);
                     }
                 }
-                match command.timeout_seconds {
+                match *timeout_seconds {
                     None => out.u8(0),
                     Some(seconds) => {
                         out.u8(1);
@@ -242,11 +285,11 @@ pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
                 out.str(path);
             }
         }
-        out.strs(&action.inputs);
-        out.strs(&action.outputs);
-        out.u8(u8::from(action.cacheable));
+        out.strs(inputs);
+        out.strs(outputs);
+        out.u8(u8::from(*cacheable));
     }
-    out.strs(&actions.default_outputs);
+    out.strs(default_outputs);
     out.0
 }
 
@@ -417,7 +460,6 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use once_model::Float;
-    use once_starlark::PlanDep;
 
     fn request() -> PlanRequest {
         PlanRequest {
