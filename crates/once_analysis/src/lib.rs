@@ -88,6 +88,12 @@ impl AnalysisHost {
         (AnalysisHost { db, workspace }, log)
     }
 
+    /// Lends planning a memo kept between processes (see [`once_db::PlanMemo`]): a
+    /// one-shot command sets it before asking for plans.
+    pub fn set_plan_memo(&mut self, memo: Arc<dyn once_db::PlanMemo>) {
+        self.db.set_plan_memo(memo);
+    }
+
     pub fn apply_changes(&mut self, changes: &[ChangeEvent]) {
         apply_changes(&mut self.db, changes);
     }

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
 use once_build::{Plan, TargetRecord};
-use once_exec::{CancelHandle, ExecOptions, ExecutionReport, Executor, Progress, Store};
+use once_exec::{
+    CancelHandle, ExecOptions, ExecutionReport, Executor, PlanMemoFile, Progress, Store,
+};
 use once_model::action::ActionStep;
 use serde_json::json;
 
@@ -103,12 +105,19 @@ fn received_signal() -> Option<i32> {
 }
 
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
+/// Plans an earlier process made from the same inputs come from the store's plan memo
+/// (`once_exec::plan_memo`) without starting Starlark; new ones are added to it.
 pub(crate) fn plan_targets(
     root: &Path,
+    store: &Store,
     patterns: &[String],
     capability: &str,
 ) -> anyhow::Result<Plan> {
-    let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
+    let memo = PlanMemoFile::load(store).map(Arc::new);
+    let mut host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
+    if let Some(memo) = &memo {
+        host.set_plan_memo(memo.clone());
+    }
     let analysis = host.analysis();
     let ids = answer(once_build::resolve_targets(
         &analysis,
@@ -124,14 +133,18 @@ pub(crate) fn plan_targets(
         );
     }
     let plan = answer(once_build::plan(&analysis, &ids, capability))?.map_err(|e| anyhow!(e))?;
-    // The digest index only saves work next time; failing to write it changes nothing.
+    // The digest index and the plan memo only save work next time; failing to write
+    // them changes nothing.
     let _ = analysis.save_digest_index();
     drop(analysis);
     drop(host);
+    if let Some(memo) = memo {
+        let _ = memo.save(store);
+    }
     Ok(plan)
 }
 
-fn open_store(root: &Path, exec: &ExecArgs) -> anyhow::Result<Store> {
+pub(crate) fn open_store(root: &Path, exec: &ExecArgs) -> anyhow::Result<Store> {
     let path = match &exec.store {
         Some(path) => path.clone(),
         None => Store::default_path(root),
@@ -275,19 +288,19 @@ pub(crate) fn terminal_width() -> usize {
 /// Runs the plan's actions (all of them, or those `keep` selects).
 pub(crate) fn execute(
     root: &Path,
+    store: &Store,
     exec: &ExecArgs,
     plan: &Plan,
     actions: &[once_exec::PlannedAction],
     format: Format,
 ) -> anyhow::Result<ExecutionReport> {
-    let store = open_store(root, exec)?;
     let options = options(exec);
     let line = ProgressLine::new(plan, actions, options.jobs);
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
     let callback = |progress: &Progress<'_>| line.update(progress);
     let cancel = CancelHandle::new();
     set_interruptible(Interruptible::Execution(cancel.clone()));
-    let mut executor = Executor::new(root, &store)
+    let mut executor = Executor::new(root, store)
         .with_options(options)
         .with_cancel(cancel.clone());
     if live {
@@ -329,11 +342,12 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
 /// `once build PATTERN…`.
 pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
-    let plan = plan_targets(&root, patterns, "build")?;
+    let store = open_store(&root, exec)?;
+    let plan = plan_targets(&root, &store, patterns, "build")?;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
-    let report = execute(&root, exec, &plan, &plan.actions, args.format)?;
+    let report = execute(&root, &store, exec, &plan, &plan.actions, args.format)?;
     let records = once_build::records(&plan, &report);
     let success = report.succeeded();
     if args.format == Format::Json {
@@ -441,7 +455,8 @@ pub fn run(
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
-    let plan = plan_targets(&root, &[target.to_owned()], "run")?;
+    let store = open_store(&root, exec)?;
+    let plan = plan_targets(&root, &store, &[target.to_owned()], "run")?;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
@@ -451,7 +466,7 @@ pub fn run(
         .map(|t| t.actions.clone())
         .unwrap_or_default();
     let (before, attached) = plan.split_program();
-    let mut report = execute(&root, exec, &plan, &before, args.format)?;
+    let mut report = execute(&root, &store, exec, &plan, &before, args.format)?;
     if !report.succeeded() {
         // The program is not started: its actions are skipped, for the failure before.
         for planned in &attached {

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Args, ExecArgs, Format, Runtime};
-use crate::build::{execute, plan_targets, print_records, refuse};
+use crate::build::{execute, open_store, plan_targets, print_records, refuse};
 use crate::human::printable;
 use crate::query::{print_json, workspace_root};
 
@@ -192,7 +192,8 @@ fn start(
     extra: &[String],
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
-    let plan = plan_targets(root, &[target.to_owned()], "run")?;
+    let store = open_store(root, exec)?;
+    let plan = plan_targets(root, &store, &[target.to_owned()], "run")?;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
@@ -206,7 +207,7 @@ fn start(
             "`{id}`'s `run` capability declares no uncached command: there is no program to start in a session"
         );
     }
-    let report = execute(root, exec, &plan, &before, args.format)?;
+    let report = execute(root, &store, exec, &plan, &before, args.format)?;
     if !report.succeeded() {
         let records = once_build::records(&plan, &report);
         if args.format == Format::Json {

@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
 use once_build::testing::{Request, Selection, TestOptions, TestProgress, TestRun};
-use once_exec::{CancelHandle, Store};
+use once_exec::{CancelHandle, PlanMemoFile, Store};
 use serde_json::json;
 
 use crate::Outcome;
@@ -45,8 +45,19 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
         bail!("name the tests to run: TARGET…, --changed PATH… or --all");
     };
     let root = workspace_root(args)?;
+    let store_path = match test.store {
+        Some(path) => path.to_path_buf(),
+        None => Store::default_path(&root),
+    };
+    let store = Store::open(&store_path)
+        .with_context(|| format!("cannot open the store `{}`", store_path.display()))?;
+    // Plans an earlier process made from the same inputs come from the store's memo.
+    let memo = PlanMemoFile::load(&store).map(Arc::new);
     let (selection, plan) = {
-        let host = AnalysisHost::load(Arc::new(OsSystem), root.clone());
+        let mut host = AnalysisHost::load(Arc::new(OsSystem), root.clone());
+        if let Some(memo) = &memo {
+            host.set_plan_memo(memo.clone());
+        }
         let analysis = host.analysis();
         let selection = answer(once_build::testing::select(
             &analysis,
@@ -59,6 +70,9 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
         let _ = analysis.save_digest_index();
         (selection, plan)
     };
+    if let Some(memo) = memo {
+        let _ = memo.save(&store);
+    }
     if !plan.problems.is_empty() {
         if args.format == Format::Json {
             print_json(&json!({
@@ -79,12 +93,6 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     if args.format == Format::Human {
         print_selection(&selection);
     }
-    let store_path = match test.store {
-        Some(path) => path.to_path_buf(),
-        None => Store::default_path(&root),
-    };
-    let store = Store::open(&store_path)
-        .with_context(|| format!("cannot open the store `{}`", store_path.display()))?;
     let options = TestOptions {
         jobs: test.jobs,
         rerun: test.rerun,

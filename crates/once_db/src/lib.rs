@@ -9,6 +9,7 @@
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
+//! - [`plan_memo`]: the [`PlanMemo`] a one-shot front end lends planning.
 //!
 //! **Architecture Invariant:** nothing here reads the disk, the environment or the clock
 //! except through [`System`]; inputs are set only by [`apply_changes`] and [`RootDatabase::load`].
@@ -25,6 +26,7 @@ pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod package_filter;
+pub mod plan_memo;
 pub mod system;
 pub mod workspace;
 pub mod writes;
@@ -36,6 +38,7 @@ pub use digests::{DigestError, FileDigest, Sha256Digest, file_digest};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
 pub use package_filter::{PackageFilter, PatternError};
+pub use plan_memo::PlanMemo;
 pub use system::{
     EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System, WriteLock,
 };
@@ -57,6 +60,9 @@ pub trait Db: salsa::Database {
 
     /// This process's digest index (loaded from `.once/digests` on first use).
     fn digest_index(&self) -> &digests::DigestIndex;
+
+    /// The planning memo of a one-shot front end, when it installed one.
+    fn plan_memo(&self) -> Option<&dyn PlanMemo>;
 }
 
 /// The one concrete database. Clones are cheap snapshots for other threads.
@@ -68,6 +74,7 @@ pub struct RootDatabase {
     /// The path → input table, shared by all snapshots.
     pub(crate) file_table: Arc<Mutex<files::FileTable>>,
     digest_index: Arc<digests::DigestIndex>,
+    plan_memo: Option<Arc<dyn PlanMemo>>,
 }
 
 #[salsa::db]
@@ -89,6 +96,10 @@ impl Db for RootDatabase {
 
     fn digest_index(&self) -> &digests::DigestIndex {
         &self.digest_index
+    }
+
+    fn plan_memo(&self) -> Option<&dyn PlanMemo> {
+        self.plan_memo.as_deref()
     }
 }
 
@@ -113,6 +124,7 @@ impl RootDatabase {
             system,
             file_table: Arc::default(),
             digest_index: Arc::default(),
+            plan_memo: None,
         }
     }
 
@@ -132,6 +144,7 @@ impl RootDatabase {
             system,
             file_table: Arc::default(),
             digest_index: Arc::default(),
+            plan_memo: None,
         };
         (db, log)
     }
@@ -145,6 +158,12 @@ impl RootDatabase {
     /// already happened (a server's watching walk, `once_watch::WorkspaceWatcher::watch_and_walk`).
     pub fn load_walked(&mut self, root: std::path::PathBuf, files: &[String]) -> Workspace {
         changes::load_walked_workspace(self, root, files)
+    }
+
+    /// Lends planning a memo kept between processes; set it before the first plan is
+    /// asked. A server's warm database memoises by itself and sets none.
+    pub fn set_plan_memo(&mut self, memo: Arc<dyn PlanMemo>) {
+        self.plan_memo = Some(memo);
     }
 
     pub fn system_arc(&self) -> Arc<dyn System> {

@@ -28,6 +28,7 @@
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
+//! - [`plan_memo`]: the plans of one-shot commands, remembered in the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
 //! `docs/execution.md` describes the design for users.
@@ -41,6 +42,7 @@ pub mod fake;
 mod handles;
 pub mod key;
 pub mod outputs;
+pub mod plan_memo;
 pub mod probe_stamps;
 pub mod probes;
 pub mod reaper;
@@ -56,5 +58,6 @@ pub use executor::{
 };
 pub use fake::{FakeOutcome, FakeRunner};
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
+pub use plan_memo::PlanMemoFile;
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 pub use store::{GcReport, Store, StoreStats};

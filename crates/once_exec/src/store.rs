@@ -10,6 +10,7 @@
 //! - `tools`: the digests of programs actions ran, by path and metadata
 //!   ([`crate::tools`]);
 //! - `probes`: stored toolchain-probe answers with their stamps ([`crate::probes`]);
+//! - `plans`: the plans of targets, remembered for new processes ([`crate::plan_memo`]);
 //! - `tmp/`: temporary files being written (streams, blobs, records);
 //! - `store.lock`: held shared by every executor while it runs, exclusively by `gc` and
 //!   `clean`.
@@ -644,7 +645,11 @@ impl Store {
                 handles::remove_entry(directory, &name)?;
             }
         }
-        for file in [crate::tools::TOOLS_FILE, crate::probes::PROBES_FILE] {
+        for file in [
+            crate::tools::TOOLS_FILE,
+            crate::probes::PROBES_FILE,
+            crate::plan_memo::PLANS_FILE,
+        ] {
             match unlinkat(&self.root, file, AtFlags::empty()) {
                 Ok(()) | Err(Errno::NOENT) => {}
                 Err(e) => return Err(e.into()),

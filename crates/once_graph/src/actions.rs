@@ -8,6 +8,10 @@
 //! nothing; [`action_static_keys`] reads the digests of the source files the actions
 //! name, so the same edit re-keys only the actions that read that file.
 //!
+//! A one-shot front end lends the database a [`once_db::PlanMemo`]: [`target_actions`]
+//! then answers from it when an earlier process planned the same request with the same
+//! implementation ([`crate::plan_memo`]), and records what it plans.
+//!
 //! **Architecture Invariant:** an implementation error is a diagnostic in the plan, never
 //! a failed query; a dependency cycle plans the targets on it without their dependencies'
 //! outputs (the cycle itself is reported by `dependency_cycles`).
@@ -20,6 +24,10 @@ use once_model::{
 use once_starlark::{ModuleDiagnostic, PlanDep, PlanOutcome, PlanRequest};
 
 use crate::kinds::{DbModules, kind_catalog, module_limits};
+use crate::plan_memo::{
+    MemoOrigin, decode_target_actions, encode_target_actions, plan_memo_key,
+    workspace_modules_digest,
+};
 use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
 use crate::settings::package_by_path;
 
@@ -190,6 +198,31 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
         deps,
         tools: kind.tools.iter().map(|t| t.name.clone()).collect(),
     };
+    // A one-shot front end's memo answers for plans an earlier process made from the
+    // same inputs, without starting Starlark (see `crate::plan_memo`).
+    let limits = module_limits();
+    let memo = db.plan_memo().and_then(|memo| {
+        let origin = match &kind.origin {
+            KindOrigin::Prelude(file) => MemoOrigin::Prelude(file),
+            KindOrigin::Module(path) => MemoOrigin::Module {
+                path,
+                limits: &limits,
+                modules: (*workspace_modules_digest(db, workspace))?,
+            },
+        };
+        Some((memo, plan_memo_key(origin, &request)))
+    });
+    if let Some((memo, key)) = &memo
+        && let Some(actions) = memo
+            .lookup(key)
+            .and_then(|bytes| decode_target_actions(&bytes))
+    {
+        return TargetPlan {
+            actions,
+            implemented: true,
+            diagnostics: Vec::new(),
+        };
+    }
     let outcome = match &kind.origin {
         KindOrigin::Prelude(file) => once_starlark::plan_prelude(file, &request),
         KindOrigin::Module(path) => {
@@ -200,9 +233,12 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
                 .map(|f| source_text(db, *f).text.to_string())
                 .unwrap_or_default();
             let modules = DbModules { db, workspace };
-            once_starlark::plan_module(path, &text, &module_limits(), &modules, &request)
+            once_starlark::plan_module(path, &text, &limits, &modules, &request)
         }
     };
+    if let (Some((memo, key)), PlanOutcome::Planned(actions)) = (&memo, &outcome) {
+        memo.record(*key, encode_target_actions(actions));
+    }
     match outcome {
         PlanOutcome::Planned(actions) => TargetPlan {
             actions,
@@ -360,12 +396,12 @@ fn is_build_output(path: &str) -> bool {
 /// The canonical encoding: each field is its name and its value, each prefixed by its
 /// length as a little-endian u64, so no two field sequences encode alike.
 #[derive(Default)]
-struct KeyEncoder {
-    bytes: Vec<u8>,
+pub(crate) struct KeyEncoder {
+    pub(crate) bytes: Vec<u8>,
 }
 
 impl KeyEncoder {
-    fn field(&mut self, name: &str, value: &str) {
+    pub(crate) fn field(&mut self, name: &str, value: &str) {
         for part in [name, value] {
             self.bytes
                 .extend_from_slice(&(part.len() as u64).to_le_bytes());

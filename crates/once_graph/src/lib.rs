@@ -17,6 +17,7 @@
 //!   package at once), `owners`, `affected_tests`.
 //! - [`actions`]: `target_actions` (a kind's Starlark implementation of a capability,
 //!   called with the resolved target) and `action_static_keys`.
+//! - [`plan_memo`]: the key and value encoding of plans remembered between processes.
 //!
 //! **Architecture Invariant:** queries are per file (package) wherever possible, so an edit
 //! to one manifest re-runs that package's queries and, through backdating, nothing else
@@ -28,6 +29,7 @@ pub mod fixes;
 pub mod graph;
 pub mod kinds;
 pub mod manifests;
+pub mod plan_memo;
 pub mod resolve;
 pub mod script;
 pub mod settings;

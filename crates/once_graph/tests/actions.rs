@@ -459,3 +459,105 @@ fn dependency_cycles_plan_without_panicking() {
     "#]]
     .assert_eq(&out);
 }
+
+/// A [`once_db::PlanMemo`] in memory that counts its hits.
+#[derive(Default)]
+struct MemoryMemo {
+    entries: std::sync::Mutex<std::collections::HashMap<once_db::Sha256Digest, Arc<[u8]>>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl once_db::PlanMemo for MemoryMemo {
+    fn lookup(&self, key: &once_db::Sha256Digest) -> Option<Arc<[u8]>> {
+        let found = self.entries.lock().unwrap().get(key).cloned();
+        if found.is_some() {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        found
+    }
+
+    fn record(&self, key: once_db::Sha256Digest, value: Vec<u8>) {
+        self.entries.lock().unwrap().insert(key, value.into());
+    }
+}
+
+impl MemoryMemo {
+    fn take_hits(&self) -> usize {
+        self.hits.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.lock().unwrap().len()
+    }
+}
+
+/// Every plan of the fixture (successes and failures), rendered, by a new database
+/// lent `memo`.
+fn render_with_memo(system: &MemorySystem, memo: &Arc<MemoryMemo>) -> String {
+    let (mut db, workspace, _) = load(system);
+    db.set_plan_memo(memo.clone());
+    let mut out = String::new();
+    for id in PLANNED {
+        out.push_str(&render(&db, workspace, id, "build"));
+    }
+    out.push_str(&render(&db, workspace, "data/Stamp", "run"));
+    out
+}
+
+/// A new database answers from the memo an earlier one filled, with the plans the
+/// implementations give; failures are planned again; an edit to a module or to a
+/// target's inputs misses exactly for the plans it can change.
+#[test]
+fn a_memo_replays_plans_and_misses_on_what_changed() {
+    let system = system();
+    let (db, workspace, _) = load(&system);
+    let mut expected = String::new();
+    for id in PLANNED {
+        expected.push_str(&render(&db, workspace, id, "build"));
+    }
+    expected.push_str(&render(&db, workspace, "data/Stamp", "run"));
+
+    let memo = Arc::new(MemoryMemo::default());
+    assert_eq!(render_with_memo(&system, &memo), expected);
+    assert_eq!(memo.take_hits(), 0);
+    assert_eq!(
+        memo.len(),
+        4,
+        "the four successful build plans are recorded"
+    );
+    assert_eq!(render_with_memo(&system, &memo), expected);
+    assert_eq!(memo.take_hits(), 4, "every successful plan is replayed");
+    assert_eq!(memo.len(), 4, "the failing `run` plan is never recorded");
+
+    // A new source file matched by the filegroup changes its `srcs`, and the
+    // command's dependency outputs: both miss; the stamp's request (its dependency's
+    // default outputs) and the tool's are unchanged.
+    system.write(format!("{ROOT}/data/c.txt"), "c\n");
+    let edited = render_with_memo(&system, &memo);
+    assert_ne!(edited, expected);
+    assert!(
+        edited.contains("data/a.txt data/b.txt data/c.txt"),
+        "{edited}"
+    );
+    assert_eq!(memo.take_hits(), 2, "tools/Gen and data/Stamp hit");
+    assert_eq!(memo.len(), 6);
+
+    // Any module text is part of every module kind's key; prelude kinds still hit.
+    system.write(
+        format!("{ROOT}/modules/helper.star"),
+        "GREETING = \"hello\"\n",
+    );
+    let _ = render_with_memo(&system, &memo);
+    assert_eq!(
+        memo.take_hits(),
+        3,
+        "every prelude plan hits; the stamp misses"
+    );
+
+    // A module naming `debug` is never memoised.
+    system.write(format!("{ROOT}/modules/helper.star"), "f = debug\n");
+    let before = memo.len();
+    let _ = render_with_memo(&system, &memo);
+    assert_eq!(memo.take_hits(), 3, "only the prelude plans hit");
+    assert_eq!(memo.len(), before, "nothing of the module kind is recorded");
+}

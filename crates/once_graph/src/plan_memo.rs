@@ -1,0 +1,705 @@
+//! The planning memo's key and value: what [`crate::actions`] looks up in, and records
+//! into, the [`once_db::PlanMemo`] a one-shot front end installs, so that a new process
+//! plans a target whose inputs did not change without starting Starlark.
+//!
+//! **The key** ([`plan_memo_key`]) is a SHA-256 over a canonical, length-prefixed
+//! encoding of everything a kind's implementation can observe:
+//!
+//! - the memo format ([`PLAN_MEMO_FORMAT`]);
+//! - the kind's origin: the prelude file (its text is part of the binary, whose identity
+//!   the memo's storage adds to every key), or the module path, the resource limits and
+//!   [`workspace_modules_digest`]: the path and text of every `.star` file of the
+//!   workspace, since modules `load` each other;
+//! - every field of the [`PlanRequest`] (the context the implementation receives).
+//!
+//! Implementations see nothing else: the Starlark globals read no file, clock,
+//! environment or randomness, and `load` reads workspace `.star` files only. The one
+//! builtin whose answer is not a function of its argument is `debug()` (it may show
+//! addresses): a workspace whose modules name `debug` is never memoised, and no prelude
+//! module calls it (a test checks).
+//!
+//! **The value** is the planned [`TargetActions`] in a small versioned binary encoding
+//! ([`encode_target_actions`]); anything [`decode_target_actions`] does not accept
+//! completely is a miss. Only successful plans are recorded: failures and missing
+//! implementations are planned again, so their diagnostics stay exact.
+
+use std::collections::BTreeMap;
+
+use once_db::{Db, Sha256Digest, Workspace, source_text};
+use once_model::AttrValue;
+use once_model::action::{Action, ActionStep, Command, TargetActions};
+use once_starlark::{EvalLimits, PlanDep, PlanRequest};
+
+use crate::actions::KeyEncoder;
+
+/// The version of the memo's key and value encodings; part of every key.
+pub const PLAN_MEMO_FORMAT: &str = "once.plan.memo.v1";
+
+/// Where the implementation being planned comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum MemoOrigin<'a> {
+    /// A prelude file (`generic.star`).
+    Prelude(&'a str),
+    /// A project module, with the limits it is evaluated under and
+    /// [`workspace_modules_digest`].
+    Module {
+        path: &'a str,
+        limits: &'a EvalLimits,
+        modules: Sha256Digest,
+    },
+}
+
+/// The memo key of planning `request` with an implementation from `origin`.
+pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Digest {
+    let mut key = KeyEncoder::default();
+    key.field("format", PLAN_MEMO_FORMAT);
+    match origin {
+        MemoOrigin::Prelude(file) => key.field("origin.prelude", file),
+        MemoOrigin::Module {
+            path,
+            limits,
+            modules,
+        } => {
+            key.field("origin.module", path);
+            key.field("limits.max_steps", &limits.max_steps.to_string());
+            key.field("limits.max_bytes", &limits.max_bytes.to_string());
+            key.field("limits.max_call_depth", &limits.max_call_depth.to_string());
+            key.field(
+                "limits.deadline_ns",
+                &limits.deadline.as_nanos().to_string(),
+            );
+            key.field("modules", &modules.to_hex());
+        }
+    }
+    // Destructured without `..`: a field added to the request fails to compile here
+    // until it is part of the key.
+    let PlanRequest {
+        target,
+        package,
+        name,
+        kind,
+        capability,
+        attrs,
+        srcs,
+        build_dir,
+        deps,
+        tools,
+    } = request;
+    key.field("target", target);
+    key.field("package", package);
+    key.field("name", name);
+    key.field("kind", kind);
+    key.field("capability", capability);
+    key.field("attrs", &attrs.len().to_string());
+    for (name, value) in attrs {
+        key.field("attr.name", name);
+        attr_key(&mut key, value);
+    }
+    key.field("srcs", &srcs.len().to_string());
+    for src in srcs {
+        key.field("src", src);
+    }
+    key.field("build_dir", build_dir);
+    key.field("deps", &deps.len().to_string());
+    for dep in deps {
+        let PlanDep {
+            target,
+            kind,
+            role,
+            providers,
+            outputs,
+        } = dep;
+        key.field("dep.target", target);
+        key.field("dep.kind", kind);
+        key.field("dep.role", role);
+        key.field("dep.providers", &providers.len().to_string());
+        for provider in providers {
+            key.field("dep.provider", provider);
+        }
+        key.field("dep.outputs", &outputs.len().to_string());
+        for output in outputs {
+            key.field("dep.output", output);
+        }
+    }
+    key.field("tools", &tools.len().to_string());
+    for tool in tools {
+        key.field("tool", tool);
+    }
+    Sha256Digest::of(&key.bytes)
+}
+
+/// One attribute value, tagged by type (lists and tables with their lengths).
+fn attr_key(key: &mut KeyEncoder, value: &AttrValue) {
+    match value {
+        AttrValue::String(s) => key.field("value.string", s),
+        AttrValue::Int(i) => key.field("value.int", &i.to_string()),
+        AttrValue::Float(f) => key.field("value.float", &f.0.to_bits().to_string()),
+        AttrValue::Bool(b) => key.field("value.bool", if *b { "true" } else { "false" }),
+        AttrValue::Datetime(s) => key.field("value.datetime", s),
+        AttrValue::List(items) => {
+            key.field("value.list", &items.len().to_string());
+            for item in items {
+                attr_key(key, item);
+            }
+        }
+        AttrValue::Dict(entries) => {
+            key.field("value.table", &entries.len().to_string());
+            for (name, item) in entries {
+                key.field("value.key", name);
+                attr_key(key, item);
+            }
+        }
+    }
+}
+
+/// The path and text (or read error) of every `.star` file of the workspace, as one
+/// digest; `None` when a module names `debug` (its plans are not memoised).
+#[salsa::tracked]
+pub fn workspace_modules_digest(db: &dyn Db, workspace: Workspace) -> Option<Sha256Digest> {
+    let mut key = KeyEncoder::default();
+    let files = workspace.star_files(db);
+    key.field("modules", &files.len().to_string());
+    for &file in files {
+        key.field("module.path", file.path(db));
+        let text = source_text(db, file);
+        match &text.read_error {
+            Some(error) => key.field("module.error", error),
+            None => {
+                if names_debug(&text.text) {
+                    return None;
+                }
+                key.field("module.text", &text.text);
+            }
+        }
+    }
+    Some(Sha256Digest::of(&key.bytes))
+}
+
+/// Whether `text` holds the word `debug` outside a longer identifier (in code, a
+/// comment or a string alike: when in doubt, no memo).
+pub fn names_debug(text: &str) -> bool {
+    debug_words(text).next().is_some()
+}
+
+/// The byte offsets of the word `debug` in `text`, outside longer identifiers.
+fn debug_words(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let identifier = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let bytes = text.as_bytes();
+    text.match_indices("debug").filter_map(move |(at, word)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + word.len()).copied();
+        (!before.is_some_and(identifier) && !after.is_some_and(identifier)).then_some(at)
+    })
+}
+
+/// The first field of every encoded value.
+const VALUE_FORMAT: &str = "once.plan.value.v1";
+
+/// [`TargetActions`] as bytes: every string and list length-prefixed (little-endian
+/// `u64`), every variant tagged; [`decode_target_actions`] reads it back.
+pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
+    let mut out = Writer::default();
+    out.str(VALUE_FORMAT);
+    out.u64(actions.actions.len() as u64);
+    // Destructured without `..`: a field added to an action fails to compile here.
+    let TargetActions {
+        actions,
+        default_outputs,
+    } = actions;
+    for action in actions {
+        let Action {
+            id,
+            target,
+            capability,
+            step,
+            inputs,
+            outputs,
+            cacheable,
+        } = action;
+        out.str(id);
+        out.str(target);
+        out.str(capability);
+        match step {
+            ActionStep::Run(Command {
+                argv,
+                env,
+                cwd,
+                success_exit_codes,
+                probes,
+                depfile,
+                timeout_seconds,
+            }) => {
+                out.u8(0);
+                out.strs(argv);
+                out.u64(env.len() as u64);
+                for (name, value) in env {
+                    out.str(name);
+                    out.str(value);
+                }
+                out.str(cwd);
+                out.u64(success_exit_codes.len() as u64);
+                for code in success_exit_codes {
+                    out.u64(u64::from(code.cast_unsigned()));
+                }
+                out.u64(probes.len() as u64);
+                for probe in probes {
+                    out.strs(probe);
+                }
+                match depfile {
+                    None => out.u8(0),
+                    Some(depfile) => {
+                        out.u8(1);
+                        out.str(depfile);
+                    }
+                }
+                match *timeout_seconds {
+                    None => out.u8(0),
+                    Some(seconds) => {
+                        out.u8(1);
+                        out.u64(seconds);
+                    }
+                }
+            }
+            ActionStep::WriteFile {
+                path,
+                content,
+                executable,
+            } => {
+                out.u8(1);
+                out.str(path);
+                out.str(content);
+                out.u8(u8::from(*executable));
+            }
+            ActionStep::Copy { from, to } => {
+                out.u8(2);
+                out.str(from);
+                out.str(to);
+            }
+            ActionStep::Symlink { to, link } => {
+                out.u8(3);
+                out.str(to);
+                out.str(link);
+            }
+            ActionStep::MakeDir { path } => {
+                out.u8(4);
+                out.str(path);
+            }
+        }
+        out.strs(inputs);
+        out.strs(outputs);
+        out.u8(u8::from(*cacheable));
+    }
+    out.strs(default_outputs);
+    out.0
+}
+
+/// The [`TargetActions`] [`encode_target_actions`] wrote, or `None` unless `bytes` are
+/// exactly one value of this version.
+pub fn decode_target_actions(bytes: &[u8]) -> Option<TargetActions> {
+    let mut input = Reader(bytes);
+    if input.str()? != VALUE_FORMAT {
+        return None;
+    }
+    let count = input.count()?;
+    let mut actions = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = input.str()?;
+        let target = input.str()?;
+        let capability = input.str()?;
+        let step = match input.u8()? {
+            0 => {
+                let argv = input.strs()?;
+                let mut env = BTreeMap::new();
+                for _ in 0..input.count()? {
+                    let name = input.str()?;
+                    let value = input.str()?;
+                    if env.insert(name, value).is_some() {
+                        return None;
+                    }
+                }
+                let cwd = input.str()?;
+                let mut success_exit_codes = Vec::new();
+                for _ in 0..input.count()? {
+                    let code = u32::try_from(input.u64()?).ok()?;
+                    success_exit_codes.push(code.cast_signed());
+                }
+                let mut probes = Vec::new();
+                for _ in 0..input.count()? {
+                    probes.push(input.strs()?);
+                }
+                let depfile = match input.u8()? {
+                    0 => None,
+                    1 => Some(input.str()?),
+                    _ => return None,
+                };
+                let timeout_seconds = match input.u8()? {
+                    0 => None,
+                    1 => Some(input.u64()?),
+                    _ => return None,
+                };
+                ActionStep::Run(Command {
+                    argv,
+                    env,
+                    cwd,
+                    success_exit_codes,
+                    probes,
+                    depfile,
+                    timeout_seconds,
+                })
+            }
+            1 => ActionStep::WriteFile {
+                path: input.str()?,
+                content: input.str()?,
+                executable: input.bool()?,
+            },
+            2 => ActionStep::Copy {
+                from: input.str()?,
+                to: input.str()?,
+            },
+            3 => ActionStep::Symlink {
+                to: input.str()?,
+                link: input.str()?,
+            },
+            4 => ActionStep::MakeDir { path: input.str()? },
+            _ => return None,
+        };
+        let inputs = input.strs()?;
+        let outputs = input.strs()?;
+        let cacheable = input.bool()?;
+        actions.push(Action {
+            id,
+            target,
+            capability,
+            step,
+            inputs,
+            outputs,
+            cacheable,
+        });
+    }
+    let default_outputs = input.strs()?;
+    input.0.is_empty().then_some(TargetActions {
+        actions,
+        default_outputs,
+    })
+}
+
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+
+    fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn str(&mut self, text: &str) {
+        self.u64(text.len() as u64);
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    fn strs(&mut self, items: &[String]) {
+        self.u64(items.len() as u64);
+        for item in items {
+            self.str(item);
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, length: usize) -> Option<&[u8]> {
+        let (head, rest) = self.0.split_at_checked(length)?;
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn bool(&mut self) -> Option<bool> {
+        match self.u8()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// A count of items, each taking at least one byte of what is left.
+    fn count(&mut self) -> Option<usize> {
+        usize::try_from(self.u64()?)
+            .ok()
+            .filter(|&count| count <= self.0.len())
+    }
+
+    fn str(&mut self) -> Option<String> {
+        let length = usize::try_from(self.u64()?).ok()?;
+        let bytes = self.take(length)?;
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+
+    fn strs(&mut self) -> Option<Vec<String>> {
+        let count = self.count()?;
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(self.str()?);
+        }
+        Some(items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use once_model::Float;
+
+    fn request() -> PlanRequest {
+        PlanRequest {
+            target: "pkg/T".to_owned(),
+            package: "pkg".to_owned(),
+            name: "T".to_owned(),
+            kind: "command".to_owned(),
+            capability: "build".to_owned(),
+            attrs: vec![
+                ("cmd".to_owned(), AttrValue::String("echo".to_owned())),
+                (
+                    "table".to_owned(),
+                    AttrValue::Dict(vec![(
+                        "k".to_owned(),
+                        AttrValue::List(vec![AttrValue::Int(1), AttrValue::Bool(true)]),
+                    )]),
+                ),
+            ],
+            srcs: vec!["pkg/a.txt".to_owned()],
+            build_dir: ".once/out/pkg/T".to_owned(),
+            deps: vec![PlanDep {
+                target: "pkg/D".to_owned(),
+                kind: "filegroup".to_owned(),
+                role: "deps".to_owned(),
+                providers: vec!["files".to_owned()],
+                outputs: vec![".once/out/pkg/D/x".to_owned()],
+            }],
+            tools: vec!["sh".to_owned()],
+        }
+    }
+
+    fn prelude_key(request: &PlanRequest) -> Sha256Digest {
+        plan_memo_key(MemoOrigin::Prelude("generic.star"), request)
+    }
+
+    /// Every field of the request, and the origin, changes the key; equal inputs give
+    /// equal keys.
+    #[test]
+    fn every_request_field_and_the_origin_change_the_key() {
+        let base = request();
+        let base_key = prelude_key(&base);
+        assert_eq!(base_key, prelude_key(&request()));
+        type Edit = fn(&mut PlanRequest);
+        let edits: Vec<(&str, Edit)> = vec![
+            ("target", |r| r.target.push('x')),
+            ("package", |r| r.package.push('x')),
+            ("name", |r| r.name.push('x')),
+            ("kind", |r| r.kind.push('x')),
+            ("capability", |r| r.capability = "test".to_owned()),
+            ("attr name", |r| r.attrs[0].0.push('x')),
+            ("attr value", |r| {
+                r.attrs[0].1 = AttrValue::String("echo ".to_owned());
+            }),
+            ("attr type", |r| {
+                r.attrs[0].1 = AttrValue::Datetime("echo".to_owned());
+            }),
+            ("nested attr", |r| {
+                r.attrs[1].1 = AttrValue::Dict(vec![(
+                    "k".to_owned(),
+                    AttrValue::List(vec![AttrValue::Int(1), AttrValue::Bool(false)]),
+                )]);
+            }),
+            ("float attr", |r| {
+                r.attrs[0].1 = AttrValue::Float(Float(-0.0));
+            }),
+            ("attr removed", |r| {
+                r.attrs.pop();
+            }),
+            ("attr order", |r| r.attrs.reverse()),
+            ("srcs", |r| r.srcs.push("pkg/b.txt".to_owned())),
+            ("build_dir", |r| r.build_dir.push('x')),
+            ("dep target", |r| r.deps[0].target.push('x')),
+            ("dep kind", |r| r.deps[0].kind.push('x')),
+            ("dep role", |r| r.deps[0].role.push('x')),
+            ("dep providers", |r| r.deps[0].providers.clear()),
+            ("dep outputs", |r| r.deps[0].outputs.push("y".to_owned())),
+            ("deps", |r| r.deps.clear()),
+            ("tools", |r| r.tools.push("cc".to_owned())),
+            // A string moving between neighbouring lists.
+            ("provider becomes output", |r| {
+                let provider = r.deps[0].providers.remove(0);
+                r.deps[0].outputs.insert(0, provider);
+            }),
+        ];
+        let mut keys = vec![base_key];
+        for (what, edit) in edits {
+            let mut edited = base.clone();
+            edit(&mut edited);
+            let key = prelude_key(&edited);
+            assert!(!keys.contains(&key), "{what} did not change the key");
+            keys.push(key);
+        }
+        let limits = EvalLimits::default();
+        let module = |path, limits, modules| {
+            plan_memo_key(
+                MemoOrigin::Module {
+                    path,
+                    limits,
+                    modules,
+                },
+                &base,
+            )
+        };
+        let modules = Sha256Digest::of(b"modules");
+        let tighter = EvalLimits {
+            max_steps: 10,
+            ..EvalLimits::default()
+        };
+        for key in [
+            plan_memo_key(MemoOrigin::Prelude("rust.star"), &base),
+            module("kinds.star", &limits, modules),
+            module("other.star", &limits, modules),
+            module("kinds.star", &tighter, modules),
+            module("kinds.star", &limits, Sha256Digest::of(b"edited")),
+        ] {
+            assert!(!keys.contains(&key), "an origin did not change the key");
+            keys.push(key);
+        }
+    }
+
+    fn sample_actions() -> TargetActions {
+        let mut command = Command::new(vec!["sh".to_owned(), "-c".to_owned(), "é".to_owned()]);
+        command.env.insert("A".to_owned(), "1".to_owned());
+        command.env.insert("B".to_owned(), String::new());
+        command.cwd = "pkg".to_owned();
+        command.success_exit_codes = vec![-1, 0, 3];
+        command.probes = vec![vec!["rustc".to_owned(), "-vV".to_owned()], Vec::new()];
+        command.depfile = Some(".once/out/pkg/T/d".to_owned());
+        command.timeout_seconds = Some(u64::MAX);
+        let action = |id: &str, step| Action {
+            id: format!("pkg/T#build/{id}"),
+            target: "pkg/T".to_owned(),
+            capability: "build".to_owned(),
+            step,
+            inputs: vec!["pkg/a.txt".to_owned()],
+            outputs: vec![".once/out/pkg/T/o".to_owned()],
+            cacheable: id != "run",
+        };
+        TargetActions {
+            actions: vec![
+                action("run", ActionStep::Run(command)),
+                action(
+                    "plain",
+                    ActionStep::Run(Command::new(vec!["true".to_owned()])),
+                ),
+                action(
+                    "write",
+                    ActionStep::WriteFile {
+                        path: "p".to_owned(),
+                        content: "line\n\0".to_owned(),
+                        executable: true,
+                    },
+                ),
+                action(
+                    "copy",
+                    ActionStep::Copy {
+                        from: "a".to_owned(),
+                        to: "b".to_owned(),
+                    },
+                ),
+                action(
+                    "symlink",
+                    ActionStep::Symlink {
+                        to: "../x".to_owned(),
+                        link: "l".to_owned(),
+                    },
+                ),
+                action(
+                    "mkdir",
+                    ActionStep::MakeDir {
+                        path: "d".to_owned(),
+                    },
+                ),
+            ],
+            default_outputs: vec![".once/out/pkg/T/o".to_owned()],
+        }
+    }
+
+    #[test]
+    fn values_round_trip() {
+        for actions in [TargetActions::default(), sample_actions()] {
+            let bytes = encode_target_actions(&actions);
+            assert_eq!(decode_target_actions(&bytes), Some(actions));
+        }
+    }
+
+    /// Every truncation, an extra byte and every single-byte change that breaks the
+    /// structure decode to nothing, never a panic.
+    #[test]
+    fn damaged_values_are_misses() {
+        let bytes = encode_target_actions(&sample_actions());
+        for length in 0..bytes.len() {
+            assert_eq!(decode_target_actions(&bytes[..length]), None, "{length}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(decode_target_actions(&longer), None);
+        for at in 0..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[at] ^= 0xff;
+            // A changed string byte may still decode (the store's file checksum catches
+            // those); a changed structure byte must not crash.
+            let _ = decode_target_actions(&changed);
+        }
+        let mut version = bytes;
+        version[8 + VALUE_FORMAT.len() - 1] = b'0';
+        assert_eq!(decode_target_actions(&version), None);
+    }
+
+    #[test]
+    fn debug_is_found_as_a_word_only() {
+        assert!(names_debug("x = debug(y)"));
+        assert!(names_debug("f = debug"));
+        assert!(names_debug("# debug"));
+        assert!(!names_debug("debugger = 1\nmy_debug = 2\ndebug2 = 3"));
+    }
+
+    /// No prelude module calls `debug()`, so every prelude plan may be memoised: the word
+    /// appears only as the string `"debug"`.
+    #[test]
+    fn the_prelude_never_calls_debug() {
+        let kinds = once_starlark::prelude_kinds().as_ref().expect("prelude");
+        let mut files: Vec<&str> = kinds
+            .iter()
+            .filter_map(|kind| match &kind.origin {
+                once_model::KindOrigin::Prelude(file) => Some(file.as_str()),
+                once_model::KindOrigin::Module(_) => None,
+            })
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        assert!(files.len() > 3, "{files:?}");
+        for file in files {
+            let text = String::from_utf8_lossy(once_starlark::prelude_file(file).expect(file));
+            for at in debug_words(&text) {
+                assert!(
+                    text[..at].ends_with('"') && text[at + "debug".len()..].starts_with('"'),
+                    "prelude/{file} names `debug` outside a string at byte {at}"
+                );
+            }
+        }
+    }
+}
