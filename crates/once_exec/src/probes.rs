@@ -219,7 +219,8 @@ fn run_probe(
     let path_variable = environment.get("PATH").map_or("", String::as_str);
     let found = resolve_program(program, path_variable, cwd)
         .map_err(|e| format!("the toolchain probe `{shown}` cannot start: {e}"))?;
-    let mut child = Command::new(&found)
+    let mut command = Command::new(&found);
+    command
         .args(arguments)
         .env_clear()
         .envs(environment)
@@ -227,8 +228,8 @@ fn run_probe(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    let mut child = crate::runner::spawn(&mut command)
         .map_err(|e| format!("the toolchain probe `{shown}` cannot start: {e}"))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();

@@ -71,7 +71,7 @@ impl ProcessRunner for SystemRunner {
             .stdout(request.stdout)
             .stderr(request.stderr)
             .process_group(0);
-        let mut child = command.spawn()?;
+        let mut child = spawn(&mut command)?;
         let group = Pid::from_raw(child.id().cast_signed());
         let Some(group) = group else {
             return Err(io::Error::other("the process has no valid id"));
@@ -98,6 +98,31 @@ impl ProcessRunner for SystemRunner {
             (None, Some(signal)) => ProcessExit::Signal(signal),
             (None, None) => ProcessExit::Signal(0),
         })
+    }
+}
+
+/// How many times a start failing with `ETXTBSY` is tried again.
+const BUSY_RETRIES: u32 = 8;
+
+/// Starts `command`, trying again (1, 2, 4, … ms later) while the program is "busy":
+/// `ETXTBSY` means some process still held the executable open for writing when it
+/// was to run, typically a child another thread forked while this file was being
+/// written (it inherits the descriptor until its own `exec`), so the condition passes.
+pub fn spawn(command: &mut std::process::Command) -> io::Result<std::process::Child> {
+    let mut pause = Duration::from_millis(1);
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Err(e)
+                if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+                    && tries < BUSY_RETRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            spawned => return spawned,
+        }
     }
 }
 
