@@ -178,6 +178,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoMixedTest", "failed", "bypass"),
             ("go/pass/GoPassTest", "passed", "miss"),
             ("js/JsBatchedTest", "failed", "bypass"),
+            ("js/JsBothTest", "failed", "bypass"),
             ("js/JsMixedTest", "failed", "bypass"),
             ("js/JsPassTest", "passed", "miss"),
             ("py/PyBatchedTest", "failed", "bypass"),
@@ -216,6 +217,15 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     unsplit.extend(cases("js/JsPassTest"));
     unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
     assert_eq!(cases("js/JsBatchedTest"), unsplit);
+    // Node case ids name their file: the two files' tests named `passes` are two cases,
+    // unsplit as in batches.
+    assert_eq!(cases("js/JsBothTest"), unsplit);
+    let ids: Vec<&str> = unsplit
+        .iter()
+        .filter_map(|case| case["id"].as_str())
+        .filter(|id| id.ends_with("::passes"))
+        .collect();
+    assert_eq!(ids, ["mixed.test.mjs::passes", "pass.test.mjs::passes"]);
     assert_eq!(
         cases("go/mixed/GoBatchedTest"),
         cases("go/mixed/GoMixedTest")
@@ -263,6 +273,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoMixedTest", "failed", "miss"),
             ("go/pass/GoPassTest", "passed", "hit"),
             ("js/JsBatchedTest", "failed", "miss"),
+            ("js/JsBothTest", "failed", "miss"),
             ("js/JsMixedTest", "failed", "miss"),
             ("js/JsPassTest", "passed", "hit"),
             ("py/PyBatchedTest", "failed", "miss"),
