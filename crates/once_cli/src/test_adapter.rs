@@ -10,6 +10,9 @@
 //! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
 //! batches of one target together run every case exactly once ([`Shard`]).
 //!
+//! For node's TAP, a second report of the runner (`--native`: each finished test's
+//! file, in the order the TAP prints its points) lets every case id name its file.
+//!
 //! Paths are relative to the working directory the action gives it (the package
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
 //! key.
@@ -682,12 +685,17 @@ mod tests {
         check(
             NativeFormat::Tap,
             &["node", "--test", "--test-reporter=tap", "a.test.mjs"],
-            &["group > fails (1+1)", "flaky"],
+            &[
+                "a.test.mjs::group > fails (1+1)",
+                "a.test.mjs::flaky",
+                "x::y > z",
+            ],
             expect![[r#"
                 node
                 --test
                 --test-name-pattern=^fails \(1\+1\)$
                 --test-name-pattern=^flaky$
+                --test-name-pattern=^z$
                 --test-reporter=tap
                 a.test.mjs"#]],
         );

@@ -336,7 +336,10 @@ fn push_case(
     } else {
         format!("{suite} > {}", point.name)
     };
-    if let Some(file) = files.and_then(|files| files.get(point.sequence)) {
+    if let Some(file) = files
+        .and_then(|files| files.get(point.sequence))
+        .filter(|file| !file.id_path.is_empty())
+    {
         id = format!("{}::{id}", file.id_path);
         if point.location.is_none() {
             point.location = file.line.map(|line| (file.path.clone(), line));
