@@ -185,6 +185,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsAllTest", "failed", "bypass"),
             ("rs/RsBatchedTest", "failed", "bypass"),
             ("rs/RsMixedTest", "failed", "bypass"),
             ("sh/ShExitTest", "failed", "bypass"),
@@ -231,6 +232,23 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
         cases("go/mixed/GoMixedTest")
     );
     assert_eq!(cases("rs/RsBatchedTest"), cases("rs/RsMixedTest"));
+    // Several test executables: each case id names its executable, so the two
+    // integration tests' `works` are two cases.
+    let ids: Vec<String> = cases("rs/RsAllTest")
+        .iter()
+        .map(|case| case["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "cases::tests::fails",
+            "cases::tests::flaky",
+            "cases::tests::ignored",
+            "cases::tests::passes",
+            "one::works",
+            "two::works"
+        ]
+    );
     // Each batch ran only its group (`TestTable` is recorded as its subtests): two go
     // batches, and three rust ones of which the last has no case (4 tests in groups of 2).
     let batch_cases = |target: &str, batch: usize| -> Vec<String> {
@@ -280,6 +298,7 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsAllTest", "failed", "miss"),
             ("rs/RsBatchedTest", "failed", "miss"),
             ("rs/RsMixedTest", "failed", "miss"),
             ("sh/ShExitTest", "failed", "miss"),
