@@ -239,21 +239,35 @@ pub fn run(once: &Path, runs: usize, dir: &Path) -> anyhow::Result<(String, Valu
     let mut table = format!(
         "`once test --rerun` against the runner run directly, medians of {runs} alternated runs \
          (load average before {load_before}, after {load_after}; binary {})\n\n\
-         | suite | run directly | median | `once test --rerun` | overhead |\n\
-         |---|---|---:|---:|---:|\n",
+         | suite | run directly | median (least) | `once test --rerun`, median (least) | overhead of the medians | median of the paired differences |\n\
+         |---|---|---:|---:|---:|---:|\n",
         once.display()
     );
     let mut rows = Vec::new();
     for pair in &pairs {
         let (plain, through) = (median(&pair.direct_samples), median(&pair.once_samples));
+        let least = |samples: &[Duration]| samples.iter().copied().min().map_or(0.0, ms);
         let overhead = ms(through) - ms(plain);
         let percent = 100.0 * overhead / ms(plain);
+        // Each round's run through `once` minus its direct run: less sensitive to a load
+        // that changes between rounds than the difference of the medians.
+        let mut paired: Vec<f64> = pair
+            .once_samples
+            .iter()
+            .zip(&pair.direct_samples)
+            .map(|(through, plain)| ms(*through) - ms(*plain))
+            .collect();
+        paired.sort_by(f64::total_cmp);
+        let paired = paired[paired.len() / 2];
         table.push_str(&format!(
-            "| {} | {} | {:.1} ms | {:.1} ms | {overhead:.1} ms ({percent:.1} %) |\n",
+            "| {} | {} | {:.1} ms ({:.1} ms) | {:.1} ms ({:.1} ms) | {overhead:.1} ms ({percent:.1} %) | {paired:.1} ms ({:.1} %) |\n",
             pair.suite,
             pair.direct,
             ms(plain),
-            ms(through)
+            least(&pair.direct_samples),
+            ms(through),
+            least(&pair.once_samples),
+            100.0 * paired / ms(plain)
         ));
         rows.push(json!({
             "suite": pair.suite,
@@ -262,6 +276,7 @@ pub fn run(once: &Path, runs: usize, dir: &Path) -> anyhow::Result<(String, Valu
             "once_median_ms": ms(through),
             "overhead_ms": overhead,
             "overhead_percent": percent,
+            "paired_difference_median_ms": paired,
             "direct_samples_ms": pair.direct_samples.iter().copied().map(ms).collect::<Vec<_>>(),
             "once_samples_ms": pair.once_samples.iter().copied().map(ms).collect::<Vec<_>>(),
         }));
