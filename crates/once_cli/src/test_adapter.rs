@@ -10,6 +10,9 @@
 //! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
 //! batches of one target together run every case exactly once ([`Shard`]).
 //!
+//! For node's TAP, a second report of the runner (`--native`: each finished test's
+//! file, in the order the TAP prints its points) lets every case id name its file.
+//!
 //! Paths are relative to the working directory the action gives it (the package
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
 //! key.
@@ -20,7 +23,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble};
+use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble, tap};
 
 /// The most of the runner's standard output kept in memory for parsing; the log keeps
 /// all of it.
@@ -133,6 +136,36 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
     finish(args, format, native_text, problems, status)
 }
 
+/// The file of every test point of a TAP run, from the runner's second report
+/// (`--native`, one `[file, line]` JSON line per finished test, in the order the TAP
+/// prints them: `node_test`'s reporter). Each file is named for the case id as the
+/// runner was given it, relative to the package directory (or to its staged copy).
+/// None when there is no such report or it cannot be read.
+fn point_files(args: &AdapterArgs<'_>, here: &Path) -> Option<Vec<tap::PointFile>> {
+    let native = args.native?;
+    let text = String::from_utf8(once_db::system::read_regular_file(native).ok()?).ok()?;
+    let base = normalize(&here.join(args.staged.unwrap_or(Path::new("."))));
+    let real_base = base.canonicalize().ok();
+    let mut files = Vec::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let (path, line): (Option<String>, Option<u32>) = serde_json::from_str(line).ok()?;
+        let path = path.unwrap_or_default();
+        let path = path.strip_prefix("file://").unwrap_or(&path).to_owned();
+        let absolute = normalize(&here.join(&path));
+        let id_path = absolute
+            .strip_prefix(&base)
+            .ok()
+            .or_else(|| absolute.strip_prefix(real_base.as_ref()?).ok())
+            .map_or_else(|| path.clone(), |rest| rest.to_string_lossy().into_owned());
+        files.push(tap::PointFile {
+            id_path,
+            path,
+            line,
+        });
+    }
+    Some(files)
+}
+
 /// The runner's command line selecting only `cases` (ids of a previous record), in the
 /// runner's own filter syntax; unchanged when there are none or the format has no
 /// filter (the whole target runs again).
@@ -176,11 +209,16 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
                 .collect();
             argv.push(format!("-test.run={}", pattern.join("/")));
         }
-        // node --test: a name pattern per case (its own name, the last ` > ` part),
-        // placed among node's options, before the test files.
+        // node --test: a name pattern per case (its own name, the last ` > ` part after
+        // the `file::` the id starts with), placed among node's options, before the test
+        // files.
         NativeFormat::Tap => {
             if let Some(at) = argv.iter().position(|arg| arg == "--test") {
                 let patterns = cases.iter().map(|case| {
+                    let case = match case.split_once("::") {
+                        Some((file, rest)) if is_script_file(file) => rest,
+                        _ => case.as_str(),
+                    };
                     let name = case.rsplit(" > ").next().unwrap_or(case);
                     format!("--test-name-pattern=^{}$", regex_escape(name))
                 });
@@ -192,6 +230,13 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
         NativeFormat::Junit | NativeFormat::ExitCode => {}
     }
     argv
+}
+
+/// Whether `path` names a JavaScript file (the file a node case id starts with).
+fn is_script_file(path: &str) -> bool {
+    [".js", ".mjs", ".cjs"]
+        .iter()
+        .any(|suffix| path.ends_with(suffix))
 }
 
 /// One batch of a target's cases: the sorted names the runner lists, split into `count`
@@ -387,7 +432,13 @@ fn finish(
     problems: Vec<String>,
     status: Option<ExitStatus>,
 ) -> anyhow::Result<i32> {
-    let mut parsed = format.parse(&native_text);
+    let here = std::env::current_dir().context("cannot read the working directory")?;
+    let mut parsed = match format {
+        NativeFormat::Tap => {
+            tap::parse_with_files(&native_text, point_files(args, &here).as_deref())
+        }
+        _ => format.parse(&native_text),
+    };
     parsed.problems.extend(problems);
     // A retry reports only the cases it was asked to run again: the runner's filter may
     // select more (go's per-level patterns) or report the others as skipped (node).
@@ -401,7 +452,6 @@ fn finish(
         Some(status) => status.code(),
         None => Some(127),
     };
-    let here = std::env::current_dir().context("cannot read the working directory")?;
     let root = workspace_root(&here, args.cwd);
     // A relative file the runner names is taken relative to the package directory; one
     // that only exists relative to the workspace root (Cargo prints paths relative to
@@ -635,12 +685,17 @@ mod tests {
         check(
             NativeFormat::Tap,
             &["node", "--test", "--test-reporter=tap", "a.test.mjs"],
-            &["group > fails (1+1)", "flaky"],
+            &[
+                "a.test.mjs::group > fails (1+1)",
+                "a.test.mjs::flaky",
+                "x::y > z",
+            ],
             expect![[r#"
                 node
                 --test
                 --test-name-pattern=^fails \(1\+1\)$
                 --test-name-pattern=^flaky$
+                --test-name-pattern=^z$
                 --test-reporter=tap
                 a.test.mjs"#]],
         );

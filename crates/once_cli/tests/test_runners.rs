@@ -178,12 +178,14 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoMixedTest", "failed", "bypass"),
             ("go/pass/GoPassTest", "passed", "miss"),
             ("js/JsBatchedTest", "failed", "bypass"),
+            ("js/JsBothTest", "failed", "bypass"),
             ("js/JsMixedTest", "failed", "bypass"),
             ("js/JsPassTest", "passed", "miss"),
             ("py/PyBatchedTest", "failed", "bypass"),
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsAllTest", "failed", "bypass"),
             ("rs/RsBatchedTest", "failed", "bypass"),
             ("rs/RsMixedTest", "failed", "bypass"),
             ("sh/ShExitTest", "failed", "bypass"),
@@ -216,11 +218,37 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     unsplit.extend(cases("js/JsPassTest"));
     unsplit.sort_by_key(|case| case["id"].as_str().unwrap().to_owned());
     assert_eq!(cases("js/JsBatchedTest"), unsplit);
+    // Node case ids name their file: the two files' tests named `passes` are two cases,
+    // unsplit as in batches.
+    assert_eq!(cases("js/JsBothTest"), unsplit);
+    let ids: Vec<&str> = unsplit
+        .iter()
+        .filter_map(|case| case["id"].as_str())
+        .filter(|id| id.ends_with("::passes"))
+        .collect();
+    assert_eq!(ids, ["mixed.test.mjs::passes", "pass.test.mjs::passes"]);
     assert_eq!(
         cases("go/mixed/GoBatchedTest"),
         cases("go/mixed/GoMixedTest")
     );
     assert_eq!(cases("rs/RsBatchedTest"), cases("rs/RsMixedTest"));
+    // Several test executables: each case id names its executable, so the two
+    // integration tests' `works` are two cases.
+    let ids: Vec<String> = cases("rs/RsAllTest")
+        .iter()
+        .map(|case| case["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "cases::tests::fails",
+            "cases::tests::flaky",
+            "cases::tests::ignored",
+            "cases::tests::passes",
+            "one::works",
+            "two::works"
+        ]
+    );
     // Each batch ran only its group (`TestTable` is recorded as its subtests): two go
     // batches, and three rust ones of which the last has no case (4 tests in groups of 2).
     let batch_cases = |target: &str, batch: usize| -> Vec<String> {
@@ -263,12 +291,14 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("go/mixed/GoMixedTest", "failed", "miss"),
             ("go/pass/GoPassTest", "passed", "hit"),
             ("js/JsBatchedTest", "failed", "miss"),
+            ("js/JsBothTest", "failed", "miss"),
             ("js/JsMixedTest", "failed", "miss"),
             ("js/JsPassTest", "passed", "hit"),
             ("py/PyBatchedTest", "failed", "miss"),
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("rs/RsAllTest", "failed", "miss"),
             ("rs/RsBatchedTest", "failed", "miss"),
             ("rs/RsMixedTest", "failed", "miss"),
             ("sh/ShExitTest", "failed", "miss"),

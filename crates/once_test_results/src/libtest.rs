@@ -2,6 +2,12 @@
 //! section with each failing test's captured output and panic location).
 //!
 //! libtest prints no per-test durations in its stable output, so attempts carry none.
+//!
+//! `rust_test` runs each test executable of a package in turn, announcing each with a
+//! `once: test executable <name>` line. When more than one is announced, the same test
+//! path may be in several of them (`tests/a.rs` and `tests/b.rs` both with `fn works`),
+//! so every case id is scoped by its executable: `a::works`, `b::works`. With one, ids
+//! are the bare test paths.
 
 use crate::Parsed;
 use crate::record::{AttemptStatus, Case};
@@ -10,14 +16,46 @@ const SHOULD_PANIC: &str = " - should panic";
 
 const BACKTRACE_HINT: &str = "note: run with `RUST_BACKTRACE=1` environment variable";
 
+/// The line `rust_test` prints before running each test executable.
+pub const EXECUTABLE_MARKER: &str = "once: test executable ";
+
 pub fn parse(text: &str) -> Parsed {
     let mut parsed = Parsed::default();
+    // The executables announced, and the one each case and failure output belongs to.
+    let mut executables: Vec<&str> = Vec::new();
+    let mut case_executables: Vec<usize> = Vec::new();
+    let mut executable = 0;
     // Tests announced (`test a ... ` with the result still to come, in single-threaded
     // runs) but never finished: the binary died while running them.
     let mut pending: Option<String> = None;
     let mut failure: Option<(String, Vec<&str>)> = None;
-    let mut outputs: Vec<(String, String)> = Vec::new();
+    let mut outputs: Vec<(usize, String, String)> = Vec::new();
     for line in text.lines() {
+        if let Some(name) = line.strip_prefix(EXECUTABLE_MARKER) {
+            // What the executable before left open: a test it ended in (single-threaded
+            // runs), the last failure's output.
+            if let Some(name) = pending.take() {
+                push(
+                    &mut parsed,
+                    &name,
+                    AttemptStatus::Failed,
+                    Some("the test binary ended while this test was running".to_owned()),
+                );
+                case_executables.push(executable);
+            }
+            if let Some((name, lines)) = failure.take() {
+                outputs.push((executable, name, lines.join("\n")));
+            }
+            let name = name.trim();
+            executable = match executables.iter().position(|known| *known == name) {
+                Some(index) => index,
+                None => {
+                    executables.push(name);
+                    executables.len() - 1
+                }
+            };
+            continue;
+        }
         if let Some((name, rest)) = line
             .strip_prefix("test ")
             .and_then(|line| line.split_once(" ..."))
@@ -44,6 +82,7 @@ pub fn parse(text: &str) -> Parsed {
                 continue;
             };
             push(&mut parsed, name, status, message);
+            case_executables.push(executable);
             continue;
         }
         if let Some(name) = line
@@ -51,7 +90,7 @@ pub fn parse(text: &str) -> Parsed {
             .and_then(|line| line.strip_suffix(" stdout ----"))
         {
             if let Some((name, lines)) = failure.take() {
-                outputs.push((name, lines.join("\n")));
+                outputs.push((executable, name, lines.join("\n")));
             }
             failure = Some((
                 name.strip_suffix(SHOULD_PANIC).unwrap_or(name).to_owned(),
@@ -61,7 +100,7 @@ pub fn parse(text: &str) -> Parsed {
         }
         if line == "failures:" || line.starts_with("test result: ") {
             if let Some((name, lines)) = failure.take() {
-                outputs.push((name, lines.join("\n")));
+                outputs.push((executable, name, lines.join("\n")));
             }
             continue;
         }
@@ -74,7 +113,7 @@ pub fn parse(text: &str) -> Parsed {
         }
     }
     if let Some((name, lines)) = failure.take() {
-        outputs.push((name, lines.join("\n")));
+        outputs.push((executable, name, lines.join("\n")));
     }
     if let Some(name) = pending {
         push(
@@ -83,10 +122,17 @@ pub fn parse(text: &str) -> Parsed {
             AttemptStatus::Failed,
             Some("the test binary ended while this test was running".to_owned()),
         );
+        case_executables.push(executable);
     }
-    for (name, output) in outputs {
+    for (owner, name, output) in outputs {
         let output = output.trim_matches('\n').to_owned();
-        let Some(case) = parsed.cases.iter_mut().find(|case| case.id == name) else {
+        let Some(case) = parsed
+            .cases
+            .iter_mut()
+            .zip(&case_executables)
+            .find(|(case, case_owner)| case.id == name && **case_owner == owner)
+            .map(|(case, _)| case)
+        else {
             continue;
         };
         if let Some((file, line)) = panic_location(&output) {
@@ -97,6 +143,11 @@ pub fn parse(text: &str) -> Parsed {
             && !output.is_empty()
         {
             attempt.message = Some(crate::record::bounded(output));
+        }
+    }
+    if executables.len() > 1 {
+        for (case, owner) in parsed.cases.iter_mut().zip(&case_executables) {
+            case.id = format!("{}::{}", executables[*owner], case.id);
         }
     }
     parsed

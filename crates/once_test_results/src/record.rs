@@ -83,7 +83,9 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Case {
     /// Unique within the target; what a retry passes back to the runner to select the
-    /// case (a libtest path, a pytest node id, `Package/TestName/sub`, a TAP path).
+    /// case (a libtest path, `executable::path` when a target runs several test
+    /// executables, a pytest node id `file::name`, `package::TestName/sub` for go,
+    /// `file::suite > name` for node, a TAP path).
     pub id: String,
     pub name: String,
     /// The group the case belongs to (module, class, file, describe block); empty when

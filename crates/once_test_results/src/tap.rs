@@ -6,6 +6,13 @@
 //! A point with subtests is their suite; it is a case of its own only when it failed
 //! while none of its subtests did. Lines that are not TAP (a test's own output) are
 //! ignored; `Bail out!` ends the stream with a failed case.
+//!
+//! Node's TAP names no file for a passing test, so two test files with a test of the
+//! same name would give the same case id. [`parse_with_files`] takes the file of every
+//! test point, in the order the points are printed (what `node_test`'s second reporter
+//! writes, one JSON line per finished test), and makes each id `file::suite > name`, the
+//! file as the runner was given it (relative to the package directory), like a pytest
+//! node id.
 
 use crate::Parsed;
 use crate::record::{AttemptStatus, Case, bounded};
@@ -13,6 +20,8 @@ use crate::record::{AttemptStatus, Case, bounded};
 /// One test point with what its diagnostics said.
 #[derive(Debug, Default)]
 struct Point {
+    /// The point's position among all the points of the stream, in printing order.
+    sequence: usize,
     indent: usize,
     status: Option<AttemptStatus>,
     name: String,
@@ -25,7 +34,24 @@ struct Point {
 }
 
 pub fn parse(text: &str) -> Parsed {
+    parse_with_files(text, None)
+}
+
+/// The file of one test point: the path its id starts with, and the path and line to
+/// report (when the TAP itself says nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointFile {
+    pub id_path: String,
+    pub path: String,
+    pub line: Option<u32>,
+}
+
+/// Parses `text`, the ids of its points scoped by `files` (one per point, in printing
+/// order). When the counts differ (a stream cut short, output that is not the runner's)
+/// the files are not used and a problem says so.
+pub fn parse_with_files(text: &str, files: Option<&[PointFile]>) -> Parsed {
     let mut parsed = Parsed::default();
+    let mut sequence = 0;
     let lines: Vec<&str> = text.lines().collect();
     // Points whose parent has not been seen yet, innermost last.
     let mut stack: Vec<Point> = Vec::new();
@@ -54,6 +80,8 @@ pub fn parse(text: &str) -> Parsed {
         let Some(mut point) = test_point(body, indent) else {
             continue;
         };
+        point.sequence = sequence;
+        sequence += 1;
         // The YAML block that follows the point, indented two more spaces.
         if lines
             .get(index)
@@ -75,8 +103,20 @@ pub fn parse(text: &str) -> Parsed {
         point.children = stack.split_off(first_child);
         stack.push(point);
     }
+    let files = match files {
+        Some(files) if files.len() == sequence => Some(files),
+        Some(files) => {
+            parsed.problem(format!(
+                "the runner reported the files of {} tests for {sequence} test points: \
+                 case ids do not name their files",
+                files.len()
+            ));
+            None
+        }
+        None => None,
+    };
     for root in stack {
-        flatten(&mut parsed, root);
+        flatten(&mut parsed, root, files);
     }
     parsed
 }
@@ -237,7 +277,7 @@ enum Work {
 
 /// The cases of the tree below `root`, depth-first in order; iterative, so the nesting
 /// depth of the input is no concern of the stack.
-fn flatten(parsed: &mut Parsed, root: Point) {
+fn flatten(parsed: &mut Parsed, root: Point, files: Option<&[PointFile]>) {
     let mut work = vec![Work::Visit {
         point: root,
         suite: Vec::new(),
@@ -246,7 +286,7 @@ fn flatten(parsed: &mut Parsed, root: Point) {
         match item {
             Work::Visit { mut point, suite } => {
                 if point.children.is_empty() && !point.is_suite {
-                    push_case(parsed, point, &suite);
+                    push_case(parsed, point, &suite, files);
                     continue;
                 }
                 let mut path = suite.clone();
@@ -277,20 +317,34 @@ fn flatten(parsed: &mut Parsed, root: Point) {
                     .any(|case| case.status == crate::record::CaseStatus::Failed);
                 // A suite that failed by itself (a hook, an error outside its tests).
                 if failed && !child_failed {
-                    push_case(parsed, point, &suite);
+                    push_case(parsed, point, &suite, files);
                 }
             }
         }
     }
 }
 
-fn push_case(parsed: &mut Parsed, point: Point, suites: &[String]) {
+fn push_case(
+    parsed: &mut Parsed,
+    mut point: Point,
+    suites: &[String],
+    files: Option<&[PointFile]>,
+) {
     let suite = suites.join(" > ");
-    let id = if suite.is_empty() {
+    let mut id = if suite.is_empty() {
         point.name.clone()
     } else {
         format!("{suite} > {}", point.name)
     };
+    if let Some(file) = files
+        .and_then(|files| files.get(point.sequence))
+        .filter(|file| !file.id_path.is_empty())
+    {
+        id = format!("{}::{id}", file.id_path);
+        if point.location.is_none() {
+            point.location = file.line.map(|line| (file.path.clone(), line));
+        }
+    }
     let status = point.status.unwrap_or(AttemptStatus::Failed);
     let message = match status {
         AttemptStatus::Failed => point.error,

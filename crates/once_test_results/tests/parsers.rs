@@ -89,3 +89,137 @@ fn hand_written_tap() {
         expect_file!["fixtures/shell.expected.json"],
     );
 }
+
+/// Each case's id, status, file and line, one per line.
+fn summary(parsed: &once_test_results::Parsed) -> String {
+    let mut out = String::new();
+    for case in &parsed.cases {
+        out.push_str(&format!(
+            "{} {:?} {}:{}\n",
+            case.id,
+            case.status,
+            case.file.as_deref().unwrap_or("-"),
+            case.line.map_or("-".to_owned(), |line| line.to_string())
+        ));
+    }
+    for problem in &parsed.problems {
+        out.push_str(&format!("problem: {problem}\n"));
+    }
+    out
+}
+
+/// Two node test files each with a test named `same` (node's TAP names no file for a
+/// passing test): the files its second reporter wrote make the ids distinct.
+const TWO_NODE_FILES: &str = "TAP version 13
+# Subtest: same
+ok 1 - same
+  ---
+  duration_ms: 6.4
+  ...
+# Subtest: same
+not ok 2 - same
+  ---
+  duration_ms: 1.9
+  location: '/ws/.once/out/js/T/package/b.test.mjs:3:1'
+  error: 'boom'
+  ...
+# Subtest: grp
+    # Subtest: x
+    ok 1 - x
+      ---
+      duration_ms: 0.2
+      ...
+    1..1
+ok 3 - grp
+  ---
+  duration_ms: 0.8
+  type: 'suite'
+  ...
+1..3
+";
+
+fn point_file(id_path: &str, line: u32) -> once_test_results::tap::PointFile {
+    once_test_results::tap::PointFile {
+        id_path: id_path.to_owned(),
+        path: format!("/ws/.once/out/js/T/package/{id_path}"),
+        line: Some(line),
+    }
+}
+
+#[test]
+fn node_cases_of_the_same_name_in_two_files_have_distinct_ids() {
+    let files = [
+        point_file("a.test.mjs", 2),
+        point_file("b.test.mjs", 3),
+        point_file("b.test.mjs", 4),
+        point_file("b.test.mjs", 4),
+    ];
+    let parsed = once_test_results::tap::parse_with_files(TWO_NODE_FILES, Some(&files));
+    expect_test::expect![[r#"
+        a.test.mjs::same Passed /ws/.once/out/js/T/package/a.test.mjs:2
+        b.test.mjs::same Failed /ws/.once/out/js/T/package/b.test.mjs:3
+        b.test.mjs::grp > x Passed /ws/.once/out/js/T/package/b.test.mjs:4
+    "#]]
+    .assert_eq(&summary(&parsed));
+    // Without the files (or with files that do not match the points), the bare names.
+    let parsed = once_test_results::tap::parse_with_files(TWO_NODE_FILES, Some(&files[..2]));
+    expect_test::expect![[r#"
+        same Passed -:-
+        same Failed /ws/.once/out/js/T/package/b.test.mjs:3
+        grp > x Passed -:-
+        problem: the runner reported the files of 2 tests for 4 test points: case ids do not name their files
+    "#]]
+    .assert_eq(&summary(&parsed));
+}
+
+/// Two test executables of one package, each with a test `works` (integration tests in
+/// `tests/a.rs` and `tests/b.rs`): the ids are scoped by the executable, and a failure's
+/// output goes to the case of its own executable.
+#[test]
+fn libtest_cases_of_several_executables_are_scoped_by_executable() {
+    let text = "once: test executable a
+
+running 2 tests
+test works ... ok
+test fails ... ok
+
+test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+once: test executable b
+
+running 2 tests
+test works ... ok
+test fails ... FAILED
+
+failures:
+
+---- fails stdout ----
+
+thread 'fails' (7) panicked at tests/b.rs:9:5:
+b fails
+
+failures:
+    fails
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+    let parsed = NativeFormat::Libtest.parse(text);
+    expect_test::expect![[r#"
+        a::works Passed -:-
+        a::fails Passed -:-
+        b::works Passed -:-
+        b::fails Failed tests/b.rs:9
+    "#]]
+    .assert_eq(&summary(&parsed));
+    assert_eq!(
+        parsed.cases[3].attempts[0].message.as_deref(),
+        Some("thread 'fails' (7) panicked at tests/b.rs:9:5:\nb fails")
+    );
+    assert_eq!(parsed.cases[1].attempts[0].message, None);
+    // One executable: the bare test paths, as without the announcement.
+    let single = NativeFormat::Libtest.parse("once: test executable a\ntest m::works ... ok\n");
+    expect_test::expect![[r#"
+        m::works Passed -:-
+    "#]]
+    .assert_eq(&summary(&single));
+}

@@ -14,6 +14,8 @@
 //!   `bench`).
 //! - `bench-scripts` ([`scripts`]): `once exec` hits of a no-op script next to running it
 //!   directly, and a 15-script `needs` graph of hits (issue 17).
+//! - `bench-tests` ([`tests`]): `once test --rerun` on 200-case pytest and Rust suites
+//!   next to running their runners directly (issue 16).
 //! - `bench-worst-cases` ([`worst_cases`]): hostile inputs that were quadratic or
 //!   unbounded, each measured (also a section of `bench`).
 
@@ -30,6 +32,7 @@ pub mod harness;
 pub mod lsp;
 pub mod scripts;
 pub mod synth;
+pub mod tests;
 pub mod worst_cases;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.

@@ -60,6 +60,11 @@ commands:
   bench-scripts [--runs N] [--once BINARY]
                      `once exec` hits: a no-op script next to running it directly,
                      and a 15-script `needs` graph (default 30 runs)
+  bench-tests [--runs N] [--once BINARY]
+                     `once test --rerun` on a 200-case pytest suite and a 200-test Rust
+                     crate next to the runner run directly (pytest, `cargo test`, the test
+                     executable); default 15 runs; writes target/bench/tests.json
+                     (pytest must be importable by `python3`)
   bench-exec --size 1k|10k [--runs N] [--once BINARY] [--out DIR]
                      only the execution measures of `bench`: full hits of the 15-action
                      84 MiB graph (outputs in place, after `rm -rf .once/out`, warm MCP),
@@ -131,6 +136,7 @@ fn main() -> ExitCode {
         ["bench-digests", rest @ ..] => finish(bench_digests(rest)),
         ["bench-exec", rest @ ..] => finish(bench_exec(rest)),
         ["bench-scripts", rest @ ..] => finish(bench_scripts(rest)),
+        ["bench-tests", rest @ ..] => finish(bench_tests(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -201,6 +207,20 @@ fn bench_scripts(args: &[&str]) -> anyhow::Result<String> {
         parsed(args, "--runs", 30)?,
         &root.join("target/bench-scripts"),
     )
+}
+
+fn bench_tests(args: &[&str]) -> anyhow::Result<String> {
+    let root = project_root();
+    let once = flag(args, "--once").map_or_else(|| root.join("target/release/once"), PathBuf::from);
+    let (table, json) = bench::tests::run(
+        &once,
+        parsed(args, "--runs", 15)?,
+        &root.join("target/bench-tests"),
+    )?;
+    let out = root.join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("tests.json"), serde_json::to_vec_pretty(&json)?)?;
+    Ok(table)
 }
 
 fn bench_options(args: &[&str]) -> anyhow::Result<bench::harness::Options> {

@@ -6,3 +6,8 @@ test("adds", () => {
 });
 
 test("skipped here", { skip: "not on this machine" }, () => {});
+
+// The same name as a test of mixed.test.mjs: their case ids differ by their file.
+test("passes", () => {
+  assert.equal("b".repeat(2), "bb");
+});
