@@ -233,18 +233,22 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
     );
     assert_eq!(cases("rs/RsBatchedTest"), cases("rs/RsMixedTest"));
     // Several test executables: each case id names its executable, so the two
-    // integration tests' `works` are two cases.
-    let ids: Vec<String> = cases("rs/RsAllTest")
+    // integration tests' `works` are two cases; the integration test `tests/cases.rs`,
+    // named like the library, keeps the name and the library's executable becomes
+    // `cases-lib` (both run: neither replaces the other).
+    let mut ids: Vec<String> = cases("rs/RsAllTest")
         .iter()
         .map(|case| case["id"].as_str().unwrap().to_owned())
         .collect();
+    ids.sort();
     assert_eq!(
         ids,
         [
-            "cases::tests::fails",
-            "cases::tests::flaky",
-            "cases::tests::ignored",
-            "cases::tests::passes",
+            "cases-lib::tests::fails",
+            "cases-lib::tests::flaky",
+            "cases-lib::tests::ignored",
+            "cases-lib::tests::passes",
+            "cases::named_like_the_library",
             "one::works",
             "two::works"
         ]
