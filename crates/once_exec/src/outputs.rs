@@ -491,10 +491,12 @@ pub(crate) fn hash_stream(
     let mut buffer = vec![0u8; 64 * 1024];
     let mut size = 0u64;
     loop {
-        let read = reader.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         hasher.update(&buffer[..read]);
         each(&buffer[..read])?;
         size += read as u64;

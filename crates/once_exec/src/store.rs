@@ -279,23 +279,7 @@ impl Store {
     /// answers its digest and size.
     pub fn put_blob_from(&self, source: &mut impl io::Read) -> io::Result<(Sha256Digest, u64)> {
         let (temporary, mut file) = self.temporary_file()?;
-        let copied = (|| {
-            let mut hasher = Sha256::new();
-            let mut buffer = vec![0u8; COPY_CHUNK];
-            let mut size = 0u64;
-            loop {
-                let read = match source.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(read) => read,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                hasher.update(&buffer[..read]);
-                file.write_all(&buffer[..read])?;
-                size += read as u64;
-            }
-            Ok((Sha256Digest(hasher.finalize().into()), size))
-        })();
+        let copied = crate::outputs::hash_stream(source, |chunk| file.write_all(chunk));
         match copied {
             Ok((digest, size)) => {
                 self.adopt_temporary(&temporary, &file, &digest)?;
@@ -322,7 +306,7 @@ impl Store {
     ) -> io::Result<Option<(Sha256Digest, u64, bool)>> {
         seal(file)?;
         file.seek(SeekFrom::Start(0))?;
-        let (digest, size) = hash_reader(file)?;
+        let (digest, size) = crate::outputs::hash_stream(file, |_| Ok(()))?;
         if !is_sealed(&fstat(&*file)?, size) {
             return Ok(None);
         }
@@ -749,24 +733,6 @@ impl Store {
 }
 
 /// Makes a blob read-only and sets its modification time to [`SEAL_SECONDS`].
-/// The SHA-256 and length of what `reader` yields.
-fn hash_reader(reader: &mut impl io::Read) -> io::Result<(Sha256Digest, u64)> {
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; COPY_CHUNK];
-    let mut size = 0u64;
-    loop {
-        let read = match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buffer[..read]);
-        size += read as u64;
-    }
-    Ok((Sha256Digest(hasher.finalize().into()), size))
-}
-
 fn seal(file: &File) -> io::Result<()> {
     fchmod(file, Mode::from_raw_mode(BLOB_MODE))?;
     futimens(
