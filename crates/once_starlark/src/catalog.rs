@@ -252,22 +252,23 @@ impl Reader<'_> {
         self.lines.next()
     }
 
+    /// A quoted line, unescaped: the runs between escapes are copied whole.
     fn text(&mut self) -> Option<String> {
         let escaped = self.line()?.strip_prefix('"')?;
         let mut text = String::with_capacity(escaped.len());
-        let mut chars = escaped.chars();
-        while let Some(c) = chars.next() {
-            if c != '\\' {
-                text.push(c);
-                continue;
-            }
-            text.push(match chars.next()? {
+        let mut rest = escaped;
+        while let Some(at) = rest.find('\\') {
+            text.push_str(&rest[..at]);
+            let mut after = rest[at + 1..].chars();
+            text.push(match after.next()? {
                 '\\' => '\\',
                 'n' => '\n',
                 'r' => '\r',
                 _ => return None,
             });
+            rest = after.as_str();
         }
+        text.push_str(rest);
         Some(text)
     }
 
