@@ -86,8 +86,7 @@ pub fn pipes() -> io::Result<(PipeEnds, Drain, Ended)> {
 struct Sink {
     hasher: Sha256,
     size: u64,
-    tail_limit: usize,
-    tail: Vec<u8>,
+    tail: TailWriter,
     memory: Vec<u8>,
     /// The temporary file the stream went on in, past [`SPILL_BYTES`].
     spilled: Option<(String, File)>,
@@ -99,8 +98,7 @@ impl Sink {
         Sink {
             hasher: Sha256::new(),
             size: 0,
-            tail_limit,
-            tail: Vec::new(),
+            tail: TailWriter::new(tail_limit),
             memory: Vec::new(),
             spilled: None,
             open: true,
@@ -110,7 +108,7 @@ impl Sink {
     fn take(&mut self, store: &Store, chunk: &[u8]) -> io::Result<()> {
         self.hasher.update(chunk);
         self.size += chunk.len() as u64;
-        keep_tail(&mut self.tail, chunk, self.tail_limit);
+        self.tail.write_all(chunk)?;
         if let Some((_, file)) = &mut self.spilled {
             return file.write_all(chunk);
         }
@@ -138,7 +136,7 @@ impl Sink {
         Ok(CapturedStream {
             digest: Some(digest),
             size: self.size,
-            tail: self.tail,
+            tail: self.tail.into_bytes(),
         })
     }
 
@@ -149,17 +147,43 @@ impl Sink {
     }
 }
 
-/// Appends `chunk` to `tail`, keeping its last `limit` bytes.
-fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8], limit: usize) {
-    if chunk.len() >= limit {
-        tail.clear();
-        tail.extend_from_slice(&chunk[chunk.len() - limit..]);
-    } else {
-        tail.extend_from_slice(chunk);
-        if tail.len() > limit {
-            let excess = tail.len() - limit;
-            tail.drain(..excess);
+/// Keeps the last `limit` bytes written to it.
+pub(crate) struct TailWriter {
+    limit: usize,
+    bytes: Vec<u8>,
+}
+
+impl TailWriter {
+    pub(crate) fn new(limit: usize) -> TailWriter {
+        TailWriter {
+            limit,
+            bytes: Vec::new(),
         }
+    }
+
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl io::Write for TailWriter {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        if buffer.len() >= self.limit {
+            self.bytes.clear();
+            self.bytes
+                .extend_from_slice(&buffer[buffer.len() - self.limit..]);
+        } else {
+            self.bytes.extend_from_slice(buffer);
+            if self.bytes.len() > self.limit {
+                let excess = self.bytes.len() - self.limit;
+                self.bytes.drain(..excess);
+            }
+        }
+        Ok(buffer.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -234,11 +258,11 @@ mod tests {
     use super::*;
 
     fn check(chunks: &[&[u8]], limit: usize, expected: &[u8]) {
-        let mut tail = Vec::new();
+        let mut tail = TailWriter::new(limit);
         for chunk in chunks {
-            keep_tail(&mut tail, chunk, limit);
+            tail.write_all(chunk).expect("kept");
         }
-        assert_eq!(tail, expected);
+        assert_eq!(tail.into_bytes(), expected);
     }
 
     #[test]

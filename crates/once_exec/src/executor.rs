@@ -1067,7 +1067,7 @@ impl<'a> Executor<'a> {
                 });
                 continue;
             }
-            let mut tail = TailWriter::new(limit);
+            let mut tail = crate::capture::TailWriter::new(limit);
             match self.store.copy_blob_to(&stream.digest, &mut tail) {
                 Ok(_) => streams.push(CapturedStream {
                     digest: Some(stream.digest),
@@ -1436,45 +1436,5 @@ fn stream_digest(stream: &CapturedStream) -> StreamDigest {
     StreamDigest {
         digest: stream.digest.unwrap_or_else(|| Sha256Digest::of(b"")),
         size: stream.size,
-    }
-}
-
-/// Keeps the last `limit` bytes written to it.
-struct TailWriter {
-    limit: usize,
-    bytes: Vec<u8>,
-}
-
-impl TailWriter {
-    fn new(limit: usize) -> TailWriter {
-        TailWriter {
-            limit,
-            bytes: Vec::new(),
-        }
-    }
-
-    fn into_bytes(self) -> Vec<u8> {
-        self.bytes
-    }
-}
-
-impl io::Write for TailWriter {
-    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        if buffer.len() >= self.limit {
-            self.bytes.clear();
-            self.bytes
-                .extend_from_slice(&buffer[buffer.len() - self.limit..]);
-        } else {
-            self.bytes.extend_from_slice(buffer);
-            if self.bytes.len() > self.limit {
-                let excess = self.bytes.len() - self.limit;
-                self.bytes.drain(..excess);
-            }
-        }
-        Ok(buffer.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

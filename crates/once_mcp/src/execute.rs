@@ -484,7 +484,7 @@ fn run_capability(
         .on_progress(&callback)
         .run(&plan.actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;
-    let evidence_warning = record_evidence(root, plan, &report);
+    let evidence_warning = once_build::record_evidence(root, plan, &report);
     let record = once_build::records(plan, &report)
         .into_iter()
         .next()
@@ -516,20 +516,6 @@ fn run_capability(
         record,
         problems: Vec::new(),
     })
-}
-
-/// Records the execution's evidence: one append to the workspace's evidence journal,
-/// like a CLI build (see [`once_build::record_evidence`]), which every reader of the
-/// database ingests first; a warning when it could not. (A connection to the database
-/// kept open between builds cost a SQLite transaction and its log writes per build.)
-fn record_evidence(
-    root: &Path,
-    plan: &once_build::Plan,
-    report: &once_exec::ExecutionReport,
-) -> Option<String> {
-    once_exec::evidence::record_evidence(root, &plan.actions, report)
-        .err()
-        .map(|err| format!("the evidence of this execution was not recorded: {err}"))
 }
 
 #[cfg(test)]

@@ -32,20 +32,15 @@ pub fn parse(text: &str) -> Parsed {
     let mut outputs: Vec<(usize, String, String)> = Vec::new();
     for line in text.lines() {
         if let Some(name) = line.strip_prefix(EXECUTABLE_MARKER) {
-            // What the executable before left open: a test it ended in (single-threaded
-            // runs), the last failure's output.
-            if let Some(name) = pending.take() {
-                push(
-                    &mut parsed,
-                    &name,
-                    AttemptStatus::Failed,
-                    Some("the test binary ended while this test was running".to_owned()),
-                );
-                case_executables.push(executable);
-            }
-            if let Some((name, lines)) = failure.take() {
-                outputs.push((executable, name, lines.join("\n")));
-            }
+            // What the executable before left open.
+            close_executable(
+                &mut parsed,
+                &mut case_executables,
+                &mut outputs,
+                executable,
+                pending.take(),
+                failure.take(),
+            );
             let name = name.trim();
             executable = match executables.iter().position(|known| *known == name) {
                 Some(index) => index,
@@ -112,18 +107,14 @@ pub fn parse(text: &str) -> Parsed {
             lines.push(line);
         }
     }
-    if let Some((name, lines)) = failure.take() {
-        outputs.push((executable, name, lines.join("\n")));
-    }
-    if let Some(name) = pending {
-        push(
-            &mut parsed,
-            &name,
-            AttemptStatus::Failed,
-            Some("the test binary ended while this test was running".to_owned()),
-        );
-        case_executables.push(executable);
-    }
+    close_executable(
+        &mut parsed,
+        &mut case_executables,
+        &mut outputs,
+        executable,
+        pending,
+        failure,
+    );
     for (owner, name, output) in outputs {
         let output = output.trim_matches('\n').to_owned();
         let Some(case) = parsed
@@ -151,6 +142,31 @@ pub fn parse(text: &str) -> Parsed {
         }
     }
     parsed
+}
+
+/// What an executable left open when it ended (the next one was announced, or the
+/// output ended): the test it was running (single-threaded runs) fails, and the last
+/// failure's output is kept for its case.
+fn close_executable(
+    parsed: &mut Parsed,
+    case_executables: &mut Vec<usize>,
+    outputs: &mut Vec<(usize, String, String)>,
+    executable: usize,
+    pending: Option<String>,
+    failure: Option<(String, Vec<&str>)>,
+) {
+    if let Some(name) = pending {
+        push(
+            parsed,
+            &name,
+            AttemptStatus::Failed,
+            Some("the test binary ended while this test was running".to_owned()),
+        );
+        case_executables.push(executable);
+    }
+    if let Some((name, lines)) = failure {
+        outputs.push((executable, name, lines.join("\n")));
+    }
 }
 
 fn push(parsed: &mut Parsed, path: &str, status: AttemptStatus, message: Option<String>) {
