@@ -406,26 +406,95 @@ fn too_large(path: &Path) -> io::Error {
 /// threads.
 pub type DirectoryHook = Arc<dyn Fn(&Path) + Send + Sync>;
 
-/// [`OsSystem::walk`] on one thread per core; `on_directory` sees every directory before
-/// its entries are read, so a watch added there misses no change made to it later.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "OsSystem's walk: the real disk behind `System`"
-)]
+/// How many threads this machine runs at once: the parallelism the process may use (CPU
+/// affinity and cgroup quota). Asked once per process: the answer reads several files
+/// under `/proc` and `/sys`.
+pub fn machine_parallelism() -> usize {
+    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How many entries (files and directories) a walk without a directory hook reads on
+/// one thread before it starts again on one thread per core. Most workspaces are smaller:
+/// a parallel walk costs threads and, when a worker runs out of work, sleeps of a
+/// millisecond (`ignore`'s workers poll), more than a small tree takes to read.
+const SERIAL_WALK_ENTRIES: usize = 2_000;
+
+/// [`OsSystem::walk`]: every file below `root` that is not ignored, workspace-relative
+/// and sorted. `on_directory` sees every directory before its entries are read, so a
+/// watch added there misses no change made to it later; such a walk runs on one thread
+/// per core. Without a hook the walk starts on the calling thread and moves to one thread
+/// per core only past [`SERIAL_WALK_ENTRIES`] entries.
 pub fn walk_directories(
     root: &Path,
     on_directory: Option<DirectoryHook>,
 ) -> io::Result<Vec<String>> {
-    if !root.is_dir() {
+    if !is_directory(root) {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("`{}` is not a directory", root.display()),
         ));
     }
+    if on_directory.is_none()
+        && let Some(files) = walk_serially(root, SERIAL_WALK_ENTRIES)
+    {
+        return Ok(files);
+    }
     if let Some(hook) = &on_directory {
         hook(root);
     }
-    let walker = ignore::WalkBuilder::new(root)
+    let found = std::sync::Mutex::new(Vec::new());
+    walk_builder(root, on_directory)
+        .threads(machine_parallelism())
+        .build_parallel()
+        .run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                if let Some(relative) = walked_file(root, entry)
+                    && let Ok(mut found) = found.lock()
+                {
+                    found.push(relative);
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let mut files = found
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    files.sort_unstable();
+    Ok(files)
+}
+
+#[allow(clippy::disallowed_methods, reason = "OsSystem's walk")]
+fn is_directory(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// The files below `root` read on this thread, or `None` once more than `budget`
+/// entries were seen (the caller walks again in parallel).
+fn walk_serially(root: &Path, budget: usize) -> Option<Vec<String>> {
+    let mut files = Vec::new();
+    for (seen, entry) in walk_builder(root, None).build().enumerate() {
+        if seen > budget {
+            return None;
+        }
+        if let Some(relative) = walked_file(root, entry) {
+            files.push(relative);
+        }
+    }
+    files.sort_unstable();
+    Some(files)
+}
+
+/// The walk's rules: hidden entries and [`SKIPPED_DIRECTORIES`] skipped, `.gitignore`
+/// files and `.git/info/exclude` obeyed (not the global ignore file), links not followed.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "OsSystem's walk: the real disk behind `System`"
+)]
+fn walk_builder(root: &Path, on_directory: Option<DirectoryHook>) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .hidden(true)
         .git_ignore(true)
         .git_global(false)
@@ -450,28 +519,17 @@ pub fn walk_directories(
                 hook(entry.path());
             }
             !skipped
-        })
-        .build_parallel();
-    let found = std::sync::Mutex::new(Vec::new());
-    walker.run(|| {
-        let found = &found;
-        Box::new(move |entry| {
-            if let Ok(entry) = entry
-                && entry.file_type().is_some_and(|t| t.is_file())
-                && let Ok(relative) = entry.path().strip_prefix(root)
-                && let Some(relative) = relative_to_slash(relative)
-                && let Ok(mut found) = found.lock()
-            {
-                found.push(relative);
-            }
-            ignore::WalkState::Continue
-        })
-    });
-    let mut files = found
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    files.sort_unstable();
-    Ok(files)
+        });
+    builder
+}
+
+/// The workspace-relative path of a walked regular file.
+fn walked_file(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>) -> Option<String> {
+    let entry = entry.ok()?;
+    if !entry.file_type().is_some_and(|t| t.is_file()) {
+        return None;
+    }
+    relative_to_slash(entry.path().strip_prefix(root).ok()?)
 }
 
 /// [`OsSystem::is_ignored`]: the deepest `.gitignore` with a matching rule decides (a
@@ -812,5 +870,70 @@ mod tests {
         assert!(error.to_string().contains("a directory"), "{error}");
         assert_eq!(system.read_to_string(&file).unwrap(), "x = 1\n");
         assert_eq!(system.read_bytes(&file).unwrap(), b"x = 1\n");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests build trees on disk")]
+mod walk_tests {
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use super::{SERIAL_WALK_ENTRIES, walk_directories, walk_serially};
+
+    fn write(root: &Path, relative: &str, text: &str) {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The serial walk, the parallel walk (a hook forces it) and the fallback from one to
+    /// the other find the same files under the same rules.
+    #[test]
+    fn serial_and_parallel_walks_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitignore", "*.log\n");
+        write(root, "app/.gitignore", "build/\n!keep.log\n");
+        for file in [
+            "once.toml",
+            "a.log",
+            "app/src/main.rs",
+            "app/keep.log",
+            "app/drop.log",
+            "app/build/out.o",
+            ".hidden/x",
+            "node_modules/m/index.js",
+            "lib/deep/er/file.txt",
+        ] {
+            write(root, file, "");
+        }
+        let expected = [
+            "app/keep.log",
+            "app/src/main.rs",
+            "lib/deep/er/file.txt",
+            "once.toml",
+        ];
+        assert_eq!(walk_serially(root, 1_000).unwrap(), expected);
+        assert_eq!(walk_directories(root, None).unwrap(), expected);
+        let hooked = Arc::new(Mutex::new(Vec::new()));
+        let seen = hooked.clone();
+        let hook: super::DirectoryHook = Arc::new(move |path: &Path| {
+            seen.lock().unwrap().push(path.to_path_buf());
+        });
+        assert_eq!(walk_directories(root, Some(hook)).unwrap(), expected);
+        assert!(hooked.lock().unwrap().contains(&root.join("lib/deep/er")));
+        // Past its budget the serial walk gives up; the walk then goes on in parallel.
+        assert_eq!(walk_serially(root, 3), None);
+        for index in 0..SERIAL_WALK_ENTRIES {
+            write(root, &format!("many/{}/f{index}", index % 50), "");
+        }
+        let all = walk_directories(root, None).unwrap();
+        assert_eq!(all.len(), expected.len() + SERIAL_WALK_ENTRIES);
+        assert!(all.is_sorted());
+        assert!(
+            !all.iter()
+                .any(|file| file.ends_with(".log") && file != "app/keep.log")
+        );
     }
 }

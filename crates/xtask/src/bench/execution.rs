@@ -9,7 +9,8 @@
 //!   (every output restored from the store), and a warm `once mcp --allow-run` answering
 //!   `once_build_target` for `All` (every action a hit);
 //! - **executor overhead**: 200 trivial actions (`echo N > $OUT/o`), built with `-j 1`
-//!   from an empty store, minus the no-op build of the same targets (planning, the
+//!   from a store without action records or blobs (the plan memo kept; each round's
+//!   files moved aside rather than deleted, see [`overhead_row`]), minus the no-op build of the same targets (planning, the
 //!   process, the hits) minus a shell loop running the same 200 command lines (`sh -c`
 //!   making `$OUT` with `mkdir -p`, then `echo`, as the `command` kind runs them):
 //!   what running an action through `once` adds per action (spawn, capture, store,
@@ -357,12 +358,24 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
         "≤ 2 ms",
     );
     build(once, &workspace, &["-j", "1"])?;
+    // Each round's results are moved aside, not deleted, until the row is measured: on
+    // ext4 without a journal, a file created within a minute or more of mass deletions
+    // makes the inode allocator step over every recently freed inode
+    // (`recently_deleted`), which then dominates both sides of the comparison.
+    let trash = scratch.join("exec-trivial-trash");
+    super::recreate_dir(&trash)?;
     let (mut cold, mut noop, mut bare, mut loads) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..runs {
+    for round in 0..runs {
         loads.push(load_average());
-        for directory in [".once/cache", ".once/out"] {
-            std::fs::remove_dir_all(workspace.join(directory))?;
+        // The plan memo and the tool identities stay: planning is not the executor's
+        // overhead, and the no-op build subtracted below plans from the memo too.
+        let aside = trash.join(round.to_string());
+        std::fs::create_dir_all(&aside)?;
+        for directory in [".once/cache/actions", ".once/cache/blobs", ".once/out"] {
+            let moved = aside.join(directory.replace('/', "-"));
+            std::fs::rename(workspace.join(directory), moved)
+                .with_context(|| format!("cannot move `{directory}` aside"))?;
         }
         let (elapsed, states) = build(once, &workspace, &["-j", "1"])?;
         ensure_all(&states, "miss", TRIVIAL_ACTIONS, "the trivial build")?;
@@ -370,11 +383,15 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
         let (elapsed, states) = build(once, &workspace, &["-j", "1"])?;
         ensure_all(&states, "hit", TRIVIAL_ACTIONS, "the trivial no-op build")?;
         noop.push(elapsed);
-        super::recreate_dir(&loop_dir)?;
+        if loop_dir.exists() {
+            std::fs::rename(&loop_dir, aside.join("loop"))?;
+        }
+        std::fs::create_dir_all(&loop_dir)?;
         let (elapsed, output) = timed(Command::new("sh").args(["-c", &script]))?;
         ensure!(output.status.success(), "the shell loop failed");
         bare.push(elapsed);
     }
+    std::fs::remove_dir_all(&trash)?;
     let median = |samples: &[Duration]| {
         let mut sorted = samples.to_vec();
         sorted.sort();
@@ -385,7 +402,7 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
         row.samples.push(extra / TRIVIAL_ACTIONS as u32);
     }
     row.note = format!(
-        "load {}; medians: build from an empty store {}, no-op build {}, shell loop {}",
+        "load {}; medians: build without records or blobs {}, no-op build {}, shell loop {}",
         load_range(&loads),
         fmt_ms(Some(median(&cold))),
         fmt_ms(Some(median(&noop))),
