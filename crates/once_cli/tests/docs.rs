@@ -128,6 +128,10 @@ fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("cannot create a directory");
     for entry in std::fs::read_dir(from).expect("cannot list a directory") {
         let entry = entry.expect("bad entry");
+        // A developer's own runs in the source tree leave their state there.
+        if entry.file_name() == ".once" {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().expect("no file type").is_dir() {
             copy_dir(&entry.path(), &target);
