@@ -235,10 +235,12 @@ fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
 }
 
 /// The exit code a result stands for: the program's, 128 + N for signal N, 1 when it did
-/// not get as far as running.
+/// not get as far as running or failed after its program succeeded (a declared output
+/// missing or refused).
 fn exit_code(result: &ActionResult) -> u8 {
     match (result.exit_code, result.signal) {
         (_, Some(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(255),
+        (Some(0), None) if result.status == ActionStatus::Failed => 1,
         (Some(code), None) => (code & 0xff) as u8,
         (None, None) => 1,
     }
@@ -312,12 +314,17 @@ fn finish(
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
     let code = exit_code(result);
+    // The program's code, unless once failed the action after it succeeded.
+    let reported = match result.exit_code {
+        Some(0) if code != 0 => Some(i32::from(code)),
+        other => other,
+    };
     match format {
         Format::Json => {
             let trailer = serde_json::json!({
                 "action_digest": digest,
                 "cache": cache,
-                "exit_code": result.exit_code,
+                "exit_code": reported,
             });
             let _ = writeln!(stderr, "{trailer}");
         }
@@ -325,9 +332,7 @@ fn finish(
             let _ = writeln!(
                 stderr,
                 "once: cache {cache} action={digest} exit={}",
-                result
-                    .exit_code
-                    .map_or_else(|| format!("{code}"), |c| c.to_string())
+                reported.map_or_else(|| format!("{code}"), |c| c.to_string())
             );
         }
         Format::Human => {}
