@@ -257,15 +257,84 @@ fn a_failing_dependency_stops_the_dependent_with_its_exit_code() {
     let ws = Scratch::new();
     ws.script(
         "dep.sh",
-        "#!/bin/sh\n# once output \"dep.txt\"\necho 'dep broke' >&2\nexit 4\n",
+        "#!/bin/sh\n# once output \"dep.txt\"\necho 'dep says'\necho 'dep broke' >&2\nexit 4\n",
     );
     ws.script("main.sh", "#!/bin/sh\n# once needs \"dep.sh\"\necho main\n");
-    let run = ws.once(&["exec", "--script", "main.sh"]);
-    assert_eq!(run.code, 4);
-    assert_eq!(run.stdout, "");
+    // The script did not run: stdout stays empty, the need's streams go to stderr.
+    for quiet in [false, true] {
+        let args: &[&str] = if quiet {
+            &["exec", "-q", "--script", "main.sh"]
+        } else {
+            &["exec", "--script", "main.sh"]
+        };
+        let run = ws.once(args);
+        assert_eq!(run.code, 4);
+        assert_eq!(run.stdout, "");
+        assert_eq!(
+            run.stderr,
+            "dep says\ndep broke\nonce: error: the script `dep.sh` that `main.sh` needs failed: `/bin/sh ./dep.sh` exited with code 4\n"
+        );
+    }
+}
+
+#[test]
+fn the_output_of_needs_that_ran_goes_to_stderr_under_a_header() {
+    let ws = Scratch::new();
+    ws.script(
+        "gen.sh",
+        "#!/bin/sh\n# once input \"in.txt\"\n# once output \"gen.txt\"\ncp in.txt gen.txt\necho 'gen out'\necho 'gen err' >&2\n",
+    );
+    ws.script(
+        "partial.sh",
+        "#!/bin/sh\n# once input \"partial.sh\"\n# once output \"partial.txt\"\ntouch partial.txt\nprintf 'no newline'\n",
+    );
+    ws.script(
+        "main.sh",
+        "#!/bin/sh\n# once needs \"gen.sh\"\n# once needs \"partial.sh\"\ncat gen.txt\necho 'main err' >&2\n",
+    );
+    ws.write("in.txt", "one\n");
+    let header =
+        |need: &str| format!("once: output of `{need}`, needed by `main.sh` (cache miss):\n");
+    let first = ws.once(&["exec", "--script", "main.sh"]);
     assert_eq!(
-        run.stderr,
-        "dep broke\nonce: error: the script `dep.sh` that `main.sh` needs failed: `/bin/sh ./dep.sh` exited with code 4\n"
+        (first.code, first.stdout.as_str()),
+        (0, "one\n"),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.stderr,
+        format!(
+            "{}gen out\ngen err\n{}no newline\nmain err\nonce: cache miss action=<digest> exit=0\n",
+            header("gen.sh"),
+            header("partial.sh")
+        )
+    );
+    // A hit shows nothing of its needs (hits too).
+    let hit = ws.once(&["exec", "--script", "main.sh"]);
+    assert_eq!(
+        (hit.stdout.as_str(), hit.stderr.as_str()),
+        (
+            "one\n",
+            "main err\nonce: cache hit action=<digest> exit=0\n"
+        )
+    );
+    // `-q`: the program's own streams only.
+    ws.write("in.txt", "two\n");
+    let quiet = ws.once(&["exec", "-q", "--script", "main.sh"]);
+    assert_eq!(
+        (quiet.stdout.as_str(), quiet.stderr.as_str()),
+        ("two\n", "main err\n")
+    );
+    // JSON: the same stderr, the trailer a JSON line.
+    ws.write("in.txt", "three\n");
+    let json = ws.once(&["exec", "--format", "json", "--script", "main.sh"]);
+    assert_eq!(json.stdout, "three\n");
+    assert_eq!(
+        json.stderr,
+        format!(
+            "{}gen out\ngen err\nmain err\n{{\"action_digest\":\"<digest>\",\"cache\":\"miss\",\"exit_code\":0}}\n",
+            header("gen.sh")
+        )
     );
 }
 
