@@ -74,7 +74,9 @@ pub fn materialize_external_links(
         let target = resolver
             .resolve(&link.parent, &link.text)
             .map_err(|unresolved| {
-                io::Error::other(unresolved.message(&link.path(), &link.text, declared))
+                let link_path = link.path();
+                let described = format!("the output link `{link_path}`");
+                io::Error::other(unresolved.message(&described, &link.text, declared))
             })?;
         if is_under(&target.path, declared) {
             continue;
@@ -182,23 +184,25 @@ enum Unresolved {
 }
 
 impl Unresolved {
+    /// Why `link` (a description: "the output link `out/x`") whose text is `text` cannot
+    /// be materialised in the output `output`.
     fn message(&self, link: &str, text: &str, output: &str) -> String {
         match self {
             Unresolved::Outside => format!(
-                "the output link `{link}` points to `{text}`, outside the workspace: `once` does not copy files from outside the workspace into the cache; {REPAIR}"
+                "{link} points to `{text}`, outside the workspace: `once` does not copy files from outside the workspace into the cache; {REPAIR}"
             ),
             Unresolved::Dangling => format!(
-                "the output link `{link}` points to `{text}`, which does not exist (a dangling link in the output `{output}`)"
+                "{link} points to `{text}`, which does not exist (a dangling link in the output `{output}`)"
             ),
             Unresolved::Cycle => format!(
-                "the output link `{link}` points to `{text}`, which does not resolve: more than {MAX_LINK_HOPS} links in a row (a cycle of symbolic links)"
+                "{link} points to `{text}`, which does not resolve: more than {MAX_LINK_HOPS} links in a row (a cycle of symbolic links)"
             ),
             Unresolved::Special(path) => format!(
-                "the output link `{link}` points to `{}`, which is neither a regular file nor a directory",
+                "{link} points to `{}`, which is neither a regular file nor a directory",
                 display(path)
             ),
             Unresolved::Io(error) => {
-                format!("the output link `{link}` cannot be resolved: {error}")
+                format!("{link} cannot be resolved: {error}")
             }
         }
     }
@@ -260,10 +264,6 @@ impl<'a> Resolver<'a> {
                 }
                 _ => {}
             }
-            if kind != FileType::Directory {
-                // A file with more path below it.
-                return Err(Unresolved::Dangling);
-            }
             let parent = handles_so_far.last().map_or(self.root, |h| h.as_fd());
             let stat = handles::stat_entry(parent, &part)
                 .map_err(io)?
@@ -288,8 +288,8 @@ impl<'a> Resolver<'a> {
                     kind = FileType::Directory;
                 }
                 FileType::RegularFile => {
-                    // Keep the parent's handle in step with the names: a file pushes a
-                    // name only, and nothing may follow it but `.`/`..`-free ends.
+                    // A name without a handle: nothing may be looked up below it (checked
+                    // next), so the names and handles stay in step for `..`.
                     names.push(part);
                     kind = FileType::RegularFile;
                 }
@@ -298,11 +298,9 @@ impl<'a> Resolver<'a> {
                     return Err(Unresolved::Special(names.join("/")));
                 }
             }
-            if kind == FileType::RegularFile {
-                // `file/..` or `file/x`: not a directory.
-                if pending.iter().any(|p| !p.is_empty() && p != ".") {
-                    return Err(Unresolved::Dangling);
-                }
+            // `file/x` or `file/..`: a file is no directory.
+            if kind == FileType::RegularFile && pending.iter().any(|p| !p.is_empty() && p != ".") {
+                return Err(Unresolved::Dangling);
             }
         }
         Ok(Target {
@@ -491,7 +489,9 @@ impl Copier<'_, '_> {
                     self.count(&child_path)?;
                     let text = link_text(&directory, &child, &child_source)?;
                     let target = self.resolver.resolve(source, &text).map_err(|unresolved| {
-                        io::Error::other(unresolved.message(&child_source, &text, self.output))
+                        let described =
+                            format!("the link `{child_source}` (copied into `{child_path}`)");
+                        io::Error::other(unresolved.message(&described, &text, self.output))
                     })?;
                     if let Some(place) = self.place_in_result(&target.path) {
                         // Into the output or into a tree being copied: a link to the same
@@ -812,6 +812,15 @@ mod tests {
         fs::remove_file(ws.root.join("out/missing.txt")).expect("removed");
         ws.link("out/through.txt", "../src/file.txt/inner");
         assert!(ws.error("out").contains("does not exist"));
+        // Inside a copied tree, the message names the link and where its copy was going.
+        let ws = Workspace::new();
+        ws.write("assets/a.txt", "a\n");
+        ws.link("assets/gone", "missing");
+        ws.link("out/assets", "../assets");
+        assert_eq!(
+            ws.error("out"),
+            "output link `out/assets`: the link `assets/gone` (copied into `out/assets/gone`) points to `missing`, which does not exist (a dangling link in the output `out`)"
+        );
     }
 
     #[test]
