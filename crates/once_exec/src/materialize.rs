@@ -689,6 +689,23 @@ mod tests {
         assert_eq!(ws.materialize("out.txt").expect("materialised"), 1);
         assert!(!ws.is_link("out.txt"));
         assert_eq!(ws.read("out.txt"), "data\n");
+        // A directory: its tree, the temporary name gone.
+        ws.write("assets/sub/a.txt", "a\n");
+        ws.link("dist", "assets");
+        assert_eq!(ws.materialize("dist").expect("materialised"), 1);
+        assert!(!ws.is_link("dist") && ws.root.join("dist").is_dir());
+        assert_eq!(ws.read("dist/sub/a.txt"), "a\n");
+        let mut names: Vec<String> = fs::read_dir(&ws.root)
+            .expect("listed")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        assert_eq!(names, ["assets", "dist", "out.txt", "src"]);
     }
 
     #[test]
