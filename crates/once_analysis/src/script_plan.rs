@@ -16,7 +16,9 @@
 //!   the outputs of the scripts it needs, so the executor orders them and keys this
 //!   script by the *digests* of those outputs (early cutoff);
 //! - `outputs`: the `output` directives, workspace paths the executor captures and
-//!   restores.
+//!   restores; `output_symlinks`: the `output-symlinks` directive (a link leading out of
+//!   an output is stored as a copy of its target unless it says `preserve`). A literal
+//!   command's outputs are materialised the same way.
 //!
 //! A script without any `once` directive is planned uncacheable (it declares nothing it
 //! reads, so its first result would otherwise be reused forever).
@@ -32,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use once_db::{Db as _, EntryKind, LineIndex, RootDatabase, Sha256Digest, Workspace, file_digest};
 use once_graph::resolve::SourcePattern;
-use once_model::action::{Action, ActionStep, Command};
+use once_model::action::{Action, ActionStep, Command, OutputSymlinks};
 use once_model::{Diagnostic, DiagnosticCode};
 
 use crate::scripts::{ScriptValidation, validate_script};
@@ -165,6 +167,8 @@ fn plan_command(
     let hashed = hash_inputs(db, &inputs);
     let mut command = Command::new(request.argv.clone());
     command.cwd = request.cwd.clone();
+    // Like a script's outputs: a link leading out of an output is stored as a copy.
+    command.output_symlinks = OutputSymlinks::MaterializeExternal;
     let action = Action {
         id: COMMAND_ACTION.to_owned(),
         target: COMMAND_ACTION.to_owned(),
@@ -242,6 +246,7 @@ fn plan_script(
         let mut command = Command::new(argv);
         command.env = env;
         command.cwd = cwd;
+        command.output_symlinks = contract.output_symlinks;
         command.probes = contract
             .fingerprints
             .iter()
@@ -489,6 +494,7 @@ fn static_key(
         for probe in &command.probes {
             field("fingerprint", &probe.join("\0"));
         }
+        field("output-symlinks", command.output_symlinks.as_str());
     }
     for (path, digest) in hashed {
         field("input", path);

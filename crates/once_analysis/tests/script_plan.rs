@@ -28,6 +28,7 @@ logo
 # once input "../data/*.csv"
 # once output "../gen/table.txt"
 # once fingerprint "bash --version"
+# once output-symlinks "preserve"
 cat ../data/*.csv > ../gen/table.txt
 //- /scripts/lint.sh
 #!/bin/sh -e
@@ -70,6 +71,12 @@ fn render(plan: &ScriptPlan) -> String {
         writeln!(out, "  probes: {:?}", command.probes).unwrap();
         writeln!(out, "  inputs: {}", action.inputs.join(" ")).unwrap();
         writeln!(out, "  outputs: {}", action.outputs.join(" ")).unwrap();
+        writeln!(
+            out,
+            "  output symlinks: {}",
+            command.output_symlinks.as_str()
+        )
+        .unwrap();
     }
     writeln!(out, "order: {:?}", plan.order).unwrap();
     out
@@ -87,6 +94,7 @@ fn a_script_and_its_needs_become_actions_dependencies_first() {
           probes: [["/bin/sh", "-c", "bash --version"]]
           inputs: data/a.csv data/b.csv scripts/gen.sh
           outputs: gen/table.txt
+          output symlinks: preserve
         scripts/lint.sh (exec)
           argv: /bin/sh -e ./lint.sh
           cwd: "scripts"
@@ -94,6 +102,7 @@ fn a_script_and_its_needs_become_actions_dependencies_first() {
           probes: []
           inputs: assets/logo.txt scripts/lint.sh
           outputs: 
+          output symlinks: materialize-external
         scripts/build.py (exec)
           argv: python3 ./scripts/build.py --release
           cwd: ""
@@ -101,6 +110,7 @@ fn a_script_and_its_needs_become_actions_dependencies_first() {
           probes: []
           inputs: gen/table.txt scripts/build.py
           outputs: dist
+          output symlinks: materialize-external
         order: [("scripts/lint.sh", "scripts/build.py")]
     "#]]
     .assert_eq(&render(&plan));

@@ -2,13 +2,15 @@
 //! `once_exec_script`): the plan from `Analysis::script_plan` as a [`ScriptJob`] (plain
 //! data, no database), run with outputs in the workspace ([`run`]), and the
 //! `once.evidence.v1` records of the run, each with its action digest as the subject
-//! ([`evidence_records`]).
+//! ([`evidence_records`]), and which needed scripts have output to show
+//! ([`needs_to_show`]).
 
 use std::path::Path;
 
 use once_evidence::{EvidenceRecord, Subject};
 use once_exec::{
-    CancelHandle, ExecutionReport, Executor, OutputScope, PlannedAction, Progress, Store,
+    ActionResult, ActionStatus, CacheState, CancelHandle, ExecutionReport, Executor, OutputScope,
+    PlannedAction, Progress, Store,
 };
 
 /// What runs: the actions (needs first), the ordering edges between them, and the id of
@@ -66,6 +68,34 @@ pub fn run(
     executor
         .run(&job.actions)
         .map_err(|e| format!("cannot run `{}`: {e}", job.main))
+}
+
+/// The needed scripts whose output is shown before the script's own (on `once exec`'s
+/// stderr, in MCP's `stderr`): those that succeeded after running in this execution (a
+/// miss or a bypass: a hit shows nothing) and printed something, dependencies first. The
+/// requested script's stdout stays the program's own.
+pub fn needs_to_show<'r>(job: &ScriptJob, report: &'r ExecutionReport) -> Vec<&'r ActionResult> {
+    report
+        .results
+        .iter()
+        .filter(|result| {
+            result.id != job.main
+                && result.status == ActionStatus::Succeeded
+                && matches!(result.cache, Some(CacheState::Miss | CacheState::Bypass))
+                && result.stdout.size + result.stderr.size > 0
+        })
+        .collect()
+}
+
+/// The line above a needed script's output: `once: output of `gen.sh`, needed by
+/// `build.sh` (cache miss):`.
+pub fn need_header(job: &ScriptJob, need: &ActionResult) -> String {
+    format!(
+        "once: output of `{}`, needed by `{}` (cache {}):\n",
+        need.id,
+        job.main,
+        need.cache.map_or("none", CacheState::as_str)
+    )
 }
 
 /// One record per action that ran or was reused, its subject its action digest.

@@ -85,14 +85,16 @@ pub enum Command {
     /// Run an annotated script (`--script PATH`, or the first file of `-- CMD` with
     /// `# once` directives, or a script whose shebang is `once exec -- RUNTIME`) through
     /// the action cache: its `needs` first, then the script; a hit replays its streams
-    /// and restores its outputs. stdout and stderr are the program's, then a trailer on
-    /// stderr (`once: cache hit|miss action=<digest> exit=<n>`); the exit code is the
-    /// program's. A literal command is cached only with `--input`/`--output`.
+    /// and restores its outputs. stdout and stderr are the program's (what needs that ran
+    /// printed comes first on stderr, under a header), then a trailer on stderr
+    /// (`once: cache hit|miss action=<digest> exit=<n>`); the exit code is the program's.
+    /// A literal command is cached only with `--input`/`--output`.
     Exec {
         /// The annotated script to run (arguments after `--` go to it).
         #[arg(long, value_name = "PATH")]
         script: Option<PathBuf>,
-        /// No trailer on stderr (human format).
+        /// Only the program's own streams: no trailer (human format), nothing of the
+        /// needs that succeeded.
         #[arg(short = 'q', long)]
         quiet: bool,
         /// A file, directory or glob a literal command reads (makes it cached).

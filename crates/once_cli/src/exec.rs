@@ -12,7 +12,9 @@
 //! The program's stdout and stderr are replayed byte for byte (captured, so a hit replays
 //! the same bytes), then a trailer goes to stderr: `once: cache hit|miss|bypass
 //! action=<digest> exit=<n>`, a JSON object with `--format json`, nothing with `-q`. The
-//! exit code is the program's (128 + N when signal N killed it).
+//! exit code is the program's (128 + N when signal N killed it). Needed scripts that ran
+//! (not hits) and printed something come first, on stderr, each under a header line
+//! (`-q` leaves them out); a failing need's streams go to stderr too.
 //!
 //! Only what the script names is read: the script, its needs and its inputs. No manifest
 //! is loaded and no Starlark evaluated, so a hit costs a few file reads.
@@ -235,10 +237,12 @@ fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
 }
 
 /// The exit code a result stands for: the program's, 128 + N for signal N, 1 when it did
-/// not get as far as running.
+/// not get as far as running or failed after its program succeeded (a declared output
+/// missing or refused).
 fn exit_code(result: &ActionResult) -> u8 {
     match (result.exit_code, result.signal) {
         (_, Some(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(255),
+        (Some(0), None) if result.status == ActionStatus::Failed => 1,
         (Some(code), None) => (code & 0xff) as u8,
         (None, None) => 1,
     }
@@ -258,6 +262,42 @@ fn replay(store: &Store, stream: &once_exec::CapturedStream, mut out: &mut dyn s
     }
 }
 
+/// A writer that knows whether what went through it ended a line, so [`EndsLines::finish`]
+/// can end the last one (the next header or the program's output starts a line).
+struct EndsLines<'w> {
+    out: &'w mut dyn std::io::Write,
+    open_line: bool,
+}
+
+impl<'w> EndsLines<'w> {
+    fn new(out: &'w mut dyn std::io::Write) -> EndsLines<'w> {
+        EndsLines {
+            out,
+            open_line: false,
+        }
+    }
+
+    fn finish(self) {
+        if self.open_line {
+            let _ = self.out.write_all(b"\n");
+        }
+    }
+}
+
+impl std::io::Write for EndsLines<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.out.write(bytes)?;
+        if let Some(last) = bytes[..written].last() {
+            self.open_line = *last != b'\n';
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn finish(
     format: Format,
     quiet: bool,
@@ -265,14 +305,27 @@ fn finish(
     store: &Store,
     report: &ExecutionReport,
 ) -> anyhow::Result<Outcome> {
-    // A need that failed: its streams and why, and its exit code.
+    // Needs that ran in this execution: what they printed goes to stderr, each under a
+    // header (stdout stays the requested program's own); a hit shows nothing, `-q` none.
+    if !quiet {
+        let mut stderr = std::io::stderr().lock();
+        for need in scripts::needs_to_show(&lowered.job, report) {
+            let _ = stderr.write_all(scripts::need_header(&lowered.job, need).as_bytes());
+            let mut lines = EndsLines::new(&mut stderr);
+            replay(store, &need.stdout, &mut lines);
+            replay(store, &need.stderr, &mut lines);
+            lines.finish();
+        }
+    }
+    // A need that failed: its streams (on stderr: the requested script did not run) and
+    // why, and its exit code.
     if let Some(failed) = report
         .results
         .iter()
         .find(|r| r.id != lowered.job.main && r.status == ActionStatus::Failed)
     {
-        replay(store, &failed.stdout, &mut std::io::stdout().lock());
         let mut stderr = std::io::stderr().lock();
+        replay(store, &failed.stdout, &mut stderr);
         replay(store, &failed.stderr, &mut stderr);
         let _ = writeln!(
             stderr,
@@ -312,12 +365,17 @@ fn finish(
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
     let code = exit_code(result);
+    // The program's code, unless once failed the action after it succeeded.
+    let reported = match result.exit_code {
+        Some(0) if code != 0 => Some(i32::from(code)),
+        other => other,
+    };
     match format {
         Format::Json => {
             let trailer = serde_json::json!({
                 "action_digest": digest,
                 "cache": cache,
-                "exit_code": result.exit_code,
+                "exit_code": reported,
             });
             let _ = writeln!(stderr, "{trailer}");
         }
@@ -325,9 +383,7 @@ fn finish(
             let _ = writeln!(
                 stderr,
                 "once: cache {cache} action={digest} exit={}",
-                result
-                    .exit_code
-                    .map_or_else(|| format!("{code}"), |c| c.to_string())
+                reported.map_or_else(|| format!("{code}"), |c| c.to_string())
             );
         }
         Format::Human => {}

@@ -69,6 +69,8 @@ struct Run {
     code: i32,
     stdout: String,
     stderr: String,
+    /// stderr as printed, digests included.
+    raw_stderr: String,
 }
 
 impl Run {
@@ -77,6 +79,7 @@ impl Run {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: redact(&String::from_utf8_lossy(&output.stderr)),
+            raw_stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
 
@@ -254,15 +257,84 @@ fn a_failing_dependency_stops_the_dependent_with_its_exit_code() {
     let ws = Scratch::new();
     ws.script(
         "dep.sh",
-        "#!/bin/sh\n# once output \"dep.txt\"\necho 'dep broke' >&2\nexit 4\n",
+        "#!/bin/sh\n# once output \"dep.txt\"\necho 'dep says'\necho 'dep broke' >&2\nexit 4\n",
     );
     ws.script("main.sh", "#!/bin/sh\n# once needs \"dep.sh\"\necho main\n");
-    let run = ws.once(&["exec", "--script", "main.sh"]);
-    assert_eq!(run.code, 4);
-    assert_eq!(run.stdout, "");
+    // The script did not run: stdout stays empty, the need's streams go to stderr.
+    for quiet in [false, true] {
+        let args: &[&str] = if quiet {
+            &["exec", "-q", "--script", "main.sh"]
+        } else {
+            &["exec", "--script", "main.sh"]
+        };
+        let run = ws.once(args);
+        assert_eq!(run.code, 4);
+        assert_eq!(run.stdout, "");
+        assert_eq!(
+            run.stderr,
+            "dep says\ndep broke\nonce: error: the script `dep.sh` that `main.sh` needs failed: `/bin/sh ./dep.sh` exited with code 4\n"
+        );
+    }
+}
+
+#[test]
+fn the_output_of_needs_that_ran_goes_to_stderr_under_a_header() {
+    let ws = Scratch::new();
+    ws.script(
+        "gen.sh",
+        "#!/bin/sh\n# once input \"in.txt\"\n# once output \"gen.txt\"\ncp in.txt gen.txt\necho 'gen out'\necho 'gen err' >&2\n",
+    );
+    ws.script(
+        "partial.sh",
+        "#!/bin/sh\n# once input \"partial.sh\"\n# once output \"partial.txt\"\ntouch partial.txt\nprintf 'no newline'\n",
+    );
+    ws.script(
+        "main.sh",
+        "#!/bin/sh\n# once needs \"gen.sh\"\n# once needs \"partial.sh\"\ncat gen.txt\necho 'main err' >&2\n",
+    );
+    ws.write("in.txt", "one\n");
+    let header =
+        |need: &str| format!("once: output of `{need}`, needed by `main.sh` (cache miss):\n");
+    let first = ws.once(&["exec", "--script", "main.sh"]);
     assert_eq!(
-        run.stderr,
-        "dep broke\nonce: error: the script `dep.sh` that `main.sh` needs failed: `/bin/sh ./dep.sh` exited with code 4\n"
+        (first.code, first.stdout.as_str()),
+        (0, "one\n"),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.stderr,
+        format!(
+            "{}gen out\ngen err\n{}no newline\nmain err\nonce: cache miss action=<digest> exit=0\n",
+            header("gen.sh"),
+            header("partial.sh")
+        )
+    );
+    // A hit shows nothing of its needs (hits too).
+    let hit = ws.once(&["exec", "--script", "main.sh"]);
+    assert_eq!(
+        (hit.stdout.as_str(), hit.stderr.as_str()),
+        (
+            "one\n",
+            "main err\nonce: cache hit action=<digest> exit=0\n"
+        )
+    );
+    // `-q`: the program's own streams only.
+    ws.write("in.txt", "two\n");
+    let quiet = ws.once(&["exec", "-q", "--script", "main.sh"]);
+    assert_eq!(
+        (quiet.stdout.as_str(), quiet.stderr.as_str()),
+        ("two\n", "main err\n")
+    );
+    // JSON: the same stderr, the trailer a JSON line.
+    ws.write("in.txt", "three\n");
+    let json = ws.once(&["exec", "--format", "json", "--script", "main.sh"]);
+    assert_eq!(json.stdout, "three\n");
+    assert_eq!(
+        json.stderr,
+        format!(
+            "{}gen out\ngen err\nmain err\n{{\"action_digest\":\"<digest>\",\"cache\":\"miss\",\"exit_code\":0}}\n",
+            header("gen.sh")
+        )
     );
 }
 
@@ -521,4 +593,130 @@ fn the_documented_examples_run_and_hit_in_each_language() {
         assert_eq!(third.cache(), "miss", "{script} after `{input}` changed");
     }
     assert_eq!(ws.read("out/codegen.txt"), "generated\n", "the need ran");
+}
+
+/// A script whose output `out` holds its own file, a link to it, and links to a file and
+/// a directory elsewhere in the workspace; `MODE` is replaced by an `output-symlinks`
+/// directive (or nothing: the default).
+const LINKS: &str = "#!/bin/sh
+# once input \"data\"
+# once output \"out\"
+MODE
+mkdir -p out
+echo own > out/own.txt
+ln -s own.txt out/alias.txt
+ln -s ../data/config.txt out/config.txt
+ln -s ../data/assets out/assets
+echo linked
+";
+
+fn link_text(ws: &Scratch, relative: &str) -> Option<String> {
+    std::fs::read_link(ws.root.join(relative))
+        .ok()
+        .map(|target| target.display().to_string())
+}
+
+#[test]
+fn output_links_leading_out_of_the_output_are_stored_as_copies() {
+    let ws = Scratch::new();
+    ws.write("data/config.txt", "config\n");
+    ws.write("data/assets/a.txt", "a\n");
+    ws.write("data/assets/sub/b.txt", "b\n");
+    ws.script("gen.sh", &LINKS.replace("MODE\n", ""));
+    let check = |ws: &Scratch, when: &str| {
+        // The internal link stays a link; the external ones are copies.
+        assert_eq!(
+            link_text(ws, "out/alias.txt").as_deref(),
+            Some("own.txt"),
+            "{when}"
+        );
+        assert_eq!(link_text(ws, "out/config.txt"), None, "{when}");
+        assert_eq!(ws.read("out/config.txt"), "config\n", "{when}");
+        assert_eq!(link_text(ws, "out/assets"), None, "{when}");
+        assert!(ws.root.join("out/assets").is_dir(), "{when}");
+        assert_eq!(ws.read("out/assets/a.txt"), "a\n", "{when}");
+        assert_eq!(ws.read("out/assets/sub/b.txt"), "b\n", "{when}");
+    };
+    let first = ws.once(&["exec", "--script", "gen.sh"]);
+    assert_eq!((first.code, first.cache()), (0, "miss"), "{first:?}");
+    check(&ws, "after the miss");
+    std::fs::remove_dir_all(ws.root.join("out")).expect("remove the output");
+    let second = ws.once(&["exec", "--script", "gen.sh"]);
+    assert_eq!(
+        (second.code, second.cache(), second.stdout.as_str()),
+        (0, "hit", "linked\n"),
+        "{second:?}"
+    );
+    check(&ws, "after the hit");
+}
+
+#[test]
+fn preserve_keeps_every_output_link_and_is_another_key() {
+    let ws = Scratch::new();
+    ws.write("data/config.txt", "config\n");
+    ws.write("data/assets/a.txt", "a\n");
+    let preserve = LINKS.replace("MODE", "# once output-symlinks \"preserve\"");
+    let materialize = LINKS.replace("MODE", "# once output-symlinks \"materialize-external\"");
+    ws.script("gen.sh", &preserve);
+    let first = ws.once(&["exec", "--format", "json", "--script", "gen.sh"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    for _ in 0..2 {
+        assert_eq!(
+            link_text(&ws, "out/config.txt").as_deref(),
+            Some("../data/config.txt")
+        );
+        assert_eq!(
+            link_text(&ws, "out/assets").as_deref(),
+            Some("../data/assets")
+        );
+        std::fs::remove_dir_all(ws.root.join("out")).expect("remove the output");
+        let hit = ws.once(&["exec", "--script", "gen.sh"]);
+        assert_eq!(hit.cache(), "hit", "{hit:?}");
+    }
+    ws.script("gen.sh", &materialize);
+    let other = ws.once(&["exec", "--format", "json", "--script", "gen.sh"]);
+    assert_eq!(other.code, 0, "{other:?}");
+    assert!(other.stderr.contains("\"cache\":\"miss\""), "{other:?}");
+    assert_ne!(first.raw_stderr, other.raw_stderr, "another action digest");
+    assert_eq!(link_text(&ws, "out/config.txt"), None);
+}
+
+#[test]
+fn a_dangling_cyclic_or_escaping_output_link_fails_the_run_and_is_not_stored() {
+    let ws = Scratch::new();
+    let cases = [
+        (
+            "ln -s ../missing.txt out/missing.txt",
+            "once: error: the output link `out/missing.txt` points to `../missing.txt`, which does not exist (a dangling link in the output `out`)\n",
+        ),
+        (
+            "ln -s b out/a; ln -s a out/b",
+            "once: error: the output link `out/a` points to `b`, which does not resolve: more than 40 links in a row (a cycle of symbolic links)\n",
+        ),
+        (
+            "ln -s .. out/up",
+            "once: error: the output link `out/up` points to `.`, a directory that contains the output `out`: its copy would contain itself (a cycle); copy it into the output in the script, or declare `# once output-symlinks \"preserve\"` to store links as links\n",
+        ),
+        (
+            "ln -s /etc/hosts out/hosts",
+            "once: error: the output link `out/hosts` points to `/etc/hosts`, outside the workspace: `once` does not copy files from outside the workspace into the cache; copy it into the output in the script, or declare `# once output-symlinks \"preserve\"` to store links as links\n",
+        ),
+    ];
+    for (link, error) in cases {
+        ws.script(
+            "bad.sh",
+            &format!("#!/bin/sh\n# once output \"out\"\nmkdir -p out\n{link}\necho ran\n"),
+        );
+        for _ in 0..2 {
+            let run = ws.once(&["exec", "--script", "bad.sh"]);
+            assert_eq!(
+                (run.code, run.stdout.as_str(), run.cache()),
+                (1, "ran\n", "miss"),
+                "{link}: {run:?}"
+            );
+            let (message, trailer) = run.stderr.split_at(error.len().min(run.stderr.len()));
+            assert_eq!(message, error, "{link}");
+            assert_eq!(trailer, "once: cache miss action=<digest> exit=1\n");
+        }
+    }
 }

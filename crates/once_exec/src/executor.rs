@@ -9,8 +9,10 @@
 //!    place (those already there are left alone) and its streams are read back;
 //! 3. otherwise the executor takes the key's lock (waiting for another thread or process
 //!    running the same key, whose result it then reuses), clears the declared outputs,
-//!    runs the step, checks the exit code and that every declared output exists, stores
-//!    the outputs and streams and writes the record: a **miss**. An action that is not
+//!    runs the step, checks the exit code and that every declared output exists, replaces
+//!    output links leading out of their output with copies when the command asks for it
+//!    ([`crate::materialize`]), stores the outputs and streams and writes the record: a
+//!    **miss**. An action that is not
 //!    cacheable always runs and writes no record: a **bypass**.
 //!
 //! A failed action stops its dependents (they are *skipped*); without `keep_going`
@@ -26,7 +28,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use once_db::Sha256Digest;
-use once_model::action::{Action, ActionStep, OUT_DIR, build_dir};
+use once_model::action::{Action, ActionStep, OUT_DIR, OutputSymlinks, build_dir};
 use once_model::label::TargetLabel;
 
 use crate::environment::{HostEnvironment, keyed_values};
@@ -1259,6 +1261,15 @@ impl<'a> Executor<'a> {
             && let Some(depfile) = &command.depfile
         {
             self.check_depfile(workspace, action, &command.cwd, depfile)?;
+        }
+        if let ActionStep::Run(command) = &action.step
+            && command.output_symlinks == OutputSymlinks::MaterializeExternal
+        {
+            for output in &action.outputs {
+                workspace
+                    .materialize_external_links(output)
+                    .map_err(|e| e.to_string())?;
+            }
         }
         let mut entries = Vec::new();
         for output in &action.outputs {

@@ -19,7 +19,9 @@
 //! 2. `static`: the planner's static key (32 bytes);
 //! 3. `step`: the step's kind (`run`, `write`, `copy`, `symlink`, `mkdir`) and its fields
 //!    (for `run`: argv, the declared environment as sorted name/value pairs, cwd, the
-//!    success exit codes, the probe commands and the dependency file);
+//!    success exit codes, the probe commands, the dependency file, the time limit and the
+//!    output symlink mode, which decides whether a link leaving an output is stored as a
+//!    link or as a copy of its target);
 //! 4. `inputs` and `outputs`: the declared paths, sorted and deduplicated;
 //! 5. `host-env`: the values of the keyed allowlisted variables
 //!    ([`crate::environment::KEYED_VARIABLES`]) the action sees, name/value pairs, an unset
@@ -43,7 +45,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The version of the encoding below; bump it whenever the encoding or the meaning of a
 /// result record changes, so old results are never reused.
-pub const KEY_FORMAT_VERSION: u64 = 3;
+pub const KEY_FORMAT_VERSION: u64 = 4;
 
 /// The identity of a program an action runs: where it was found and what is in it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -194,6 +196,7 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             hasher.bytes(command.depfile.as_deref().unwrap_or("").as_bytes());
             // 0: no time limit.
             hasher.number(command.timeout_seconds.unwrap_or(0));
+            hasher.bytes(command.output_symlinks.as_str().as_bytes());
         }
         ActionStep::WriteFile {
             path,
@@ -279,6 +282,10 @@ mod tests {
         let mut changed = base.clone();
         command(&mut changed).cwd = "app".to_owned();
         variants.push(("cwd", action_key(&changed, &static_key, &parts)));
+        let mut changed = base.clone();
+        command(&mut changed).output_symlinks =
+            once_model::action::OutputSymlinks::MaterializeExternal;
+        variants.push(("output symlinks", action_key(&changed, &static_key, &parts)));
         let mut changed = base.clone();
         command(&mut changed).success_exit_codes = vec![0, 1];
         variants.push(("exit codes", action_key(&changed, &static_key, &parts)));

@@ -22,6 +22,7 @@
 //! - [`fake`]: an in-memory runner for tests;
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
+//! - [`materialize`]: copies in place of output links that lead out of their output;
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`tools`]: finding programs and caching their digests;
@@ -41,6 +42,7 @@ pub mod executor;
 pub mod fake;
 mod handles;
 pub mod key;
+pub mod materialize;
 pub mod outputs;
 pub mod plan_memo;
 pub mod probe_stamps;

@@ -224,6 +224,12 @@ impl WorkspaceRoot {
         Ok(())
     }
 
+    /// Replaces the links in the declared output `declared` that lead out of it with
+    /// copies of their targets ([`crate::materialize`]); answers how many.
+    pub fn materialize_external_links(&self, declared: &str) -> io::Result<usize> {
+        crate::materialize::materialize_external_links(self.handle.as_fd(), &self.path, declared)
+    }
+
     /// Captures the declared output `declared`: its entries (everything under it when it
     /// is a directory), each file copied into `store` when given (else only hashed).
     pub fn capture(

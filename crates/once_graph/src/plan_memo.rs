@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use once_db::{Db, Sha256Digest, Workspace, source_text};
 use once_model::AttrValue;
-use once_model::action::{Action, ActionStep, Command, TargetActions};
+use once_model::action::{Action, ActionStep, Command, OutputSymlinks, TargetActions};
 use once_starlark::{EvalLimits, PlanDep, PlanRequest};
 
 use crate::actions::KeyEncoder;
@@ -193,7 +193,7 @@ fn debug_words(text: &str) -> impl Iterator<Item = usize> + '_ {
 }
 
 /// The first field of every encoded value.
-const VALUE_FORMAT: &str = "once.plan.value.v1";
+const VALUE_FORMAT: &str = "once.plan.value.v2";
 
 /// [`TargetActions`] as bytes: every string and list length-prefixed (little-endian
 /// `u64`), every variant tagged; [`decode_target_actions`] reads it back.
@@ -228,6 +228,7 @@ pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
                 probes,
                 depfile,
                 timeout_seconds,
+                output_symlinks,
             }) => {
                 out.u8(0);
                 out.strs(argv);
@@ -259,6 +260,10 @@ pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
                         out.u64(seconds);
                     }
                 }
+                out.u8(match output_symlinks {
+                    OutputSymlinks::Preserve => 0,
+                    OutputSymlinks::MaterializeExternal => 1,
+                });
             }
             ActionStep::WriteFile {
                 path,
@@ -337,6 +342,11 @@ pub fn decode_target_actions(bytes: &[u8]) -> Option<TargetActions> {
                     1 => Some(input.u64()?),
                     _ => return None,
                 };
+                let output_symlinks = match input.u8()? {
+                    0 => OutputSymlinks::Preserve,
+                    1 => OutputSymlinks::MaterializeExternal,
+                    _ => return None,
+                };
                 ActionStep::Run(Command {
                     argv,
                     env,
@@ -345,6 +355,7 @@ pub fn decode_target_actions(bytes: &[u8]) -> Option<TargetActions> {
                     probes,
                     depfile,
                     timeout_seconds,
+                    output_symlinks,
                 })
             }
             1 => ActionStep::WriteFile {

@@ -49,7 +49,7 @@ pub fn keyword_docs(keyword: &str) -> Option<&'static str> {
             "The directory the script runs in, relative to the script's directory (default: the script's directory). At most once."
         }
         "output-symlinks" => {
-            "`materialize-external` (default: a link to a file outside the outputs is stored as that file) or `preserve` (links are stored as links). At most once."
+            "`materialize-external` (default: a link in an output that leads out of it is stored as a copy of its target; one outside the workspace or dangling fails the run) or `preserve` (every link is stored as a link). Part of the key. At most once."
         }
         _ => return None,
     })

@@ -65,8 +65,11 @@ pub struct ScriptResult {
     /// What `once exec` exits with: the program's code (128 + N for signal N), a failed
     /// need's, or 1 when nothing ran.
     pub exit_code: i32,
-    /// The end (64 KiB at most) of the script's standard output and error (for a failed
-    /// need: its output, then why).
+    /// The end (64 KiB at most) of the script's standard output and error, as `once exec`
+    /// writes them: `stdout` is the program's own; `stderr` starts with the output of each
+    /// needed script that ran in this call (not a hit) and printed something, under a
+    /// header line. When a need failed the script did not run: `stdout` is empty, `stderr`
+    /// holds the need's output, then why.
     pub stdout: String,
     pub stderr: String,
     pub record: ScriptRecord,
@@ -311,12 +314,25 @@ fn run_script(
         (Some(code), None) => code,
         (None, None) => 1,
     };
+    // As `once exec` writes its stderr: the output of the needs that ran (each under a
+    // header), then the script's (or a failed need's output and why).
+    let mut needs_output = String::new();
+    for need in once_build::scripts::needs_to_show(job, &report) {
+        needs_output.push_str(&once_build::scripts::need_header(job, need));
+        for stream in [&need.stdout, &need.stderr] {
+            needs_output.push_str(&text(&stream.tail));
+        }
+        if !needs_output.ends_with('\n') {
+            needs_output.push('\n');
+        }
+    }
     let (exit_code, stdout, mut stderr) = match failed_need {
         Some(need) => (
             code(need),
-            text(&need.stdout.tail),
+            String::new(),
             format!(
-                "{}once: error: the script `{}` that `{}` needs failed: {}\n",
+                "{needs_output}{}{}once: error: the script `{}` that `{}` needs failed: {}\n",
+                text(&need.stdout.tail),
                 text(&need.stderr.tail),
                 need.id,
                 job.main,
@@ -324,7 +340,8 @@ fn run_script(
             ),
         ),
         None => {
-            let mut stderr = text(&main.stderr.tail);
+            let mut stderr = needs_output;
+            stderr.push_str(&text(&main.stderr.tail));
             if main.status == once_exec::ActionStatus::Failed
                 && (main.exit_code.is_none() && main.signal.is_none() || main.exit_code == Some(0))
             {

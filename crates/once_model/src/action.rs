@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::script::OutputSymlinks;
+
 /// The directory, relative to the workspace root, that holds every build output.
 pub const OUT_DIR: &str = ".once/out";
 
@@ -89,6 +91,10 @@ pub struct Command {
     /// Seconds the program may run: at the limit its whole process group is killed and
     /// the action fails as timed out. `None` runs it to its end.
     pub timeout_seconds: Option<u64>,
+    /// What becomes of an output that is, or holds, a symbolic link: kept as a link
+    /// ([`OutputSymlinks::Preserve`], every target's action) or, for a link leading out of
+    /// its output, replaced by a copy of what it points to (annotated scripts' default).
+    pub output_symlinks: OutputSymlinks,
 }
 
 impl Command {
@@ -102,6 +108,7 @@ impl Command {
             probes: Vec::new(),
             depfile: None,
             timeout_seconds: None,
+            output_symlinks: OutputSymlinks::Preserve,
         }
     }
 }

@@ -7,10 +7,11 @@
 /// What `# once output-symlinks` says to do with an output that is a symbolic link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OutputSymlinks {
-    /// A link to a file outside the outputs is stored as the file it points to.
+    /// A link whose target lies outside its declared output's tree is replaced by a copy
+    /// of the file or directory it points to; links within the tree stay links.
     #[default]
     MaterializeExternal,
-    /// Links are stored as links.
+    /// Every link is stored and restored as a link.
     Preserve,
 }
 

@@ -508,6 +508,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             probes,
             depfile,
             timeout_seconds,
+            output_symlinks: once_model::action::OutputSymlinks::Preserve,
         });
         state.push(
             id,

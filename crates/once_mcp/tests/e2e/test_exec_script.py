@@ -1,6 +1,6 @@
 """`once_exec_script` with the official SDK on a workspace served with `once mcp
 --allow-run`: the seed's return shape, a miss then a hit with identical stdout and the
-output restored, a `needs` dependency rebuilt into an identical output leaving the script a
+output restored, the output of a need that ran leading stderr (none on a hit), a `needs` dependency rebuilt into an identical output leaving the script a
 hit, progress per finished script, evidence whose subject is the action digest, a failing
 script as a normal result, an invalid header as a tool error, cancelling a `sleep 600`
 script (no `sleep` survives, the server keeps answering), and the gating.
@@ -21,7 +21,7 @@ FILES = {
     "once.toml": "[workspace]\n",
     "scripts/gen.sh": (
         '#!/bin/sh\n# once input "../data/in.txt"\n# once output "../gen/table.txt"\n'
-        "mkdir -p ../gen\ntr a-z A-Z < ../data/in.txt > ../gen/table.txt\n"
+        "mkdir -p ../gen\ntr a-z A-Z < ../data/in.txt > ../gen/table.txt\necho generated\n"
     ),
     "scripts/build.sh": (
         '#!/usr/bin/env bash\n# once needs "gen.sh"\n# once output "../dist/out.txt"\n'
@@ -47,6 +47,9 @@ async def test_a_script_misses_then_hits_with_the_seed_shape(once_binary, worksp
         ]
         assert (first["path"], first["success"], first["exit_code"]) == ("scripts/build.sh", True, 0)
         assert first["stdout"] == "built x\n"
+        # The need ran: its output leads stderr, under a header (stdout is the script's).
+        need_output = "once: output of `scripts/gen.sh`, needed by `scripts/build.sh` (cache miss):\ngenerated\n"
+        assert first["stderr"] == need_output
         assert first["record"]["cache"] == "miss" and first["record"]["exit_code"] == 0
         digest = first["record"]["action_digest"]
         assert first["evidence_subject"] == digest
@@ -57,14 +60,14 @@ async def test_a_script_misses_then_hits_with_the_seed_shape(once_binary, worksp
 
         (workspace / "dist/out.txt").unlink()
         second = (await call(client, "once_exec_script", {"path": "scripts/build.sh", "args": ["x"]}))["result"]
-        assert (second["record"]["cache"], second["stdout"]) == ("hit", "built x\n")
+        assert (second["record"]["cache"], second["stdout"], second["stderr"]) == ("hit", "built x\n", "")
         assert second["record"]["action_digest"] == digest
         assert (workspace / "dist/out.txt").read_text() == "HELLO\n"
 
         # The dependency runs again into the same output: the script is still a hit.
         (workspace / "data/in.txt").write_text("HELLO\n")
         cutoff = (await call(client, "once_exec_script", {"path": "scripts/build.sh", "args": ["x"]}))["result"]
-        assert cutoff["record"]["cache"] == "hit"
+        assert (cutoff["record"]["cache"], cutoff["stderr"]) == ("hit", need_output)
 
         evidence = (await call(client, "once_query_evidence", {"subject": digest}))["result"]
         assert [e["cache"] for e in evidence] == ["hit", "hit", "miss"]
