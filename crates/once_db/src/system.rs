@@ -406,6 +406,14 @@ fn too_large(path: &Path) -> io::Error {
 /// threads.
 pub type DirectoryHook = Arc<dyn Fn(&Path) + Send + Sync>;
 
+/// How many threads this process may usefully run (CPU affinity and cgroup quota).
+/// Asked once per process: the answer reads several files under `/proc` and `/sys`,
+/// which is a measurable part of a short command.
+pub fn machine_parallelism() -> usize {
+    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// [`OsSystem::walk`] on one thread per core; `on_directory` sees every directory before
 /// its entries are read, so a watch added there misses no change made to it later.
 #[allow(
@@ -434,6 +442,9 @@ pub fn walk_directories(
         .ignore(false)
         .parents(false)
         .follow_links(false)
+        // What `ignore` would pick itself (the parallelism, at most 12), without asking
+        // the system again.
+        .threads(machine_parallelism().min(12))
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let skipped = entry.depth() > 0

@@ -80,11 +80,9 @@ impl Default for ExecOptions {
 }
 
 /// How many actions this machine runs at once by default: the parallelism the process
-/// may use (CPU affinity and cgroup quota). Asked once per process: the answer reads
-/// several files under `/proc` and `/sys`.
+/// may use (CPU affinity and cgroup quota), asked once per process.
 pub fn machine_parallelism() -> usize {
-    static PARALLELISM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PARALLELISM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    once_db::system::machine_parallelism()
 }
 
 /// Where an action's result came from.
