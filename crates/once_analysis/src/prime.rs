@@ -27,10 +27,7 @@ const MAX_THREADS: usize = 8;
 
 /// How many workers [`Analysis::prime`] uses on this machine (1 means no extra thread).
 pub fn default_prime_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(MAX_THREADS)
+    once_db::system::machine_parallelism().min(MAX_THREADS)
 }
 
 impl Analysis {

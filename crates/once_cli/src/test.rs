@@ -44,6 +44,11 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     } else {
         bail!("name the tests to run: TARGET…, --changed PATH… or --all");
     };
+    // Selecting tests needs the built-in kind catalog, decoded once per process: decode it
+    // beside opening the store and loading the workspace rather than after them.
+    std::thread::spawn(|| {
+        let _ = once_starlark::prelude_kinds();
+    });
     let root = workspace_root(args)?;
     let store_path = match test.store {
         Some(path) => path.to_path_buf(),

@@ -27,6 +27,7 @@ pub mod discovery;
 pub mod files;
 pub mod package_filter;
 pub mod plan_memo;
+pub mod simple_glob;
 pub mod system;
 pub mod workspace;
 pub mod writes;

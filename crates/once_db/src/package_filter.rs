@@ -6,11 +6,30 @@
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
+use crate::simple_glob::SimpleGlob;
+
 /// A compiled include/exclude pair.
 #[derive(Clone, Debug)]
 pub struct PackageFilter {
-    include: Option<GlobSet>,
-    exclude: GlobSet,
+    include: Option<Patterns>,
+    exclude: Patterns,
+}
+
+/// One compiled list: matched without a regex when every pattern has a simple shape
+/// ([`SimpleGlob`]), else as a `globset` set.
+#[derive(Clone, Debug)]
+enum Patterns {
+    Simple(Vec<SimpleGlob>),
+    Set(GlobSet),
+}
+
+impl Patterns {
+    fn is_match(&self, package: &str) -> bool {
+        match self {
+            Patterns::Simple(globs) => globs.iter().any(|glob| glob.is_match(package)),
+            Patterns::Set(set) => set.is_match(package),
+        }
+    }
 }
 
 /// A pattern that could not be compiled, with its index in the list it came from.
@@ -43,7 +62,7 @@ impl PackageFilter {
     pub fn all() -> PackageFilter {
         PackageFilter {
             include: None,
-            exclude: GlobSet::empty(),
+            exclude: Patterns::Simple(Vec::new()),
         }
     }
 
@@ -60,14 +79,20 @@ impl PackageFilter {
     }
 }
 
-/// Compiles one glob with `*` confined to a path segment.
-pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
+/// Why a pattern may not be used, before compiling it.
+fn check_pattern(pattern: &str) -> Result<(), String> {
     if pattern.starts_with('/') {
         return Err("must be relative to the workspace root".into());
     }
     if pattern.split('/').any(|segment| segment == "..") {
         return Err("must not contain `..`".into());
     }
+    Ok(())
+}
+
+/// Compiles one glob with `*` confined to a path segment.
+pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
+    check_pattern(pattern)?;
     let pattern = pattern.trim_end_matches('/');
     GlobBuilder::new(pattern)
         .literal_separator(true)
@@ -76,7 +101,18 @@ pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
         .map_err(|err| err.kind().to_string())
 }
 
-fn compile(patterns: &[String]) -> (GlobSet, Vec<PatternError>) {
+fn compile(patterns: &[String]) -> (Patterns, Vec<PatternError>) {
+    let simple: Option<Vec<SimpleGlob>> = patterns
+        .iter()
+        .map(|pattern| {
+            check_pattern(pattern)
+                .ok()
+                .and_then(|()| SimpleGlob::new(pattern.trim_end_matches('/')))
+        })
+        .collect();
+    if let Some(simple) = simple {
+        return (Patterns::Simple(simple), Vec::new());
+    }
     let mut builder = GlobSetBuilder::new();
     let mut errors = Vec::new();
     for (index, pattern) in patterns.iter().enumerate() {
@@ -88,7 +124,7 @@ fn compile(patterns: &[String]) -> (GlobSet, Vec<PatternError>) {
         }
     }
     let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
-    (set, errors)
+    (Patterns::Set(set), errors)
 }
 
 #[cfg(test)]

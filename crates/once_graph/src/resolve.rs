@@ -10,6 +10,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::{GlobBuilder, GlobMatcher};
+use once_db::simple_glob::SimpleGlob;
 use once_db::{Db, Package, Workspace};
 use once_model::{
     AttrSpec, AttrType, AttrValue, Diagnostic, DiagnosticCode, Fix, KindSchema, TargetLabel,
@@ -937,9 +938,11 @@ fn suggest_name(name: &str) -> String {
     }
 }
 
-/// A compiled `srcs` pattern: a literal path or a glob where `*` stays in one segment.
+/// A compiled `srcs` pattern: a literal path or a glob where `*` stays in one segment
+/// (matched without a regex when its shape allows, see [`SimpleGlob`]).
 pub enum SourcePattern {
     Literal(String),
+    Simple(SimpleGlob),
     Glob(GlobMatcher),
 }
 
@@ -959,6 +962,9 @@ impl SourcePattern {
             return Ok(SourcePattern::Literal(
                 pattern.trim_end_matches('/').to_owned(),
             ));
+        }
+        if let Some(simple) = SimpleGlob::new(pattern) {
+            return Ok(SourcePattern::Simple(simple));
         }
         GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -1009,7 +1015,9 @@ impl SourcePattern {
                     .get(first)
                     .is_some_and(|f| f.starts_with(&directory))
             }
-            SourcePattern::Glob(_) => sorted_files.iter().any(|f| self.matches(f)),
+            SourcePattern::Simple(_) | SourcePattern::Glob(_) => {
+                sorted_files.iter().any(|f| self.matches(f))
+            }
         }
     }
 
@@ -1022,6 +1030,7 @@ impl SourcePattern {
                         && file.starts_with(literal.as_str())
                         && file.as_bytes()[literal.len()] == b'/')
             }
+            SourcePattern::Simple(glob) => glob.is_match(file),
             SourcePattern::Glob(glob) => glob.is_match(file),
         }
     }

@@ -270,5 +270,7 @@ pub struct ExampleSummary {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ExampleFile {
     pub path: String,
-    pub contents: Vec<u8>,
+    /// Borrowed when the file is one the binary embeds (the built-in starters), so
+    /// loading and copying the kind catalog does not copy the starter trees.
+    pub contents: std::borrow::Cow<'static, [u8]>,
 }

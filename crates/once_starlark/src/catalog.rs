@@ -53,7 +53,7 @@ fn encode(kinds: &[KindSchema], digest: &str, embedded: &[(&str, &[u8])]) -> Str
     out.text
 }
 
-fn decode(text: &str, digest: &str, embedded: &[(&str, &[u8])]) -> Option<Vec<KindSchema>> {
+fn decode(text: &str, digest: &str, embedded: &[(&str, &'static [u8])]) -> Option<Vec<KindSchema>> {
     let mut lines = text.lines();
     if lines.next()? != HEADER {
         return None;
@@ -220,9 +220,7 @@ impl Writer<'_> {
         self.text(&file.path);
         let suffix = format!("/{}", file.path);
         let source = self.embedded.iter().find(|(path, contents)| {
-            path.starts_with("examples/")
-                && path.ends_with(&suffix)
-                && *contents == file.contents.as_slice()
+            path.starts_with("examples/") && path.ends_with(&suffix) && *contents == &*file.contents
         });
         if let Some((path, _)) = source {
             self.line("embedded");
@@ -244,7 +242,8 @@ impl Writer<'_> {
 
 struct Reader<'a> {
     lines: std::str::Lines<'a>,
-    embedded: &'a [(&'a str, &'a [u8])],
+    /// The binary's own files: an example file that is one of them borrows its bytes.
+    embedded: &'a [(&'a str, &'static [u8])],
 }
 
 impl Reader<'_> {
@@ -387,10 +386,10 @@ impl Reader<'_> {
                     .embedded
                     .binary_search_by(|(p, _)| (*p).cmp(source.as_str()))
                     .ok()?;
-                self.embedded[index].1.to_vec()
+                std::borrow::Cow::Borrowed(self.embedded[index].1)
             }
-            "text" => self.text()?.into_bytes(),
-            "bytes" => self.list(Reader::number)?,
+            "text" => self.text()?.into_bytes().into(),
+            "bytes" => self.list(Reader::number)?.into(),
             _ => return None,
         };
         Some(ExampleFile { path, contents })
@@ -448,7 +447,7 @@ mod tests {
         ]
         .map(|(path, contents)| ExampleFile {
             path: path.into(),
-            contents,
+            contents: contents.into(),
         });
         for file in &files {
             out.file(file);

@@ -733,7 +733,7 @@ fn example_files(
             .filter_map(|(path, contents)| {
                 path.strip_prefix(&prefix).map(|rest| ExampleFile {
                     path: rest.to_owned(),
-                    contents: contents.to_vec(),
+                    contents: std::borrow::Cow::Borrowed(*contents),
                 })
             })
             .collect();
@@ -760,7 +760,7 @@ fn example_files(
         check_relative_path(path).map_err(|e| anyhow!("example `{slug}`: {e}"))?;
         out.push(ExampleFile {
             path: path.to_owned(),
-            contents: contents.as_bytes().to_vec(),
+            contents: contents.as_bytes().to_vec().into(),
         });
     }
     Ok(out)

@@ -92,7 +92,7 @@ pub fn plan_materialize(
                     file.path
                 )
             })?;
-        let mut contents = file.contents.clone();
+        let mut contents = file.contents.to_vec();
         let is_manifest = relative == "once.toml" || relative.ends_with("/once.toml");
         if is_manifest && !destination.is_empty() {
             let Ok(text) = String::from_utf8(contents.clone()) else {
