@@ -104,6 +104,15 @@ fn received_signal() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
+/// Starts decoding the built-in kind catalog (once per process) on its own thread, so it
+/// overlaps opening the store and loading the workspace: resolving targets needs it, and
+/// decoding it is a measurable part of a short `once build` or `once test`.
+pub(crate) fn decode_kind_catalog_in_background() {
+    std::thread::spawn(|| {
+        let _ = once_starlark::prelude_kinds();
+    });
+}
+
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
 /// Plans an earlier process made from the same inputs come from the store's plan memo
 /// (`once_exec::plan_memo`) without starting Starlark; new ones are added to it.
@@ -113,6 +122,7 @@ pub(crate) fn plan_targets(
     patterns: &[String],
     capability: &str,
 ) -> anyhow::Result<Plan> {
+    decode_kind_catalog_in_background();
     let memo = PlanMemoFile::load(store).map(Arc::new);
     let mut host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
     if let Some(memo) = &memo {

@@ -16,7 +16,9 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Args, Format};
-use crate::build::{Interruptible, answer, set_interruptible, terminal_width};
+use crate::build::{
+    Interruptible, answer, decode_kind_catalog_in_background, set_interruptible, terminal_width,
+};
 use crate::human::printable;
 use crate::query::{listing_hint, print_json, workspace_root};
 
@@ -44,11 +46,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     } else {
         bail!("name the tests to run: TARGET…, --changed PATH… or --all");
     };
-    // Selecting tests needs the built-in kind catalog, decoded once per process: decode it
-    // beside opening the store and loading the workspace rather than after them.
-    std::thread::spawn(|| {
-        let _ = once_starlark::prelude_kinds();
-    });
+    decode_kind_catalog_in_background();
     let root = workspace_root(args)?;
     let store_path = match test.store {
         Some(path) => path.to_path_buf(),

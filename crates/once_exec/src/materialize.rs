@@ -36,6 +36,7 @@ use once_db::confined::{TEMPORARY_PREFIX, create_temporary};
 use rustix::fs::{AtFlags, FileType, Mode, fchmod, fstat, mkdirat, readlinkat, renameat, unlinkat};
 
 use crate::handles;
+use crate::outputs::split;
 
 /// The most links one resolution may expand before it is taken for a cycle.
 pub const MAX_LINK_HOPS: usize = 40;
@@ -569,10 +570,6 @@ fn open_path(root: BorrowedFd<'_>, relative: &str) -> io::Result<Option<OwnedFd>
 
 fn components(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|part| !part.is_empty())
-}
-
-fn split(path: &str) -> (&str, &str) {
-    path.rsplit_once('/').unwrap_or(("", path))
 }
 
 fn join(directory: &str, name: &str) -> String {

@@ -112,7 +112,8 @@ impl std::fmt::Display for RestoreError {
     }
 }
 
-fn split(relative: &str) -> (&str, &str) {
+/// A workspace path's directory (`""`: the root) and last name.
+pub(crate) fn split(relative: &str) -> (&str, &str) {
     relative.rsplit_once('/').unwrap_or(("", relative))
 }
 
