@@ -1116,6 +1116,9 @@ impl<'a> Executor<'a> {
                 distinct.insert((probe.clone(), env.clone(), cwd.clone()));
             }
         }
+        // A probe whose stored answer holds costs a few `stat`s: only the rest are worth
+        // a thread (a cached build would otherwise start one per probe to read a file).
+        distinct.retain(|(probe, env, cwd)| !run.probes.is_answered(self.store, probe, env, cwd));
         if distinct.len() < 2 {
             return;
         }

@@ -72,16 +72,9 @@ impl Probes {
         }
         let stamps = probe_stamps(probe, environment, cwd);
         let answer_key = answer_key(probe, environment, cwd);
-        if let Some(stamps) = &stamps {
-            let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
-            let stored = stored.get_or_insert_with(|| load(store));
-            if let Some((known_stamps, answer)) = stored.get(&answer_key)
-                && known_stamps == stamps
-            {
-                let answer = *answer;
-                self.lock().insert(key, Ok(answer));
-                return Ok(answer);
-            }
+        if let Some(answer) = self.stored_answer(store, &answer_key, stamps.as_deref()) {
+            self.lock().insert(key, Ok(answer));
+            return Ok(answer);
         }
         self.runs.fetch_add(1, Ordering::Relaxed);
         let result = run_probe(probe, environment, cwd);
@@ -98,6 +91,48 @@ impl Probes {
         }
         self.lock().insert(key, result.clone());
         result
+    }
+
+    /// Whether `probe` has a result without running it: memoised in this execution, or a
+    /// stored answer whose stamps all hold (then memoised). The executor asks this first,
+    /// so that only the probes that must run get a thread of their own.
+    pub fn is_answered(
+        &self,
+        store: &Store,
+        probe: &[String],
+        environment: &BTreeMap<String, String>,
+        cwd: &Path,
+    ) -> bool {
+        let key = (probe.to_vec(), environment.clone(), cwd.to_path_buf());
+        if self.lock().contains_key(&key) {
+            return true;
+        }
+        let stamps = probe_stamps(probe, environment, cwd);
+        let answer_key = answer_key(probe, environment, cwd);
+        match self.stored_answer(store, &answer_key, stamps.as_deref()) {
+            Some(answer) => {
+                self.lock().insert(key, Ok(answer));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The stored answer filed under `answer_key` when the probe has `stamps` and they
+    /// are the ones stored with it.
+    fn stored_answer(
+        &self,
+        store: &Store,
+        answer_key: &Sha256Digest,
+        stamps: Option<&[Stamp]>,
+    ) -> Option<Sha256Digest> {
+        let stamps = stamps?;
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        let stored = stored.get_or_insert_with(|| load(store));
+        match stored.get(answer_key) {
+            Some((known_stamps, answer)) if known_stamps.as_slice() == stamps => Some(*answer),
+            _ => None,
+        }
     }
 
     /// How many probes this value ran (stored answers and memoised results not counted).
@@ -382,6 +417,16 @@ mod tests {
         // Each new `Probes` is a new process's: it sees only what the store keeps.
         let process = |expected_runs: usize| {
             let probes = Probes::default();
+            // Answered without running exactly when the run would not be needed.
+            assert_eq!(
+                probes.is_answered(&store, &version, &environment, cwd),
+                expected_runs == 0
+            );
+            assert_eq!(
+                probes.runs(),
+                0,
+                "asking whether it is answered runs nothing"
+            );
             let answer = probes.result(&store, &version, &environment, cwd).unwrap();
             assert_eq!(
                 probes.result(&store, &version, &environment, cwd).unwrap(),
@@ -412,6 +457,7 @@ mod tests {
         // A probe without stamps runs in every process.
         for _ in 0..2 {
             let probes = Probes::default();
+            assert!(!probes.is_answered(&store, &probe("echo v1"), &self::environment(), cwd));
             probes
                 .result(&store, &probe("echo v1"), &self::environment(), cwd)
                 .unwrap();
