@@ -409,7 +409,7 @@ fn exec_options(options: &TestOptions) -> ExecOptions {
         ..ExecOptions::default()
     };
     if let Some(jobs) = options.jobs {
-        exec.jobs = jobs.max(1);
+        exec.jobs = Some(jobs.max(1));
     }
     exec
 }

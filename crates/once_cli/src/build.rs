@@ -168,7 +168,7 @@ fn options(exec: &ExecArgs) -> ExecOptions {
         ..ExecOptions::default()
     };
     if let Some(jobs) = exec.jobs {
-        options.jobs = jobs.max(1);
+        options.jobs = Some(jobs.max(1));
     }
     options
 }
@@ -305,22 +305,34 @@ pub(crate) fn execute(
     format: Format,
 ) -> anyhow::Result<ExecutionReport> {
     let options = options(exec);
-    let line = ProgressLine::new(plan, actions, options.jobs);
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
-    let callback = |progress: &Progress<'_>| line.update(progress);
+    // Only a terminal shows the line (its producers are worked out for every action).
+    let line = live.then(|| {
+        let jobs = options
+            .jobs
+            .unwrap_or_else(once_exec::executor::machine_parallelism);
+        ProgressLine::new(plan, actions, jobs)
+    });
+    let callback = |progress: &Progress<'_>| {
+        if let Some(line) = &line {
+            line.update(progress);
+        }
+    };
     let cancel = CancelHandle::new();
     set_interruptible(Interruptible::Execution(cancel.clone()));
     let mut executor = Executor::new(root, store)
         .with_options(options)
         .with_cancel(cancel.clone());
-    if live {
+    if let Some(line) = &line {
         line.show(0, None);
         executor = executor.on_progress(&callback);
     }
     let report = executor
         .run(actions)
         .map_err(|e| anyhow!("cannot run the plan: {e}"));
-    line.clear();
+    if let Some(line) = &line {
+        line.clear();
+    }
     let report = report?;
     if let Some(warning) = once_build::record_evidence(root, plan, &report) {
         eprintln!("once: warning: {warning}");

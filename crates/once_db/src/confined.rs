@@ -209,7 +209,9 @@ pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>>
     if stat.st_size as u64 > limit {
         return Err(too_large());
     }
-    let mut bytes = Vec::new();
+    // Sized from the metadata (one byte more to see the end), so the read is one call
+    // and not a series of growing ones; a file that grew since is still read whole.
+    let mut bytes = Vec::with_capacity(stat.st_size as usize + 1);
     File::from(fd).take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(too_large());

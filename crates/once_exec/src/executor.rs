@@ -51,8 +51,10 @@ pub struct PlannedAction {
 /// How an execution behaves.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    /// How many actions run at once (at least 1).
-    pub jobs: usize,
+    /// How many actions run at once (at least 1); `None`: as many as the machine runs
+    /// ([`machine_parallelism`], asked only when the plan has more than one action: the
+    /// answer reads several files under `/proc` and `/sys`).
+    pub jobs: Option<usize>,
     /// Whether actions not depending on a failed one still run after it.
     pub keep_going: bool,
     /// The allowlisted variables actions see.
@@ -72,7 +74,7 @@ pub const ONCE_PROGRAM: &str = "once";
 impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
-            jobs: machine_parallelism(),
+            jobs: None,
             keep_going: false,
             host_env: HostEnvironment::from_process(),
             stream_memory_limit: 64 * 1024,
@@ -697,7 +699,14 @@ impl<'a> Executor<'a> {
             wake: Condvar::new(),
             graph,
         };
-        let workers = self.options.jobs.clamp(1, plan.len().max(1));
+        let workers = match plan.len() {
+            0 | 1 => 1,
+            many => self
+                .options
+                .jobs
+                .unwrap_or_else(machine_parallelism)
+                .clamp(1, many),
+        };
         self.prefetch_probes(&run);
         if workers == 1 {
             // One at a time (a single script, `-j 1`): on this thread, no pool to start.

@@ -84,7 +84,7 @@ impl Fixture {
 
 fn options(jobs: usize, keep_going: bool) -> ExecOptions {
     ExecOptions {
-        jobs,
+        jobs: Some(jobs),
         keep_going,
         host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
         stream_memory_limit: 1024,

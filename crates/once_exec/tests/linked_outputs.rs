@@ -53,7 +53,7 @@ fn run_with_store(root: &Path, store_path: &Path, plan: &[PlannedAction]) -> Exe
     let store = Store::open(store_path).unwrap();
     Executor::new(root, &store)
         .with_options(ExecOptions {
-            jobs: 2,
+            jobs: Some(2),
             keep_going: false,
             host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
             stream_memory_limit: 4096,

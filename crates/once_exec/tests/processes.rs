@@ -43,7 +43,7 @@ fn shell(name: &str, script: &str, inputs: &[&str], outputs: &[&str]) -> Planned
 
 fn options() -> ExecOptions {
     ExecOptions {
-        jobs: 2,
+        jobs: Some(2),
         keep_going: false,
         host_env: HostEnvironment::from_pairs([
             ("PATH", "/usr/bin:/bin"),
