@@ -256,6 +256,12 @@ fn replay(store: &Store, stream: &once_exec::CapturedStream, mut out: &mut dyn s
     if stream.size == 0 {
         return;
     }
+    // A stream short enough to be kept whole in memory was read (and checked against its
+    // digest) once already: write it without reading the blob again.
+    if stream.tail.len() as u64 == stream.size {
+        let _ = out.write_all(&stream.tail);
+        return;
+    }
     if store.copy_blob_to(digest, &mut out).is_err() {
         // The stream's end is still in memory.
         let _ = out.write_all(&stream.tail);
@@ -377,14 +383,15 @@ fn finish(
                 "cache": cache,
                 "exit_code": reported,
             });
-            let _ = writeln!(stderr, "{trailer}");
+            let _ = stderr.write_all(format!("{trailer}\n").as_bytes());
         }
         Format::Human if !quiet => {
-            let _ = writeln!(
-                stderr,
-                "once: cache {cache} action={digest} exit={}",
+            // One write: stderr is unbuffered, and `writeln!` writes each piece.
+            let trailer = format!(
+                "once: cache {cache} action={digest} exit={}\n",
                 reported.map_or_else(|| format!("{code}"), |c| c.to_string())
             );
+            let _ = stderr.write_all(trailer.as_bytes());
         }
         Format::Human => {}
     }
