@@ -712,10 +712,12 @@ impl<'a> Executor<'a> {
             // One at a time (a single script, `-j 1`): on this thread, no pool to start.
             self.work(&run);
         } else {
+            // This thread is one of the workers: one thread fewer to start per execution.
             std::thread::scope(|scope| {
-                for _ in 0..workers {
+                for _ in 1..workers {
                     scope.spawn(|| self.work(&run));
                 }
+                self.work(&run);
             });
         }
         let mut scheduler = run
