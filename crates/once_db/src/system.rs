@@ -444,17 +444,22 @@ pub fn walk_directories(
         hook(root);
     }
     let found = std::sync::Mutex::new(Vec::new());
-    walk_builder(root, on_directory).build_parallel().run(|| {
-        let found = &found;
-        Box::new(move |entry| {
-            if let Some(relative) = walked_file(root, entry)
-                && let Ok(mut found) = found.lock()
-            {
-                found.push(relative);
-            }
-            ignore::WalkState::Continue
-        })
-    });
+    walk_builder(root, on_directory)
+        // What `ignore` would pick itself (the parallelism, at most 12), without asking
+        // the system again; a serial walk never asks.
+        .threads(machine_parallelism().min(12))
+        .build_parallel()
+        .run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                if let Some(relative) = walked_file(root, entry)
+                    && let Ok(mut found) = found.lock()
+                {
+                    found.push(relative);
+                }
+                ignore::WalkState::Continue
+            })
+        });
     let mut files = found
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -500,9 +505,6 @@ fn walk_builder(root: &Path, on_directory: Option<DirectoryHook>) -> ignore::Wal
         .ignore(false)
         .parents(false)
         .follow_links(false)
-        // What `ignore` would pick itself (the parallelism, at most 12), without asking
-        // the system again.
-        .threads(machine_parallelism().min(12))
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let skipped = entry.depth() > 0
