@@ -415,6 +415,18 @@ impl Analysis {
         self.with_db(move |db, ws| plans::action_plan(db, ws, &id, &capability))
     }
 
+    /// The plans of `ids` for `capability`, in order, each without the steps an earlier
+    /// one of them holds (except its own: `capability` of its target), for a caller that
+    /// merges them keeping the first of each action; `None` for an id no target has.
+    pub fn action_plans(
+        &self,
+        ids: &[String],
+        capability: &str,
+    ) -> Cancellable<Vec<Option<ActionPlan>>> {
+        let (ids, capability) = (ids.to_vec(), capability.to_owned());
+        self.with_db(move |db, ws| plans::action_plans(db, ws, &ids, &capability))
+    }
+
     /// Saves the digests this process computed to `.once/digests` (see
     /// [`once_db::digests`]); `Ok(false)` when there was nothing new.
     pub fn save_digest_index(&self) -> std::io::Result<bool> {
