@@ -233,6 +233,13 @@ impl AnalysisHost {
     }
 }
 
+/// [`Analysis::action_plans`] starts a planning thread per this many ids (up to the
+/// cores and [`MAX_PLANNING_THREADS`]): fewer are planned faster than threads start.
+const PLANS_PER_THREAD: usize = 256;
+
+/// The most threads [`Analysis::action_plans`] plans on.
+const MAX_PLANNING_THREADS: usize = 8;
+
 /// How many times [`AnalysisHost::apply_preferred_fixes`] re-validates and fixes again.
 pub const MAX_FIX_ROUNDS: usize = 8;
 
@@ -413,6 +420,65 @@ impl Analysis {
     pub fn action_plan(&self, id: &str, capability: &str) -> Cancellable<Option<ActionPlan>> {
         let (id, capability) = (id.to_owned(), capability.to_owned());
         self.with_db(move |db, ws| plans::action_plan(db, ws, &id, &capability))
+    }
+
+    /// The plans of `ids` for `capability`, in order, each without the steps an earlier
+    /// one of them holds (except its own: `capability` of its target), for a caller that
+    /// merges them keeping the first of each action; `None` for an id no target has.
+    ///
+    /// Many ids are planned on several threads (each on its own snapshot of this one, a
+    /// contiguous slice of `ids` each, so the targets of one package mostly share steps
+    /// within a slice): a slice leaves out only the steps of its own earlier plans, which
+    /// are earlier in `ids` too, so merging the answer in order gives the same result.
+    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels them all.
+    pub fn action_plans(
+        &self,
+        ids: &[String],
+        capability: &str,
+    ) -> Cancellable<Vec<Option<ActionPlan>>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(ids.len() / PLANS_PER_THREAD)
+            .min(MAX_PLANNING_THREADS);
+        if threads <= 1 {
+            return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability));
+        }
+        let slices: Vec<&[String]> = ids.chunks(ids.len().div_ceil(threads)).collect();
+        let snapshots: Vec<Analysis> = slices.iter().map(|_| self.clone()).collect();
+        let own = self.cancel_handle();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = slices
+                .iter()
+                .zip(snapshots)
+                .map(|(slice, snapshot)| {
+                    let cancel = snapshot.cancel_handle();
+                    if own.0.is_cancelled() {
+                        cancel.cancel();
+                    }
+                    let worker = scope.spawn(move || {
+                        snapshot.with_db(|db, ws| plans::action_plans(db, ws, slice, capability))
+                    });
+                    (worker, cancel)
+                })
+                .collect();
+            // This thread passes a cancellation of its snapshot on to the workers'.
+            while !workers.iter().all(|(worker, _)| worker.is_finished()) {
+                if own.0.is_cancelled() {
+                    for (_, cancel) in &workers {
+                        cancel.cancel();
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            let mut plans = Vec::with_capacity(ids.len());
+            for (worker, _) in workers {
+                let planned = worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                plans.extend(planned);
+            }
+            Ok(plans)
+        })
     }
 
     /// Saves the digests this process computed to `.once/digests` (see

@@ -1,6 +1,8 @@
 //! Plans: the actions a target's capability declares, with those of its dependency
 //! closure and each action's static key, as plain data (`once query actions`).
 
+use std::collections::HashSet;
+
 use once_db::{RootDatabase, Workspace};
 use once_graph::{action_static_keys, dependency_graph, target_actions};
 use once_model::action::Action;
@@ -46,6 +48,36 @@ pub(crate) fn action_plan(
     id: &str,
     capability: &str,
 ) -> Option<ActionPlan> {
+    action_plan_after(db, workspace, id, capability, &mut HashSet::new())
+}
+
+/// The plans of `ids` in order, each as [`action_plan`] answers it except that a step an
+/// earlier plan of the list holds already (the same target and capability) is left out,
+/// unless it is the plan's own (its target's requested capability). Targets sharing
+/// dependencies (a chain of ten plans 55 steps where 10 are distinct) plan each shared
+/// step once; a caller merging the plans in order (keeping the first of each action)
+/// gets the same result as from the full plans.
+pub(crate) fn action_plans(
+    db: &RootDatabase,
+    workspace: Workspace,
+    ids: &[String],
+    capability: &str,
+) -> Vec<Option<ActionPlan>> {
+    let mut planned = HashSet::new();
+    ids.iter()
+        .map(|id| action_plan_after(db, workspace, id, capability, &mut planned))
+        .collect()
+}
+
+/// [`action_plan`] without the steps in `planned` other than its own; adds its steps to
+/// `planned`.
+fn action_plan_after(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+    capability: &str,
+    planned_before: &mut HashSet<(String, String)>,
+) -> Option<ActionPlan> {
     let graph = dependency_graph(db, workspace);
     let root = graph.index_of(id)?;
     // Post-order over the dependency edges: each dependency before its dependents.
@@ -68,10 +100,13 @@ pub(crate) fn action_plan(
     let mut steps = Vec::new();
     for node in order {
         let node = &graph.nodes[node];
-        if node.id != id || capability != "build" {
+        if (node.id != id || capability != "build")
+            && planned_before.insert((node.id.clone(), "build".to_owned()))
+        {
             steps.push(planned(db, workspace, &node.id, &node.kind, "build"));
         }
         if node.id == id {
+            planned_before.insert((node.id.clone(), capability.to_owned()));
             steps.push(planned(db, workspace, &node.id, &node.kind, capability));
         }
     }

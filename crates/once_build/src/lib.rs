@@ -178,8 +178,11 @@ pub fn plan(
     let mut seen_actions = HashSet::new();
     let mut seen_problems = HashSet::new();
     let workspace_attempts = analysis.workspace_test_attempts()?;
-    for id in ids {
-        let Some(action_plan) = analysis.action_plan(id, capability)? else {
+    // A step left out of a later target's plan (an earlier one planned it) adds nothing
+    // below: its actions, problems and kind were taken when it was first met.
+    let action_plans = analysis.action_plans(ids, capability)?;
+    for (id, action_plan) in ids.iter().zip(action_plans) {
+        let Some(action_plan) = action_plan else {
             return Ok(Err(format!("no target `{id}`")));
         };
         let details = analysis.target(id)?;

@@ -959,6 +959,16 @@ impl<'a> Executor<'a> {
             environment: environment.as_ref(),
         };
         let give_up = || self.cancel.is_cancelled();
+        // The common hit (a no-op build) first, without the output lock: see
+        // `hit_in_place`. Anything it is not sure of takes the locked path below.
+        let mut recorded = true;
+        if action.cacheable {
+            match self.hit_in_place(run, action, &key, result)? {
+                InPlace::Hit => return Ok(()),
+                InPlace::NoRecord => recorded = false,
+                InPlace::NotSure => {}
+            }
+        }
         // An action without outputs writes nothing another could clash with: taking the
         // lock of the empty set would serialise every such action in the workspace.
         let _outputs_lock = if action.outputs.is_empty() {
@@ -976,7 +986,9 @@ impl<'a> Executor<'a> {
         if !action.cacheable {
             return self.execute(run, action, &prepared, None, result);
         }
-        if self.try_hit(run, action, &key, result)? {
+        // Without a record a moment ago, the look under the key's lock below is the one
+        // that matters (a record written meanwhile is found there).
+        if recorded && self.try_hit(run, action, &key, result)? {
             return Ok(());
         }
         let Some(_lock) = self
@@ -1027,6 +1039,36 @@ impl<'a> Executor<'a> {
         Ok(found)
     }
 
+    /// A hit whose outputs are all in place already, decided without taking the output
+    /// lock ([`WorkspaceRoot::in_place`]: metadata only, nothing written). It writes no
+    /// output, so it cannot disturb an executor holding the lock; and what it accepts
+    /// is exactly what the locked path's restore would leave untouched. Anything else
+    /// (no complete record, an output missing, changed or only provable by hashing it)
+    /// is [`InPlace::NotSure`], and the caller takes the locked path, which looks again.
+    fn hit_in_place(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        key: &Sha256Digest,
+        result: &mut ActionResult,
+    ) -> Result<InPlace, String> {
+        let Some((record, used)) = self.store.read_record_used(key) else {
+            return Ok(InPlace::NoRecord);
+        };
+        if !covers(action, &record)
+            || !run
+                .workspace
+                .in_place(&record.outputs, self.store, &run.stamps)
+        {
+            return Ok(InPlace::NotSure);
+        }
+        Ok(if self.finish_hit(action, key, record, used, result) {
+            InPlace::Hit
+        } else {
+            InPlace::NotSure
+        })
+    }
+
     /// Reuses the record of `key` when there is one whose blobs are all sound.
     fn try_hit(
         &self,
@@ -1035,14 +1077,10 @@ impl<'a> Executor<'a> {
         key: &Sha256Digest,
         result: &mut ActionResult,
     ) -> Result<bool, String> {
-        let Some(record) = self.store.read_record(key) else {
+        let Some((record, used)) = self.store.read_record_used(key) else {
             return Ok(false);
         };
-        if !action
-            .outputs
-            .iter()
-            .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
-        {
+        if !covers(action, &record) {
             return Ok(false);
         }
         match run
@@ -1063,6 +1101,19 @@ impl<'a> Executor<'a> {
                 return Err(format!("cannot restore the action's outputs: {error}"));
             }
         }
+        Ok(self.finish_hit(action, key, record, used, result))
+    }
+
+    /// Replays the streams of `record` (whose outputs are in place) into `result` and
+    /// makes it a hit; `false` (with a warning) when a stream's blob cannot be used.
+    fn finish_hit(
+        &self,
+        action: &Action,
+        key: &Sha256Digest,
+        record: ActionRecord,
+        used: std::time::SystemTime,
+        result: &mut ActionResult,
+    ) -> bool {
         let limit = self.options.stream_memory_limit;
         let mut streams = Vec::new();
         for stream in [&record.stdout, &record.stderr] {
@@ -1090,11 +1141,11 @@ impl<'a> Executor<'a> {
                             stream.digest
                         ),
                     );
-                    return Ok(false);
+                    return false;
                 }
             }
         }
-        self.store.touch_record(key);
+        self.store.touch_record_if_stale(key, used);
         result.stderr = streams.pop().unwrap_or_default();
         result.stdout = streams.pop().unwrap_or_default();
         result.status = ActionStatus::Succeeded;
@@ -1102,7 +1153,7 @@ impl<'a> Executor<'a> {
         result.exit_code = Some(record.exit_code);
         result.outputs = declared_outputs(action, &record.outputs);
         result.entries = record.outputs;
-        Ok(true)
+        true
     }
 
     /// Runs every distinct toolchain probe of the plan at once, in parallel (a probe such
@@ -1411,6 +1462,23 @@ impl std::error::Error for ExecError {}
 struct Prepared<'p> {
     program: Option<&'p Path>,
     environment: Option<&'p std::collections::BTreeMap<String, String>>,
+}
+
+/// What [`Executor::hit_in_place`] found.
+enum InPlace {
+    Hit,
+    /// No complete record of the key.
+    NoRecord,
+    /// A record, but a hit is not proved without the lock.
+    NotSure,
+}
+
+/// Whether `record` lists every output `action` declares.
+fn covers(action: &Action, record: &ActionRecord) -> bool {
+    action
+        .outputs
+        .iter()
+        .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
 }
 
 fn absolute(root: &Path, relative: &str) -> PathBuf {

@@ -260,6 +260,70 @@ impl WorkspaceRoot {
         Ok(entries)
     }
 
+    /// Whether every one of `entries` (a record's outputs) is already in place, decided
+    /// by reading metadata only: it writes nothing, to the workspace, the store or the
+    /// stamps, and reads no file's content. `false` whenever it is not sure (a missing or
+    /// extra entry, a file that is neither a link to its sealed blob nor matched by a
+    /// stamp recorded with its digest): [`WorkspaceRoot::restore`] under the output lock
+    /// decides those.
+    ///
+    /// Holding no lock is sound because every check is of one atomic state: a file is a
+    /// link to a sealed blob (whose bytes hash to the digest: [`Store::is_sealed_link`])
+    /// or has a stamp recorded with that digest (any write moves the stamp). A concurrent
+    /// executor rewriting these outputs for another key (it holds their lock) replaces
+    /// or removes files, which these checks see as "not in place"; what they accept did
+    /// hold the record's bytes when it was checked, which is what a hit reports, and all
+    /// that a locked restore can promise too once its lock is released.
+    pub fn in_place(&self, entries: &[OutputEntry], store: &Store, stamps: &OutputStamps) -> bool {
+        let mut opened: Option<(&str, OwnedFd)> = None;
+        for entry in entries {
+            let (directory, name) = split(&entry.path);
+            let handle = match &opened {
+                Some((path, handle)) if *path == directory => handle,
+                _ => match self.directory(directory, false) {
+                    Ok(Some(handle)) => &opened.insert((directory, handle)).1,
+                    _ => return false,
+                },
+            };
+            let Ok(Some(current)) = handles::stat_entry(handle, name) else {
+                return false;
+            };
+            let held = match &entry.kind {
+                OutputKind::Directory => {
+                    handles::file_type(&current) == FileType::Directory
+                        && handles::open_directory(handle, name)
+                            .ok()
+                            .flatten()
+                            .and_then(|inner| handles::entry_names(&inner).ok())
+                            .is_some_and(|children| {
+                                children.iter().all(|child| {
+                                    let path = format!("{}/{child}", entry.path);
+                                    entries.iter().any(|other| other.path == path)
+                                })
+                            })
+                }
+                OutputKind::Symlink { target } => {
+                    handles::file_type(&current) == FileType::Symlink
+                        && readlinkat(handle, name, Vec::new())
+                            .is_ok_and(|text| text.as_bytes() == target.as_bytes())
+                }
+                OutputKind::File { mode, size, digest } => {
+                    let linkable = links_with_mode(*mode);
+                    handles::file_type(&current) == FileType::RegularFile
+                        && current.st_size.max(0) as u64 == *size
+                        && ((linkable && store.is_sealed_link(digest, *size, &current))
+                            || ((current.st_mode & 0o777 == *mode
+                                || (linkable && current.st_mode & 0o7777 == BLOB_MODE))
+                                && stamps.known(&entry.path, &current, digest)))
+                }
+            };
+            if !held {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Puts `entries` (a record's outputs) in place, leaving alone what already matches.
     /// Answers how many files were written.
     pub fn restore(
@@ -592,6 +656,18 @@ impl OutputStamps {
             self.changed
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
+    }
+
+    /// Whether the stamp of `path` recorded with `digest` matches `stat` (without reading
+    /// the file when it does not: [`OutputStamps::holds`] does that).
+    fn known(&self, path: &str, stat: &Stat, digest: &Sha256Digest) -> bool {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+            .is_some_and(|(known, known_digest)| {
+                *known == Stamp::of(stat) && known_digest == digest
+            })
     }
 
     /// Whether the file `name` in `directory` (the output `path`, whose status is `stat`)

@@ -438,6 +438,22 @@ impl Store {
         Ok(true)
     }
 
+    /// Whether the file whose status is `output` is a hard link to the blob `digest` (of
+    /// `size` bytes) and that blob is sealed, so that its bytes are the blob's: nothing
+    /// wrote to the inode since the store hashed and sealed it. Metadata only: a blob
+    /// that is not sealed answers `false` (and is left for [`Store::is_linked`] to hash).
+    pub fn is_sealed_link(&self, digest: &Sha256Digest, size: u64, output: &Stat) -> bool {
+        let (fan, blob_name) = fan_out(digest);
+        statat(
+            &self.blobs,
+            format!("{fan}/{blob_name}"),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .is_ok_and(|stat| {
+            stat.st_dev == output.st_dev && stat.st_ino == output.st_ino && is_sealed(&stat, size)
+        })
+    }
+
     /// Hashes the open blob `relative` again: a mismatch removes it
     /// ([`BlobError::Corrupt`]); a match seals it again (when nothing wrote to it while it
     /// was read, and the store may change its mode).
@@ -509,9 +525,31 @@ impl Store {
 
     /// The record of `key`, or `None` (no record, or not a complete one).
     pub fn read_record(&self, key: &Sha256Digest) -> Option<ActionRecord> {
+        self.read_record_used(key).map(|(record, _)| record)
+    }
+
+    /// The record of `key` and when it was last used (its modification time: written or
+    /// touched by [`Store::touch_record_if_stale`]), or `None` (no record, or not a
+    /// complete one).
+    ///
+    /// A record is never written in place (it reaches its name by `renameat`), so the size
+    /// its open handle reports is the size of what can be read from it: it is read with
+    /// one `read` into a buffer of exactly that size instead of growing a buffer until
+    /// the end of the file.
+    pub fn read_record_used(&self, key: &Sha256Digest) -> Option<(ActionRecord, SystemTime)> {
         let (directory, name) = fan_out(key);
-        let bytes = handles::read_file(&self.actions, &format!("{directory}/{name}")).ok()??;
-        ActionRecord::decode(std::str::from_utf8(&bytes).ok()?)
+        let mut file = handles::open_file(&self.actions, &format!("{directory}/{name}")).ok()??;
+        let stat = fstat(&file).ok()?;
+        if handles::file_type(&stat) != FileType::RegularFile {
+            return None;
+        }
+        let size = usize::try_from(stat.st_size).ok()?;
+        let mut bytes = vec![0u8; size];
+        // A short read (not expected from a regular file) is completed; a file that ends
+        // early is not a complete record.
+        file.read_exact(&mut bytes).ok()?;
+        let record = ActionRecord::decode(std::str::from_utf8(&bytes).ok()?)?;
+        Some((record, modification_time(&stat)))
     }
 
     pub fn write_record(&self, key: &Sha256Digest, record: &ActionRecord) -> io::Result<()> {
@@ -528,6 +566,20 @@ impl Store {
             format!("{directory}/{name}"),
             AtFlags::empty(),
         );
+    }
+
+    /// Marks the record of `key`, last used at `used` ([`Store::read_record_used`]), as
+    /// used now, unless `used` is less than [`TOUCH_GRANULARITY`] ago: `gc` evicts the
+    /// least recently used records first, and knowing their use to the hour is enough for
+    /// that, while a touch on every hit costs a system call per action of a no-op build.
+    /// The modification time only orders records for `gc`; no cache decision reads it.
+    pub fn touch_record_if_stale(&self, key: &Sha256Digest, used: SystemTime) {
+        let recent = SystemTime::now()
+            .duration_since(used)
+            .is_ok_and(|age| age < TOUCH_GRANULARITY);
+        if !recent {
+            self.touch_record(key);
+        }
     }
 
     /// Marks the record of `key` as used now (`gc` evicts the least recently used first).
@@ -732,6 +784,18 @@ impl Store {
     }
 }
 
+/// How precisely `gc` knows when a record was last used: a hit touches a record only when
+/// its last use is at least this long ago ([`Store::touch_record_if_stale`]).
+pub const TOUCH_GRANULARITY: Duration = Duration::from_secs(60 * 60);
+
+fn modification_time(stat: &Stat) -> SystemTime {
+    let since_epoch = Duration::new(
+        stat.st_mtime.max(0) as u64,
+        stat.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+    );
+    SystemTime::UNIX_EPOCH + since_epoch
+}
+
 /// Makes a blob read-only and sets its modification time to [`SEAL_SECONDS`].
 fn seal(file: &File) -> io::Result<()> {
     fchmod(file, Mode::from_raw_mode(BLOB_MODE))?;
@@ -899,6 +963,49 @@ mod tests {
         let cleaned = store.clean().unwrap();
         assert_eq!(cleaned.actions, 1);
         assert_eq!(store.stats().unwrap(), StoreStats::default());
+    }
+
+    #[test]
+    fn a_hit_touches_a_record_only_when_its_last_use_is_an_hour_old() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(directory.path()).unwrap();
+        let empty = store.put_blob(b"").unwrap();
+        let stream = crate::record::StreamDigest {
+            digest: empty,
+            size: 0,
+        };
+        let record = ActionRecord {
+            exit_code: 0,
+            duration: Duration::ZERO,
+            stdout: stream,
+            stderr: stream,
+            outputs: Vec::new(),
+        };
+        let key = Sha256Digest::of(b"key");
+        store.write_record(&key, &record).unwrap();
+        let (fan, name) = fan_out(&key);
+        let path = directory.path().join(ACTIONS).join(fan).join(name);
+        let set_used = |ago: Duration| {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(SystemTime::now() - ago)
+                .unwrap();
+        };
+        let used = || std::fs::metadata(&path).unwrap().modified().unwrap();
+        for (ago, touched) in [
+            (Duration::from_secs(10 * 60), false),
+            (TOUCH_GRANULARITY + Duration::from_secs(60), true),
+        ] {
+            set_used(ago);
+            let (read, last_use) = store.read_record_used(&key).unwrap();
+            assert_eq!(read, record);
+            assert_eq!(last_use, used());
+            store.touch_record_if_stale(&key, last_use);
+            let age = SystemTime::now().duration_since(used()).unwrap_or_default();
+            assert_eq!(age < Duration::from_secs(60), touched, "{ago:?} ago");
+        }
     }
 
     #[test]

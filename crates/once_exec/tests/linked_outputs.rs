@@ -397,3 +397,98 @@ fn a_fresh_output_becomes_its_blob_unless_it_has_other_links() {
         "shared"
     );
 }
+
+/// Runs `plan` on another thread while the workspace's lock of `outputs` is held (as an
+/// executor rewriting them would hold it), and answers whether it finished before the
+/// lock was released, with its report.
+fn run_while_outputs_locked(
+    workspace: &Workspace,
+    outputs: &[&str],
+    plan: &[PlannedAction],
+) -> (bool, ExecutionReport) {
+    let root = once_exec::outputs::WorkspaceRoot::open(workspace.root()).unwrap();
+    let outputs: Vec<String> = outputs
+        .iter()
+        .map(|output| format!(".once/out/T/{output}"))
+        .collect();
+    let lock = root.lock_outputs(&outputs, || false).unwrap().unwrap();
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel();
+        let running = scope.spawn(move || {
+            let report = workspace.run(plan);
+            let _ = done.send(());
+            report
+        });
+        // Long enough for a hit (milliseconds) on a loaded machine.
+        let before_release = finished
+            .recv_timeout(std::time::Duration::from_secs(3))
+            .is_ok();
+        drop(lock);
+        (before_release, running.join().unwrap())
+    })
+}
+
+/// A hit whose outputs are in place is decided from metadata alone, without the output
+/// lock; whatever is not provably in place (missing, another revision's bytes, changed)
+/// waits for the lock as before and is then restored.
+#[test]
+fn only_a_hit_with_its_outputs_in_place_skips_the_output_lock() {
+    let workspace = Workspace::new();
+    let store = workspace.store();
+    let v1 = [writes_a("v1", "hello")];
+    let v2 = [writes_a("v2", "world")];
+    workspace.run(&v1);
+
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &v1);
+    assert!(early, "in place: no wait for the lock");
+    check(&report, &workspace, &store, CacheState::Hit, "hello", true);
+
+    // Another revision's output, itself a link to its own sealed blob: not in place for
+    // v1, so v1 waits for whoever rewrites it.
+    workspace.run(&v2);
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &v1);
+    assert!(!early, "another key's bytes are not in place");
+    check(&report, &workspace, &store, CacheState::Hit, "hello", true);
+
+    // Missing.
+    std::fs::remove_dir_all(workspace.root().join(".once/out")).unwrap();
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &v1);
+    assert!(!early, "a missing output is restored under the lock");
+    check(&report, &workspace, &store, CacheState::Hit, "hello", true);
+
+    // Written through the link (the blob's seal breaks): the lock, then a rebuild.
+    std::fs::write(workspace.output("a"), "HELLO").unwrap();
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &v1);
+    assert!(!early, "a changed output is checked under the lock");
+    check(&report, &workspace, &store, CacheState::Miss, "hello", true);
+    assert_eq!(workspace.runs(), 3, "v1, v2, and v1 after the write");
+}
+
+/// A copied output (an executable) is in place without the lock only through a stamp
+/// recorded with its digest; a change keeping its size moves the stamp.
+#[test]
+fn a_copied_output_skips_the_output_lock_only_while_its_stamp_holds() {
+    let workspace = Workspace::new();
+    let plan = [shell(
+        "x",
+        "printf '#!/bin/sh\\n' > $OUT/a; chmod 755 $OUT/a",
+        &["a"],
+    )];
+    workspace.run(&plan);
+    let output = workspace.output("a");
+    // The first hit hashes the copy (its stamp was recorded within the build's clock
+    // tick, so it is not trusted yet) and records a stamp a later build trusts.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    workspace.run(&plan);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &plan);
+    assert!(early, "a trusted stamp: no wait for the lock");
+    assert_eq!(report.results[0].cache, Some(CacheState::Hit));
+
+    std::fs::write(&output, "#!/bin/X\n").unwrap();
+    let (early, report) = run_while_outputs_locked(&workspace, &["a"], &plan);
+    assert!(!early, "a changed copy is hashed under the lock");
+    assert_eq!(report.results[0].cache, Some(CacheState::Hit));
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "#!/bin/sh\n");
+    assert_eq!(workspace.runs(), 1);
+}
