@@ -65,7 +65,11 @@ struct Term {
 }
 
 /// The kinds matching `query`, best first; ties keep name order.
-pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSchema> {
+pub fn search_kinds<'a, K: std::borrow::Borrow<KindSchema>>(
+    kinds: &'a [K],
+    query: &str,
+) -> Vec<&'a KindSchema> {
+    let kinds: Vec<&'a KindSchema> = kinds.iter().map(K::borrow).collect();
     let mut terms = Vec::new();
     let mut primary = true;
     for word in query
@@ -83,7 +87,7 @@ pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSch
         terms.push(Term { word, primary });
     }
     if terms.is_empty() {
-        return kinds.iter().collect();
+        return kinds;
     }
     let names_group = |word: &str| kinds.iter().any(|k| in_group(k, word));
     // Only words naming what is wanted restrict the answer ("a c library for rust" is
@@ -102,6 +106,7 @@ pub fn search_kinds<'a>(kinds: &'a [KindSchema], query: &str) -> Vec<&'a KindSch
     let phrase = (phrase.len() >= 2).then(|| phrase.join(" "));
     let mut scored: Vec<(u32, &KindSchema)> = kinds
         .iter()
+        .copied()
         .filter(|k| groups.is_empty() || groups.iter().any(|g| in_group(k, g)))
         .filter_map(|kind| {
             let mut score: u32 = terms.iter().map(|term| score(kind, term)).sum();

@@ -430,18 +430,23 @@ impl Analysis {
     /// contiguous slice of `ids` each, so the targets of one package mostly share steps
     /// within a slice): a slice leaves out only the steps of its own earlier plans, which
     /// are earlier in `ids` too, so merging the answer in order gives the same result.
-    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels them all.
+    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels them all, each
+    /// before its next target.
     pub fn action_plans(
         &self,
         ids: &[String],
         capability: &str,
     ) -> Cancellable<Vec<Option<ActionPlan>>> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(ids.len() / PLANS_PER_THREAD)
-            .min(MAX_PLANNING_THREADS);
+        // A few ids (every small workspace) never ask the machine's parallelism.
+        let threads = if ids.len() < 2 * PLANS_PER_THREAD {
+            1
+        } else {
+            once_db::system::machine_parallelism()
+                .min(ids.len() / PLANS_PER_THREAD)
+                .min(MAX_PLANNING_THREADS)
+        };
         if threads <= 1 {
-            return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability));
+            return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability, &|| {}));
         }
         let slices: Vec<&[String]> = ids.chunks(ids.len().div_ceil(threads)).collect();
         let snapshots: Vec<Analysis> = slices.iter().map(|_| self.clone()).collect();
@@ -451,27 +456,24 @@ impl Analysis {
                 .iter()
                 .zip(snapshots)
                 .map(|(slice, snapshot)| {
-                    let cancel = snapshot.cancel_handle();
-                    if own.0.is_cancelled() {
-                        cancel.cancel();
-                    }
-                    let worker = scope.spawn(move || {
-                        snapshot.with_db(|db, ws| plans::action_plans(db, ws, slice, capability))
-                    });
-                    (worker, cancel)
+                    let own = &own;
+                    scope.spawn(move || {
+                        // Before each target, a cancellation of this snapshot becomes the
+                        // worker's own: its next query unwinds.
+                        let cancel = snapshot.cancel_handle();
+                        let pass_on = || {
+                            if own.0.is_cancelled() {
+                                cancel.cancel();
+                            }
+                        };
+                        snapshot.with_db(|db, ws| {
+                            plans::action_plans(db, ws, slice, capability, &pass_on)
+                        })
+                    })
                 })
                 .collect();
-            // This thread passes a cancellation of its snapshot on to the workers'.
-            while !workers.iter().all(|(worker, _)| worker.is_finished()) {
-                if own.0.is_cancelled() {
-                    for (_, cancel) in &workers {
-                        cancel.cancel();
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
             let mut plans = Vec::with_capacity(ids.len());
-            for (worker, _) in workers {
+            for worker in workers {
                 let planned = worker
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
@@ -523,7 +525,13 @@ impl Analysis {
 
     /// Every kind of the catalog, sorted by name.
     pub fn kinds(&self) -> Cancellable<Vec<KindSchema>> {
-        self.with_db(|db, ws| kind_catalog(db, ws).kinds.clone())
+        self.with_db(|db, ws| {
+            kind_catalog(db, ws)
+                .kinds
+                .iter()
+                .map(|kind| KindSchema::clone(kind))
+                .collect()
+        })
     }
 
     /// The resolved view of one target, or an error naming the closest ids.

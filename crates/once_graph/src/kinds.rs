@@ -14,6 +14,8 @@
 //! - [`module_diagnostics`]: everything wrong with the modules, placed in the module or
 //!   the root manifest.
 
+use std::sync::Arc;
+
 use once_db::{Db, File, LineIndex, Workspace, source_text};
 use once_model::{Diagnostic, DiagnosticCode, KindSchema, LineCol, TextRange};
 use once_starlark::{EvalLimits, KindSite, ModuleErrorKind, ModuleSource};
@@ -25,7 +27,8 @@ use crate::settings::root_package;
 /// The kinds available to a workspace, sorted by name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct KindCatalog {
-    pub kinds: Vec<KindSchema>,
+    /// Shared: the prelude's kinds are the process's own, not copies.
+    pub kinds: Vec<Arc<KindSchema>>,
     /// Set when the prelude itself failed to evaluate (a bug in `once`).
     pub prelude_error: Option<String>,
 }
@@ -35,7 +38,7 @@ impl KindCatalog {
         self.kinds
             .binary_search_by(|k| k.name.as_str().cmp(name))
             .ok()
-            .map(|i| &self.kinds[i])
+            .map(|i| &*self.kinds[i])
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> + Clone {
@@ -45,7 +48,7 @@ impl KindCatalog {
 
 /// The built-in kinds: evaluated once per process (they depend on no input), so not a
 /// query.
-pub fn prelude_catalog() -> &'static Result<Vec<KindSchema>, String> {
+pub fn prelude_catalog() -> &'static Result<Vec<Arc<KindSchema>>, String> {
     once_starlark::prelude_kinds()
 }
 
@@ -361,7 +364,7 @@ pub fn kind_catalog(db: &dyn Db, workspace: Workspace) -> KindCatalog {
     for &file in &module_files(db, workspace).files {
         for kind in &module_kinds(db, file).kinds {
             if owners.owner(&kind.name) == Some(KindOwner::Module(file)) {
-                kinds.push(kind.clone());
+                kinds.push(Arc::new(kind.clone()));
             }
         }
     }

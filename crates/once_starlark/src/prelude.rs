@@ -4,7 +4,7 @@
 //! evaluated once per process otherwise.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use once_model::{KindOrigin, KindSchema};
 
@@ -15,10 +15,15 @@ include!(concat!(env!("OUT_DIR"), "/prelude_files.rs"));
 
 /// The built-in kinds: the checked-in catalog's, or evaluated from the embedded prelude
 /// when the catalog is stale or unreadable. Deterministic; sorted by kind name. `Err`
-/// only on a bug in the prelude (a test guarantees `Ok`).
-pub fn prelude_kinds() -> &'static Result<Vec<KindSchema>, String> {
-    static KINDS: OnceLock<Result<Vec<KindSchema>, String>> = OnceLock::new();
-    KINDS.get_or_init(|| crate::catalog::load().map_or_else(evaluate_prelude, Ok))
+/// only on a bug in the prelude (a test guarantees `Ok`). Shared, so that a workspace's
+/// catalog holds them without copying.
+pub fn prelude_kinds() -> &'static Result<Vec<Arc<KindSchema>>, String> {
+    static KINDS: OnceLock<Result<Vec<Arc<KindSchema>>, String>> = OnceLock::new();
+    KINDS.get_or_init(|| {
+        crate::catalog::load()
+            .map_or_else(evaluate_prelude, Ok)
+            .map(|kinds| kinds.into_iter().map(Arc::new).collect())
+    })
 }
 
 /// The text of the kind catalog file (`src/prelude_catalog.txt`) for the embedded

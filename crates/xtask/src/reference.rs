@@ -205,7 +205,7 @@ pub fn kinds_doc() -> String {
     );
     let mut ecosystems: Vec<&str> = kinds
         .iter()
-        .map(once_analysis::kind_search::ecosystem)
+        .map(|kind| once_analysis::kind_search::ecosystem(kind))
         .collect();
     ecosystems.sort();
     ecosystems.dedup();

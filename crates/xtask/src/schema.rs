@@ -52,7 +52,7 @@ pub fn test_results_schema() -> String {
     text
 }
 
-fn schema(kinds: &[KindSchema]) -> Value {
+fn schema(kinds: &[std::sync::Arc<KindSchema>]) -> Value {
     let label_list = json!({"type": "array", "items": {"$ref": "#/definitions/label"}});
     let selectable_labels = json!({"anyOf": [label_list, select(&label_list)]});
     let kind_names: Vec<&str> = kinds.iter().map(|k| k.name.as_str()).collect();

@@ -4,7 +4,10 @@ use crate::prelude_kinds;
 
 fn kinds() -> Vec<once_model::KindSchema> {
     match prelude_kinds() {
-        Ok(kinds) => kinds.clone(),
+        Ok(kinds) => kinds
+            .iter()
+            .map(|kind| once_model::KindSchema::clone(kind))
+            .collect(),
         Err(e) => panic!("the prelude does not evaluate:\n{e}"),
     }
 }
