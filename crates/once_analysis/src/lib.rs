@@ -430,7 +430,8 @@ impl Analysis {
     /// contiguous slice of `ids` each, so the targets of one package mostly share steps
     /// within a slice): a slice leaves out only the steps of its own earlier plans, which
     /// are earlier in `ids` too, so merging the answer in order gives the same result.
-    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels them all.
+    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels every thread before
+    /// its next target.
     pub fn action_plans(
         &self,
         ids: &[String],
@@ -441,37 +442,32 @@ impl Analysis {
             .min(ids.len() / PLANS_PER_THREAD)
             .min(MAX_PLANNING_THREADS);
         if threads <= 1 {
-            return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability));
+            return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability, &|| {}));
         }
-        let slices: Vec<&[String]> = ids.chunks(ids.len().div_ceil(threads)).collect();
-        let snapshots: Vec<Analysis> = slices.iter().map(|_| self.clone()).collect();
         let own = self.cancel_handle();
         std::thread::scope(|scope| {
-            let workers: Vec<_> = slices
-                .iter()
-                .zip(snapshots)
-                .map(|(slice, snapshot)| {
-                    let cancel = snapshot.cancel_handle();
-                    if own.0.is_cancelled() {
-                        cancel.cancel();
-                    }
-                    let worker = scope.spawn(move || {
-                        snapshot.with_db(|db, ws| plans::action_plans(db, ws, slice, capability))
-                    });
-                    (worker, cancel)
+            let workers: Vec<_> = ids
+                .chunks(ids.len().div_ceil(threads))
+                .map(|slice| {
+                    let snapshot = self.clone();
+                    let own = &own;
+                    scope.spawn(move || {
+                        let cancel = snapshot.cancel_handle();
+                        // A cancellation of this snapshot cancels the worker's before its
+                        // next target; its next query then unwinds.
+                        let pass_on = || {
+                            if own.0.is_cancelled() {
+                                cancel.cancel();
+                            }
+                        };
+                        snapshot.with_db(|db, ws| {
+                            plans::action_plans(db, ws, slice, capability, &pass_on)
+                        })
+                    })
                 })
                 .collect();
-            // This thread passes a cancellation of its snapshot on to the workers'.
-            while !workers.iter().all(|(worker, _)| worker.is_finished()) {
-                if own.0.is_cancelled() {
-                    for (_, cancel) in &workers {
-                        cancel.cancel();
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
             let mut plans = Vec::with_capacity(ids.len());
-            for (worker, _) in workers {
+            for worker in workers {
                 let planned = worker
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;

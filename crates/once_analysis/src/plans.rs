@@ -57,15 +57,22 @@ pub(crate) fn action_plan(
 /// dependencies (a chain of ten plans 55 steps where 10 are distinct) plan each shared
 /// step once; a caller merging the plans in order (keeping the first of each action)
 /// gets the same result as from the full plans.
+///
+/// `before_each` runs before each id is planned (a planning thread passes on a
+/// cancellation there).
 pub(crate) fn action_plans(
     db: &RootDatabase,
     workspace: Workspace,
     ids: &[String],
     capability: &str,
+    before_each: &dyn Fn(),
 ) -> Vec<Option<ActionPlan>> {
     let mut planned = HashSet::new();
     ids.iter()
-        .map(|id| action_plan_after(db, workspace, id, capability, &mut planned))
+        .map(|id| {
+            before_each();
+            action_plan_after(db, workspace, id, capability, &mut planned)
+        })
         .collect()
 }
 
