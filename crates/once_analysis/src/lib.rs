@@ -430,8 +430,8 @@ impl Analysis {
     /// contiguous slice of `ids` each, so the targets of one package mostly share steps
     /// within a slice): a slice leaves out only the steps of its own earlier plans, which
     /// are earlier in `ids` too, so merging the answer in order gives the same result.
-    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels them all, each
-    /// before its next target.
+    /// Cancelling this snapshot ([`Analysis::cancel_handle`]) cancels every thread before
+    /// its next target.
     pub fn action_plans(
         &self,
         ids: &[String],
@@ -448,19 +448,17 @@ impl Analysis {
         if threads <= 1 {
             return self.with_db(|db, ws| plans::action_plans(db, ws, ids, capability, &|| {}));
         }
-        let slices: Vec<&[String]> = ids.chunks(ids.len().div_ceil(threads)).collect();
-        let snapshots: Vec<Analysis> = slices.iter().map(|_| self.clone()).collect();
         let own = self.cancel_handle();
         std::thread::scope(|scope| {
-            let workers: Vec<_> = slices
-                .iter()
-                .zip(snapshots)
-                .map(|(slice, snapshot)| {
+            let workers: Vec<_> = ids
+                .chunks(ids.len().div_ceil(threads))
+                .map(|slice| {
+                    let snapshot = self.clone();
                     let own = &own;
                     scope.spawn(move || {
-                        // Before each target, a cancellation of this snapshot becomes the
-                        // worker's own: its next query unwinds.
                         let cancel = snapshot.cancel_handle();
+                        // A cancellation of this snapshot cancels the worker's before its
+                        // next target; its next query then unwinds.
                         let pass_on = || {
                             if own.0.is_cancelled() {
                                 cancel.cancel();

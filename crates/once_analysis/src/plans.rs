@@ -56,8 +56,10 @@ pub(crate) fn action_plan(
 /// unless it is the plan's own (its target's requested capability). Targets sharing
 /// dependencies (a chain of ten plans 55 steps where 10 are distinct) plan each shared
 /// step once; a caller merging the plans in order (keeping the first of each action)
-/// gets the same result as from the full plans. `before_each` runs before each target's
-/// plan (a worker thread passes its caller's cancellation on there).
+/// gets the same result as from the full plans.
+///
+/// `before_each` runs before each id is planned (a planning thread passes on a
+/// cancellation there).
 pub(crate) fn action_plans(
     db: &RootDatabase,
     workspace: Workspace,
