@@ -1180,7 +1180,11 @@ impl<'a> Executor<'a> {
         }
         // A probe whose stored answer holds costs a few `stat`s: only the rest are worth
         // a thread (a cached build would otherwise start one per probe to read a file).
-        distinct.retain(|(probe, env, cwd)| !run.probes.is_answered(self.store, probe, env, cwd));
+        let programs = crate::probes::FoundPrograms::default();
+        distinct.retain(|(probe, env, cwd)| {
+            !run.probes
+                .is_answered(self.store, probe, env, cwd, &programs)
+        });
         if distinct.len() < 2 {
             return;
         }

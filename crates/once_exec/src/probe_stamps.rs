@@ -86,6 +86,17 @@ pub fn probe_stamps(
     environment: &std::collections::BTreeMap<String, String>,
     cwd: &Path,
 ) -> Option<Vec<Stamp>> {
+    probe_stamps_with(probe, environment, cwd, &resolve_program)
+}
+
+/// [`probe_stamps`], finding the program with `resolve` (called like
+/// [`resolve_program`]; an execution passes one that remembers what it found).
+pub fn probe_stamps_with(
+    probe: &[String],
+    environment: &std::collections::BTreeMap<String, String>,
+    cwd: &Path,
+    resolve: &dyn Fn(&str, &str, &Path) -> Result<std::path::PathBuf, String>,
+) -> Option<Vec<Stamp>> {
     let (program, arguments) = probe.split_first()?;
     let name = file_name(Path::new(program))?;
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
@@ -108,7 +119,7 @@ pub fn probe_stamps(
         return None;
     }
     let path_variable = environment.get("PATH").map_or("", String::as_str);
-    let found = resolve_program(program, path_variable, cwd).ok()?;
+    let found = resolve(program, path_variable, cwd).ok()?;
     let mut stamps = Vec::new();
     let target = chain(&found, &mut stamps)?;
     let target_name = file_name(&target)?;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 use once_db::Sha256Digest;
 
 use crate::key::KeyHasher;
-use crate::probe_stamps::{Stamp, probe_stamps};
+use crate::probe_stamps::{Stamp, probe_stamps, probe_stamps_with};
 use crate::store::Store;
 use crate::tools::{Fingerprint, resolve_program};
 
@@ -54,6 +54,34 @@ pub struct Probes {
     stored: Mutex<Option<StoredAnswers>>,
     changed: Mutex<bool>,
     runs: AtomicUsize,
+}
+
+/// Where programs named without a `/` were found on a `PATH` (by program and `PATH`),
+/// for stamps taken at one moment ([`Probes::is_answered`]).
+#[derive(Default)]
+pub struct FoundPrograms(Mutex<HashMap<(String, String), Result<PathBuf, String>>>);
+
+impl FoundPrograms {
+    /// [`probe_stamps`], each program looked up once.
+    fn stamps(
+        &self,
+        probe: &[String],
+        environment: &BTreeMap<String, String>,
+        cwd: &Path,
+    ) -> Option<Vec<Stamp>> {
+        let remembered = |program: &str, path_variable: &str, cwd: &Path| {
+            if program.contains('/') {
+                return resolve_program(program, path_variable, cwd);
+            }
+            let key = (program.to_owned(), path_variable.to_owned());
+            let mut found = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            found
+                .entry(key)
+                .or_insert_with(|| resolve_program(program, path_variable, cwd))
+                .clone()
+        };
+        probe_stamps_with(probe, environment, cwd, &remembered)
+    }
 }
 
 impl Probes {
@@ -95,19 +123,23 @@ impl Probes {
 
     /// Whether `probe` has a result without running it: memoised in this execution, or a
     /// stored answer whose stamps all hold (then memoised). The executor asks this first,
-    /// so that only the probes that must run get a thread of their own.
+    /// so that only the probes that must run get a thread of their own. `programs`
+    /// remembers where the programs were found for one series of questions asked at one
+    /// moment (several probes, one per package's working directory, name the same
+    /// `cargo`); the executor asks before any action runs and then drops it.
     pub fn is_answered(
         &self,
         store: &Store,
         probe: &[String],
         environment: &BTreeMap<String, String>,
         cwd: &Path,
+        programs: &FoundPrograms,
     ) -> bool {
         let key = (probe.to_vec(), environment.clone(), cwd.to_path_buf());
         if self.lock().contains_key(&key) {
             return true;
         }
-        let stamps = probe_stamps(probe, environment, cwd);
+        let stamps = programs.stamps(probe, environment, cwd);
         let answer_key = answer_key(probe, environment, cwd);
         match self.stored_answer(store, &answer_key, stamps.as_deref()) {
             Some(answer) => {
@@ -419,7 +451,13 @@ mod tests {
             let probes = Probes::default();
             // Answered without running exactly when the run would not be needed.
             assert_eq!(
-                probes.is_answered(&store, &version, &environment, cwd),
+                probes.is_answered(
+                    &store,
+                    &version,
+                    &environment,
+                    cwd,
+                    &FoundPrograms::default()
+                ),
                 expected_runs == 0
             );
             assert_eq!(
@@ -457,7 +495,13 @@ mod tests {
         // A probe without stamps runs in every process.
         for _ in 0..2 {
             let probes = Probes::default();
-            assert!(!probes.is_answered(&store, &probe("echo v1"), &self::environment(), cwd));
+            assert!(!probes.is_answered(
+                &store,
+                &probe("echo v1"),
+                &self::environment(),
+                cwd,
+                &FoundPrograms::default()
+            ));
             probes
                 .result(&store, &probe("echo v1"), &self::environment(), cwd)
                 .unwrap();

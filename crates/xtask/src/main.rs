@@ -65,6 +65,10 @@ commands:
                      crate next to the runner run directly (pytest, `cargo test`, the test
                      executable); default 15 runs; writes target/bench/tests.json
                      (pytest must be importable by `python3`)
+  bench-cached-tests [--runs N] [--once BINARY]
+                     `once test --all` on a copy of test_data/demo with every result
+                     cached, a fresh process per run (default 30 runs; pytest must be
+                     importable by `python3`); writes target/bench/cached-tests.json
   bench-exec --size 1k|10k [--runs N] [--once BINARY] [--out DIR]
                      only the execution measures of `bench`: full hits of the 15-action
                      84 MiB graph (outputs in place, after `rm -rf .once/out`, warm MCP),
@@ -137,6 +141,7 @@ fn main() -> ExitCode {
         ["bench-exec", rest @ ..] => finish(bench_exec(rest)),
         ["bench-scripts", rest @ ..] => finish(bench_scripts(rest)),
         ["bench-tests", rest @ ..] => finish(bench_tests(rest)),
+        ["bench-cached-tests", rest @ ..] => finish(bench_cached_tests(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -220,6 +225,24 @@ fn bench_tests(args: &[&str]) -> anyhow::Result<String> {
     let out = root.join("target/bench");
     std::fs::create_dir_all(&out)?;
     std::fs::write(out.join("tests.json"), serde_json::to_vec_pretty(&json)?)?;
+    Ok(table)
+}
+
+fn bench_cached_tests(args: &[&str]) -> anyhow::Result<String> {
+    let root = project_root();
+    let once = flag(args, "--once").map_or_else(|| root.join("target/release/once"), PathBuf::from);
+    let (table, json) = bench::tests::cached_demo(
+        &once,
+        parsed(args, "--runs", 30)?,
+        &root.join("test_data/demo"),
+        &root.join("target/bench-cached-tests"),
+    )?;
+    let out = root.join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(
+        out.join("cached-tests.json"),
+        serde_json::to_vec_pretty(&json)?,
+    )?;
     Ok(table)
 }
 
