@@ -340,6 +340,22 @@ pub(crate) fn execute(
     Ok(report)
 }
 
+/// The JSON answer of `once build` and `once run` once the plan ran, written straight
+/// from the records: building a `serde_json::Value` of them first (and dropping it) was
+/// about 7 % of a no-op build of 10,000 targets. The fields are in the order the
+/// answer always had.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    success: bool,
+    capability: &'a str,
+    /// `once run`'s exit code of the program (`null` when it did not exit); absent from
+    /// `once build`'s answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_code: Option<Option<i32>>,
+    targets: &'a [TargetRecord],
+    problems: &'a [String],
+}
+
 /// Prints the plan's problems; a plan with problems is not executed.
 pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
     if format == Format::Json {
@@ -373,12 +389,13 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
     let records = once_build::records(&plan, &report);
     let success = report.succeeded();
     if args.format == Format::Json {
-        print_json(&json!({
-            "success": success,
-            "capability": "build",
-            "targets": records,
-            "problems": [],
-        }))?;
+        print_json(&Answer {
+            success,
+            capability: "build",
+            exit_code: None,
+            targets: &records,
+            problems: &[],
+        })?;
     } else {
         print_records(&records);
         let (hit, miss, bypass, not_ok) = once_build::action_counts(&report);
@@ -583,13 +600,13 @@ pub fn run(
     }
     let records = once_build::records(&plan, &report);
     if args.format == Format::Json {
-        print_json(&json!({
-            "success": success,
-            "capability": "run",
-            "exit_code": exit_code,
-            "targets": records,
-            "problems": [],
-        }))?;
+        print_json(&Answer {
+            success,
+            capability: "run",
+            exit_code: Some(exit_code),
+            targets: &records,
+            problems: &[],
+        })?;
     } else if !success {
         eprintln!(
             "once: `{}` failed: {}",
