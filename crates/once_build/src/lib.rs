@@ -211,7 +211,9 @@ pub fn plan(
                 .filter(|n| (1..=20).contains(n))
                 .or(workspace_attempts),
         };
-        for step in &action_plan.steps {
+        // The plans are this function's own: their actions are moved into the plan, not
+        // copied (10,000 actions with their command lines, inputs and outputs).
+        for step in action_plan.steps {
             for located in &step.diagnostics {
                 let d = &located.diagnostic;
                 if d.severity == once_model::Severity::Error {
@@ -243,13 +245,13 @@ pub fn plan(
                 target.default_outputs.clone_from(&step.default_outputs);
                 target.implemented = step.implemented;
             }
-            for planned in &step.actions {
+            for planned in step.actions {
                 if own {
                     target.actions.push(planned.action.id.clone());
                 }
                 if seen_actions.insert(planned.action.id.clone()) {
                     plan.actions.push(PlannedAction {
-                        action: planned.action.clone(),
+                        action: planned.action,
                         static_key: planned.static_key,
                     });
                 }
