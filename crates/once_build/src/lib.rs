@@ -170,12 +170,12 @@ pub fn plan(
 ) -> Cancellable<Result<Plan, String>> {
     let mut plan = Plan {
         capability: capability.to_owned(),
-        targets: Vec::new(),
-        actions: Vec::new(),
+        targets: Vec::with_capacity(ids.len()),
+        actions: Vec::with_capacity(ids.len()),
         problems: Vec::new(),
-        kinds: std::collections::HashMap::new(),
+        kinds: std::collections::HashMap::with_capacity(ids.len()),
     };
-    let mut seen_actions = HashSet::new();
+    let mut seen_actions = HashSet::with_capacity(ids.len());
     let mut seen_problems = HashSet::new();
     let workspace_attempts = analysis.workspace_test_attempts()?;
     // A step left out of a later target's plan (an earlier one planned it) adds nothing
