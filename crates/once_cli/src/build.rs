@@ -113,6 +113,9 @@ pub(crate) fn decode_kind_catalog_in_background() {
     });
 }
 
+/// A plan memo larger than this is read on a thread of its own (about 1,000 targets).
+const LARGE_MEMO_BYTES: u64 = 1 << 20;
+
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
 /// Plans an earlier process made from the same inputs come from the store's plan memo
 /// (`once_exec::plan_memo`) without starting Starlark; new ones are added to it.
@@ -130,14 +133,25 @@ pub(crate) fn plan_targets(
     ends_with_process: bool,
 ) -> anyhow::Result<Plan> {
     decode_kind_catalog_in_background();
-    // The memo is read and decoded while the workspace is walked (each took a no-op
-    // build of 10,000 targets a few percent of its time, one after the other).
-    let (memo, mut host) = std::thread::scope(|scope| {
-        let memo = scope.spawn(|| PlanMemoFile::load(store).map(Arc::new));
-        let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
-        // A memo that could not be read (a panic is a bug) only costs planning again.
-        (memo.join().ok().flatten(), host)
-    });
+    // A large memo is read and decoded while the workspace is walked (each took a no-op
+    // build of 10,000 targets a few percent of its time, one after the other); a small
+    // one is not worth a thread (measured on a cached `once test`: no gain).
+    let large = std::fs::metadata(store.path().join(once_exec::plan_memo::PLANS_FILE))
+        .is_ok_and(|metadata| metadata.len() > LARGE_MEMO_BYTES);
+    let (memo, mut host) = if large {
+        std::thread::scope(|scope| {
+            let memo = scope.spawn(|| PlanMemoFile::load(store).map(Arc::new));
+            let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
+            // A memo that could not be read (a panic is a bug) only costs planning again.
+            (memo.join().ok().flatten(), host)
+        })
+    } else {
+        let memo = PlanMemoFile::load(store).map(Arc::new);
+        (
+            memo,
+            AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf()),
+        )
+    };
     if let Some(memo) = &memo {
         host.set_plan_memo(memo.clone());
     }
