@@ -35,7 +35,7 @@ use std::path::Path;
 use once_db::Sha256Digest;
 use once_db::confined;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::database::{EvidenceError, EvidenceStore, RETAINED_RECORDS, StoredRow};
 use crate::record::EvidenceRecord;
@@ -265,8 +265,10 @@ fn record_line(record: &EvidenceRecord) -> String {
 /// A journal line back as a row; `None` for a line that is not one (checked like every
 /// stored row when it is read back as a record).
 fn row_from_line(line: &[u8]) -> Option<StoredRow> {
-    let columns: Vec<Value> = serde_json::from_slice(line).ok()?;
-    let [
+    // Decoded straight into the columns' types (a compaction decodes every line of a
+    // 16 MiB journal; through `serde_json::Value` that was most of its time). A line of
+    // another shape (more or fewer columns, a column of another type) is not a record.
+    let (
         id,
         subject_kind,
         subject_id,
@@ -280,38 +282,46 @@ fn row_from_line(line: &[u8]) -> Option<StoredRow> {
         stdout_digest,
         stderr_digest,
         created_at_unix_ms,
-    ] = columns.as_slice()
-    else {
-        return None;
-    };
-    let text = |value: &Value| value.as_str().map(str::to_owned);
-    let optional = |value: &Value| match value {
-        Value::Null => Some(None),
-        value => value.as_str().map(|s| Some(s.to_owned())),
-    };
+    ): LineColumns = serde_json::from_slice(line).ok()?;
     // Digests are checked here so that a line that is not a record is never stored.
-    let digest = |value: &Value| value.as_str().and_then(Sha256Digest::from_hex).map(|_| ());
-    digest(id)?;
-    digest(action_digest)?;
+    Sha256Digest::from_hex(&id)?;
+    Sha256Digest::from_hex(&action_digest)?;
     Some(StoredRow {
-        id: text(id)?,
-        subject_kind: text(subject_kind)?,
-        subject_id: text(subject_id)?,
-        subject_capability: optional(subject_capability)?,
-        action: optional(action)?,
-        status: text(status)?,
-        action_digest: text(action_digest)?,
-        input_digest: optional(input_digest)?,
-        cache: text(cache)?,
+        id,
+        subject_kind,
+        subject_id,
+        subject_capability,
+        action,
+        status,
+        action_digest,
+        input_digest,
+        cache,
         exit_code: match exit_code {
-            Value::Null => None,
-            code => Some(i32::try_from(code.as_i64()?).ok()?),
+            None => None,
+            Some(code) => Some(i32::try_from(code).ok()?),
         },
-        stdout_digest: optional(stdout_digest)?,
-        stderr_digest: optional(stderr_digest)?,
-        created_at_unix_ms: created_at_unix_ms.as_i64()?,
+        stdout_digest,
+        stderr_digest,
+        created_at_unix_ms,
     })
 }
+
+/// A journal line's columns, in [`record_line`]'s order.
+type LineColumns = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
 
 #[cfg(test)]
 mod tests {
@@ -401,6 +411,47 @@ mod tests {
         let expected = stored_ids(ingested.path());
         assert_eq!(expected.len(), retained);
         assert_eq!(stored_ids(compacted.path()), expected);
+    }
+
+    #[test]
+    fn only_a_line_of_the_record_shape_is_a_row() {
+        let line = record_line(&record(7));
+        let row = row_from_line(line.as_bytes()).unwrap();
+        assert_eq!(row.id, record(7).id.to_hex());
+        assert_eq!(row.exit_code, Some(0));
+        assert_eq!(row.created_at_unix_ms, 1_007);
+        let columns: Vec<serde_json::Value> = serde_json::from_str(&line).unwrap();
+        let changed = |index: usize, value: serde_json::Value| {
+            let mut columns = columns.clone();
+            columns[index] = value;
+            serde_json::to_vec(&columns).unwrap()
+        };
+        let mut longer = columns.clone();
+        longer.push(json!(null));
+        for not_a_row in [
+            serde_json::to_vec(&longer).unwrap(),
+            serde_json::to_vec(&columns[..12]).unwrap(),
+            changed(0, json!("not a digest")),
+            changed(6, json!(null)),
+            changed(1, json!(1)),
+            changed(3, json!(false)),
+            changed(9, json!(i64::from(i32::MAX) + 1)),
+            changed(9, json!(1.5)),
+            changed(12, json!(1.5)),
+            changed(12, json!("1007")),
+        ] {
+            assert!(
+                row_from_line(&not_a_row).is_none(),
+                "{}",
+                String::from_utf8_lossy(&not_a_row)
+            );
+        }
+        // Optional columns may be null.
+        assert!(row_from_line(&changed(3, json!(null))).is_some());
+        assert_eq!(
+            row_from_line(&changed(9, json!(null))).unwrap().exit_code,
+            None
+        );
     }
 
     #[test]
