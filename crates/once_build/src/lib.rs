@@ -185,10 +185,8 @@ pub fn plan(
         let Some(action_plan) = action_plan else {
             return Ok(Err(format!("no target `{id}`")));
         };
-        let details = analysis.target(id)?;
-        let declared = details
-            .as_ref()
-            .and_then(|d| d.capabilities.iter().find(|c| c.name == capability));
+        let details = analysis.target_outline(id, capability)?;
+        let declared = details.as_ref().and_then(|d| d.capability.as_ref());
         let mut target = PlannedTarget {
             id: id.clone(),
             kind: details.as_ref().map(|d| d.kind.clone()).unwrap_or_default(),
