@@ -191,6 +191,37 @@ pub(crate) fn target(db: &RootDatabase, workspace: Workspace, id: &str) -> Optio
     })
 }
 
+/// What a plan reports of a target beside its actions: [`TargetDetails`]'s kind, one
+/// capability's declaration and the attributes, without what the details also compute
+/// (the package's diagnostics, the workspace's dependency cycles, the tools): a plan of
+/// 10,000 targets asked the details of each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetOutline {
+    pub kind: String,
+    /// The kind's declaration of the capability asked for, when it has one.
+    pub capability: Option<Capability>,
+    /// As [`TargetDetails::attrs`].
+    pub attrs: Vec<(String, AttrValue)>,
+}
+
+pub(crate) fn target_outline(
+    db: &RootDatabase,
+    workspace: Workspace,
+    id: &str,
+    capability: &str,
+) -> Option<TargetOutline> {
+    let (_, target) = find_target(db, workspace, id)?;
+    let declared = kind_catalog(db, workspace)
+        .get(&target.kind)
+        .and_then(|kind| kind.capabilities.iter().find(|c| c.name == capability))
+        .cloned();
+    Some(TargetOutline {
+        kind: target.kind.clone(),
+        capability: declared,
+        attrs: target.attrs.clone(),
+    })
+}
+
 /// The outcome of a validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Validation {

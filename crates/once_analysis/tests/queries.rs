@@ -102,3 +102,44 @@ fn paging_through_targets_builds_the_listing_once() {
     assert_eq!(host.analysis().targets(None).unwrap().len(), 3);
     assert_eq!(runs(&log, "target_listing"), 1);
 }
+
+#[test]
+fn a_target_outline_is_what_the_details_say_of_it() {
+    let (_, host, _) = load(
+        r#"
+//- /once.toml
+[workspace]
+//- /a/once.toml
+[[target]]
+name = "Gen"
+kind = "command"
+attempts = 3
+[target.attrs]
+cmd = "echo hi > $OUT/o"
+outputs = ["o"]
+//- /b/once.toml
+[[target]]
+name = "Broken"
+kind = "rust_libary"
+"#,
+    );
+    let analysis = host.analysis();
+    let mut compared = 0;
+    for id in ["a/Gen", "b/Broken"] {
+        let details = analysis.target(id).unwrap().unwrap();
+        for capability in ["build", "run", "test", "no_such_capability"] {
+            let outline = analysis.target_outline(id, capability).unwrap().unwrap();
+            assert_eq!(outline.kind, details.kind);
+            assert_eq!(outline.attrs, details.attrs);
+            assert_eq!(
+                outline.capability.as_ref(),
+                details.capabilities.iter().find(|c| c.name == capability),
+                "{id} {capability}"
+            );
+            compared += usize::from(outline.capability.is_some());
+        }
+    }
+    assert!(compared >= 1, "no capability was compared");
+    assert!(!analysis.target("a/Gen").unwrap().unwrap().attrs.is_empty());
+    assert_eq!(analysis.target_outline("a/Nope", "build").unwrap(), None);
+}

@@ -170,12 +170,12 @@ pub fn plan(
 ) -> Cancellable<Result<Plan, String>> {
     let mut plan = Plan {
         capability: capability.to_owned(),
-        targets: Vec::new(),
-        actions: Vec::new(),
+        targets: Vec::with_capacity(ids.len()),
+        actions: Vec::with_capacity(ids.len()),
         problems: Vec::new(),
-        kinds: std::collections::HashMap::new(),
+        kinds: std::collections::HashMap::with_capacity(ids.len()),
     };
-    let mut seen_actions = HashSet::new();
+    let mut seen_actions = HashSet::with_capacity(ids.len());
     let mut seen_problems = HashSet::new();
     let workspace_attempts = analysis.workspace_test_attempts()?;
     // A step left out of a later target's plan (an earlier one planned it) adds nothing
@@ -185,10 +185,8 @@ pub fn plan(
         let Some(action_plan) = action_plan else {
             return Ok(Err(format!("no target `{id}`")));
         };
-        let details = analysis.target(id)?;
-        let declared = details
-            .as_ref()
-            .and_then(|d| d.capabilities.iter().find(|c| c.name == capability));
+        let details = analysis.target_outline(id, capability)?;
+        let declared = details.as_ref().and_then(|d| d.capability.as_ref());
         let mut target = PlannedTarget {
             id: id.clone(),
             kind: details.as_ref().map(|d| d.kind.clone()).unwrap_or_default(),
@@ -211,7 +209,9 @@ pub fn plan(
                 .filter(|n| (1..=20).contains(n))
                 .or(workspace_attempts),
         };
-        for step in &action_plan.steps {
+        // The plans are this function's own: their actions are moved into the plan, not
+        // copied (10,000 actions with their command lines, inputs and outputs).
+        for step in action_plan.steps {
             for located in &step.diagnostics {
                 let d = &located.diagnostic;
                 if d.severity == once_model::Severity::Error {
@@ -243,13 +243,13 @@ pub fn plan(
                 target.default_outputs.clone_from(&step.default_outputs);
                 target.implemented = step.implemented;
             }
-            for planned in &step.actions {
+            for planned in step.actions {
                 if own {
                     target.actions.push(planned.action.id.clone());
                 }
                 if seen_actions.insert(planned.action.id.clone()) {
                     plan.actions.push(PlannedAction {
-                        action: planned.action.clone(),
+                        action: planned.action,
                         static_key: planned.static_key,
                     });
                 }

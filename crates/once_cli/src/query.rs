@@ -69,6 +69,22 @@ pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
         Err(err) => Err(std::io::Error::from(err)),
         Ok(()) => stdout.write_all(b"\n").and_then(|()| stdout.flush()),
     };
+    stdout_written(written)
+}
+
+/// Prints an answer already encoded as one compact JSON line (without its newline), as
+/// [`print_json`] does.
+pub(crate) fn print_json_bytes(answer: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(answer)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    stdout_written(written)
+}
+
+/// A write to stdout's outcome: a reader that closed the pipe early is not an error.
+fn stdout_written(written: std::io::Result<()>) -> anyhow::Result<()> {
     match written {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(err).context("cannot write to stdout")

@@ -193,7 +193,7 @@ fn start(
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
     let store = open_store(root, exec)?;
-    let plan = plan_targets(root, &store, &[target.to_owned()], "run")?;
+    let plan = plan_targets(root, &store, &[target.to_owned()], "run", false)?;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }

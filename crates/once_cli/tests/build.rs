@@ -160,6 +160,14 @@ fn a_second_build_hits_an_edit_misses_and_identical_outputs_cut_off() {
     let (code, first) = build_json(root, &["use/Use", "gen/Gen", "data/Data"]);
     assert_eq!(code, 0, "{first}");
     assert_eq!(first["success"], true);
+    // The answer's fields, in their order (it is written straight from the records).
+    let fields: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(fields, ["success", "capability", "targets", "problems"]);
     assert_eq!(
         cache_states(&first),
         states(&[
@@ -309,6 +317,16 @@ fn run_builds_first_then_runs_with_the_arguments() {
     assert_eq!(program, "hello fixed\n");
     let record: Value = serde_json::from_str(&format!("{{{record}")).unwrap();
     assert_eq!(record["exit_code"], 0);
+    let fields: Vec<&str> = record
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        fields,
+        ["success", "capability", "exit_code", "targets", "problems"]
+    );
     assert_eq!(record["targets"][0]["cache"], "bypass");
     assert_eq!(record["targets"][0]["capability"], "run");
 

@@ -12,19 +12,32 @@
 //!   content, so ingesting twice after a crash stores it once), then the journal is
 //!   emptied. An incomplete last line can only be a writer that died mid-write (writers
 //!   hold the shared lock while they write) and is dropped.
-//! - **Bounded.** A writer that leaves the journal above [`JOURNAL_INGEST_BYTES`] ingests
-//!   it itself, so builds nobody queries do not grow it without end.
+//! - **Bounded, without SQLite.** A writer that leaves the journal above
+//!   [`JOURNAL_INGEST_BYTES`] **compacts** it ([`compact`]): under the exclusive `flock`
+//!   it rewrites the journal to the lines ingesting it could keep (the newest
+//!   [`RETAINED_RECORDS`] distinct records; the database keeps no more, so the others
+//!   would be inserted only to be deleted in the same transaction) in a new file renamed
+//!   over it. A build of 10,000 actions that found the journal full paid a transaction of
+//!   40,000 rows (1.7 s); the compaction reads and writes a few MiB. Only when the
+//!   retained lines alone fill half the bound (long lines) does the writer ingest
+//!   instead, as before.
+//! - **Replaced, never lost.** Because a compaction replaces the file, everyone who locks
+//!   the journal checks, with the lock held, that the file it locked is still the one at
+//!   `.once/evidence.journal`, and opens the current one otherwise ([`open_locked`]): an
+//!   appender that opened the old file before the rename would otherwise write its
+//!   records into a file nobody reads again.
 
+use std::collections::HashSet;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
 
 use once_db::Sha256Digest;
 use once_db::confined;
-use rustix::fs::{FlockOperation, Mode, OFlags};
-use serde_json::{Value, json};
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use serde_json::json;
 
-use crate::database::{EvidenceError, EvidenceStore, StoredRow};
+use crate::database::{EvidenceError, EvidenceStore, RETAINED_RECORDS, StoredRow};
 use crate::record::EvidenceRecord;
 
 /// Where the journal lives, relative to the workspace root.
@@ -32,13 +45,26 @@ pub const JOURNAL_PATH: &str = ".once/evidence.journal";
 
 const JOURNAL_NAME: &str = "evidence.journal";
 
-/// A writer that leaves the journal larger than this ingests it into the database.
+/// Where a compaction writes the journal's new contents before renaming them over it.
+const COMPACTING_NAME: &str = "evidence.journal.compacting";
+
+/// A writer that leaves the journal larger than this compacts it (or, when compacting
+/// cannot bring it under half of this, ingests it into the database).
 pub const JOURNAL_INGEST_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Appends `records` to the journal of the workspace at `root` (making `.once` and the
-/// journal when missing) in one write; returns how many were appended. Ingests the
+/// journal when missing) in one write; returns how many were appended. Compacts the
 /// journal when it has grown past [`JOURNAL_INGEST_BYTES`].
 pub fn append_to_journal(root: &Path, records: &[EvidenceRecord]) -> Result<usize, EvidenceError> {
+    append_bounded(root, records, JOURNAL_INGEST_BYTES)
+}
+
+/// [`append_to_journal`] with the size past which the journal is compacted.
+pub(crate) fn append_bounded(
+    root: &Path,
+    records: &[EvidenceRecord],
+    bound: u64,
+) -> Result<usize, EvidenceError> {
     if records.is_empty() {
         return Ok(0);
     }
@@ -52,15 +78,13 @@ pub fn append_to_journal(root: &Path, records: &[EvidenceRecord]) -> Result<usiz
         lines.push_str(&record_line(record));
         lines.push('\n');
     }
-    let journal = open_journal(root, true)
+    let (_, mut file) = open_locked(root, true, FlockOperation::LockShared)
         .map_err(io_error)?
         .ok_or_else(|| io_error(io::Error::other("the directory `.once` could not be made")))?;
-    rustix::fs::flock(&journal, FlockOperation::LockShared).map_err(|e| io_error(e.into()))?;
-    let mut file = std::fs::File::from(journal);
     file.write_all(lines.as_bytes()).map_err(io_error)?;
     let size = file.metadata().map_err(io_error)?.len();
     drop(file);
-    if size > JOURNAL_INGEST_BYTES {
+    if size > bound && !compact(root, bound, bound / 2).map_err(io_error)? {
         EvidenceStore::open(root)?;
     }
     Ok(records.len())
@@ -71,8 +95,17 @@ pub(crate) fn journal_exists(root: &Path) -> bool {
     std::fs::symlink_metadata(root.join(JOURNAL_PATH)).is_ok_and(|m| m.file_type().is_file())
 }
 
-/// Opens the journal for appending and reading, without following links.
-fn open_journal(root: &Path, create: bool) -> io::Result<Option<OwnedFd>> {
+/// Opens the journal for appending and reading, without following links, and locks it
+/// (`operation`); `None` when it does not exist and `create` is false. With the lock
+/// held, the file must still be the one at `.once/evidence.journal`: a compaction that
+/// held the exclusive lock meanwhile renamed a new file over it, and the old one is
+/// read by nobody again, so it is closed and the current one opened. Answers the
+/// `.once` directory too.
+pub(crate) fn open_locked(
+    root: &Path,
+    create: bool,
+    operation: FlockOperation,
+) -> io::Result<Option<(OwnedFd, std::fs::File)>> {
     let root_handle = confined::open_root(root)?;
     let Some(directory) = confined::open_directory_at(root_handle.as_fd(), ".once", create)? else {
         return Ok(None);
@@ -81,37 +114,127 @@ fn open_journal(root: &Path, create: bool) -> io::Result<Option<OwnedFd>> {
     if create {
         flags |= OFlags::CREATE;
     }
-    match rustix::fs::openat(&directory, JOURNAL_NAME, flags, Mode::from_raw_mode(0o644)) {
-        Ok(journal) => Ok(Some(journal)),
-        Err(rustix::io::Errno::NOENT) if !create => Ok(None),
-        Err(e) => Err(e.into()),
+    loop {
+        let journal =
+            match rustix::fs::openat(&directory, JOURNAL_NAME, flags, Mode::from_raw_mode(0o644)) {
+                Ok(journal) => journal,
+                Err(rustix::io::Errno::NOENT) if !create => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+        rustix::fs::flock(&journal, operation)?;
+        let held = rustix::fs::fstat(&journal)?;
+        match rustix::fs::statat(&directory, JOURNAL_NAME, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(current) if current.st_dev == held.st_dev && current.st_ino == held.st_ino => {
+                return Ok(Some((directory, std::fs::File::from(journal))));
+            }
+            // Replaced (or removed) between the open and the lock: take the current one.
+            Ok(_) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
-/// Moves the journal's records into `store` (see the module documentation).
+/// Rewrites the journal of the workspace at `root`, when it is larger than `above`, to
+/// the lines [`retained`] keeps, under its exclusive lock, through a new file renamed
+/// over it (a crash leaves the old journal or the new one, whole). Answers false,
+/// changing nothing, when those lines alone are larger than `room` (compacting would
+/// not make room: the caller ingests instead).
+///
+/// What it drops is what ingesting the journal would insert only for the same
+/// transaction to delete: ingesting inserts the journal's records in order (a record
+/// seen before is ignored), then deletes all but the database's newest
+/// [`RETAINED_RECORDS`]; when the journal holds more distinct records than that, the
+/// older ones among them cannot be among the newest. (A journal line can already be in
+/// the database only when an ingest committed and crashed before emptying the journal;
+/// those lines come first, so when one of them is among the kept lines, every line
+/// dropped is such a line too, ignored by the ingest anyway.)
+pub(crate) fn compact(root: &Path, above: u64, room: u64) -> io::Result<bool> {
+    let Some((directory, mut file)) = open_locked(root, false, FlockOperation::LockExclusive)?
+    else {
+        return Ok(true);
+    };
+    let mut text = Vec::new();
+    file.read_to_end(&mut text)?;
+    // Another writer may have compacted it while this one waited for the lock.
+    if text.len() as u64 <= above {
+        return Ok(true);
+    }
+    let kept = retained(complete_lines(&text));
+    let size: usize = kept.iter().map(|(line, _)| line.len() + 1).sum();
+    if size as u64 > room {
+        return Ok(false);
+    }
+    let mut compacted = Vec::with_capacity(size);
+    for (line, _) in &kept {
+        compacted.extend_from_slice(line);
+        compacted.push(b'\n');
+    }
+    match rustix::fs::unlinkat(&directory, COMPACTING_NAME, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let new = rustix::fs::openat(
+        &directory,
+        COMPACTING_NAME,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    std::fs::File::from(new).write_all(&compacted)?;
+    rustix::fs::renameat(&directory, COMPACTING_NAME, &directory, JOURNAL_NAME)?;
+    // The lock of the old file is released with it: whoever waited for it finds the
+    // file replaced and opens the new one (see `open_locked`).
+    drop(file);
+    Ok(true)
+}
+
+/// The complete lines of a journal's text: an incomplete last line can only be a writer
+/// that died mid-write (writers hold the shared lock while they write).
+fn complete_lines(text: &[u8]) -> &[u8] {
+    let complete = text
+        .iter()
+        .rposition(|byte| *byte == b'\n')
+        .map_or(0, |last| last + 1);
+    &text[..complete]
+}
+
+/// The records of `lines` ingesting them can keep, in order, each with its line: the
+/// lines that are records (others are dropped), each record at its first line (a
+/// record's id is its content: a later line of it is ignored by `INSERT OR IGNORE`),
+/// and of those the last [`RETAINED_RECORDS`].
+fn retained(lines: &[u8]) -> Vec<(&[u8], StoredRow)> {
+    let mut seen = HashSet::new();
+    let mut rows: Vec<(&[u8], StoredRow)> = lines
+        .split(|byte| *byte == b'\n')
+        .filter_map(|line| row_from_line(line).map(|row| (line, row)))
+        .filter(|(_, row)| seen.insert(row.id.clone()))
+        .collect();
+    let retained = usize::try_from(RETAINED_RECORDS).unwrap_or(usize::MAX);
+    let older = rows.len().saturating_sub(retained);
+    rows.drain(..older);
+    rows
+}
+
+/// Moves the journal's records into `store` (see the module documentation): only those
+/// [`retained`] keeps, which leaves the database as ingesting all of them would.
 pub(crate) fn ingest(store: &mut EvidenceStore, root: &Path) -> Result<usize, EvidenceError> {
     let path = root.join(JOURNAL_PATH);
     let io_error = |source: io::Error| EvidenceError::Io {
         path: path.clone(),
         source,
     };
-    let Some(journal) = open_journal(root, false).map_err(io_error)? else {
+    let Some((_, mut file)) =
+        open_locked(root, false, FlockOperation::LockExclusive).map_err(io_error)?
+    else {
         return Ok(0);
     };
-    rustix::fs::flock(&journal, FlockOperation::LockExclusive).map_err(|e| io_error(e.into()))?;
-    let mut file = std::fs::File::from(journal);
     let mut text = Vec::new();
     file.read_to_end(&mut text).map_err(io_error)?;
     if text.is_empty() {
         return Ok(0);
     }
-    let complete = text
-        .iter()
-        .rposition(|byte| *byte == b'\n')
-        .map_or(0, |last| last + 1);
-    let rows: Vec<StoredRow> = text[..complete]
-        .split(|byte| *byte == b'\n')
-        .filter_map(row_from_line)
+    let rows: Vec<StoredRow> = retained(complete_lines(&text))
+        .into_iter()
+        .map(|(_, row)| row)
         .collect();
     let added = store.insert_rows(&rows)?;
     file.set_len(0).map_err(io_error)?;
@@ -142,8 +265,10 @@ fn record_line(record: &EvidenceRecord) -> String {
 /// A journal line back as a row; `None` for a line that is not one (checked like every
 /// stored row when it is read back as a record).
 fn row_from_line(line: &[u8]) -> Option<StoredRow> {
-    let columns: Vec<Value> = serde_json::from_slice(line).ok()?;
-    let [
+    // Decoded straight into the columns' types (a compaction decodes every line of a
+    // 16 MiB journal; through `serde_json::Value` that was most of its time). A line of
+    // another shape (more or fewer columns, a column of another type) is not a record.
+    let (
         id,
         subject_kind,
         subject_id,
@@ -157,35 +282,226 @@ fn row_from_line(line: &[u8]) -> Option<StoredRow> {
         stdout_digest,
         stderr_digest,
         created_at_unix_ms,
-    ] = columns.as_slice()
-    else {
-        return None;
-    };
-    let text = |value: &Value| value.as_str().map(str::to_owned);
-    let optional = |value: &Value| match value {
-        Value::Null => Some(None),
-        value => value.as_str().map(|s| Some(s.to_owned())),
-    };
+    ): LineColumns = serde_json::from_slice(line).ok()?;
     // Digests are checked here so that a line that is not a record is never stored.
-    let digest = |value: &Value| value.as_str().and_then(Sha256Digest::from_hex).map(|_| ());
-    digest(id)?;
-    digest(action_digest)?;
+    Sha256Digest::from_hex(&id)?;
+    Sha256Digest::from_hex(&action_digest)?;
     Some(StoredRow {
-        id: text(id)?,
-        subject_kind: text(subject_kind)?,
-        subject_id: text(subject_id)?,
-        subject_capability: optional(subject_capability)?,
-        action: optional(action)?,
-        status: text(status)?,
-        action_digest: text(action_digest)?,
-        input_digest: optional(input_digest)?,
-        cache: text(cache)?,
+        id,
+        subject_kind,
+        subject_id,
+        subject_capability,
+        action,
+        status,
+        action_digest,
+        input_digest,
+        cache,
         exit_code: match exit_code {
-            Value::Null => None,
-            code => Some(i32::try_from(code.as_i64()?).ok()?),
+            None => None,
+            Some(code) => Some(i32::try_from(code).ok()?),
         },
-        stdout_digest: optional(stdout_digest)?,
-        stderr_digest: optional(stderr_digest)?,
-        created_at_unix_ms: created_at_unix_ms.as_i64()?,
+        stdout_digest,
+        stderr_digest,
+        created_at_unix_ms,
     })
+}
+
+/// A journal line's columns, in [`record_line`]'s order.
+type LineColumns = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ActionEvidence, CacheOutcome, EvidenceStatus, Subject};
+
+    fn record(n: u64) -> EvidenceRecord {
+        let evidence = ActionEvidence {
+            subject: Subject::Target {
+                id: format!("pkgs/p{n}/T"),
+                capability: "build".into(),
+            },
+            action: Some(format!("pkgs/p{n}/T#build/0")),
+            status: EvidenceStatus::Passed,
+            action_digest: Sha256Digest::of(n.to_string().as_bytes()),
+            input_digest: None,
+            cache: CacheOutcome::Hit,
+            exit_code: Some(0),
+            stdout: None,
+            stderr: None,
+        };
+        EvidenceRecord::new(evidence, 1_000 + n)
+    }
+
+    /// The database's record ids, oldest first.
+    fn stored_ids(root: &Path) -> Vec<String> {
+        let connection = rusqlite::Connection::open(root.join(crate::DATABASE_PATH)).unwrap();
+        let mut select = connection
+            .prepare("SELECT id FROM evidence_records ORDER BY seq")
+            .unwrap();
+        select
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn compacting_the_journal_leaves_the_database_ingesting_all_of_it_would() {
+        let retained = usize::try_from(RETAINED_RECORDS).unwrap();
+        let older: Vec<EvidenceRecord> = (0..100).map(record).collect();
+        let newer: Vec<EvidenceRecord> =
+            (100..100 + 2 * retained as u64 + 500).map(record).collect();
+        let compacted = tempfile::tempdir().unwrap();
+        let ingested = tempfile::tempdir().unwrap();
+        for root in [compacted.path(), ingested.path()] {
+            EvidenceStore::open(root)
+                .unwrap()
+                .record_all(&older)
+                .unwrap();
+        }
+        // A journal whose first lines are in the database already (an ingest that
+        // committed and crashed before emptying it), then new records, one of them twice,
+        // a line that is not a record and a torn last line.
+        append_bounded(compacted.path(), &older, u64::MAX).unwrap();
+        append_bounded(compacted.path(), &newer, u64::MAX).unwrap();
+        append_bounded(compacted.path(), &newer[5..6], u64::MAX).unwrap();
+        let journal = compacted.path().join(JOURNAL_PATH);
+        let mut text = std::fs::read(&journal).unwrap();
+        text.extend_from_slice(b"[\"not a record\"]\n[\"torn");
+        std::fs::write(&journal, &text).unwrap();
+
+        // What ingesting every line does, without compacting or selecting anything.
+        let every_row: Vec<StoredRow> = complete_lines(&text)
+            .split(|byte| *byte == b'\n')
+            .filter_map(row_from_line)
+            .collect();
+        assert_eq!(every_row.len(), 100 + newer.len() + 1);
+        let mut store = EvidenceStore::open(ingested.path()).unwrap();
+        store.insert_rows(&every_row).unwrap();
+        drop(store);
+
+        assert!(compact(compacted.path(), 0, u64::MAX).unwrap());
+        let lines = std::fs::read_to_string(&journal).unwrap();
+        assert_eq!(lines.lines().count(), retained);
+        assert!(lines.ends_with('\n'));
+        assert!(
+            !compacted
+                .path()
+                .join(".once")
+                .join(COMPACTING_NAME)
+                .exists()
+        );
+        drop(EvidenceStore::open(compacted.path()).unwrap());
+        assert_eq!(std::fs::read(&journal).unwrap(), b"");
+
+        let expected = stored_ids(ingested.path());
+        assert_eq!(expected.len(), retained);
+        assert_eq!(stored_ids(compacted.path()), expected);
+    }
+
+    #[test]
+    fn only_a_line_of_the_record_shape_is_a_row() {
+        let line = record_line(&record(7));
+        let row = row_from_line(line.as_bytes()).unwrap();
+        assert_eq!(row.id, record(7).id.to_hex());
+        assert_eq!(row.exit_code, Some(0));
+        assert_eq!(row.created_at_unix_ms, 1_007);
+        let columns: Vec<serde_json::Value> = serde_json::from_str(&line).unwrap();
+        let changed = |index: usize, value: serde_json::Value| {
+            let mut columns = columns.clone();
+            columns[index] = value;
+            serde_json::to_vec(&columns).unwrap()
+        };
+        let mut longer = columns.clone();
+        longer.push(json!(null));
+        for not_a_row in [
+            serde_json::to_vec(&longer).unwrap(),
+            serde_json::to_vec(&columns[..12]).unwrap(),
+            changed(0, json!("not a digest")),
+            changed(6, json!(null)),
+            changed(1, json!(1)),
+            changed(3, json!(false)),
+            changed(9, json!(i64::from(i32::MAX) + 1)),
+            changed(9, json!(1.5)),
+            changed(12, json!(1.5)),
+            changed(12, json!("1007")),
+        ] {
+            assert!(
+                row_from_line(&not_a_row).is_none(),
+                "{}",
+                String::from_utf8_lossy(&not_a_row)
+            );
+        }
+        // Optional columns may be null.
+        assert!(row_from_line(&changed(3, json!(null))).is_some());
+        assert_eq!(
+            row_from_line(&changed(9, json!(null))).unwrap().exit_code,
+            None
+        );
+    }
+
+    #[test]
+    fn a_compaction_that_would_not_make_room_changes_nothing() {
+        let workspace = tempfile::tempdir().unwrap();
+        let records: Vec<EvidenceRecord> = (0..10).map(record).collect();
+        append_bounded(workspace.path(), &records, u64::MAX).unwrap();
+        let journal = workspace.path().join(JOURNAL_PATH);
+        let before = std::fs::read(&journal).unwrap();
+        assert!(!compact(workspace.path(), 0, 100).unwrap());
+        assert_eq!(std::fs::read(&journal).unwrap(), before);
+        // Under its bound a journal is left alone.
+        assert!(compact(workspace.path(), before.len() as u64, 0).unwrap());
+        assert_eq!(std::fs::read(&journal).unwrap(), before);
+    }
+
+    #[test]
+    fn appends_racing_compactions_are_never_lost() {
+        let workspace = tempfile::tempdir().unwrap();
+        let root = workspace.path();
+        append_bounded(root, &[record(0)], u64::MAX).unwrap();
+        let writers = 4u64;
+        let each = 150u64;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    compact(root, 0, u64::MAX).unwrap();
+                }
+            });
+            let appenders: Vec<_> = (0..writers)
+                .map(|writer| {
+                    scope.spawn(move || {
+                        for n in 0..each {
+                            let record = record(1 + writer * each + n);
+                            append_bounded(root, &[record], u64::MAX).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for appender in appenders {
+                appender.join().unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        drop(EvidenceStore::open(root).unwrap());
+        assert_eq!(
+            stored_ids(root).len() as u64,
+            1 + writers * each,
+            "records appended to a replaced journal were lost"
+        );
+    }
 }
