@@ -138,29 +138,36 @@ pub fn open_directory_at(
     relative: &str,
     create: bool,
 ) -> io::Result<Option<OwnedFd>> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let parts = components(relative);
-    if parts.len() > 1 && OPENAT2.load(Ordering::Relaxed) {
-        // One call where the kernel has `openat2` (Linux 5.6): it resolves the whole path
-        // without following any link and without leaving `root`. Anything but success or
-        // a missing directory takes the walk below, which makes missing directories and
-        // says why a component is refused.
-        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
-        match openat2(
-            root,
-            parts.join("/"),
-            flags | OFlags::NOFOLLOW,
-            Mode::empty(),
-            resolve,
-        ) {
-            Ok(directory) => return Ok(Some(directory)),
-            Err(Errno::NOENT) if !create => return Ok(None),
-            Err(Errno::NOSYS | Errno::PERM) => OPENAT2.store(false, Ordering::Relaxed),
-            Err(_) => {}
-        }
+    if let Some(found) = open_beneath(root, &parts, create) {
+        return Ok(found);
     }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let start = openat(root, ".", flags, Mode::empty())?;
     open_directory(start, &parts, relative, create)
+}
+
+/// The directory `parts` below `root` in one call where the kernel has `openat2` (Linux
+/// 5.6), which resolves the whole path without following any link and without leaving
+/// `root`: `Some(Some(directory))`, or `Some(None)` when it is missing and not to be
+/// created. `None` for one component (nothing to save) and for anything else, which
+/// takes the walk of [`open_directory`]: it makes missing directories and says why a
+/// component is refused.
+fn open_beneath(root: BorrowedFd<'_>, parts: &[&str], create: bool) -> Option<Option<OwnedFd>> {
+    if parts.len() < 2 || !OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+    match openat2(root, parts.join("/"), flags, Mode::empty(), resolve) {
+        Ok(directory) => Some(Some(directory)),
+        Err(Errno::NOENT) if !create => Some(None),
+        Err(Errno::NOSYS | Errno::PERM) => {
+            OPENAT2.store(false, Ordering::Relaxed);
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// Whether `openat2` may be tried (cleared when the kernel or a sandbox refuses it).
@@ -184,26 +191,15 @@ fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
 pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
     let (directories, name) = split_file(relative)?;
     let root = open_root(root)?;
-    // The directory in one `openat2` where the kernel has it (a test's results are six
-    // levels down); anything but success or a missing directory takes the walk, which
-    // says why a component is refused.
-    let mut beneath = None;
-    if directories.len() > 1 && OPENAT2.load(Ordering::Relaxed) {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
-        match openat2(&root, directories.join("/"), flags, Mode::empty(), resolve) {
-            Ok(directory) => beneath = Some(directory),
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::NOSYS | Errno::PERM) => OPENAT2.store(false, Ordering::Relaxed),
-            Err(_) => {}
-        }
-    }
-    let directory = match beneath {
-        Some(directory) => directory,
-        None => match open_directory(root, &directories, relative, false)? {
-            Some(directory) => directory,
-            None => return Ok(None),
-        },
+    // A test's results are six levels down: one `openat2` where the kernel has it. The
+    // walk's refusals name the whole file path (`relative`), so it is called here rather
+    // than through `open_directory_at`, whose messages name the directory.
+    let directory = match open_beneath(root.as_fd(), &directories, false) {
+        Some(found) => found,
+        None => open_directory(root, &directories, relative, false)?,
+    };
+    let Some(directory) = directory else {
+        return Ok(None);
     };
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = match openat(&directory, name, flags, Mode::empty()) {

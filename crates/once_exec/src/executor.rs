@@ -1180,10 +1180,12 @@ impl<'a> Executor<'a> {
         }
         // A probe whose stored answer holds costs a few `stat`s: only the rest are worth
         // a thread (a cached build would otherwise start one per probe to read a file).
-        let programs = crate::probes::FoundPrograms::default();
+        let resolve = |argv0: &str, path_variable: &str, cwd: &Path| {
+            self.resolve(run, argv0, path_variable, cwd)
+        };
         distinct.retain(|(probe, env, cwd)| {
             !run.probes
-                .is_answered(self.store, probe, env, cwd, &programs)
+                .is_answered(self.store, probe, env, cwd, &resolve)
         });
         if distinct.len() < 2 {
             return;

@@ -56,34 +56,6 @@ pub struct Probes {
     runs: AtomicUsize,
 }
 
-/// Where programs named without a `/` were found on a `PATH` (by program and `PATH`),
-/// for stamps taken at one moment ([`Probes::is_answered`]).
-#[derive(Default)]
-pub struct FoundPrograms(Mutex<HashMap<(String, String), Result<PathBuf, String>>>);
-
-impl FoundPrograms {
-    /// [`probe_stamps`], each program looked up once.
-    fn stamps(
-        &self,
-        probe: &[String],
-        environment: &BTreeMap<String, String>,
-        cwd: &Path,
-    ) -> Option<Vec<Stamp>> {
-        let remembered = |program: &str, path_variable: &str, cwd: &Path| {
-            if program.contains('/') {
-                return resolve_program(program, path_variable, cwd);
-            }
-            let key = (program.to_owned(), path_variable.to_owned());
-            let mut found = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            found
-                .entry(key)
-                .or_insert_with(|| resolve_program(program, path_variable, cwd))
-                .clone()
-        };
-        probe_stamps_with(probe, environment, cwd, &remembered)
-    }
-}
-
 impl Probes {
     /// The result digest of `probe` run with `environment` from `cwd`: a stored answer
     /// whose stamps all hold, else the probe's run (the first time it is asked for).
@@ -123,23 +95,23 @@ impl Probes {
 
     /// Whether `probe` has a result without running it: memoised in this execution, or a
     /// stored answer whose stamps all hold (then memoised). The executor asks this first,
-    /// so that only the probes that must run get a thread of their own. `programs`
-    /// remembers where the programs were found for one series of questions asked at one
-    /// moment (several probes, one per package's working directory, name the same
-    /// `cargo`); the executor asks before any action runs and then drops it.
+    /// so that only the probes that must run get a thread of their own. `resolve` finds
+    /// the probe's program (called like [`resolve_program`]): the executor passes its
+    /// lookup of the execution, which finds a program once (several probes, one per
+    /// package's working directory, name the same `cargo`).
     pub fn is_answered(
         &self,
         store: &Store,
         probe: &[String],
         environment: &BTreeMap<String, String>,
         cwd: &Path,
-        programs: &FoundPrograms,
+        resolve: &dyn Fn(&str, &str, &Path) -> Result<PathBuf, String>,
     ) -> bool {
         let key = (probe.to_vec(), environment.clone(), cwd.to_path_buf());
         if self.lock().contains_key(&key) {
             return true;
         }
-        let stamps = programs.stamps(probe, environment, cwd);
+        let stamps = probe_stamps_with(probe, environment, cwd, resolve);
         let answer_key = answer_key(probe, environment, cwd);
         match self.stored_answer(store, &answer_key, stamps.as_deref()) {
             Some(answer) => {
@@ -451,13 +423,7 @@ mod tests {
             let probes = Probes::default();
             // Answered without running exactly when the run would not be needed.
             assert_eq!(
-                probes.is_answered(
-                    &store,
-                    &version,
-                    &environment,
-                    cwd,
-                    &FoundPrograms::default()
-                ),
+                probes.is_answered(&store, &version, &environment, cwd, &resolve_program),
                 expected_runs == 0
             );
             assert_eq!(
@@ -500,7 +466,7 @@ mod tests {
                 &probe("echo v1"),
                 &self::environment(),
                 cwd,
-                &FoundPrograms::default()
+                &resolve_program
             ));
             probes
                 .result(&store, &probe("echo v1"), &self::environment(), cwd)
