@@ -481,6 +481,13 @@ impl Analysis {
         })
     }
 
+    /// Reads the persistent digest index ahead of the first digest (see
+    /// [`once_db::RootDatabase::prepare_digest_index`]): a caller with a core to spare
+    /// does it while other work goes on.
+    pub fn prepare_digest_index(&self) {
+        self.db.prepare_digest_index();
+    }
+
     /// Saves the digests this process computed to `.once/digests` (see
     /// [`once_db::digests`]); `Ok(false)` when there was nothing new.
     pub fn save_digest_index(&self) -> std::io::Result<bool> {

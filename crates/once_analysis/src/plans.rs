@@ -1,8 +1,6 @@
 //! Plans: the actions a target's capability declares, with those of its dependency
 //! closure and each action's static key, as plain data (`once query actions`).
 
-use std::collections::HashSet;
-
 use once_db::{RootDatabase, Workspace};
 use once_graph::{action_static_keys, dependency_graph, target_actions};
 use once_model::action::Action;
@@ -48,7 +46,8 @@ pub(crate) fn action_plan(
     id: &str,
     capability: &str,
 ) -> Option<ActionPlan> {
-    action_plan_after(db, workspace, id, capability, &mut HashSet::new())
+    let mut walk = Walk::new(dependency_graph(db, workspace));
+    action_plan_after(db, workspace, id, capability, &mut walk)
 }
 
 /// The plans of `ids` in order, each as [`action_plan`] answers it except that a step an
@@ -67,37 +66,64 @@ pub(crate) fn action_plans(
     capability: &str,
     before_each: &dyn Fn(),
 ) -> Vec<Option<ActionPlan>> {
-    let mut planned = HashSet::new();
+    let mut walk = Walk::new(dependency_graph(db, workspace));
     ids.iter()
         .map(|id| {
             before_each();
-            action_plan_after(db, workspace, id, capability, &mut planned)
+            action_plan_after(db, workspace, id, capability, &mut walk)
         })
         .collect()
 }
 
-/// [`action_plan`] without the steps in `planned` other than its own; adds its steps to
-/// `planned`.
+/// The state of planning a list of targets over the dependency graph, by node index:
+/// which nodes the current target's walk met, and which nodes' `build` an earlier plan
+/// of the list holds (kept between targets, so a list of 10,000 targets neither
+/// allocates a mark per node per target nor walks a shared dependency again).
+struct Walk<'db> {
+    graph: &'db once_graph::DependencyGraph,
+    /// The round in which the node was last met (a round per target).
+    met: Vec<u32>,
+    round: u32,
+    /// Whether a plan of the list holds the node's `build` step already.
+    built: Vec<bool>,
+}
+
+impl<'db> Walk<'db> {
+    fn new(graph: &'db once_graph::DependencyGraph) -> Walk<'db> {
+        Walk {
+            graph,
+            met: vec![0; graph.nodes.len()],
+            round: 0,
+            built: vec![false; graph.nodes.len()],
+        }
+    }
+}
+
+/// [`action_plan`] without the `build` steps `walk` marks as planned other than its own;
+/// marks its `build` steps.
 fn action_plan_after(
     db: &RootDatabase,
     workspace: Workspace,
     id: &str,
     capability: &str,
-    planned_before: &mut HashSet<(String, String)>,
+    walk: &mut Walk<'_>,
 ) -> Option<ActionPlan> {
-    let graph = dependency_graph(db, workspace);
+    let graph = walk.graph;
     let root = graph.index_of(id)?;
-    // Post-order over the dependency edges: each dependency before its dependents.
+    walk.round += 1;
+    let round = walk.round;
+    // Post-order over the dependency edges: each dependency before its dependents. A
+    // dependency whose `build` was planned before is not entered: its own dependencies
+    // were planned before it.
     let mut order = Vec::new();
-    let mut visited = vec![false; graph.nodes.len()];
     let mut stack = vec![(root, 0usize)];
-    visited[root] = true;
+    walk.met[root] = round;
     while let Some((node, next)) = stack.pop() {
         let edges = &graph.nodes[node].edges;
         if let Some((dep, _)) = edges.get(next) {
             stack.push((node, next + 1));
-            if !visited[*dep] {
-                visited[*dep] = true;
+            if walk.met[*dep] != round && !walk.built[*dep] {
+                walk.met[*dep] = round;
                 stack.push((*dep, 0));
             }
         } else {
@@ -105,15 +131,16 @@ fn action_plan_after(
         }
     }
     let mut steps = Vec::new();
-    for node in order {
-        let node = &graph.nodes[node];
-        if (node.id != id || capability != "build")
-            && planned_before.insert((node.id.clone(), "build".to_owned()))
-        {
+    for index in order {
+        let node = &graph.nodes[index];
+        if (index != root || capability != "build") && !walk.built[index] {
+            walk.built[index] = true;
             steps.push(planned(db, workspace, &node.id, &node.kind, "build"));
         }
-        if node.id == id {
-            planned_before.insert((node.id.clone(), capability.to_owned()));
+        if index == root {
+            if capability == "build" {
+                walk.built[index] = true;
+            }
             steps.push(planned(db, workspace, &node.id, &node.kind, capability));
         }
     }

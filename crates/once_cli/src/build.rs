@@ -160,12 +160,23 @@ pub(crate) fn plan_targets(
     // package's manifest and targets are resolved on every core first, as for `once
     // query targets` (on one thread this was a seventh of a no-op build of 10,000
     // targets). Only a head start: resolving below computes whatever it did not.
-    if patterns
+    //
+    // With a large memo (a large workspace) the digest index is read meanwhile: else
+    // planning's first digest reads it while the other planning threads' first digests
+    // wait.
+    let every_target = patterns
         .iter()
-        .any(|pattern| pattern.trim().ends_with(once_build::RECURSIVE_SUFFIX))
-    {
-        let _ = analysis.prime_targets(crate::query::analysis_threads()?);
-    }
+        .any(|pattern| pattern.trim().ends_with(once_build::RECURSIVE_SUFFIX));
+    std::thread::scope(|scope| {
+        if large {
+            let snapshot = analysis.clone();
+            scope.spawn(move || snapshot.prepare_digest_index());
+        }
+        if every_target {
+            let _ = analysis.prime_targets(crate::query::analysis_threads()?);
+        }
+        anyhow::Ok(())
+    })?;
     let ids = answer(once_build::resolve_targets(
         &analysis,
         patterns,

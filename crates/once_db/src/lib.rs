@@ -184,6 +184,12 @@ impl RootDatabase {
         self.digest_index.save(&*self.system, &root)
     }
 
+    /// Reads the persistent digest index now if no digest did yet (it is otherwise read
+    /// by the first digest, which every other thread's first digest then waits for).
+    pub fn prepare_digest_index(&self) {
+        self.digest_index.prepare(self);
+    }
+
     /// How many bytes this process hashed for digests.
     pub fn bytes_hashed(&self) -> u64 {
         self.digest_index.bytes_hashed()

@@ -13,6 +13,7 @@
 //! while the key, which holds the declaration as written, stays the same wherever the
 //! workspace is checked out.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -84,12 +85,28 @@ impl HostEnvironment {
     }
 }
 
-/// The keyed variables of a complete action environment.
-pub fn keyed_values(environment: &BTreeMap<String, String>) -> BTreeMap<&str, &str> {
-    KEYED_VARIABLES
-        .iter()
-        .filter_map(|name| environment.get(*name).map(|value| (*name, value.as_str())))
-        .collect()
+impl HostEnvironment {
+    /// The value `name` has in the complete environment of an action declaring
+    /// `declared` ([`HostEnvironment::action_environment`]), without making the rest of
+    /// it; `PATH` is `None` when neither declares it (the complete environment then has
+    /// [`DEFAULT_PATH`]).
+    pub fn action_variable<'a>(
+        &'a self,
+        declared: &'a BTreeMap<String, String>,
+        name: &str,
+        workspace_root: &Path,
+    ) -> Option<Cow<'a, str>> {
+        match declared.get(name) {
+            Some(value) if value.contains(WORKSPACE_PLACEHOLDER) => Some(Cow::Owned(
+                value.replace(WORKSPACE_PLACEHOLDER, &workspace_root.to_string_lossy()),
+            )),
+            Some(value) => Some(Cow::Borrowed(value)),
+            None => self
+                .variables
+                .get(name)
+                .map(|value| Cow::Borrowed(value.as_str())),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -116,11 +133,21 @@ mod tests {
         assert_eq!(names, ["GOCACHE", "HOME", "LANG", "PATH"]);
         assert_eq!(environment["LANG"], "de_DE");
         assert_eq!(environment["GOCACHE"], "/src/ws/.once/go:/src/ws/x");
-        assert_eq!(
-            keyed_values(&environment),
-            BTreeMap::from([("LANG", "de_DE")])
-        );
+        // One variable at a time, as the key and the program lookup ask for them.
+        for name in ["GOCACHE", "HOME", "LANG", "PATH", "CFLAGS", "TZ"] {
+            assert_eq!(
+                host.action_variable(&declared, name, Path::new("/src/ws"))
+                    .as_deref(),
+                environment.get(name).map(String::as_str),
+                "{name}"
+            );
+        }
         let bare = HostEnvironment::default().action_environment(&BTreeMap::new(), Path::new("/"));
         assert_eq!(bare["PATH"], DEFAULT_PATH);
+        let no_path = HostEnvironment::default();
+        assert_eq!(
+            no_path.action_variable(&BTreeMap::new(), "PATH", Path::new("/")),
+            None
+        );
     }
 }

@@ -20,6 +20,7 @@
 //! still runs. Cancelling kills the running process groups and starts nothing new.
 
 use once_model::paths::is_under;
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
@@ -31,7 +32,7 @@ use once_db::Sha256Digest;
 use once_model::action::{Action, ActionStep, OUT_DIR, OutputSymlinks, build_dir};
 use once_model::label::TargetLabel;
 
-use crate::environment::{HostEnvironment, keyed_values};
+use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
 use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
@@ -601,8 +602,9 @@ struct Run<'r> {
     stamps: OutputStamps,
     tools: ToolDigests,
     probes: crate::probes::Probes,
-    /// Programs found on a `PATH` outside the workspace, by name and `PATH`.
-    programs: Mutex<HashMap<(String, String), PathBuf>>,
+    /// Programs found on a `PATH` outside the workspace, by `PATH` and name.
+    programs: Mutex<HashMap<String, HashMap<String, PathBuf>>>,
+
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
 }
@@ -908,21 +910,26 @@ impl<'a> Executor<'a> {
         result: &mut ActionResult,
     ) -> Result<(), String> {
         let action = &planned.action;
+        let host = &self.options.host_env;
         let mut program = None;
         let mut environment = None;
+        let mut keyed_variables = Vec::new();
         let mut tool: Option<ToolIdentity> = None;
         let mut probe_results = Vec::new();
         if let ActionStep::Run(command) = &action.step {
-            let env = self
-                .options
-                .host_env
-                .action_environment(&command.env, &self.workspace_root);
+            // The variables the key and the program's lookup need, without the complete
+            // environment: only running the action (or a probe) needs that.
+            let variable = |name| host.action_variable(&command.env, name, &self.workspace_root);
+            keyed_variables = KEYED_VARIABLES
+                .iter()
+                .filter_map(|name| variable(name).map(|value| (*name, value)))
+                .collect();
+            let path_variable = variable("PATH").unwrap_or(Cow::Borrowed(DEFAULT_PATH));
             let cwd = absolute(&self.workspace_root, &command.cwd);
-            let path_variable = env.get("PATH").map_or("", String::as_str);
             let argv0 = command.argv.first().map_or("", String::as_str);
             let found = match (&self.options.once_program, argv0) {
                 (Some(once), ONCE_PROGRAM) => once.clone(),
-                _ => self.resolve(run, argv0, path_variable, &cwd)?,
+                _ => self.resolve(run, argv0, &path_variable, &cwd)?,
             };
             let mut identity = run
                 .tools
@@ -935,16 +942,22 @@ impl<'a> Executor<'a> {
             }
             tool = Some(identity);
             program = Some(found);
-            for probe in &command.probes {
-                probe_results.push(run.probes.result(self.store, probe, &env, &cwd)?);
+            if !command.probes.is_empty() {
+                let env = host.action_environment(&command.env, &self.workspace_root);
+                for probe in &command.probes {
+                    probe_results.push(run.probes.result(self.store, probe, &env, &cwd)?);
+                }
+                environment = Some(env);
             }
-            environment = Some(env);
         }
         let key = action_key(
             action,
             &planned.static_key,
             &KeyParts {
-                host_env: environment.as_ref().map(keyed_values).unwrap_or_default(),
+                host_env: keyed_variables
+                    .iter()
+                    .map(|(name, value)| (*name, value.as_ref()))
+                    .collect(),
                 tool: tool.as_ref(),
                 dependency_outputs: dependency_outputs
                     .iter()
@@ -954,10 +967,6 @@ impl<'a> Executor<'a> {
             },
         );
         result.key = Some(key);
-        let prepared = Prepared {
-            program: program.as_deref(),
-            environment: environment.as_ref(),
-        };
         let give_up = || self.cancel.is_cancelled();
         // The common hit (a no-op build) first, without the output lock: see
         // `hit_in_place`. Anything it is not sure of takes the locked path below.
@@ -969,6 +978,13 @@ impl<'a> Executor<'a> {
                 InPlace::NotSure => {}
             }
         }
+        if let (ActionStep::Run(command), None) = (&action.step, &environment) {
+            environment = Some(host.action_environment(&command.env, &self.workspace_root));
+        }
+        let prepared = Prepared {
+            program: program.as_deref(),
+            environment: environment.as_ref(),
+        };
         // An action without outputs writes nothing another could clash with: taking the
         // lock of the empty set would serialise every such action in the workspace.
         let _outputs_lock = if action.outputs.is_empty() {
@@ -1015,27 +1031,29 @@ impl<'a> Executor<'a> {
         path_variable: &str,
         cwd: &Path,
     ) -> Result<PathBuf, String> {
-        let outside = !argv0.contains('/')
-            && path_variable
-                .split(':')
-                .all(|directory| !Path::new(directory).starts_with(&self.workspace_root));
-        if !outside {
-            return resolve_program(argv0, path_variable, cwd);
-        }
-        let memo_key = (argv0.to_owned(), path_variable.to_owned());
+        // Only names found outside the workspace are remembered: one remembered is found.
         if let Some(found) = run
             .programs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&memo_key)
+            .get(path_variable)
+            .and_then(|programs| programs.get(argv0))
         {
             return Ok(found.clone());
         }
+        let outside = !argv0.contains('/')
+            && path_variable
+                .split(':')
+                .all(|directory| !Path::new(directory).starts_with(&self.workspace_root));
         let found = resolve_program(argv0, path_variable, cwd)?;
-        run.programs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(memo_key, found.clone());
+        if outside {
+            run.programs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(path_variable.to_owned())
+                .or_default()
+                .insert(argv0.to_owned(), found.clone());
+        }
         Ok(found)
     }
 

@@ -21,13 +21,14 @@
 //! while hashing it into a temporary file next to the output, renamed into place only
 //! when the digest matches.
 //!
-//! **Outputs already in place are not touched.** A file that is a link to its sound
-//! blob (same device and inode, the blob sealed) is in place without reading it, whatever
-//! its change time (linking the blob elsewhere moves that). Otherwise its stamp
-//! (size, modification and change times, inode, mode) is looked up in the workspace's
-//! stamp file `.once/output-stamps`; when it matches a stamp recorded with the same
-//! digest, the file is known to hold the right bytes without reading it. Otherwise a file
-//! of the right size and mode is hashed, and only a mismatch is restored. Stamps follow
+//! **Outputs already in place are not touched.** A file whose stamp (size, modification
+//! and change times, inode, mode) matches a stamp recorded with the same digest in the
+//! workspace's stamp file `.once/output-stamps` is known to hold the right bytes without
+//! reading it. Otherwise a file that is a link to its sound blob (same device and inode,
+//! the blob sealed) is in place without reading it, whatever its change time (linking
+//! the blob elsewhere moves that), and its stamp is recorded so that the next build's
+//! look needs no system call for the blob. Otherwise a file of the right size and mode
+//! is hashed, and only a mismatch is restored. Stamps follow
 //! git's racy rule: one whose change time is not older than the stamp file itself is not
 //! trusted (the file could have changed again within the same clock tick).
 
@@ -309,12 +310,17 @@ impl WorkspaceRoot {
                 }
                 OutputKind::File { mode, size, digest } => {
                     let linkable = links_with_mode(*mode);
+                    let mode_held = current.st_mode & 0o777 == *mode
+                        || (linkable && current.st_mode & 0o7777 == BLOB_MODE);
+                    // The stamp first (no system call); a link to the sealed blob proves
+                    // the bytes as well and is stamped, so the next look needs no blob.
                     handles::file_type(&current) == FileType::RegularFile
                         && current.st_size.max(0) as u64 == *size
-                        && ((linkable && store.is_sealed_link(digest, *size, &current))
-                            || ((current.st_mode & 0o777 == *mode
-                                || (linkable && current.st_mode & 0o7777 == BLOB_MODE))
-                                && stamps.known(&entry.path, &current, digest)))
+                        && ((mode_held && stamps.known(&entry.path, &current, digest))
+                            || (linkable && store.is_sealed_link(digest, *size, &current) && {
+                                stamps.record(&entry.path, &current, digest);
+                                true
+                            }))
                 }
             };
             if !held {

@@ -24,11 +24,12 @@
 //! the file.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use once_db::Sha256Digest;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::store::Store;
 use crate::tools::Fingerprint;
@@ -74,6 +75,9 @@ pub fn program_identity() -> Option<Sha256Digest> {
 struct Stored {
     value: Arc<[u8]>,
     last_used: u64,
+    /// Whether this process looked it up (a flag per entry: planning threads look up
+    /// thousands of entries at once, and a shared set took a lock for each).
+    used: AtomicBool,
 }
 
 /// The memo of one process: what it read from the store's `plans` file and what it
@@ -82,7 +86,6 @@ pub struct PlanMemoFile {
     /// Mixed into every key: [`program_identity`].
     salt: Sha256Digest,
     stored: FxHashMap<Sha256Digest, Stored>,
-    used: Mutex<FxHashSet<Sha256Digest>>,
     recorded: Mutex<FxHashMap<Sha256Digest, Arc<[u8]>>>,
 }
 
@@ -101,7 +104,6 @@ impl PlanMemoFile {
         PlanMemoFile {
             salt,
             stored: bytes.and_then(parse).unwrap_or_default(),
-            used: Mutex::default(),
             recorded: Mutex::default(),
         }
     }
@@ -125,7 +127,6 @@ impl PlanMemoFile {
         if recorded.is_empty() {
             return None;
         }
-        let used = lock(&self.used);
         let now = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -134,7 +135,7 @@ impl PlanMemoFile {
             .iter()
             .filter(|(key, _)| !recorded.contains_key(key))
             .map(|(key, stored)| {
-                let last_used = if used.contains(key) {
+                let last_used = if stored.used.load(Ordering::Relaxed) {
                     now
                 } else {
                     stored.last_used
@@ -196,7 +197,7 @@ impl once_db::PlanMemo for PlanMemoFile {
     fn lookup(&self, key: &Sha256Digest) -> Option<Arc<[u8]>> {
         let key = self.salted(key);
         if let Some(stored) = self.stored.get(&key) {
-            lock(&self.used).insert(key);
+            stored.used.store(true, Ordering::Relaxed);
             return Some(stored.value.clone());
         }
         lock(&self.recorded).get(&key).cloned()
@@ -235,6 +236,7 @@ fn parse(bytes: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
             Stored {
                 value: value.into(),
                 last_used,
+                used: AtomicBool::new(false),
             },
         );
         rest = tail;
