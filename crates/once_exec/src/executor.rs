@@ -26,7 +26,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use once_db::Sha256Digest;
 use once_model::action::{Action, ActionStep, OUT_DIR, OutputSymlinks, build_dir};
@@ -36,6 +36,7 @@ use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
 use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
+use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 use crate::store::Store;
 use crate::tools::{ToolDigests, resolve_program};
@@ -600,6 +601,7 @@ struct Run<'r> {
     graph: Graph,
     workspace: WorkspaceRoot,
     stamps: OutputStamps,
+    index: RecordIndex,
     tools: ToolDigests,
     probes: crate::probes::Probes,
     /// Programs found on a `PATH` outside the workspace, by `PATH` and name.
@@ -677,6 +679,7 @@ impl<'a> Executor<'a> {
         let _in_use = self.store.start_use().map_err(ExecError::Store)?;
         let workspace = WorkspaceRoot::open(&self.workspace_root).map_err(ExecError::Workspace)?;
         let stamps = OutputStamps::load(&workspace);
+        let index = RecordIndex::load(self.store, &self.workspace_root);
         let waiting_for = graph.waiting_for.clone();
         let ready = (0..plan.len())
             .filter(|&i| waiting_for[i] == 0)
@@ -686,6 +689,7 @@ impl<'a> Executor<'a> {
             plan,
             workspace,
             stamps,
+            index,
             tools: ToolDigests::default(),
             probes: crate::probes::Probes::default(),
             programs: Mutex::new(HashMap::new()),
@@ -743,6 +747,7 @@ impl<'a> Executor<'a> {
         }
         // Both files are caches: failing to save them costs time, never correctness.
         let _ = run.stamps.save(&run.workspace);
+        let _ = run.index.save(self.store, SystemTime::now());
         let _ = run.tools.save(self.store);
         let _ = run.probes.save(self.store);
         let panic = self
@@ -1070,8 +1075,14 @@ impl<'a> Executor<'a> {
         key: &Sha256Digest,
         result: &mut ActionResult,
     ) -> Result<InPlace, String> {
-        let Some((record, used)) = self.store.read_record_used(key) else {
-            return Ok(InPlace::NoRecord);
+        // The workspace's index first: one file for the whole execution instead of one
+        // per action (`crate::record_index`); what it does not hold recently, the file.
+        let (record, used, indexed) = match run.index.recent(key, SystemTime::now()) {
+            Some((record, used)) => (record, used, true),
+            None => match self.store.read_record_used(key) {
+                Some((record, used)) => (record, used, false),
+                None => return Ok(InPlace::NoRecord),
+            },
         };
         if !covers(action, &record)
             || !run
@@ -1080,7 +1091,12 @@ impl<'a> Executor<'a> {
         {
             return Ok(InPlace::NotSure);
         }
-        Ok(if self.finish_hit(action, key, record, used, result) {
+        let found = Found {
+            record,
+            used,
+            indexed,
+        };
+        Ok(if self.finish_hit(run, action, key, found, result) {
             InPlace::Hit
         } else {
             InPlace::NotSure
@@ -1119,19 +1135,30 @@ impl<'a> Executor<'a> {
                 return Err(format!("cannot restore the action's outputs: {error}"));
             }
         }
-        Ok(self.finish_hit(action, key, record, used, result))
+        let found = Found {
+            record,
+            used,
+            indexed: false,
+        };
+        Ok(self.finish_hit(run, action, key, found, result))
     }
 
-    /// Replays the streams of `record` (whose outputs are in place) into `result` and
-    /// makes it a hit; `false` (with a warning) when a stream's blob cannot be used.
+    /// Replays the streams of the record `found` (whose outputs are in place) into
+    /// `result` and makes it a hit; `false` (with a warning) when a stream's blob cannot
+    /// be used.
     fn finish_hit(
         &self,
+        run: &Run<'_>,
         action: &Action,
         key: &Sha256Digest,
-        record: ActionRecord,
-        used: std::time::SystemTime,
+        found: Found,
         result: &mut ActionResult,
     ) -> bool {
+        let Found {
+            record,
+            used,
+            indexed,
+        } = found;
         let limit = self.options.stream_memory_limit;
         let mut streams = Vec::new();
         for stream in [&record.stdout, &record.stderr] {
@@ -1163,7 +1190,10 @@ impl<'a> Executor<'a> {
                 }
             }
         }
-        self.store.touch_record_if_stale(key, used);
+        let now_used = self.store.touch_record_if_stale(key, used);
+        if !indexed || now_used != used {
+            run.index.remember(key, &record, now_used);
+        }
         result.stderr = streams.pop().unwrap_or_default();
         result.stdout = streams.pop().unwrap_or_default();
         result.status = ActionStatus::Succeeded;
@@ -1378,6 +1408,7 @@ impl<'a> Executor<'a> {
             self.store
                 .write_record(key, &record)
                 .map_err(|e| format!("cannot write the action's record to the store: {e}"))?;
+            run.index.remember(key, &record, SystemTime::now());
         }
         result.outputs = declared_outputs(action, &entries);
         result.entries = entries;
@@ -1486,6 +1517,14 @@ impl std::error::Error for ExecError {}
 struct Prepared<'p> {
     program: Option<&'p Path>,
     environment: Option<&'p std::collections::BTreeMap<String, String>>,
+}
+
+/// A record found for a key: when it was last used, and whether it came from the
+/// workspace's index (`crate::record_index`) rather than its record file.
+struct Found {
+    record: ActionRecord,
+    used: SystemTime,
+    indexed: bool,
 }
 
 /// What [`Executor::hit_in_place`] found.

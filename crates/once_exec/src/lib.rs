@@ -28,6 +28,7 @@
 //! - [`tools`]: finding programs and caching their digests;
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
+//! - [`record_index`]: one file per workspace with copies of the records its builds used;
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
 //! - [`plan_memo`]: the plans of one-shot commands, remembered in the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
@@ -49,6 +50,7 @@ pub mod probe_stamps;
 pub mod probes;
 pub mod reaper;
 pub mod record;
+pub mod record_index;
 pub mod runner;
 pub mod store;
 pub mod tools;

@@ -155,22 +155,7 @@ impl PlanMemoFile {
             total = total.saturating_add(value.len());
             total <= max_bytes
         });
-        let size = entries
-            .iter()
-            .map(|(_, _, value)| ENTRY_HEADER + value.len())
-            .sum::<usize>();
-        let mut out = Vec::with_capacity(HEADER.len() + size + 8 + 32);
-        out.extend_from_slice(HEADER);
-        for (key, last_used, value) in &entries {
-            out.extend_from_slice(&key.0);
-            out.extend_from_slice(&last_used.to_le_bytes());
-            out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-            out.extend_from_slice(value);
-        }
-        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-        let digest = Sha256Digest::of(&out);
-        out.extend_from_slice(&digest.0);
-        Some(out)
+        Some(encode_entries(HEADER, &entries))
     }
 
     /// Rewrites the store's `plans` file when this process recorded anything (see the
@@ -217,28 +202,69 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The entries of a complete, intact memo file of this version.
 fn parse(bytes: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
+    Some(
+        decode_entries(HEADER, bytes)?
+            .into_iter()
+            .map(|(key, last_used, value)| {
+                let stored = Stored {
+                    value: value.into(),
+                    last_used,
+                    used: AtomicBool::new(false),
+                };
+                (key, stored)
+            })
+            .collect(),
+    )
+}
+
+/// A file of keyed entries, each with the time it was last used (seconds since the
+/// epoch): `header`, then per entry its key (32 bytes), the time (little-endian `u64`),
+/// the value's length (little-endian `u32`) and the value; then the entry count (`u64`)
+/// and the SHA-256 of everything before it. Values longer than a `u32` are left out.
+pub(crate) fn encode_entries(header: &[u8], entries: &[(Sha256Digest, u64, &[u8])]) -> Vec<u8> {
+    let entries: Vec<_> = entries
+        .iter()
+        .filter(|(_, _, value)| u32::try_from(value.len()).is_ok())
+        .collect();
+    let size = entries
+        .iter()
+        .map(|(_, _, value)| ENTRY_HEADER + value.len())
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(header.len() + size + 8 + 32);
+    out.extend_from_slice(header);
+    for (key, last_used, value) in &entries {
+        out.extend_from_slice(&key.0);
+        out.extend_from_slice(&last_used.to_le_bytes());
+        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    let digest = Sha256Digest::of(&out);
+    out.extend_from_slice(&digest.0);
+    out
+}
+
+/// The entries of a complete, intact file [`encode_entries`] wrote with `header`; `None`
+/// for anything else (another header, truncated, any byte changed).
+pub(crate) fn decode_entries<'b>(
+    header: &[u8],
+    bytes: &'b [u8],
+) -> Option<Vec<(Sha256Digest, u64, &'b [u8])>> {
     let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
     if Sha256Digest::of(body).0 != digest {
         return None;
     }
     let (body, count) = body.split_at_checked(body.len().checked_sub(8)?)?;
     let count = u64::from_le_bytes(count.try_into().ok()?);
-    let mut rest = body.strip_prefix(HEADER)?;
-    let mut entries = FxHashMap::default();
+    let mut rest = body.strip_prefix(header)?;
+    let mut entries = Vec::new();
     while !rest.is_empty() {
-        let (header, tail) = rest.split_at_checked(ENTRY_HEADER)?;
-        let key = Sha256Digest(header[..32].try_into().ok()?);
-        let last_used = u64::from_le_bytes(header[32..40].try_into().ok()?);
-        let length = u32::from_le_bytes(header[40..44].try_into().ok()?);
+        let (entry_header, tail) = rest.split_at_checked(ENTRY_HEADER)?;
+        let key = Sha256Digest(entry_header[..32].try_into().ok()?);
+        let last_used = u64::from_le_bytes(entry_header[32..40].try_into().ok()?);
+        let length = u32::from_le_bytes(entry_header[40..44].try_into().ok()?);
         let (value, tail) = tail.split_at_checked(usize::try_from(length).ok()?)?;
-        entries.insert(
-            key,
-            Stored {
-                value: value.into(),
-                last_used,
-                used: AtomicBool::new(false),
-            },
-        );
+        entries.push((key, last_used, value));
         rest = tail;
     }
     (entries.len() as u64 == count).then_some(entries)

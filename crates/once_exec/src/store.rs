@@ -573,12 +573,17 @@ impl Store {
     /// least recently used records first, and knowing their use to the hour is enough for
     /// that, while a touch on every hit costs a system call per action of a no-op build.
     /// The modification time only orders records for `gc`; no cache decision reads it.
-    pub fn touch_record_if_stale(&self, key: &Sha256Digest, used: SystemTime) {
-        let recent = SystemTime::now()
+    /// Answers when the record counts as last used now.
+    pub fn touch_record_if_stale(&self, key: &Sha256Digest, used: SystemTime) -> SystemTime {
+        let now = SystemTime::now();
+        let recent = now
             .duration_since(used)
             .is_ok_and(|age| age < TOUCH_GRANULARITY);
-        if !recent {
+        if recent {
+            used
+        } else {
             self.touch_record(key);
+            now
         }
     }
 
@@ -691,7 +696,22 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.remove_record_indexes()?;
         Ok(before)
+    }
+
+    /// Removes every workspace's record index (`crate::record_index`): after `clean` or
+    /// `gc`, only record files make hits.
+    fn remove_record_indexes(&self) -> io::Result<()> {
+        for name in handles::entry_names(&self.root)? {
+            if name.starts_with(crate::record_index::INDEX_PREFIX) {
+                match unlinkat(&self.root, name.as_str(), AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Shrinks the store to at most `max_bytes` (blobs and records), waiting until no
@@ -701,6 +721,7 @@ impl Store {
     pub fn gc(&self, max_bytes: u64) -> io::Result<GcReport> {
         let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
         self.remove_temporaries();
+        self.remove_record_indexes()?;
         for name in handles::entry_names(&self.locks)? {
             let _ = unlinkat(&self.locks, name.as_str(), AtFlags::empty());
         }

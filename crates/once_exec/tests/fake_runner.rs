@@ -264,6 +264,37 @@ fn a_second_run_is_all_hits_and_restores_deleted_outputs() {
 }
 
 #[test]
+fn the_workspace_index_copies_record_files_until_clean_or_gc() {
+    let fixture = Fixture::new();
+    let plan = [action("a", &[], &["a"])];
+    let runner = writer(&[]);
+    let remove_record_files = || {
+        let actions = fixture.store.path().join("actions");
+        for fan in std::fs::read_dir(&actions).unwrap() {
+            std::fs::remove_dir_all(fan.unwrap().path()).unwrap();
+        }
+    };
+    let states =
+        |report: &ExecutionReport| report.results.iter().map(|r| r.cache).collect::<Vec<_>>();
+    fixture.run(&runner, &plan, 1, false);
+    // The no-op build reads the workspace's index, not the record file (removed by hand
+    // here): its copy of the record, with the output in place, is the hit.
+    remove_record_files();
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(states(&report), [Some(CacheState::Hit)]);
+    // `clean` removes the index with the records: the action runs again.
+    fixture.store.clean().unwrap();
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(states(&report), [Some(CacheState::Miss)]);
+    // So does `gc`, whatever it keeps.
+    remove_record_files();
+    fixture.store.gc(u64::MAX).unwrap();
+    let report = fixture.run(&runner, &plan, 1, false);
+    assert_eq!(states(&report), [Some(CacheState::Miss)]);
+    assert_eq!(names(&runner), ["a", "a", "a"]);
+}
+
+#[test]
 fn a_hit_leaves_outputs_in_place_untouched() {
     use std::os::unix::fs::MetadataExt as _;
     let fixture = Fixture::new();

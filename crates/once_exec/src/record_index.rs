@@ -1,0 +1,199 @@
+//! The records a workspace's builds used, in one file per workspace at the store's top
+//! level (`index-<SHA-256 of the workspace root's path>`), so that a no-op build reads
+//! one file instead of one record file per action (opening, reading and closing 10,000
+//! record files was the largest part of the executor's work in a no-op build of 10,000
+//! targets).
+//!
+//! **A copy of record files, never more.** An entry holds the bytes of the record file
+//! of its key as a build read or wrote it, and when the record file was last used. The
+//! executor takes an entry exactly where it would take the record file: in the look for
+//! a hit whose outputs are all in place, which it then checks as for the file's record.
+//! A record file replaced since (the same key run again elsewhere, after its blobs went)
+//! is as valid a result of the key as the copy: both came from running it with the same
+//! inputs, and the outputs in place are the copy's. An entry whose use is older than
+//! [`TOUCH_GRANULARITY`] is not taken: the record file is read and its use renewed (it
+//! orders `gc`), and the entry with it. `once cache clean` and `gc` remove every index:
+//! afterwards nothing is a hit that the record files do not make one.
+//!
+//! **The file** is rewritten at the end of an execution that added or renewed entries
+//! (in the store's format of keyed entries, see `plan_memo`), keeping the entries used
+//! in the last week; a file that is not complete and intact is ignored as a whole. Two
+//! processes rewriting at once: the last rename wins, and what the other added is read
+//! from record files again next time.
+
+use std::io;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use once_db::Sha256Digest;
+use rustc_hash::FxHashMap;
+
+use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries};
+use crate::record::ActionRecord;
+use crate::store::{Store, TOUCH_GRANULARITY};
+
+/// The first line of an index file this version reads and writes.
+const HEADER: &[u8] = b"once-record-index 1\n";
+
+/// The prefix of the index files' names at the store's top level.
+pub const INDEX_PREFIX: &str = "index-";
+
+/// One workspace's index: what its file held and what this execution added.
+pub struct RecordIndex {
+    name: String,
+    stored: FxHashMap<Sha256Digest, (u64, Box<str>)>,
+    added: Mutex<FxHashMap<Sha256Digest, (u64, String)>>,
+}
+
+impl RecordIndex {
+    /// The index of the workspace at `workspace_root` in `store` (empty when there is
+    /// none, or none intact).
+    pub fn load(store: &Store, workspace_root: &Path) -> RecordIndex {
+        let name = format!(
+            "{INDEX_PREFIX}{}",
+            Sha256Digest::of(workspace_root.as_os_str().as_encoded_bytes())
+        );
+        let bytes = store.read_top_level(&name).ok().flatten();
+        let stored = bytes
+            .as_deref()
+            .and_then(|bytes| decode_entries(HEADER, bytes))
+            .map(|entries| {
+                entries
+                    .into_iter()
+                    .filter_map(|(key, used, value)| {
+                        let text = std::str::from_utf8(value).ok()?;
+                        Some((key, (used, text.into())))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        RecordIndex {
+            name,
+            stored,
+            added: Mutex::default(),
+        }
+    }
+
+    /// The record of `key` and when it was last used, if the index holds it and that
+    /// use is recent (less than [`TOUCH_GRANULARITY`] ago at `now`).
+    pub fn recent(
+        &self,
+        key: &Sha256Digest,
+        now: SystemTime,
+    ) -> Option<(ActionRecord, SystemTime)> {
+        let (used, text) = self.stored.get(key)?;
+        let used = SystemTime::UNIX_EPOCH + Duration::from_secs(*used);
+        let age = now.duration_since(used).ok()?;
+        if age >= TOUCH_GRANULARITY {
+            return None;
+        }
+        Some((ActionRecord::decode(text)?, used))
+    }
+
+    /// Remembers the record of `key`, last used at `used`, as read from or written to
+    /// its record file.
+    pub fn remember(&self, key: &Sha256Digest, record: &ActionRecord, used: SystemTime) {
+        let used = used
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.added
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(*key, (used, record.encode()));
+    }
+
+    /// Rewrites the index file when this execution remembered anything, keeping the
+    /// entries used in the last week. Answers whether it wrote.
+    pub fn save(&self, store: &Store, now: SystemTime) -> io::Result<bool> {
+        let added = self.added.lock().unwrap_or_else(|e| e.into_inner());
+        if added.is_empty() {
+            return Ok(false);
+        }
+        let now = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut entries: Vec<(Sha256Digest, u64, &[u8])> = self
+            .stored
+            .iter()
+            .filter(|(key, _)| !added.contains_key(key))
+            .map(|(key, (used, text))| (*key, *used, text.as_bytes()))
+            .chain(
+                added
+                    .iter()
+                    .map(|(key, (used, text))| (*key, *used, text.as_bytes())),
+            )
+            .filter(|(_, used, _)| used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now)
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        store.write_top_level(&self.name, &encode_entries(HEADER, &entries))?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{OutputEntry, OutputKind, StreamDigest};
+
+    fn record(exit_code: i32) -> ActionRecord {
+        ActionRecord {
+            exit_code,
+            duration: Duration::from_millis(3),
+            stdout: StreamDigest {
+                digest: Sha256Digest::of(b""),
+                size: 0,
+            },
+            stderr: StreamDigest {
+                digest: Sha256Digest::of(b""),
+                size: 0,
+            },
+            outputs: vec![OutputEntry {
+                path: ".once/out/p/T/out.txt".to_owned(),
+                kind: OutputKind::File {
+                    mode: 0o644,
+                    size: 3,
+                    digest: Sha256Digest::of(b"abc"),
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn entries_come_back_while_recent_and_only_from_an_intact_file() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(directory.path()).unwrap();
+        let workspace = Path::new("/src/ws");
+        let now = SystemTime::now();
+        let (fresh, old) = (Sha256Digest::of(b"fresh"), Sha256Digest::of(b"old"));
+        let index = RecordIndex::load(&store, workspace);
+        assert!(!index.save(&store, now).unwrap(), "nothing to write");
+        index.remember(&fresh, &record(0), now);
+        index.remember(&old, &record(1), now - TOUCH_GRANULARITY);
+        assert!(index.save(&store, now).unwrap());
+
+        let index = RecordIndex::load(&store, workspace);
+        assert_eq!(index.recent(&fresh, now).map(|(r, _)| r), Some(record(0)));
+        // Used too long ago: the record file is read (and its use renewed) instead.
+        assert!(index.recent(&old, now).is_none());
+        assert!(index.recent(&Sha256Digest::of(b"other"), now).is_none());
+        // Another workspace has an index of its own.
+        assert!(
+            RecordIndex::load(&store, Path::new("/src/other"))
+                .recent(&fresh, now)
+                .is_none()
+        );
+
+        // A file with any byte changed is ignored as a whole.
+        let name = format!("{INDEX_PREFIX}{}", Sha256Digest::of(b"/src/ws"));
+        let mut bytes = store.read_top_level(&name).unwrap().unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        store.write_top_level(&name, &bytes).unwrap();
+        assert!(
+            RecordIndex::load(&store, workspace)
+                .recent(&fresh, now)
+                .is_none()
+        );
+    }
+}
