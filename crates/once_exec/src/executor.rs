@@ -39,7 +39,7 @@ use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
 use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 use crate::store::Store;
-use crate::tools::{ToolDigests, resolve_program};
+use crate::tools::{Fingerprint, ToolDigests, resolve_program};
 
 /// An action as the planner hands it over: the declaration and its static key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -606,6 +606,10 @@ struct Run<'r> {
     probes: crate::probes::Probes,
     /// Programs found on a `PATH` outside the workspace, by `PATH` and name.
     programs: Mutex<HashMap<String, HashMap<String, PathBuf>>>,
+    /// The identities of programs outside the workspace, read at their first use in the
+    /// execution (nothing the plan builds can change them; an action that ran one is
+    /// recorded only if the file is still the one identified).
+    identities: Mutex<HashMap<PathBuf, (ToolIdentity, Fingerprint)>>,
 
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
@@ -693,6 +697,7 @@ impl<'a> Executor<'a> {
             tools: ToolDigests::default(),
             probes: crate::probes::Probes::default(),
             programs: Mutex::new(HashMap::new()),
+            identities: Mutex::new(HashMap::new()),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,
@@ -920,6 +925,7 @@ impl<'a> Executor<'a> {
         let mut environment = None;
         let mut keyed_variables = Vec::new();
         let mut tool: Option<ToolIdentity> = None;
+        let mut tool_fingerprint = None;
         let mut probe_results = Vec::new();
         if let ActionStep::Run(command) = &action.step {
             // The variables the key and the program's lookup need, without the complete
@@ -936,16 +942,9 @@ impl<'a> Executor<'a> {
                 (Some(once), ONCE_PROGRAM) => once.clone(),
                 _ => self.resolve(run, argv0, &path_variable, &cwd)?,
             };
-            let mut identity = run
-                .tools
-                .identity(self.store, &found)
-                .map_err(|e| format!("cannot read the program `{}`: {e}", found.display()))?;
-            // A program of the workspace is named relative to it, so checkouts at
-            // different places share results.
-            if let Ok(relative) = found.strip_prefix(&self.workspace_root) {
-                identity.path = format!("$WORKSPACE/{}", relative.to_string_lossy());
-            }
+            let (identity, fingerprint) = self.identify(run, &found)?;
             tool = Some(identity);
+            tool_fingerprint = Some(fingerprint);
             program = Some(found);
             if !command.probes.is_empty() {
                 let env = host.action_environment(&command.env, &self.workspace_root);
@@ -988,6 +987,7 @@ impl<'a> Executor<'a> {
         }
         let prepared = Prepared {
             program: program.as_deref(),
+            fingerprint: tool_fingerprint.as_ref(),
             environment: environment.as_ref(),
         };
         // An action without outputs writes nothing another could clash with: taking the
@@ -1024,6 +1024,37 @@ impl<'a> Executor<'a> {
             return Ok(());
         }
         self.execute(run, action, &prepared, Some(&key), result)
+    }
+
+    /// The identity of the program at `found` for an action's key, with the fingerprint
+    /// of the file it was read from. A program outside the workspace is identified once
+    /// per execution; one of the workspace (the plan may build it) for every action, and
+    /// named relative to the workspace, so checkouts at different places share results.
+    fn identify(&self, run: &Run<'_>, found: &Path) -> Result<(ToolIdentity, Fingerprint), String> {
+        let outside = !found.starts_with(&self.workspace_root);
+        if outside
+            && let Some(known) = run
+                .identities
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(found)
+        {
+            return Ok(known.clone());
+        }
+        let (mut identity, fingerprint) = run
+            .tools
+            .identity(self.store, found)
+            .map_err(|e| format!("cannot read the program `{}`: {e}", found.display()))?;
+        if let Ok(relative) = found.strip_prefix(&self.workspace_root) {
+            identity.path = format!("$WORKSPACE/{}", relative.to_string_lossy());
+        }
+        if outside {
+            run.identities
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(found.to_path_buf(), (identity.clone(), fingerprint));
+        }
+        Ok((identity, fingerprint))
     }
 
     /// Finds the program `argv0` runs ([`resolve_program`]). A name looked up on a `PATH`
@@ -1397,7 +1428,26 @@ impl<'a> Executor<'a> {
                 .map_err(|e| e.to_string())?;
             entries.extend(captured);
         }
-        if let Some(key) = key {
+        // A program replaced since it was identified (an upgrade during the build) ran
+        // under a key naming the old one: its result is not recorded.
+        let program_changed = match (prepared.program, prepared.fingerprint) {
+            (Some(program), Some(fingerprint)) => !ToolDigests::unchanged(program, fingerprint),
+            _ => false,
+        };
+        if program_changed {
+            warn(
+                result,
+                format!(
+                    "the program `{}` changed while the build ran: the result is not cached",
+                    prepared
+                        .program
+                        .map(Path::display)
+                        .map(|p| p.to_string())
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        if let Some(key) = key.filter(|_| !program_changed) {
             let record = ActionRecord {
                 exit_code: result.exit_code.unwrap_or(0),
                 duration: started.elapsed(),
@@ -1516,6 +1566,8 @@ impl std::error::Error for ExecError {}
 
 struct Prepared<'p> {
     program: Option<&'p Path>,
+    /// The fingerprint of `program` its identity in the key was read with.
+    fingerprint: Option<&'p Fingerprint>,
     environment: Option<&'p std::collections::BTreeMap<String, String>>,
 }
 

@@ -125,7 +125,7 @@ impl RecordIndex {
             )
             .filter(|(_, used, _)| used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now)
             .collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_unstable_by_key(|entry| entry.0);
         store.write_top_level(&self.name, &encode_entries(HEADER, &entries))?;
         Ok(true)
     }

@@ -150,8 +150,9 @@ impl ToolDigests {
         entries
     }
 
-    /// The identity of the program at `path` (absolute).
-    pub fn identity(&self, store: &Store, path: &Path) -> io::Result<ToolIdentity> {
+    /// The identity of the program at `path` (absolute), with the fingerprint of the
+    /// file it was read from.
+    pub fn identity(&self, store: &Store, path: &Path) -> io::Result<(ToolIdentity, Fingerprint)> {
         let key = path.to_string_lossy().into_owned();
         let metadata = std::fs::metadata(path)?;
         let fingerprint = Fingerprint::of(&metadata);
@@ -161,10 +162,11 @@ impl ToolDigests {
             if let Some((known, digest)) = entries.get(&key)
                 && *known == fingerprint
             {
-                return Ok(ToolIdentity {
+                let identity = ToolIdentity {
                     path: key,
                     digest: *digest,
-                });
+                };
+                return Ok((identity, fingerprint));
             }
         }
         let mut file = std::fs::File::open(path)?;
@@ -190,7 +192,13 @@ impl ToolDigests {
                 .insert(key.clone(), (fingerprint, digest));
             *self.changed.lock().unwrap_or_else(|e| e.into_inner()) = true;
         }
-        Ok(ToolIdentity { path: key, digest })
+        Ok((ToolIdentity { path: key, digest }, fingerprint))
+    }
+
+    /// Whether the program at `path` still has `fingerprint` (an action that ran it is
+    /// recorded only then: see `Executor`'s identities of programs).
+    pub fn unchanged(path: &Path, fingerprint: &Fingerprint) -> bool {
+        std::fs::metadata(path).is_ok_and(|metadata| Fingerprint::of(&metadata) == *fingerprint)
     }
 
     /// Writes the digests back when something new was hashed (the last writer wins: a

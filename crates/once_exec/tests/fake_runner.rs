@@ -295,6 +295,57 @@ fn the_workspace_index_copies_record_files_until_clean_or_gc() {
 }
 
 #[test]
+fn a_program_replaced_while_its_action_runs_leaves_the_result_unrecorded() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let fixture = Fixture::new();
+    // The program lives outside the workspace (identified once per execution); the fake
+    // replaces it while its action runs, as an upgrade during a build would.
+    let tools = tempfile::tempdir().unwrap();
+    let program = tools.path().join("tool");
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let upgrade = Mutex::new(Some(program.clone()));
+    let runner = FakeRunner::new(move |_| {
+        if let Some(program) = upgrade.lock().unwrap().take() {
+            std::fs::write(&program, "#!/bin/sh\n# upgraded\n").unwrap();
+        }
+        FakeOutcome::writes(&out("a"), b"a")
+    });
+    let mut planned = action("a", &[], &["a"]);
+    if let ActionStep::Run(command) = &mut planned.action.step {
+        command.argv[0] = "tool".to_owned();
+    }
+    let plan = [planned];
+    let run = || {
+        let mut options = options(1, false);
+        options.host_env = HostEnvironment::from_pairs([("PATH", tools.path().to_str().unwrap())]);
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .with_options(options)
+            .run(&plan)
+            .unwrap()
+    };
+    let first = run();
+    assert_eq!(summary(&first), ["T#build/a Succeeded miss"]);
+    assert!(
+        first.results[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("changed while the build ran")),
+        "{:?}",
+        first.results[0].warnings
+    );
+    assert_eq!(
+        fixture.store.stats().unwrap().actions,
+        0,
+        "nothing recorded"
+    );
+    // The program stays as it is now: the action runs once more, then is a hit.
+    assert_eq!(summary(&run()), ["T#build/a Succeeded miss"]);
+    assert_eq!(summary(&run()), ["T#build/a Succeeded hit"]);
+}
+
+#[test]
 fn a_hit_leaves_outputs_in_place_untouched() {
     use std::os::unix::fs::MetadataExt as _;
     let fixture = Fixture::new();
