@@ -6,6 +6,7 @@ use once_graph::{action_static_keys, dependency_graph, target_actions};
 use once_model::action::Action;
 
 use crate::LocatedDiagnostic;
+use crate::answers::{TargetOutline, target_outline};
 
 /// The plan of one target's capability: its dependencies' `build` plans first
 /// (dependencies before dependents), then the target's own `build` when another
@@ -15,6 +16,10 @@ pub struct ActionPlan {
     pub target: String,
     pub capability: String,
     pub steps: Vec<PlannedCapability>,
+    /// The target's outline for the capability ([`crate::Analysis::target_outline`]),
+    /// made by the planning thread (a plan of 10,000 targets asked it of each, one after
+    /// the other, after planning).
+    pub outline: Option<TargetOutline>,
 }
 
 /// What one capability of one target plans.
@@ -156,6 +161,7 @@ fn action_plan_after(
         target: id.to_owned(),
         capability: capability.to_owned(),
         steps,
+        outline: target_outline(db, workspace, id, capability),
     })
 }
 

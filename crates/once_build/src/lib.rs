@@ -185,7 +185,7 @@ pub fn plan(
         let Some(action_plan) = action_plan else {
             return Ok(Err(format!("no target `{id}`")));
         };
-        let details = analysis.target_outline(id, capability)?;
+        let details = action_plan.outline;
         let declared = details.as_ref().and_then(|d| d.capability.as_ref());
         let mut target = PlannedTarget {
             id: id.clone(),

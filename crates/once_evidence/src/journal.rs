@@ -35,7 +35,6 @@ use std::path::Path;
 use once_db::Sha256Digest;
 use once_db::confined;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
-use serde_json::json;
 
 use crate::database::{EvidenceError, EvidenceStore, RETAINED_RECORDS, StoredRow};
 use crate::record::EvidenceRecord;
@@ -73,15 +72,15 @@ pub(crate) fn append_bounded(
         path: path.clone(),
         source,
     };
-    let mut lines = String::new();
+    let mut lines = Vec::new();
     for record in records {
-        lines.push_str(&record_line(record));
-        lines.push('\n');
+        write_record_line(&mut lines, record);
+        lines.push(b'\n');
     }
     let (_, mut file) = open_locked(root, true, FlockOperation::LockShared)
         .map_err(io_error)?
         .ok_or_else(|| io_error(io::Error::other("the directory `.once` could not be made")))?;
-    file.write_all(lines.as_bytes()).map_err(io_error)?;
+    file.write_all(&lines).map_err(io_error)?;
     let size = file.metadata().map_err(io_error)?.len();
     drop(file);
     if size > bound && !compact(root, bound, bound / 2).map_err(io_error)? {
@@ -258,7 +257,7 @@ fn retained_lines(lines: &[u8]) -> Vec<&[u8]> {
     kept
 }
 
-/// The id of a line as [`record_line`] writes it (`["<64 hex digits>",…`), without
+/// The id of a line as [`write_record_line`] writes it (`["<64 hex digits>",…`), without
 /// decoding the rest; `None` for a line of any other spelling.
 fn canonical_id(line: &[u8]) -> Option<&str> {
     let id = line.strip_prefix(b"[\"")?.get(..64)?;
@@ -295,25 +294,29 @@ pub(crate) fn ingest(store: &mut EvidenceStore, root: &Path) -> Result<usize, Ev
     Ok(added)
 }
 
-/// One record as a journal line (without the newline): its database columns in order.
-fn record_line(record: &EvidenceRecord) -> String {
+/// Appends one record as a journal line (without the newline) to `out`: its database
+/// columns in order, as a JSON array, written straight from the row's columns (a no-op
+/// build of 10,000 targets writes 10,000 lines; through a `serde_json::Value` of copied
+/// columns that was most of the evidence thread's time).
+fn write_record_line(out: &mut Vec<u8>, record: &EvidenceRecord) {
     let row = StoredRow::of(record);
-    json!([
-        row.id,
-        row.subject_kind,
-        row.subject_id,
-        row.subject_capability,
-        row.action,
-        row.status,
-        row.action_digest,
-        row.input_digest,
-        row.cache,
+    let columns = (
+        &row.id,
+        &row.subject_kind,
+        &row.subject_id,
+        &row.subject_capability,
+        &row.action,
+        &row.status,
+        &row.action_digest,
+        &row.input_digest,
+        &row.cache,
         row.exit_code,
-        row.stdout_digest,
-        row.stderr_digest,
+        &row.stdout_digest,
+        &row.stderr_digest,
         row.created_at_unix_ms,
-    ])
-    .to_string()
+    );
+    // Writing strings and numbers into a vector cannot fail.
+    let _ = serde_json::to_writer(out, &columns);
 }
 
 /// A journal line back as a row; `None` for a line that is not one (checked like every
@@ -360,7 +363,7 @@ fn row_from_line(line: &[u8]) -> Option<StoredRow> {
     })
 }
 
-/// A journal line's columns, in [`record_line`]'s order.
+/// A journal line's columns, in [`write_record_line`]'s order.
 type LineColumns = (
     String,
     String,
@@ -380,6 +383,14 @@ type LineColumns = (
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// One record's journal line.
+    fn record_line(record: &EvidenceRecord) -> String {
+        let mut line = Vec::new();
+        write_record_line(&mut line, record);
+        String::from_utf8(line).unwrap()
+    }
     use crate::record::{ActionEvidence, CacheOutcome, EvidenceStatus, Subject};
 
     fn record(n: u64) -> EvidenceRecord {
@@ -513,6 +524,24 @@ mod tests {
     fn only_a_line_of_the_record_shape_is_a_row() {
         let line = record_line(&record(7));
         let row = row_from_line(line.as_bytes()).unwrap();
+        // Exactly the JSON array of the columns.
+        let stored = StoredRow::of(&record(7));
+        let columns = json!([
+            stored.id,
+            stored.subject_kind,
+            stored.subject_id,
+            stored.subject_capability,
+            stored.action,
+            stored.status,
+            stored.action_digest,
+            stored.input_digest,
+            stored.cache,
+            stored.exit_code,
+            stored.stdout_digest,
+            stored.stderr_digest,
+            stored.created_at_unix_ms,
+        ]);
+        assert_eq!(line, columns.to_string());
         assert_eq!(row.id, record(7).id.to_hex());
         assert_eq!(row.exit_code, Some(0));
         assert_eq!(row.created_at_unix_ms, 1_007);

@@ -682,8 +682,23 @@ impl<'a> Executor<'a> {
         let graph = plan_graph(plan, self.scope, &self.order).map_err(ExecError::Plan)?;
         let _in_use = self.store.start_use().map_err(ExecError::Store)?;
         let workspace = WorkspaceRoot::open(&self.workspace_root).map_err(ExecError::Workspace)?;
-        let stamps = OutputStamps::load(&workspace);
-        let index = RecordIndex::load(self.store, &self.workspace_root);
+        // Both files are read before the first action; for a large plan (each holds an
+        // entry per output or action) at once.
+        let (stamps, index) = if plan.len() < PARALLEL_LOAD_ACTIONS {
+            (
+                OutputStamps::load(&workspace),
+                RecordIndex::load(self.store, &self.workspace_root),
+            )
+        } else {
+            std::thread::scope(|scope| {
+                let index = scope.spawn(|| RecordIndex::load(self.store, &self.workspace_root));
+                let stamps = OutputStamps::load(&workspace);
+                let index = index
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (stamps, index)
+            })
+        };
         let waiting_for = graph.waiting_for.clone();
         let ready = (0..plan.len())
             .filter(|&i| waiting_for[i] == 0)
@@ -1578,6 +1593,10 @@ struct Found {
     used: SystemTime,
     indexed: bool,
 }
+
+/// From how many actions a plan's output stamps and record index are read on two
+/// threads.
+const PARALLEL_LOAD_ACTIONS: usize = 1000;
 
 /// What [`Executor::hit_in_place`] found.
 enum InPlace {
