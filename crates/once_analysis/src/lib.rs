@@ -481,6 +481,15 @@ impl Analysis {
         })
     }
 
+    /// Computes the workspace's dependency graph now (planning starts from it): a caller
+    /// priming the packages on other threads does it beside them, joining their nodes as
+    /// they come instead of all of them after.
+    pub fn prime_dependency_graph(&self) -> Cancellable<()> {
+        self.with_db(|db, ws| {
+            once_graph::dependency_graph(db, ws);
+        })
+    }
+
     /// Reads the persistent digest index ahead of the first digest (see
     /// [`once_db::RootDatabase::prepare_digest_index`]): a caller with a core to spare
     /// does it while other work goes on.

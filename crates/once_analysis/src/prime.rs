@@ -14,9 +14,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use once_db::{Package, RootDatabase, Workspace};
-use once_graph::{
-    file_diagnostics, kind_catalog, manifest, package_nodes, resolved_targets, workspace_packages,
-};
+use once_graph::{file_diagnostics, kind_catalog, manifest, package_nodes, workspace_packages};
 
 use crate::answers::{TargetInputs, package_target_inputs};
 use crate::{Analysis, Cancellable};
@@ -130,7 +128,8 @@ struct Work<'a> {
     packages: &'a [Package],
     parsed: &'a AtomicUsize,
     checked: &'a AtomicUsize,
-    /// Whether to compute diagnostics and graph nodes, or only resolved targets.
+    /// Whether to compute diagnostics too (both ways compute the resolved targets and
+    /// their graph nodes).
     check: bool,
 }
 
@@ -149,7 +148,9 @@ impl Work<'_> {
                 file_diagnostics(db, package);
                 package_nodes(db, package);
             } else {
-                resolved_targets(db, package);
+                // The graph nodes too: planning starts from the dependency graph, which
+                // then only joins them.
+                package_nodes(db, package);
             }
         }
     }

@@ -185,27 +185,33 @@ pub fn plan(
         let Some(action_plan) = action_plan else {
             return Ok(Err(format!("no target `{id}`")));
         };
-        let details = action_plan.outline;
-        let declared = details.as_ref().and_then(|d| d.capability.as_ref());
+        // The outline is this function's own too: its parts are moved, not copied.
+        let (kind, declared, attempts) = match action_plan.outline {
+            Some(outline) => {
+                let attempts = outline
+                    .attrs
+                    .iter()
+                    .find(|(name, _)| name == "attempts")
+                    .and_then(|(_, value)| match value {
+                        once_model::AttrValue::Int(n) => u32::try_from(*n).ok(),
+                        _ => None,
+                    });
+                (outline.kind, outline.capability, attempts)
+            }
+            None => (String::new(), None, None),
+        };
+        let (output_groups, required_outputs) = declared
+            .map(|c| (c.output_groups, c.requires_outputs))
+            .unwrap_or_default();
         let mut target = PlannedTarget {
             id: id.clone(),
-            kind: details.as_ref().map(|d| d.kind.clone()).unwrap_or_default(),
+            kind,
             actions: Vec::new(),
             default_outputs: Vec::new(),
-            output_groups: declared
-                .map(|c| c.output_groups.clone())
-                .unwrap_or_default(),
-            required_outputs: declared
-                .map(|c| c.requires_outputs.clone())
-                .unwrap_or_default(),
+            output_groups,
+            required_outputs,
             implemented: true,
-            test_attempts: details
-                .as_ref()
-                .and_then(|d| d.attrs.iter().find(|(name, _)| name == "attempts"))
-                .and_then(|(_, value)| match value {
-                    once_model::AttrValue::Int(n) => u32::try_from(*n).ok(),
-                    _ => None,
-                })
+            test_attempts: attempts
                 .filter(|n| (1..=20).contains(n))
                 .or(workspace_attempts),
         };
@@ -234,15 +240,13 @@ pub fn plan(
                     }
                 }
             }
-            plan.kinds
-                .entry(step.target.clone())
-                .or_insert_with(|| step.kind.clone());
             let own = step.target == *id && step.capability == capability;
             if own {
                 target.kind.clone_from(&step.kind);
-                target.default_outputs.clone_from(&step.default_outputs);
+                target.default_outputs = step.default_outputs;
                 target.implemented = step.implemented;
             }
+            plan.kinds.entry(step.target).or_insert(step.kind);
             for planned in step.actions {
                 if own {
                     target.actions.push(planned.action.id.clone());

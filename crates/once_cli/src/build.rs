@@ -161,16 +161,21 @@ pub(crate) fn plan_targets(
     // query targets` (on one thread this was a seventh of a no-op build of 10,000
     // targets). Only a head start: resolving below computes whatever it did not.
     //
-    // With a large memo (a large workspace) the digest index is read meanwhile: else
+    // With a large memo (a large workspace) the digest index is read meanwhile (else
     // planning's first digest reads it while the other planning threads' first digests
-    // wait.
+    // wait), then the dependency graph made as the packages are resolved.
     let every_target = patterns
         .iter()
         .any(|pattern| pattern.trim().ends_with(once_build::RECURSIVE_SUFFIX));
     std::thread::scope(|scope| {
         if large {
             let snapshot = analysis.clone();
-            scope.spawn(move || snapshot.prepare_digest_index());
+            scope.spawn(move || {
+                snapshot.prepare_digest_index();
+                if every_target {
+                    let _ = snapshot.prime_dependency_graph();
+                }
+            });
         }
         if every_target {
             let _ = analysis.prime_targets(crate::query::analysis_threads()?);

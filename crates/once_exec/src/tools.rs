@@ -268,14 +268,16 @@ mod tests {
             .set_modified(old)
             .unwrap();
         let digests = ToolDigests::default();
-        let first = digests.identity(&store, &tool).unwrap();
+        let (first, fingerprint) = digests.identity(&store, &tool).unwrap();
         assert_eq!(first.digest, Sha256Digest::of(b"one"));
+        assert!(ToolDigests::unchanged(&tool, &fingerprint));
         digests.save(&store).unwrap();
         let reloaded = ToolDigests::default();
-        assert_eq!(reloaded.identity(&store, &tool).unwrap(), first);
+        assert_eq!(reloaded.identity(&store, &tool).unwrap().0, first);
         std::fs::write(&tool, "two").unwrap();
+        assert!(!ToolDigests::unchanged(&tool, &fingerprint));
         assert_eq!(
-            reloaded.identity(&store, &tool).unwrap().digest,
+            reloaded.identity(&store, &tool).unwrap().0.digest,
             Sha256Digest::of(b"two"),
             "a changed tool is hashed again"
         );
