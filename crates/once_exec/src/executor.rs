@@ -610,7 +610,6 @@ struct Run<'r> {
     /// execution (nothing the plan builds can change them; an action that ran one is
     /// recorded only if the file is still the one identified).
     identities: Mutex<HashMap<PathBuf, (ToolIdentity, Fingerprint)>>,
-
     scheduler: Mutex<Scheduler>,
     wake: Condvar,
 }
@@ -1074,7 +1073,7 @@ impl<'a> Executor<'a> {
 
     /// Finds the program `argv0` runs ([`resolve_program`]). A name looked up on a `PATH`
     /// with no directory in the workspace is found once per execution (nothing the plan
-    /// builds can appear there); its identity is still read for every action.
+    /// builds can appear there), and so is its identity ([`Executor::identify`]).
     fn resolve(
         &self,
         run: &Run<'_>,
@@ -1445,24 +1444,22 @@ impl<'a> Executor<'a> {
         }
         // A program replaced since it was identified (an upgrade during the build) ran
         // under a key naming the old one: its result is not recorded.
-        let program_changed = match (prepared.program, prepared.fingerprint) {
-            (Some(program), Some(fingerprint)) => !ToolDigests::unchanged(program, fingerprint),
-            _ => false,
+        let changed_program = match (prepared.program, prepared.fingerprint) {
+            (Some(program), Some(fingerprint)) if !ToolDigests::unchanged(program, fingerprint) => {
+                Some(program)
+            }
+            _ => None,
         };
-        if program_changed {
+        if let Some(program) = changed_program {
             warn(
                 result,
                 format!(
                     "the program `{}` changed while the build ran: the result is not cached",
-                    prepared
-                        .program
-                        .map(Path::display)
-                        .map(|p| p.to_string())
-                        .unwrap_or_default()
+                    program.display()
                 ),
             );
         }
-        if let Some(key) = key.filter(|_| !program_changed) {
+        if let Some(key) = key.filter(|_| changed_program.is_none()) {
             let record = ActionRecord {
                 exit_code: result.exit_code.unwrap_or(0),
                 duration: started.elapsed(),

@@ -127,9 +127,7 @@ impl PlanMemoFile {
         if recorded.is_empty() {
             return None;
         }
-        let now = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_seconds(now);
         let mut entries: Vec<(Sha256Digest, u64, &[u8])> = self
             .stored
             .iter()
@@ -215,6 +213,12 @@ fn parse(bytes: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
             })
             .collect(),
     )
+}
+
+/// Seconds since the epoch (0 before it), as the keyed-entries files keep times.
+pub(crate) fn unix_seconds(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A file of keyed entries, each with the time it was last used (seconds since the

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 use once_db::Sha256Digest;
 use rustc_hash::FxHashMap;
 
-use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries};
+use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, unix_seconds};
 use crate::record::ActionRecord;
 use crate::store::{Store, TOUCH_GRANULARITY};
 
@@ -94,9 +94,7 @@ impl RecordIndex {
     /// Remembers the record of `key`, last used at `used`, as read from or written to
     /// its record file.
     pub fn remember(&self, key: &Sha256Digest, record: &ActionRecord, used: SystemTime) {
-        let used = used
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let used = unix_seconds(used);
         self.added
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -110,9 +108,7 @@ impl RecordIndex {
         if added.is_empty() {
             return Ok(false);
         }
-        let now = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_seconds(now);
         let mut entries: Vec<(Sha256Digest, u64, &[u8])> = self
             .stored
             .iter()
