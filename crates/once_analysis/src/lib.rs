@@ -537,15 +537,6 @@ impl Analysis {
         self.with_db(move |db, ws| answers::target(db, ws, &id))
     }
 
-    /// The outline of one target by canonical id (its kind, its declaration of
-    /// `capability`, its attributes): what [`Analysis::target`] answers of it, computed
-    /// without the rest of the details.
-    pub fn target_outline(&self, id: &str, capability: &str) -> Cancellable<Option<TargetOutline>> {
-        let id = id.to_owned();
-        let capability = capability.to_owned();
-        self.with_db(move |db, ws| answers::target_outline(db, ws, &id, &capability))
-    }
-
     /// Every kind of the catalog, sorted by name.
     pub fn kinds(&self) -> Cancellable<Vec<KindSchema>> {
         self.with_db(|db, ws| {

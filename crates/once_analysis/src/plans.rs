@@ -16,9 +16,10 @@ pub struct ActionPlan {
     pub target: String,
     pub capability: String,
     pub steps: Vec<PlannedCapability>,
-    /// The target's outline for the capability ([`crate::Analysis::target_outline`]),
-    /// made by the planning thread (a plan of 10,000 targets asked it of each, one after
-    /// the other, after planning).
+    /// The target's outline for the capability (its kind, the kind's declaration of the
+    /// capability, its attributes: what [`crate::Analysis::target`] says of it), made by
+    /// the planning thread (a plan of 10,000 targets asked it of each, one after the
+    /// other, after planning).
     pub outline: Option<TargetOutline>,
 }
 

@@ -104,7 +104,7 @@ fn paging_through_targets_builds_the_listing_once() {
 }
 
 #[test]
-fn a_target_outline_is_what_the_details_say_of_it() {
+fn a_plans_target_outline_is_what_the_details_say_of_it() {
     let (_, host, _) = load(
         r#"
 //- /once.toml
@@ -128,7 +128,8 @@ kind = "rust_libary"
     for id in ["a/Gen", "b/Broken"] {
         let details = analysis.target(id).unwrap().unwrap();
         for capability in ["build", "run", "test", "no_such_capability"] {
-            let outline = analysis.target_outline(id, capability).unwrap().unwrap();
+            let plan = analysis.action_plan(id, capability).unwrap().unwrap();
+            let outline = plan.outline.unwrap();
             assert_eq!(outline.kind, details.kind);
             assert_eq!(outline.attrs, details.attrs);
             assert_eq!(
@@ -141,5 +142,5 @@ kind = "rust_libary"
     }
     assert!(compared >= 1, "no capability was compared");
     assert!(!analysis.target("a/Gen").unwrap().unwrap().attrs.is_empty());
-    assert_eq!(analysis.target_outline("a/Nope", "build").unwrap(), None);
+    assert_eq!(analysis.action_plan("a/Nope", "build").unwrap(), None);
 }
