@@ -33,7 +33,8 @@ pub struct PlannedCapability {
     pub implemented: bool,
     pub actions: Vec<PlannedAction>,
     pub default_outputs: Vec<String>,
-    /// Why planning failed (implementation errors), located in the module's text.
+    /// Why the capability is not planned: the target's errors (located in its
+    /// manifest) or its implementation's failure (located in the module's text).
     pub diagnostics: Vec<LocatedDiagnostic>,
 }
 

@@ -268,6 +268,63 @@ fn patterns_name_packages_and_everything() {
     );
 }
 
+/// A target whose dependency does not resolve (a label in another tool's syntax, a
+/// missing target, one not visible to it) is refused with the error validation reports,
+/// and nothing runs: planned without the edge, it would run without its dependency.
+#[test]
+fn a_target_whose_dependencies_do_not_resolve_is_not_built() {
+    let dir = workspace();
+    let root = dir.path();
+    let use_manifest = text(&std::fs::read(root.join("use/once.toml")).unwrap());
+    let data_manifest = text(&std::fs::read(root.join("data/once.toml")).unwrap());
+    write(
+        root,
+        "data/once.toml",
+        &format!(
+            "{data_manifest}\n[[target]]\nname = \"Hidden\"\nkind = \"filegroup\"\nvisibility = [\"private\"]\n"
+        ),
+    );
+    for (deps, code) in [
+        ("\"//gen:Gen\"", "invalid_label"),
+        ("\"gen/Nope\"", "missing_dependency"),
+        ("\"data/Hidden\"", "dependency_not_visible"),
+    ] {
+        write(
+            root,
+            "use/once.toml",
+            &use_manifest.replace("\"gen/Gen\"", deps),
+        );
+        let validation = once(root, &["query", "validate-workspace", "--format", "json"]);
+        assert!(
+            text(&validation.stdout).contains(code),
+            "{deps}: {}",
+            text(&validation.stdout)
+        );
+        let (exit, value) = build_json(root, &["use/Use"]);
+        assert_eq!(exit, 1, "{deps}: {value}");
+        assert_eq!(value["success"], false);
+        let problems = value["problems"].to_string();
+        assert!(
+            problems.contains(code) && problems.contains("use/once.toml:"),
+            "{deps}: {problems}"
+        );
+        assert!(!root.join(".once/out/use").exists(), "{deps}: Use ran");
+        let output = once(root, &["build", "..."]);
+        assert_eq!(output.status.code(), Some(1), "{deps}");
+        assert!(
+            text(&output.stderr).contains("nothing ran") && text(&output.stderr).contains(code),
+            "{deps}: {}",
+            text(&output.stderr)
+        );
+        assert!(!root.join(".once/out").exists(), "{deps}: something ran");
+    }
+    // Repaired, it builds.
+    write(root, "use/once.toml", &use_manifest);
+    let (exit, value) = build_json(root, &["use/Use"]);
+    assert_eq!(exit, 0, "{value}");
+    assert_eq!(cache_states(&value), states(&[("use/Use", "miss")]));
+}
+
 #[test]
 fn a_failing_action_shows_its_command_exit_code_and_output() {
     let dir = workspace();

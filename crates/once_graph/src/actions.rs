@@ -30,6 +30,7 @@ use crate::plan_memo::{
 };
 use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
 use crate::settings::package_by_path;
+use crate::validate::target_errors;
 
 /// One capability of one target, as a query key.
 #[salsa::interned(debug)]
@@ -47,7 +48,8 @@ pub struct TargetPlan {
     /// Whether the target's kind implements the capability (`false` for an unknown
     /// target or kind, or a capability without an implementation: nothing to run).
     pub implemented: bool,
-    /// Why planning failed (the actions are then empty).
+    /// Why the capability is not planned (the actions are then empty): the target's
+    /// errors as validation reports them, or its implementation's failure.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -126,6 +128,14 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
     let Some((package, target)) = find(db, workspace, id) else {
         return TargetPlan::default();
     };
+    let errors = target_errors(db, workspace, package, target);
+    if !errors.is_empty() {
+        return TargetPlan {
+            actions: TargetActions::default(),
+            implemented: true,
+            diagnostics: errors,
+        };
+    }
     let catalog = kind_catalog(db, workspace);
     let Some(kind) = catalog.get(&target.kind) else {
         return TargetPlan::default();
@@ -371,9 +381,9 @@ fn static_keys_of<'db>(
                     encoder.field("input.produced", "");
                     continue;
                 }
-                match file_digest(db, db.file_for_path(input)) {
+                match source_input_digest(db, input) {
                     Ok(digest) => encoder.field("input.digest", &digest.to_hex()),
-                    Err(error) => encoder.field("input.missing", &error.to_string()),
+                    Err(error) => encoder.field("input.missing", &error),
                 }
             }
             let mut outputs: Vec<&String> = action.outputs.iter().collect();
@@ -387,8 +397,17 @@ fn static_keys_of<'db>(
         .collect()
 }
 
+/// The digest of an action's input that is a workspace file (not a build output), as
+/// its static key holds it: the file's content digest, or why it has none.
+pub fn source_input_digest(db: &dyn Db, path: &str) -> Result<Sha256Digest, String> {
+    match file_digest(db, db.file_for_path(path)) {
+        Ok(digest) => Ok(*digest),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// Whether a workspace-relative path lies under the build output directory.
-fn is_build_output(path: &str) -> bool {
+pub fn is_build_output(path: &str) -> bool {
     path.strip_prefix(OUT_DIR)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }

@@ -37,7 +37,10 @@ pub mod validate;
 
 pub mod text;
 
-pub use actions::{ACTION_KEY_FORMAT, PlanKey, TargetPlan, action_static_keys, target_actions};
+pub use actions::{
+    ACTION_KEY_FORMAT, PlanKey, TargetPlan, action_static_keys, is_build_output,
+    source_input_digest, target_actions,
+};
 pub use affected::{
     AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,
     normalize_changed_path, owners, package_inputs, target_inputs, test_targets,

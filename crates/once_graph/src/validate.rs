@@ -3,14 +3,18 @@
 use std::collections::BTreeMap;
 
 use once_db::{Db, File, Package, PackageFilter, Workspace, source_text};
-use once_model::{Diagnostic, DiagnosticCode, Fix, TargetLabel, TextRange, resolve_reference};
+use once_model::{
+    Diagnostic, DiagnosticCode, Fix, Severity, TargetLabel, TextRange, resolve_reference,
+};
 use rustc_hash::FxHashMap;
 
 use crate::fixes::add_text_fixes;
 use crate::graph::dependency_cycles;
 use crate::kinds::{kind_catalog, module_diagnostics};
 use crate::manifests::{Configurable, manifest};
-use crate::resolve::{is_label_type, resolved_targets, string_elements, target_summaries};
+use crate::resolve::{
+    ResolvedTarget, is_label_type, resolved_targets, string_elements, target_summaries,
+};
 use crate::settings::{package_by_path, workspace_packages};
 use crate::text::closest;
 
@@ -29,172 +33,8 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
         diagnostics.extend(root_settings_diagnostics(db, package));
     }
     let catalog = kind_catalog(db, workspace);
-    let index = package_by_path(db, workspace);
-    let consumer_package = package.path(db).as_str();
     for target in &resolved.targets {
-        let consumer = target.label.id();
-        let kind = catalog.get(&target.kind);
-        let decl = &manifest.targets[target.declaration];
-        // Visibility entries naming a target must name an existing one.
-        for entry in &decl.visibility {
-            let text = entry.value.as_str();
-            if matches!(text, "public" | "private") || text.contains(':') {
-                continue;
-            }
-            let Ok(label) = resolve_reference(consumer_package, text) else {
-                continue;
-            };
-            let exists = index.get(&label.package).is_some_and(|p| {
-                target_summaries(db, p)
-                    .binary_search_by(|s| s.name.as_str().cmp(&label.name))
-                    .is_ok()
-            });
-            if !exists {
-                diagnostics.push(
-                    Diagnostic::new(
-                        DiagnosticCode::InvalidVisibility,
-                        format!("visibility entry `{text}` names target `{}`, which does not exist", label.id()),
-                    )
-                    .at(manifest.file.clone(), entry.range)
-                    .with_target(consumer.clone())
-                    .with_attribute("visibility")
-                    .with_repair("Name an existing target, or use `package:<pkg>` / `subtree:<pkg>` to grant a package".to_owned()),
-                );
-            }
-        }
-        let mut check_reference =
-            |label: &TargetLabel,
-             attribute: String,
-             range: TextRange,
-             role_providers: Option<&[String]>| {
-                let summary = index.get(&label.package).and_then(|p| {
-                    let summaries = target_summaries(db, p);
-                    summaries
-                        .binary_search_by(|s| s.name.as_str().cmp(&label.name))
-                        .ok()
-                        .map(|i| summaries[i].clone())
-                });
-                let Some(summary) = summary else {
-                    let mut diagnostic = Diagnostic::new(
-                        DiagnosticCode::MissingDependency,
-                        format!(
-                            "target `{consumer}` depends on missing target `{}`",
-                            label.id()
-                        ),
-                    )
-                    .at(manifest.file.clone(), range)
-                    .with_target(consumer.clone())
-                    .with_attribute(attribute.clone());
-                    let candidates: Vec<String> = index
-                        .get(&label.package)
-                        .map(|p| {
-                            target_summaries(db, p)
-                                .iter()
-                                .map(|s| {
-                                    TargetLabel::new(label.package.clone(), s.name.clone()).id()
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let suggestions =
-                        closest(&label.id(), candidates.iter().map(String::as_str), 2);
-                    for (i, suggestion) in suggestions.iter().enumerate() {
-                        let suggested = TargetLabel::from_id(suggestion);
-                        let reference = if suggested.package == consumer_package {
-                            format!("./{}", suggested.name)
-                        } else {
-                            suggestion.clone()
-                        };
-                        diagnostic.fixes.push(Fix::replace(
-                            format!("Depend on `{reference}`"),
-                            i == 0,
-                            range,
-                            format!("\"{reference}\""),
-                        ));
-                        diagnostic
-                            .repairs
-                            .push(format!("Did you mean `{suggestion}`?"));
-                    }
-                    diagnostic.repairs.push(format!(
-                        "Declare target `{}` or remove it from `{attribute}`",
-                        label.id()
-                    ));
-                    diagnostics.push(diagnostic);
-                    return;
-                };
-                if let Some(accepted) = role_providers
-                    && !accepted.is_empty()
-                    && summary.kind.is_some()
-                    && !summary.providers.iter().any(|p| accepted.contains(p))
-                {
-                    diagnostics.push(
-                    Diagnostic::new(
-                        DiagnosticCode::IncompatibleDependencyProvider,
-                        format!(
-                            "dependency `{}` (kind `{}`) provides [{}], but `{attribute}` of `{consumer}` accepts [{}]",
-                            label.id(),
-                            summary.kind.as_deref().unwrap_or(""),
-                            summary.providers.join(", "),
-                            accepted.join(", ")
-                        ),
-                    )
-                    .at(manifest.file.clone(), range)
-                    .with_target(consumer.clone())
-                    .with_attribute(attribute.clone())
-                    .with_repair(format!("Depend on a target that provides one of [{}], or remove `{}`", accepted.join(", "), label.id())),
-                );
-                }
-                if !summary
-                    .visibility
-                    .allows(&label.package, consumer_package, &consumer)
-                {
-                    let grant = if consumer_package.is_empty() {
-                        consumer.clone()
-                    } else {
-                        format!("package:{consumer_package}")
-                    };
-                    diagnostics.push(
-                    Diagnostic::new(
-                        DiagnosticCode::DependencyNotVisible,
-                        format!("target `{consumer}` cannot depend on `{}`: it is not visible to `{consumer}`", label.id()),
-                    )
-                    .at(manifest.file.clone(), range)
-                    .with_target(consumer.clone())
-                    .with_attribute(attribute.clone())
-                    .with_repair(format!("Add `{grant}` to the `visibility` of `{}`", label.id())),
-                );
-                }
-            };
-        for dep in &target.deps {
-            let attribute = if dep.role == "deps" {
-                "deps".to_owned()
-            } else {
-                format!("dependencies.{}", dep.role)
-            };
-            let providers = kind
-                .and_then(|k| k.dependency_role(&dep.role))
-                .map(|r| r.providers.as_slice());
-            check_reference(&dep.label, attribute, dep.range, providers);
-        }
-        // Label-typed attributes must name existing targets too.
-        let Some(kind) = kind else { continue };
-        for (name, value) in &decl.attrs {
-            let Some(spec) = kind.attr(&name.value) else {
-                continue;
-            };
-            let is_label = is_label_type(&spec.ty);
-            let Configurable::Value(value) = &value.value else {
-                continue;
-            };
-            if !is_label {
-                continue;
-            }
-            for (reference, range) in string_elements(value) {
-                if let Ok(label) = resolve_reference(consumer_package, reference) {
-                    check_reference(&label, format!("attrs.{}", name.value), range, None);
-                }
-            }
-        }
+        diagnostics.extend(reference_diagnostics(db, workspace, package, target));
     }
     if diagnostics
         .iter()
@@ -207,6 +47,225 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
         (a.range.map(|r| r.start), a.code).cmp(&(b.range.map(|r| r.start), b.code))
     });
     cap_diagnostics(diagnostics).into_boxed_slice()
+}
+
+/// Every error of `target` in `package`: its own (the manifest's and its resolution's
+/// diagnostics naming it) and its references' ([`reference_diagnostics`]), as validation
+/// reports them. A target with one is not planned: an invalid or missing dependency
+/// would otherwise be left out of its plan, and it would run without it.
+pub(crate) fn target_errors(
+    db: &dyn Db,
+    workspace: Workspace,
+    package: Package,
+    target: &ResolvedTarget,
+) -> Vec<Diagnostic> {
+    let id = target.label.id();
+    let own = own_errors(db, package);
+    let first = own.partition_point(|d| d.target.as_deref() < Some(id.as_str()));
+    let mut errors: Vec<Diagnostic> = own[first..]
+        .iter()
+        .take_while(|d| d.target.as_deref() == Some(id.as_str()))
+        .cloned()
+        .collect();
+    errors.extend(
+        reference_diagnostics(db, workspace, package, target)
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error),
+    );
+    errors
+}
+
+/// The errors of `package`'s manifest and resolution that name a target, sorted by it
+/// (stable: each target's in the order found).
+#[salsa::tracked(returns(ref))]
+fn own_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
+    let mut errors: Vec<Diagnostic> = manifest(db, package)
+        .diagnostics
+        .iter()
+        .chain(&resolved_targets(db, package).diagnostics)
+        .filter(|d| d.severity == Severity::Error && d.target.is_some())
+        .cloned()
+        .collect();
+    errors.sort_by(|a, b| a.target.cmp(&b.target));
+    errors.into_boxed_slice()
+}
+
+/// The diagnostics of `target`'s references to other targets (its visibility entries
+/// naming targets, its dependencies, its label-typed attributes), checked against the
+/// packages they name: what [`file_diagnostics`] adds to the package's own for it.
+fn reference_diagnostics(
+    db: &dyn Db,
+    workspace: Workspace,
+    package: Package,
+    target: &ResolvedTarget,
+) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let manifest = manifest(db, package);
+    let catalog = kind_catalog(db, workspace);
+    let index = package_by_path(db, workspace);
+    let consumer_package = package.path(db).as_str();
+    let consumer = target.label.id();
+    let kind = catalog.get(&target.kind);
+    let decl = &manifest.targets[target.declaration];
+    // Visibility entries naming a target must name an existing one.
+    for entry in &decl.visibility {
+        let text = entry.value.as_str();
+        if matches!(text, "public" | "private") || text.contains(':') {
+            continue;
+        }
+        let Ok(label) = resolve_reference(consumer_package, text) else {
+            continue;
+        };
+        let exists = index.get(&label.package).is_some_and(|p| {
+            target_summaries(db, p)
+                .binary_search_by(|s| s.name.as_str().cmp(&label.name))
+                .is_ok()
+        });
+        if !exists {
+            diagnostics.push(
+                Diagnostic::new(
+                    DiagnosticCode::InvalidVisibility,
+                    format!("visibility entry `{text}` names target `{}`, which does not exist", label.id()),
+                )
+                .at(manifest.file.clone(), entry.range)
+                .with_target(consumer.clone())
+                .with_attribute("visibility")
+                .with_repair("Name an existing target, or use `package:<pkg>` / `subtree:<pkg>` to grant a package".to_owned()),
+            );
+        }
+    }
+    let mut check_reference = |label: &TargetLabel,
+                               attribute: String,
+                               range: TextRange,
+                               role_providers: Option<&[String]>| {
+        let summary = index.get(&label.package).and_then(|p| {
+            let summaries = target_summaries(db, p);
+            summaries
+                .binary_search_by(|s| s.name.as_str().cmp(&label.name))
+                .ok()
+                .map(|i| summaries[i].clone())
+        });
+        let Some(summary) = summary else {
+            let mut diagnostic = Diagnostic::new(
+                DiagnosticCode::MissingDependency,
+                format!(
+                    "target `{consumer}` depends on missing target `{}`",
+                    label.id()
+                ),
+            )
+            .at(manifest.file.clone(), range)
+            .with_target(consumer.clone())
+            .with_attribute(attribute.clone());
+            let candidates: Vec<String> = index
+                .get(&label.package)
+                .map(|p| {
+                    target_summaries(db, p)
+                        .iter()
+                        .map(|s| TargetLabel::new(label.package.clone(), s.name.clone()).id())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let suggestions = closest(&label.id(), candidates.iter().map(String::as_str), 2);
+            for (i, suggestion) in suggestions.iter().enumerate() {
+                let suggested = TargetLabel::from_id(suggestion);
+                let reference = if suggested.package == consumer_package {
+                    format!("./{}", suggested.name)
+                } else {
+                    suggestion.clone()
+                };
+                diagnostic.fixes.push(Fix::replace(
+                    format!("Depend on `{reference}`"),
+                    i == 0,
+                    range,
+                    format!("\"{reference}\""),
+                ));
+                diagnostic
+                    .repairs
+                    .push(format!("Did you mean `{suggestion}`?"));
+            }
+            diagnostic.repairs.push(format!(
+                "Declare target `{}` or remove it from `{attribute}`",
+                label.id()
+            ));
+            diagnostics.push(diagnostic);
+            return;
+        };
+        if let Some(accepted) = role_providers
+            && !accepted.is_empty()
+            && summary.kind.is_some()
+            && !summary.providers.iter().any(|p| accepted.contains(p))
+        {
+            diagnostics.push(
+                Diagnostic::new(
+                    DiagnosticCode::IncompatibleDependencyProvider,
+                    format!(
+                        "dependency `{}` (kind `{}`) provides [{}], but `{attribute}` of `{consumer}` accepts [{}]",
+                        label.id(),
+                        summary.kind.as_deref().unwrap_or(""),
+                        summary.providers.join(", "),
+                        accepted.join(", ")
+                    ),
+                )
+                .at(manifest.file.clone(), range)
+                .with_target(consumer.clone())
+                .with_attribute(attribute.clone())
+                .with_repair(format!("Depend on a target that provides one of [{}], or remove `{}`", accepted.join(", "), label.id())),
+            );
+        }
+        if !summary
+            .visibility
+            .allows(&label.package, consumer_package, &consumer)
+        {
+            let grant = if consumer_package.is_empty() {
+                consumer.clone()
+            } else {
+                format!("package:{consumer_package}")
+            };
+            diagnostics.push(
+                Diagnostic::new(
+                    DiagnosticCode::DependencyNotVisible,
+                    format!("target `{consumer}` cannot depend on `{}`: it is not visible to `{consumer}`", label.id()),
+                )
+                .at(manifest.file.clone(), range)
+                .with_target(consumer.clone())
+                .with_attribute(attribute.clone())
+                .with_repair(format!("Add `{grant}` to the `visibility` of `{}`", label.id())),
+            );
+        }
+    };
+    for dep in &target.deps {
+        let attribute = if dep.role == "deps" {
+            "deps".to_owned()
+        } else {
+            format!("dependencies.{}", dep.role)
+        };
+        let providers = kind
+            .and_then(|k| k.dependency_role(&dep.role))
+            .map(|r| r.providers.as_slice());
+        check_reference(&dep.label, attribute, dep.range, providers);
+    }
+    // Label-typed attributes must name existing targets too.
+    let Some(kind) = kind else {
+        return diagnostics;
+    };
+    for (name, value) in &decl.attrs {
+        let Some(spec) = kind.attr(&name.value) else {
+            continue;
+        };
+        let is_label = is_label_type(&spec.ty);
+        let Configurable::Value(value) = &value.value else {
+            continue;
+        };
+        if !is_label {
+            continue;
+        }
+        for (reference, range) in string_elements(value) {
+            if let Ok(label) = resolve_reference(consumer_package, reference) {
+                check_reference(&label, format!("attrs.{}", name.value), range, None);
+            }
+        }
+    }
+    diagnostics
 }
 
 /// How many diagnostics of one code one file reports; the rest are counted in one
