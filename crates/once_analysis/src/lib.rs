@@ -41,7 +41,8 @@ pub use once_db::{
     OsSystem, StampedRead, System, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
-pub use once_graph::{AffectedTest, TestTarget};
+pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
+pub use once_graph::{AffectedTest, TestTarget, is_build_output};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
@@ -478,6 +479,44 @@ impl Analysis {
                 plans.extend(planned);
             }
             Ok(plans)
+        })
+    }
+
+    /// One digest of everything planning reads but the digests of the files actions
+    /// read (see [`once_graph::plan_memo::plan_inputs_digest`]): equal digests and equal
+    /// [`Analysis::source_input_digests`] plan alike. `None` when a module names `debug`.
+    pub fn plan_inputs_digest(&self) -> Cancellable<Option<once_db::Sha256Digest>> {
+        self.with_db(|db, ws| *once_graph::plan_memo::plan_inputs_digest(db, ws))
+    }
+
+    /// The digest of each workspace file `paths` name, as an action's static key holds
+    /// it (see [`once_graph::source_input_digest`]), on two threads when there are many.
+    pub fn source_input_digests(
+        &self,
+        paths: &[String],
+    ) -> Cancellable<Vec<Result<once_db::Sha256Digest, String>>> {
+        let digests = |analysis: &Analysis, paths: &[String]| {
+            analysis.with_db(|db, _| {
+                paths
+                    .iter()
+                    .map(|path| once_graph::source_input_digest(db, path))
+                    .collect::<Vec<_>>()
+            })
+        };
+        if paths.len() < 2 * PLANS_PER_THREAD || once_db::system::machine_parallelism() < 2 {
+            return digests(self, paths);
+        }
+        let (first, second) = paths.split_at(paths.len() / 2);
+        std::thread::scope(|scope| {
+            let snapshot = self.clone();
+            let other = scope.spawn(move || digests(&snapshot, second));
+            let mut answer = digests(self, first)?;
+            answer.extend(
+                other
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            );
+            Ok(answer)
         })
     }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
 use once_build::{Plan, TargetRecord};
+use once_exec::last_plan::LastPlan;
 use once_exec::{
     CancelHandle, ExecOptions, ExecutionReport, Executor, PlanMemoFile, Progress, Store,
 };
@@ -113,12 +114,13 @@ pub(crate) fn decode_kind_catalog_in_background() {
     });
 }
 
-/// A plan memo larger than this is read on a thread of its own (about 1,000 targets).
-const LARGE_MEMO_BYTES: u64 = 1 << 20;
-
 /// Plans `capability` for the targets `patterns` name; the database is gone on return.
-/// Plans an earlier process made from the same inputs come from the store's plan memo
-/// (`once_exec::plan_memo`) without starting Starlark; new ones are added to it.
+///
+/// The plan the same request made last time is reused while nothing it was planned from
+/// changed (`once_build::last_plan`): then no manifest is parsed and nothing planned.
+/// Otherwise plans an earlier process made from the same inputs come from the store's
+/// plan memo (`once_exec::plan_memo`) without starting Starlark; new ones are added to
+/// it, and the new plan is remembered for next time.
 ///
 /// `ends_with_process`: the process exits once the plan ran (`once build`), so the
 /// database is left to the exit instead of freed: it holds every file, manifest and plan
@@ -132,26 +134,54 @@ pub(crate) fn plan_targets(
     capability: &str,
     ends_with_process: bool,
 ) -> anyhow::Result<Plan> {
+    let request = once_build::last_plan::request(patterns, capability);
+    // The last plan is read while the workspace is walked; without one (a first build,
+    // or after `once cache clean`) the plan memo is read then too, as it will be needed.
+    let (last, memo, host) = std::thread::scope(|scope| {
+        let stored = scope.spawn(|| {
+            let last = LastPlan::load(store, root, &request).and_then(|last| {
+                let remembered = once_build::last_plan::Remembered::decode(last.value())?;
+                Some((last, remembered))
+            });
+            let memo = if last.is_none() {
+                Some(PlanMemoFile::load(store).map(Arc::new))
+            } else {
+                None
+            };
+            (last, memo)
+        });
+        let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
+        // A file that could not be read (a panic is a bug) only costs planning again.
+        let (last, memo) = stored.join().unwrap_or((None, None));
+        (last, memo, host)
+    });
+    let analysis = host.analysis();
+    // The digest index (the last plan's inputs are checked against it) is read while
+    // the manifests are read for the key.
+    let key = std::thread::scope(|scope| {
+        if last.is_some() {
+            let snapshot = analysis.clone();
+            scope.spawn(move || snapshot.prepare_digest_index());
+        }
+        answer(once_build::last_plan::key_of(&analysis, &request))
+    })?;
+    let remembered = last
+        .zip(key.as_ref())
+        .and_then(|((last, remembered), key)| last.saved_under(key).then_some(remembered));
+    if let Some(remembered) = remembered
+        && let Some(plan) = answer(remembered.unchanged(&analysis))?
+    {
+        // Digests stamped anew (a file touched, its content the same) only save work
+        // next time.
+        let _ = analysis.save_digest_index();
+        drop(analysis);
+        leave(host, ends_with_process);
+        return Ok(plan);
+    }
+    drop(analysis);
     decode_kind_catalog_in_background();
-    // A large memo is read and decoded while the workspace is walked (each took a no-op
-    // build of 10,000 targets a few percent of its time, one after the other); a small
-    // one is not worth a thread (measured on a cached `once test`: no gain).
-    let large = std::fs::metadata(store.path().join(once_exec::plan_memo::PLANS_FILE))
-        .is_ok_and(|metadata| metadata.len() > LARGE_MEMO_BYTES);
-    let (memo, mut host) = if large {
-        std::thread::scope(|scope| {
-            let memo = scope.spawn(|| PlanMemoFile::load(store).map(Arc::new));
-            let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
-            // A memo that could not be read (a panic is a bug) only costs planning again.
-            (memo.join().ok().flatten(), host)
-        })
-    } else {
-        let memo = PlanMemoFile::load(store).map(Arc::new);
-        (
-            memo,
-            AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf()),
-        )
-    };
+    let memo = memo.unwrap_or_else(|| PlanMemoFile::load(store).map(Arc::new));
+    let mut host = host;
     if let Some(memo) = &memo {
         host.set_plan_memo(memo.clone());
     }
@@ -164,6 +194,9 @@ pub(crate) fn plan_targets(
     // With a large memo (a large workspace) the digest index is read meanwhile (else
     // planning's first digest reads it while the other planning threads' first digests
     // wait), then the dependency graph made as the packages are resolved.
+    let large = memo
+        .as_ref()
+        .is_some_and(|memo| memo.stored_len() > LARGE_MEMO_ENTRIES);
     let every_target = patterns
         .iter()
         .any(|pattern| pattern.trim().ends_with(once_build::RECURSIVE_SUFFIX));
@@ -196,19 +229,32 @@ pub(crate) fn plan_targets(
         );
     }
     let plan = answer(once_build::plan(&analysis, &ids, capability))?.map_err(|e| anyhow!(e))?;
-    // The digest index and the plan memo only save work next time; failing to write
-    // them changes nothing.
+    // The digest index, the plan memo and the last plan only save work next time;
+    // failing to write them changes nothing.
+    if let Some(key) = key
+        && let Some(value) = answer(once_build::last_plan::value_of(&analysis, &plan))?
+    {
+        let _ = LastPlan::save(store, root, &request, &key, &value);
+    }
     let _ = analysis.save_digest_index();
     drop(analysis);
+    leave(host, ends_with_process);
+    if let Some(memo) = memo {
+        let _ = memo.save(store);
+    }
+    Ok(plan)
+}
+
+/// A plan memo with more entries than this is a large workspace's (about 1,000 targets).
+const LARGE_MEMO_ENTRIES: usize = 1000;
+
+/// Frees the database, unless the process ends next (see [`plan_targets`]).
+fn leave(host: AnalysisHost, ends_with_process: bool) {
     if ends_with_process {
         std::mem::forget(host);
     } else {
         drop(host);
     }
-    if let Some(memo) = memo {
-        let _ = memo.save(store);
-    }
-    Ok(plan)
 }
 
 pub(crate) fn open_store(root: &Path, exec: &ExecArgs) -> anyhow::Result<Store> {

@@ -43,6 +43,7 @@ pub mod executor;
 pub mod fake;
 mod handles;
 pub mod key;
+pub mod last_plan;
 pub mod materialize;
 pub mod outputs;
 pub mod plan_memo;

@@ -696,15 +696,18 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.remove_record_indexes()?;
+        self.remove_workspace_files()?;
         Ok(before)
     }
 
-    /// Removes every workspace's record index (`crate::record_index`): after `clean` or
-    /// `gc`, only record files make hits.
-    fn remove_record_indexes(&self) -> io::Result<()> {
+    /// Removes every workspace's record index (`crate::record_index`) and last plans
+    /// (`crate::last_plan`): after `clean` or `gc`, only record files make hits, and
+    /// nothing is left that only a workspace gone since would have used.
+    fn remove_workspace_files(&self) -> io::Result<()> {
         for name in handles::entry_names(&self.root)? {
-            if name.starts_with(crate::record_index::INDEX_PREFIX) {
+            if name.starts_with(crate::record_index::INDEX_PREFIX)
+                || name.starts_with(crate::last_plan::LAST_PLAN_PREFIX)
+            {
                 match unlinkat(&self.root, name.as_str(), AtFlags::empty()) {
                     Ok(()) | Err(Errno::NOENT) => {}
                     Err(e) => return Err(e.into()),
@@ -721,7 +724,7 @@ impl Store {
     pub fn gc(&self, max_bytes: u64) -> io::Result<GcReport> {
         let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
         self.remove_temporaries();
-        self.remove_record_indexes()?;
+        self.remove_workspace_files()?;
         for name in handles::entry_names(&self.locks)? {
             let _ = unlinkat(&self.locks, name.as_str(), AtFlags::empty());
         }

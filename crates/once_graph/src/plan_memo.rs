@@ -175,6 +175,47 @@ pub fn workspace_modules_digest(db: &dyn Db, workspace: Workspace) -> Option<Sha
     Some(Sha256Digest::of(&key.bytes))
 }
 
+/// The version of [`plan_inputs_digest`]'s encoding; part of the digest.
+pub const PLAN_INPUTS_FORMAT: &str = "once.plan.inputs.v1";
+
+/// Everything a plan of this workspace reads except the digests of the files its
+/// actions read, as one digest: the root, the host platform, every package (its path,
+/// its manifest's path and text, the files it owns) and every `.star` file
+/// ([`workspace_modules_digest`]). These are the database's inputs that planning reads
+/// (the walk's results and the texts of manifests and modules), so two databases with
+/// the same digest plan every target alike but for the digests of the files the
+/// actions read, which static keys take from the files. `None` when a module names
+/// `debug` (see [`workspace_modules_digest`]).
+#[salsa::tracked]
+pub fn plan_inputs_digest(db: &dyn Db, workspace: Workspace) -> Option<Sha256Digest> {
+    let modules = (*workspace_modules_digest(db, workspace))?;
+    let mut key = KeyEncoder::default();
+    key.field("format", PLAN_INPUTS_FORMAT);
+    key.field("root", &workspace.root(db).to_string_lossy());
+    let host = workspace.host(db);
+    key.field("host.os", &host.os);
+    key.field("host.arch", &host.arch);
+    key.field("modules", &modules.to_hex());
+    let packages = workspace.packages(db);
+    key.field("packages", &packages.len().to_string());
+    for &package in packages {
+        key.field("package.path", package.path(db));
+        let manifest = package.manifest(db);
+        key.field("package.manifest", manifest.path(db));
+        let text = source_text(db, manifest);
+        match &text.read_error {
+            Some(error) => key.field("manifest.error", error),
+            None => key.field("manifest.text", &text.text),
+        }
+        let files = package.files(db);
+        key.field("package.files", &files.len().to_string());
+        for file in files {
+            key.field("package.file", file);
+        }
+    }
+    Some(Sha256Digest::of(&key.bytes))
+}
+
 /// Whether `text` holds the word `debug` outside a longer identifier (in code, a
 /// comment or a string alike: when in doubt, no memo).
 pub fn names_debug(text: &str) -> bool {
@@ -198,28 +239,172 @@ const VALUE_FORMAT: &str = "once.plan.value.v2";
 /// [`TargetActions`] as bytes: every string and list length-prefixed (little-endian
 /// `u64`), every variant tagged; [`decode_target_actions`] reads it back.
 pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
-    let mut out = Writer::default();
+    let mut out = ValueWriter::default();
     out.str(VALUE_FORMAT);
     out.u64(actions.actions.len() as u64);
-    // Destructured without `..`: a field added to an action fails to compile here.
+    // Destructured without `..`: a field added fails to compile here.
     let TargetActions {
         actions,
         default_outputs,
     } = actions;
     for action in actions {
-        let Action {
-            id,
-            target,
-            capability,
-            step,
-            inputs,
-            outputs,
-            cacheable,
-        } = action;
-        out.str(id);
-        out.str(target);
-        out.str(capability);
-        match step {
+        encode_action(&mut out, action);
+    }
+    out.strs(default_outputs);
+    out.0
+}
+
+/// Appends `action` to `out` ([`decode_action`] reads it back).
+pub fn encode_action(out: &mut ValueWriter, action: &Action) {
+    // Destructured without `..`: a field added to an action fails to compile here.
+    let Action {
+        id,
+        target,
+        capability,
+        step,
+        inputs,
+        outputs,
+        cacheable,
+    } = action;
+    out.str(id);
+    out.str(target);
+    out.str(capability);
+    match step {
+        ActionStep::Run(Command {
+            argv,
+            env,
+            cwd,
+            success_exit_codes,
+            probes,
+            depfile,
+            timeout_seconds,
+            output_symlinks,
+        }) => {
+            out.u8(0);
+            out.strs(argv);
+            out.u64(env.len() as u64);
+            for (name, value) in env {
+                out.str(name);
+                out.str(value);
+            }
+            out.str(cwd);
+            out.u64(success_exit_codes.len() as u64);
+            for code in success_exit_codes {
+                out.u64(u64::from(code.cast_unsigned()));
+            }
+            out.u64(probes.len() as u64);
+            for probe in probes {
+                out.strs(probe);
+            }
+            match depfile {
+                None => out.u8(0),
+                Some(depfile) => {
+                    out.u8(1);
+                    out.str(depfile);
+                }
+            }
+            match *timeout_seconds {
+                None => out.u8(0),
+                Some(seconds) => {
+                    out.u8(1);
+                    out.u64(seconds);
+                }
+            }
+            out.u8(match output_symlinks {
+                OutputSymlinks::Preserve => 0,
+                OutputSymlinks::MaterializeExternal => 1,
+            });
+        }
+        ActionStep::WriteFile {
+            path,
+            content,
+            executable,
+        } => {
+            out.u8(1);
+            out.str(path);
+            out.str(content);
+            out.u8(u8::from(*executable));
+        }
+        ActionStep::Copy { from, to } => {
+            out.u8(2);
+            out.str(from);
+            out.str(to);
+        }
+        ActionStep::Symlink { to, link } => {
+            out.u8(3);
+            out.str(to);
+            out.str(link);
+        }
+        ActionStep::MakeDir { path } => {
+            out.u8(4);
+            out.str(path);
+        }
+    }
+    out.strs(inputs);
+    out.strs(outputs);
+    out.u8(u8::from(*cacheable));
+}
+
+/// The [`TargetActions`] [`encode_target_actions`] wrote, or `None` unless `bytes` are
+/// exactly one value of this version.
+pub fn decode_target_actions(bytes: &[u8]) -> Option<TargetActions> {
+    let mut input = ValueReader::new(bytes);
+    if input.str()? != VALUE_FORMAT {
+        return None;
+    }
+    let count = input.count()?;
+    let mut actions = Vec::with_capacity(count);
+    for _ in 0..count {
+        actions.push(decode_action(&mut input)?);
+    }
+    let default_outputs = input.strs()?;
+    input.is_empty().then_some(TargetActions {
+        actions,
+        default_outputs,
+    })
+}
+
+/// The next action of `input`, as [`encode_action`] wrote it.
+pub fn decode_action(input: &mut ValueReader<'_>) -> Option<Action> {
+    let id = input.str()?;
+    let target = input.str()?;
+    let capability = input.str()?;
+    let step = match input.u8()? {
+        0 => {
+            let argv = input.strs()?;
+            let mut env = BTreeMap::new();
+            for _ in 0..input.count()? {
+                let name = input.str()?;
+                let value = input.str()?;
+                if env.insert(name, value).is_some() {
+                    return None;
+                }
+            }
+            let cwd = input.str()?;
+            let mut success_exit_codes = Vec::new();
+            for _ in 0..input.count()? {
+                let code = u32::try_from(input.u64()?).ok()?;
+                success_exit_codes.push(code.cast_signed());
+            }
+            let mut probes = Vec::new();
+            for _ in 0..input.count()? {
+                probes.push(input.strs()?);
+            }
+            let depfile = match input.u8()? {
+                0 => None,
+                1 => Some(input.str()?),
+                _ => return None,
+            };
+            let timeout_seconds = match input.u8()? {
+                0 => None,
+                1 => Some(input.u64()?),
+                _ => return None,
+            };
+            let output_symlinks = match input.u8()? {
+                0 => OutputSymlinks::Preserve,
+                1 => OutputSymlinks::MaterializeExternal,
+                _ => return None,
+            };
             ActionStep::Run(Command {
                 argv,
                 env,
@@ -229,189 +414,62 @@ pub fn encode_target_actions(actions: &TargetActions) -> Vec<u8> {
                 depfile,
                 timeout_seconds,
                 output_symlinks,
-            }) => {
-                out.u8(0);
-                out.strs(argv);
-                out.u64(env.len() as u64);
-                for (name, value) in env {
-                    out.str(name);
-                    out.str(value);
-                }
-                out.str(cwd);
-                out.u64(success_exit_codes.len() as u64);
-                for code in success_exit_codes {
-                    out.u64(u64::from(code.cast_unsigned()));
-                }
-                out.u64(probes.len() as u64);
-                for probe in probes {
-                    out.strs(probe);
-                }
-                match depfile {
-                    None => out.u8(0),
-                    Some(depfile) => {
-                        out.u8(1);
-                        out.str(depfile);
-                    }
-                }
-                match *timeout_seconds {
-                    None => out.u8(0),
-                    Some(seconds) => {
-                        out.u8(1);
-                        out.u64(seconds);
-                    }
-                }
-                out.u8(match output_symlinks {
-                    OutputSymlinks::Preserve => 0,
-                    OutputSymlinks::MaterializeExternal => 1,
-                });
-            }
-            ActionStep::WriteFile {
-                path,
-                content,
-                executable,
-            } => {
-                out.u8(1);
-                out.str(path);
-                out.str(content);
-                out.u8(u8::from(*executable));
-            }
-            ActionStep::Copy { from, to } => {
-                out.u8(2);
-                out.str(from);
-                out.str(to);
-            }
-            ActionStep::Symlink { to, link } => {
-                out.u8(3);
-                out.str(to);
-                out.str(link);
-            }
-            ActionStep::MakeDir { path } => {
-                out.u8(4);
-                out.str(path);
-            }
+            })
         }
-        out.strs(inputs);
-        out.strs(outputs);
-        out.u8(u8::from(*cacheable));
-    }
-    out.strs(default_outputs);
-    out.0
-}
-
-/// The [`TargetActions`] [`encode_target_actions`] wrote, or `None` unless `bytes` are
-/// exactly one value of this version.
-pub fn decode_target_actions(bytes: &[u8]) -> Option<TargetActions> {
-    let mut input = Reader(bytes);
-    if input.str()? != VALUE_FORMAT {
-        return None;
-    }
-    let count = input.count()?;
-    let mut actions = Vec::with_capacity(count);
-    for _ in 0..count {
-        let id = input.str()?;
-        let target = input.str()?;
-        let capability = input.str()?;
-        let step = match input.u8()? {
-            0 => {
-                let argv = input.strs()?;
-                let mut env = BTreeMap::new();
-                for _ in 0..input.count()? {
-                    let name = input.str()?;
-                    let value = input.str()?;
-                    if env.insert(name, value).is_some() {
-                        return None;
-                    }
-                }
-                let cwd = input.str()?;
-                let mut success_exit_codes = Vec::new();
-                for _ in 0..input.count()? {
-                    let code = u32::try_from(input.u64()?).ok()?;
-                    success_exit_codes.push(code.cast_signed());
-                }
-                let mut probes = Vec::new();
-                for _ in 0..input.count()? {
-                    probes.push(input.strs()?);
-                }
-                let depfile = match input.u8()? {
-                    0 => None,
-                    1 => Some(input.str()?),
-                    _ => return None,
-                };
-                let timeout_seconds = match input.u8()? {
-                    0 => None,
-                    1 => Some(input.u64()?),
-                    _ => return None,
-                };
-                let output_symlinks = match input.u8()? {
-                    0 => OutputSymlinks::Preserve,
-                    1 => OutputSymlinks::MaterializeExternal,
-                    _ => return None,
-                };
-                ActionStep::Run(Command {
-                    argv,
-                    env,
-                    cwd,
-                    success_exit_codes,
-                    probes,
-                    depfile,
-                    timeout_seconds,
-                    output_symlinks,
-                })
-            }
-            1 => ActionStep::WriteFile {
-                path: input.str()?,
-                content: input.str()?,
-                executable: input.bool()?,
-            },
-            2 => ActionStep::Copy {
-                from: input.str()?,
-                to: input.str()?,
-            },
-            3 => ActionStep::Symlink {
-                to: input.str()?,
-                link: input.str()?,
-            },
-            4 => ActionStep::MakeDir { path: input.str()? },
-            _ => return None,
-        };
-        let inputs = input.strs()?;
-        let outputs = input.strs()?;
-        let cacheable = input.bool()?;
-        actions.push(Action {
-            id,
-            target,
-            capability,
-            step,
-            inputs,
-            outputs,
-            cacheable,
-        });
-    }
-    let default_outputs = input.strs()?;
-    input.0.is_empty().then_some(TargetActions {
-        actions,
-        default_outputs,
+        1 => ActionStep::WriteFile {
+            path: input.str()?,
+            content: input.str()?,
+            executable: input.bool()?,
+        },
+        2 => ActionStep::Copy {
+            from: input.str()?,
+            to: input.str()?,
+        },
+        3 => ActionStep::Symlink {
+            to: input.str()?,
+            link: input.str()?,
+        },
+        4 => ActionStep::MakeDir { path: input.str()? },
+        _ => return None,
+    };
+    let inputs = input.strs()?;
+    let outputs = input.strs()?;
+    let cacheable = input.bool()?;
+    Some(Action {
+        id,
+        target,
+        capability,
+        step,
+        inputs,
+        outputs,
+        cacheable,
     })
 }
 
+/// The memo's binary encoding: bytes, little-endian `u64`s, and strings and lists
+/// prefixed by their length.
 #[derive(Default)]
-struct Writer(Vec<u8>);
+pub struct ValueWriter(pub Vec<u8>);
 
-impl Writer {
-    fn u8(&mut self, value: u8) {
+impl ValueWriter {
+    pub fn u8(&mut self, value: u8) {
         self.0.push(value);
     }
 
-    fn u64(&mut self, value: u64) {
+    pub fn u64(&mut self, value: u64) {
         self.0.extend_from_slice(&value.to_le_bytes());
     }
 
-    fn str(&mut self, text: &str) {
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    pub fn str(&mut self, text: &str) {
         self.u64(text.len() as u64);
         self.0.extend_from_slice(text.as_bytes());
     }
 
-    fn strs(&mut self, items: &[String]) {
+    pub fn strs(&mut self, items: &[String]) {
         self.u64(items.len() as u64);
         for item in items {
             self.str(item);
@@ -419,20 +477,30 @@ impl Writer {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+/// Reads what a [`ValueWriter`] wrote; every read is `None` past the end.
+pub struct ValueReader<'a>(&'a [u8]);
 
-impl Reader<'_> {
-    fn take(&mut self, length: usize) -> Option<&[u8]> {
+impl<'a> ValueReader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        ValueReader(bytes)
+    }
+
+    /// Whether everything was read.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn take(&mut self, length: usize) -> Option<&'a [u8]> {
         let (head, rest) = self.0.split_at_checked(length)?;
         self.0 = rest;
         Some(head)
     }
 
-    fn u8(&mut self) -> Option<u8> {
+    pub fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
-    fn bool(&mut self) -> Option<bool> {
+    pub fn bool(&mut self) -> Option<bool> {
         match self.u8()? {
             0 => Some(false),
             1 => Some(true),
@@ -440,24 +508,24 @@ impl Reader<'_> {
         }
     }
 
-    fn u64(&mut self) -> Option<u64> {
+    pub fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     /// A count of items, each taking at least one byte of what is left.
-    fn count(&mut self) -> Option<usize> {
+    pub fn count(&mut self) -> Option<usize> {
         usize::try_from(self.u64()?)
             .ok()
             .filter(|&count| count <= self.0.len())
     }
 
-    fn str(&mut self) -> Option<String> {
+    pub fn str(&mut self) -> Option<String> {
         let length = usize::try_from(self.u64()?).ok()?;
         let bytes = self.take(length)?;
         String::from_utf8(bytes.to_vec()).ok()
     }
 
-    fn strs(&mut self) -> Option<Vec<String>> {
+    pub fn strs(&mut self) -> Option<Vec<String>> {
         let count = self.count()?;
         let mut items = Vec::with_capacity(count);
         for _ in 0..count {

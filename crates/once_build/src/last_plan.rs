@@ -1,0 +1,323 @@
+//! The last plan of a request, reused while nothing it was planned from changed: a
+//! one-shot `once build` or `once run` asked again of an unchanged workspace reads the
+//! plan it made last time instead of parsing every manifest, resolving every target
+//! and planning each (through the memo) again. The bytes live in the store
+//! (`once_exec::last_plan`); this module decides what they hold and when they count.
+//!
+//! **When a remembered plan is used.** A plan is a function of the request (the
+//! capability and the patterns, as given), the binary (the store salts every key with
+//! its identity), the database's inputs that planning reads (the workspace's root and
+//! host platform, every package's path, manifest text and files, every `.star` file:
+//! [`Analysis::plan_inputs_digest`]) and the digests of the workspace files its actions
+//! read (their static keys hold them). The entry's key is the first three; the value
+//! keeps the digest of every such file, and each is compared with the file's digest
+//! now ([`Analysis::source_input_digests`], stamp-checked like every digest). Anything
+//! different, or a value this version cannot read completely, and the request is
+//! planned as before and the new plan remembered. A plan with problems is never
+//! remembered (they are reported from planning, every time), nor one of a workspace
+//! whose modules call `debug`.
+
+use std::collections::HashMap;
+
+use once_analysis::{
+    Analysis, Cancellable, ValueReader, ValueWriter, decode_action, encode_action, is_build_output,
+};
+use once_db::Sha256Digest;
+use once_exec::PlannedAction;
+
+use crate::{Plan, PlannedTarget};
+
+/// The first field of every value; another version's value is not read.
+const VALUE_FORMAT: &str = "once.last-plan.v1";
+
+/// The canonical spelling of a request: the store keeps one last plan per workspace and
+/// request.
+pub fn request(patterns: &[String], capability: &str) -> String {
+    let mut request = capability.to_owned();
+    for pattern in patterns {
+        request.push('\0');
+        request.push_str(pattern);
+    }
+    request
+}
+
+/// The key of `request` for a workspace whose planning inputs digest to `inputs`.
+fn key(inputs: &Sha256Digest, request: &str) -> Sha256Digest {
+    let mut bytes = inputs.0.to_vec();
+    bytes.extend_from_slice(request.as_bytes());
+    Sha256Digest::of(&bytes)
+}
+
+/// The key under which `analysis`'s plan of `request` is remembered; `None` when such a
+/// plan is not (a module calls `debug`).
+pub fn key_of(analysis: &Analysis, request: &str) -> Cancellable<Option<Sha256Digest>> {
+    Ok(analysis
+        .plan_inputs_digest()?
+        .map(|inputs| key(&inputs, request)))
+}
+
+/// The workspace files `plan`'s actions read (not build outputs), sorted, each once: the
+/// files whose digests its static keys hold.
+fn source_inputs(plan: &Plan) -> Vec<String> {
+    let mut paths: Vec<String> = plan
+        .actions
+        .iter()
+        .flat_map(|planned| &planned.action.inputs)
+        .filter(|path| !is_build_output(path))
+        .cloned()
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
+
+/// A remembered plan and the digests of the files its actions read when it was made.
+pub struct Remembered {
+    plan: Plan,
+    inputs: Vec<(String, Result<Sha256Digest, String>)>,
+}
+
+impl Remembered {
+    /// What `value` holds, if this version can read all of it (a caller may decode it
+    /// before it knows whether the value's key is the workspace's).
+    pub fn decode(value: &[u8]) -> Option<Remembered> {
+        decode(value).map(|(plan, inputs)| Remembered { plan, inputs })
+    }
+
+    /// The plan, if every file its actions read has the digest it had when the plan was
+    /// made (for a value stored under the key [`key_of`] gives now).
+    pub fn unchanged(self, analysis: &Analysis) -> Cancellable<Option<Plan>> {
+        let paths: Vec<String> = self.inputs.iter().map(|(path, _)| path.clone()).collect();
+        let now = analysis.source_input_digests(&paths)?;
+        let unchanged = self
+            .inputs
+            .iter()
+            .zip(&now)
+            .all(|((_, then), now)| then == now);
+        Ok(unchanged.then_some(self.plan))
+    }
+}
+
+/// What to remember of `plan` (made by `analysis`), or `None` for a plan that is not
+/// remembered (it has problems).
+pub fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
+    if !plan.problems.is_empty() {
+        return Ok(None);
+    }
+    let paths = source_inputs(plan);
+    let digests = analysis.source_input_digests(&paths)?;
+    let inputs: Vec<(String, Result<Sha256Digest, String>)> =
+        paths.into_iter().zip(digests).collect();
+    Ok(Some(encode(plan, &inputs)))
+}
+
+fn encode(plan: &Plan, inputs: &[(String, Result<Sha256Digest, String>)]) -> Vec<u8> {
+    let mut out = ValueWriter::default();
+    out.str(VALUE_FORMAT);
+    // Destructured without `..`: a field added to a plan fails to compile here.
+    let Plan {
+        capability,
+        targets,
+        actions,
+        problems: _,
+        kinds,
+    } = plan;
+    out.str(capability);
+    out.u64(targets.len() as u64);
+    for target in targets {
+        let PlannedTarget {
+            id,
+            kind,
+            actions,
+            default_outputs,
+            output_groups,
+            required_outputs,
+            implemented,
+            test_attempts,
+        } = target;
+        out.str(id);
+        out.str(kind);
+        out.strs(actions);
+        out.strs(default_outputs);
+        out.strs(output_groups);
+        out.strs(required_outputs);
+        out.u8(u8::from(*implemented));
+        match test_attempts {
+            None => out.u8(0),
+            Some(attempts) => {
+                out.u8(1);
+                out.u64(u64::from(*attempts));
+            }
+        }
+    }
+    out.u64(actions.len() as u64);
+    for PlannedAction { action, static_key } in actions {
+        encode_action(&mut out, action);
+        out.bytes(&static_key.0);
+    }
+    let mut kinds: Vec<(&String, &String)> = kinds.iter().collect();
+    kinds.sort_unstable();
+    out.u64(kinds.len() as u64);
+    for (target, kind) in kinds {
+        out.str(target);
+        out.str(kind);
+    }
+    out.u64(inputs.len() as u64);
+    for (path, digest) in inputs {
+        out.str(path);
+        match digest {
+            Ok(digest) => {
+                out.u8(0);
+                out.bytes(&digest.0);
+            }
+            Err(error) => {
+                out.u8(1);
+                out.str(error);
+            }
+        }
+    }
+    out.0
+}
+
+#[allow(clippy::type_complexity)]
+fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, Result<Sha256Digest, String>)>)> {
+    let mut input = ValueReader::new(bytes);
+    if input.str()? != VALUE_FORMAT {
+        return None;
+    }
+    let capability = input.str()?;
+    let count = input.count()?;
+    let mut targets = Vec::with_capacity(count);
+    for _ in 0..count {
+        targets.push(PlannedTarget {
+            id: input.str()?,
+            kind: input.str()?,
+            actions: input.strs()?,
+            default_outputs: input.strs()?,
+            output_groups: input.strs()?,
+            required_outputs: input.strs()?,
+            implemented: input.bool()?,
+            test_attempts: match input.u8()? {
+                0 => None,
+                1 => Some(u32::try_from(input.u64()?).ok()?),
+                _ => return None,
+            },
+        });
+    }
+    let count = input.count()?;
+    let mut actions = Vec::with_capacity(count);
+    for _ in 0..count {
+        let action = decode_action(&mut input)?;
+        let static_key = Sha256Digest(input.take(32)?.try_into().ok()?);
+        actions.push(PlannedAction { action, static_key });
+    }
+    let count = input.count()?;
+    let mut kinds = HashMap::with_capacity(count);
+    for _ in 0..count {
+        let target = input.str()?;
+        kinds.insert(target, input.str()?);
+    }
+    let count = input.count()?;
+    let mut inputs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let path = input.str()?;
+        let digest = match input.u8()? {
+            0 => Ok(Sha256Digest(input.take(32)?.try_into().ok()?)),
+            1 => Err(input.str()?),
+            _ => return None,
+        };
+        inputs.push((path, digest));
+    }
+    let plan = Plan {
+        capability,
+        targets,
+        actions,
+        problems: Vec::new(),
+        kinds,
+    };
+    input.is_empty().then_some((plan, inputs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use once_model::action::{Action, ActionStep, Command, OutputSymlinks};
+
+    fn plan() -> Plan {
+        let action = |id: &str, step: ActionStep| PlannedAction {
+            action: Action {
+                id: id.to_owned(),
+                target: "pkg/T".to_owned(),
+                capability: "build".to_owned(),
+                step,
+                inputs: vec!["pkg/in.txt".to_owned(), ".once/out/pkg/D/d".to_owned()],
+                outputs: vec![".once/out/pkg/T/t".to_owned()],
+                cacheable: true,
+            },
+            static_key: Sha256Digest::of(id.as_bytes()),
+        };
+        let command = Command {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), "true".to_owned()],
+            env: [("K".to_owned(), "v".to_owned())].into(),
+            cwd: "pkg".to_owned(),
+            success_exit_codes: vec![0, 3],
+            probes: vec![vec!["sh".to_owned(), "--version".to_owned()]],
+            depfile: Some(".once/out/pkg/T/t.d".to_owned()),
+            timeout_seconds: Some(9),
+            output_symlinks: OutputSymlinks::MaterializeExternal,
+        };
+        Plan {
+            capability: "build".to_owned(),
+            targets: vec![PlannedTarget {
+                id: "pkg/T".to_owned(),
+                kind: "command".to_owned(),
+                actions: vec!["pkg/T#build/a".to_owned()],
+                default_outputs: vec![".once/out/pkg/T/t".to_owned()],
+                output_groups: vec!["default".to_owned()],
+                required_outputs: vec!["default".to_owned()],
+                implemented: true,
+                test_attempts: Some(3),
+            }],
+            actions: vec![
+                action("pkg/T#build/a", ActionStep::Run(command)),
+                action(
+                    "pkg/T#build/b",
+                    ActionStep::WriteFile {
+                        path: ".once/out/pkg/T/w".to_owned(),
+                        content: "text".to_owned(),
+                        executable: true,
+                    },
+                ),
+            ],
+            problems: Vec::new(),
+            kinds: HashMap::from([("pkg/T".to_owned(), "command".to_owned())]),
+        }
+    }
+
+    /// Every part of a plan and of its inputs' digests comes back; anything but a
+    /// complete value is nothing.
+    #[test]
+    fn plans_round_trip_and_partial_values_are_nothing() {
+        let plan = plan();
+        let inputs = vec![
+            ("pkg/in.txt".to_owned(), Ok(Sha256Digest::of(b"in"))),
+            ("pkg/gone.txt".to_owned(), Err("no such file".to_owned())),
+        ];
+        let bytes = encode(&plan, &inputs);
+        let (decoded, decoded_inputs) = decode(&bytes).expect("a complete value");
+        assert_eq!(format!("{decoded:?}"), format!("{plan:?}"));
+        assert_eq!(decoded.actions, plan.actions);
+        assert_eq!(decoded_inputs, inputs);
+        for length in 0..bytes.len() {
+            assert!(decode(&bytes[..length]).is_none(), "cut at {length}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_none());
+        assert_eq!(
+            source_inputs(&plan),
+            ["pkg/in.txt"],
+            "build outputs are not"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! The last plan a workspace's request made, one file per workspace and request at the
+//! store's top level (`last-plan-<SHA-256 of the root's path and the request>`), so that
+//! a build asked again of an unchanged workspace reads its plan instead of parsing,
+//! resolving and planning every target again (three quarters of a no-op build of
+//! 10,000 targets went to planning, although every target's plan came from the memo).
+//!
+//! This module only keeps the bytes: what they hold, and when they may be used, is the
+//! caller's (`once_build::last_plan`). The file holds one entry in the store's format of
+//! keyed entries (see `plan_memo`): its key is the caller's key salted with
+//! [`program_identity`] (a plan depends on the binary's prelude and encodings, so a
+//! rebuilt binary never reads an older one's plan), and a file that is not complete
+//! and intact is ignored as a whole. Writes are atomic (a complete temporary file
+//! renamed over the old one); of two processes writing at once the last rename wins,
+//! and both wrote a plan of the same request. `once cache clean` and `gc` remove every
+//! such file.
+
+use std::io;
+use std::path::Path;
+use std::time::SystemTime;
+
+use once_db::Sha256Digest;
+
+use crate::plan_memo::{decode_entries, encode_entries, program_identity, unix_seconds};
+use crate::store::Store;
+
+/// The first line of a last-plan file this version reads and writes.
+const HEADER: &[u8] = b"once-last-plan 1\n";
+
+/// The prefix of the last-plan files' names at the store's top level.
+pub const LAST_PLAN_PREFIX: &str = "last-plan-";
+
+/// The file of `request` (the caller's canonical spelling of what was asked) in the
+/// workspace at `workspace_root`.
+fn file_name(workspace_root: &Path, request: &str) -> String {
+    let mut named = workspace_root.as_os_str().as_encoded_bytes().to_vec();
+    named.push(0);
+    named.extend_from_slice(request.as_bytes());
+    format!("{LAST_PLAN_PREFIX}{}", Sha256Digest::of(&named))
+}
+
+/// `key` salted with the running program's identity; `None` without one.
+fn salted(key: &Sha256Digest) -> Option<Sha256Digest> {
+    let mut bytes = [0u8; 64];
+    bytes[..32].copy_from_slice(&program_identity()?.0);
+    bytes[32..].copy_from_slice(&key.0);
+    Some(Sha256Digest::of(&bytes))
+}
+
+/// What the file of a request holds, read before its key can be checked (the key needs
+/// the workspace loaded; the file is read meanwhile).
+pub struct LastPlan {
+    salted_key: Sha256Digest,
+    value: Vec<u8>,
+}
+
+impl LastPlan {
+    /// The file of `request` in the workspace at `workspace_root`, if it is complete and
+    /// intact.
+    pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<LastPlan> {
+        let bytes = store
+            .read_top_level(&file_name(workspace_root, request))
+            .ok()
+            .flatten()?;
+        let mut entries = decode_entries(HEADER, &bytes)?;
+        let (salted_key, _, value) = entries.pop().filter(|_| entries.is_empty())?;
+        Some(LastPlan {
+            salted_key,
+            value: value.to_vec(),
+        })
+    }
+
+    /// Whether this program saved the value under `key`.
+    pub fn saved_under(&self, key: &Sha256Digest) -> bool {
+        salted(key) == Some(self.salted_key)
+    }
+
+    /// The value, whatever its key (a caller may decode it while the key is worked
+    /// out, and use it only if [`LastPlan::saved_under`] the key).
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// Replaces the file of `request` with `value` under `key` (nothing is written
+    /// without a [`program_identity`]).
+    pub fn save(
+        store: &Store,
+        workspace_root: &Path,
+        request: &str,
+        key: &Sha256Digest,
+        value: &[u8],
+    ) -> io::Result<()> {
+        let Some(salted_key) = salted(key) else {
+            return Ok(());
+        };
+        let bytes = encode_entries(
+            HEADER,
+            &[(salted_key, unix_seconds(SystemTime::now()), value)],
+        );
+        // Shared use: `once cache clean` and `gc` wait for the rename to finish.
+        let _in_use = store.start_use()?;
+        store.write_top_level(&file_name(workspace_root, request), &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Sha256Digest {
+        Sha256Digest::of(name.as_bytes())
+    }
+
+    /// A saved value is read back under its key only, per workspace and request, and
+    /// `clean` and `gc` remove it.
+    #[test]
+    fn values_are_kept_per_workspace_and_request_until_clean_or_gc() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (one, other) = (Path::new("/w/one"), Path::new("/w/other"));
+        assert!(LastPlan::load(&store, one, "build ...").is_none());
+        LastPlan::save(&store, one, "build ...", &key("inputs"), b"plan").unwrap();
+        let last = LastPlan::load(&store, one, "build ...").expect("saved");
+        assert!(last.saved_under(&key("inputs")));
+        assert_eq!(last.value(), b"plan");
+        assert!(!last.saved_under(&key("other inputs")));
+        assert!(LastPlan::load(&store, other, "build ...").is_none());
+        assert!(LastPlan::load(&store, one, "build x").is_none());
+
+        LastPlan::save(&store, one, "build ...", &key("new inputs"), b"new").unwrap();
+        let last = LastPlan::load(&store, one, "build ...").unwrap();
+        assert!(!last.saved_under(&key("inputs")), "replaced");
+        assert!(last.saved_under(&key("new inputs")));
+        assert_eq!(last.value(), b"new");
+
+        store.clean().unwrap();
+        assert!(LastPlan::load(&store, one, "build ...").is_none());
+        LastPlan::save(&store, one, "build ...", &key("inputs"), b"plan").unwrap();
+        store.gc(u64::MAX).unwrap();
+        assert!(LastPlan::load(&store, one, "build ...").is_none());
+    }
+
+    /// Any changed byte makes the file unreadable as a whole.
+    #[test]
+    fn a_damaged_file_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let root = Path::new("/w");
+        LastPlan::save(&store, root, "build ...", &key("inputs"), b"plan").unwrap();
+        let name = file_name(root, "build ...");
+        let bytes = store.read_top_level(&name).unwrap().unwrap();
+        for index in 0..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[index] ^= 1;
+            store.write_top_level(&name, &changed).unwrap();
+            assert!(
+                LastPlan::load(&store, root, "build ...").is_none(),
+                "byte {index} changed"
+            );
+        }
+    }
+}
