@@ -156,15 +156,7 @@ pub(crate) fn plan_targets(
         (last, memo, host)
     });
     let analysis = host.analysis();
-    // The digest index (the last plan's inputs are checked against it) is read while
-    // the manifests are read for the key.
-    let key = std::thread::scope(|scope| {
-        if last.is_some() {
-            let snapshot = analysis.clone();
-            scope.spawn(move || snapshot.prepare_digest_index());
-        }
-        answer(once_build::last_plan::key_of(&analysis, &request))
-    })?;
+    let key = answer(once_build::last_plan::key_of(&analysis, &request))?;
     let remembered = last
         .zip(key.as_ref())
         .and_then(|((last, remembered), key)| last.saved_under(key).then_some(remembered));
