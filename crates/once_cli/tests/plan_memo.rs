@@ -1,9 +1,18 @@
-//! The plan memo (the store's `plans` file) through the real binary. A second `once
-//! build` gives the same plan without adding anything to the memo (so every plan came
-//! from it); an edit to a manifest attribute, to a project module, or a new file matching
-//! a `srcs` glob is picked up: exactly the targets whose plans it changes are planned and
-//! executed again. A damaged memo is ignored and replaced; another binary does not reuse
-//! the memo of this one; `once cache clean` removes it; `once test` uses it too.
+//! The plan memo (the store's `plans` file) and the last plan of a request (the store's
+//! `last-plan-*` files) through the real binary.
+//!
+//! The memo: a second `once build` gives the same plan without adding anything to the
+//! memo (so every plan came from it); an edit to a manifest attribute, to a project
+//! module, or a new file matching a `srcs` glob is picked up: exactly the targets whose
+//! plans it changes are planned and executed again. A damaged memo is ignored and
+//! replaced; another binary does not reuse the memo of this one; `once cache clean`
+//! removes it; `once test` uses it too.
+//!
+//! The last plan: a build asked again of an unchanged workspace reuses it without
+//! planning (the memo, removed before, is not written again); any change to what the
+//! plan was made from (a manifest, a project module, the files a package owns, the
+//! content of a file an action reads) plans again and builds the right thing. A damaged
+//! last plan is ignored; each request has its own; `once cache clean` removes them.
 
 #[path = "support/binary.rs"]
 mod binary;
@@ -140,18 +149,47 @@ fn memo(root: &Path) -> Option<(Vec<u8>, SystemTime)> {
     Some((bytes, std::fs::metadata(&path).unwrap().modified().unwrap()))
 }
 
+/// The store's last plans (`once_build::last_plan`), sorted.
+fn last_plans(root: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root.join(".once/cache")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = entries
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("last-plan-")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// Removes the store's last plans (the next build plans through the memo).
 fn remove_last_plans(root: &Path) {
-    for entry in std::fs::read_dir(root.join(".once/cache")).unwrap() {
-        let entry = entry.unwrap();
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with("last-plan-")
-        {
-            std::fs::remove_file(entry.path()).unwrap();
-        }
+    for file in last_plans(root) {
+        std::fs::remove_file(file).unwrap();
     }
+}
+
+/// `once build --format json` of `targets` (another request than [`TARGETS`]).
+fn build_targets(root: &Path, targets: &[&str]) -> Value {
+    let mut args = vec!["build", "--format", "json"];
+    args.extend_from_slice(targets);
+    let output = once(root, &args);
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["success"], true, "{value}\n{}", text(&output.stderr));
+    value
+}
+
+/// Builds [`TARGETS`] once the plan memo is gone: answers the build and whether it
+/// planned (planning writes the memo again; reusing the last plan does not).
+fn build_planned(root: &Path) -> (Value, bool) {
+    let _ = std::fs::remove_file(root.join(".once/cache/plans"));
+    let value = build(root);
+    (value, memo(root).is_some())
 }
 
 fn output(root: &Path, path: &str) -> String {
@@ -300,4 +338,127 @@ fn once_test_plans_from_the_memo() {
     let third = run();
     assert_eq!(cache(&third), "miss", "{third}");
     assert!(memo(root).unwrap().0.len() > memo_bytes.len());
+}
+
+/// Every change to what the plan was made from plans again, and the build is right.
+#[test]
+fn the_last_plan_is_reused_until_anything_it_was_made_from_changes() {
+    let dir = workspace();
+    let root = dir.path();
+    let (cold, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&cold), ["miss", "miss", "miss"]);
+    assert_eq!(last_plans(root).len(), 1);
+
+    // Nothing changed: the last plan, not planning.
+    let (warm, planned) = build_planned(root);
+    assert!(!planned, "the unchanged workspace was planned again");
+    assert_eq!(states(&warm), ["hit", "hit", "hit"]);
+    assert_eq!(plan(&warm), plan(&cold));
+
+    // The content of a file an action reads (same files, same manifests): the digest
+    // check catches it, Cat runs with the new content.
+    write(root, "data/a.txt", "ALPHA\n");
+    let (edited, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&edited), ["miss", "hit", "hit"]);
+    assert_eq!(output(root, "cat/Cat/out/all.txt"), "ALPHA\n");
+    let (again, planned) = build_planned(root);
+    assert!(!planned);
+    assert_eq!(states(&again), ["hit", "hit", "hit"]);
+
+    // A manifest attribute.
+    write(root, "echo/once.toml", &echo_manifest("changed"));
+    let (edited, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&edited), ["hit", "miss", "hit"]);
+    assert_eq!(output(root, "echo/Echo/out/echo.txt"), "changed\n");
+
+    // A project module.
+    write(root, "modules/stamp.star", &stamp_module("v2"));
+    let (edited, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&edited), ["hit", "hit", "miss"]);
+    assert_eq!(output(root, "stamp/Stamp/stamp.txt"), "p v2\n");
+
+    // A new file matching a `srcs` glob.
+    write(root, "data/b.txt", "beta\n");
+    let (edited, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&edited), ["miss", "hit", "hit"]);
+    assert_eq!(output(root, "cat/Cat/out/all.txt"), "ALPHA\nbeta\n");
+
+    // A new file no glob matches: planned again (the files a package owns are part of
+    // what a plan is made from), with the same result.
+    write(root, "echo/notes.md", "notes\n");
+    let (same, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&same), ["hit", "hit", "hit"]);
+    let (same, planned) = build_planned(root);
+    assert!(!planned);
+    assert_eq!(states(&same), ["hit", "hit", "hit"]);
+
+    // A file renamed (as many files as before).
+    std::fs::rename(root.join("echo/notes.md"), root.join("echo/readme.md")).unwrap();
+    let (same, planned) = build_planned(root);
+    assert!(planned, "a renamed file was not seen");
+    assert_eq!(states(&same), ["hit", "hit", "hit"]);
+
+    // A file removed from a glob's matches.
+    std::fs::remove_file(root.join("data/b.txt")).unwrap();
+    let (edited, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(
+        states(&edited),
+        ["hit", "hit", "hit"],
+        "Cat's earlier result"
+    );
+    assert_eq!(output(root, "cat/Cat/out/all.txt"), "ALPHA\n");
+}
+
+/// A damaged last plan is ignored (planned again, rewritten); each request keeps its
+/// own; `once cache clean` removes them.
+#[test]
+fn damaged_last_plans_are_ignored_each_request_has_its_own_and_clean_removes_them() {
+    let dir = workspace();
+    let root = dir.path();
+    let cold = build(root);
+    let [file] = &last_plans(root)[..] else {
+        panic!("one last plan: {:?}", last_plans(root));
+    };
+    let good = std::fs::read(file).unwrap();
+    for damaged in [good[..good.len() / 2].to_vec(), {
+        let mut changed = good.clone();
+        let middle = changed.len() / 2;
+        changed[middle] ^= 0x20;
+        changed
+    }] {
+        std::fs::write(file, &damaged).unwrap();
+        let (again, planned) = build_planned(root);
+        assert!(planned, "a damaged last plan was used");
+        assert_eq!(states(&again), ["hit", "hit", "hit"]);
+        assert_eq!(plan(&again), plan(&cold));
+        let rewritten = std::fs::read(file).unwrap();
+        assert_eq!(rewritten.len(), good.len(), "rewritten whole");
+        let (_, planned) = build_planned(root);
+        assert!(!planned, "the rewritten last plan is used");
+    }
+
+    // Another request (other patterns) is planned and kept beside the first.
+    let echo = build_targets(root, &["echo/Echo"]);
+    assert_eq!(states(&echo), ["hit"]);
+    assert_eq!(last_plans(root).len(), 2);
+    let (warm, planned) = build_planned(root);
+    assert!(!planned);
+    assert_eq!(plan(&warm), plan(&cold));
+
+    let output = once(root, &["cache", "clean"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        last_plans(root).is_empty(),
+        "`once cache clean` removes them"
+    );
+    let (clean, planned) = build_planned(root);
+    assert!(planned);
+    assert_eq!(states(&clean), ["miss", "miss", "miss"]);
 }
