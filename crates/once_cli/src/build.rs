@@ -159,10 +159,11 @@ pub(crate) fn plan_targets(
     let key = answer(once_build::last_plan::key_of(&analysis, &request))?;
     let remembered = last
         .zip(key.as_ref())
-        .and_then(|((last, remembered), key)| last.saved_under(key).then_some(remembered));
-    if let Some(remembered) = remembered
+        .filter(|((last, _), key)| last.saved_under(key));
+    if let Some(((last, remembered), _)) = remembered
         && let Some(plan) = answer(remembered.unchanged(&analysis))?
     {
+        last.renew(store);
         // Digests stamped anew (a file touched, its content the same) only save work
         // next time.
         let _ = analysis.save_digest_index();

@@ -12,15 +12,19 @@
 //! and intact is ignored as a whole. Writes are atomic (a complete temporary file
 //! renamed over the old one); of two processes writing at once the last rename wins,
 //! and both wrote a plan of the same request. `once cache clean` and `gc` remove every
-//! such file.
+//! such file; so does every save, for the files unused for a week (a use renews the
+//! file's modification time, at most once an hour), so the requests and workspaces no
+//! longer built do not keep theirs.
 
 use std::io;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
 
-use crate::plan_memo::{decode_entries, encode_entries, program_identity, unix_seconds};
+use crate::plan_memo::{
+    MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, program_identity, unix_seconds,
+};
 use crate::store::Store;
 
 /// The first line of a last-plan file this version reads and writes.
@@ -49,6 +53,8 @@ fn salted(key: &Sha256Digest) -> Option<Sha256Digest> {
 /// What the file of a request holds, read before its key can be checked (the key needs
 /// the workspace loaded; the file is read meanwhile).
 pub struct LastPlan {
+    name: String,
+    modified: Option<SystemTime>,
     salted_key: Sha256Digest,
     value: Vec<u8>,
 }
@@ -57,16 +63,25 @@ impl LastPlan {
     /// The file of `request` in the workspace at `workspace_root`, if it is complete and
     /// intact.
     pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<LastPlan> {
-        let bytes = store
-            .read_top_level(&file_name(workspace_root, request))
-            .ok()
-            .flatten()?;
+        let name = file_name(workspace_root, request);
+        let modified = store.top_level_modified(&name);
+        let bytes = store.read_top_level(&name).ok().flatten()?;
         let mut entries = decode_entries(HEADER, &bytes)?;
         let (salted_key, _, value) = entries.pop().filter(|_| entries.is_empty())?;
         Some(LastPlan {
+            name,
+            modified,
             salted_key,
             value: value.to_vec(),
         })
+    }
+
+    /// Marks the file as used now (see the module documentation), unless it was less
+    /// than an hour ago.
+    pub fn renew(&self, store: &Store) {
+        if let Some(modified) = self.modified {
+            store.touch_top_level_if_stale(&self.name, modified, SystemTime::now());
+        }
     }
 
     /// Whether this program saved the value under `key`.
@@ -98,7 +113,13 @@ impl LastPlan {
         );
         // Shared use: `once cache clean` and `gc` wait for the rename to finish.
         let _in_use = store.start_use()?;
-        store.write_top_level(&file_name(workspace_root, request), &bytes)
+        store.write_top_level(&file_name(workspace_root, request), &bytes)?;
+        store.remove_unused_top_level(
+            LAST_PLAN_PREFIX,
+            Duration::from_secs(MAX_MEMO_AGE_SECONDS),
+            SystemTime::now(),
+        );
+        Ok(())
     }
 }
 
@@ -137,6 +158,59 @@ mod tests {
         LastPlan::save(&store, one, "build ...", &key("inputs"), b"plan").unwrap();
         store.gc(u64::MAX).unwrap();
         assert!(LastPlan::load(&store, one, "build ...").is_none());
+    }
+
+    fn set_modified(path: &Path, ago: Duration) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - ago)
+            .unwrap();
+    }
+
+    fn modified(path: &Path) -> SystemTime {
+        std::fs::metadata(path).unwrap().modified().unwrap()
+    }
+
+    /// A save removes the last plans unused for a week (any workspace's), and nothing
+    /// else; a use renews the file once it is an hour old.
+    #[test]
+    fn saves_remove_last_plans_unused_for_a_week_and_a_use_renews_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (one, other) = (Path::new("/w/one"), Path::new("/w/other"));
+        let file = |root: &Path, request: &str| dir.path().join(file_name(root, request));
+        let day = Duration::from_secs(24 * 60 * 60);
+        for (root, request) in [(one, "build a"), (one, "build b"), (other, "build a")] {
+            LastPlan::save(&store, root, request, &key("inputs"), b"plan").unwrap();
+        }
+        set_modified(&file(one, "build a"), 8 * day);
+        set_modified(&file(other, "build a"), 6 * day);
+        std::fs::write(dir.path().join("kept-by-name"), "x").unwrap();
+        set_modified(&dir.path().join("kept-by-name"), 30 * day);
+        LastPlan::save(&store, one, "build c", &key("inputs"), b"plan").unwrap();
+        assert!(!file(one, "build a").exists(), "unused for 8 days");
+        for (root, request) in [(one, "build b"), (one, "build c"), (other, "build a")] {
+            assert!(file(root, request).exists(), "{request}");
+        }
+        assert!(dir.path().join("kept-by-name").exists(), "another prefix");
+
+        // Used: renewed when an hour old or more, not before.
+        set_modified(&file(other, "build a"), Duration::from_secs(10 * 60));
+        let recent = modified(&file(other, "build a"));
+        LastPlan::load(&store, other, "build a")
+            .unwrap()
+            .renew(&store);
+        assert_eq!(modified(&file(other, "build a")), recent);
+        set_modified(&file(other, "build a"), 6 * day);
+        LastPlan::load(&store, other, "build a")
+            .unwrap()
+            .renew(&store);
+        let age = SystemTime::now()
+            .duration_since(modified(&file(other, "build a")))
+            .unwrap_or_default();
+        assert!(age < Duration::from_secs(60), "renewed: {age:?}");
     }
 
     /// Any changed byte makes the file unreadable as a whole.

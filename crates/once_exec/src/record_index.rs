@@ -17,7 +17,8 @@
 //!
 //! **The file** is rewritten at the end of an execution that added or renewed entries
 //! (in the store's format of keyed entries, see `plan_memo`), keeping the entries used
-//! in the last week; a file that is not complete and intact is ignored as a whole. Two
+//! in the last week; the rewrite also removes the index files of workspaces not built
+//! for a week. A file that is not complete and intact is ignored as a whole. Two
 //! processes rewriting at once: the last rename wins, and what the other added is read
 //! from record files again next time.
 
@@ -123,6 +124,13 @@ impl RecordIndex {
             .collect();
         entries.sort_unstable_by_key(|entry| entry.0);
         store.write_top_level(&self.name, &encode_entries(HEADER, &entries))?;
+        // The indexes of workspaces no longer built (a workspace in use rewrites its
+        // index at least once an hour of builds: its entries are renewed then).
+        store.remove_unused_top_level(
+            INDEX_PREFIX,
+            Duration::from_secs(MAX_MEMO_AGE_SECONDS),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(now),
+        );
         Ok(true)
     }
 }
@@ -191,5 +199,36 @@ mod tests {
                 .recent(&fresh, now)
                 .is_none()
         );
+    }
+
+    /// Saving one workspace's index removes those of workspaces not built for a week.
+    #[test]
+    fn a_save_removes_the_indexes_of_workspaces_not_built_for_a_week() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = Store::open(directory.path()).unwrap();
+        let now = SystemTime::now();
+        let file = |workspace: &str| {
+            directory.path().join(format!(
+                "{INDEX_PREFIX}{}",
+                Sha256Digest::of(workspace.as_bytes())
+            ))
+        };
+        for (workspace, days) in [("/src/gone", 8), ("/src/recent", 6)] {
+            let index = RecordIndex::load(&store, Path::new(workspace));
+            index.remember(&Sha256Digest::of(b"k"), &record(0), now);
+            assert!(index.save(&store, now).unwrap());
+            std::fs::File::options()
+                .write(true)
+                .open(file(workspace))
+                .unwrap()
+                .set_modified(now - Duration::from_secs(days * 24 * 60 * 60))
+                .unwrap();
+        }
+        let index = RecordIndex::load(&store, Path::new("/src/ws"));
+        index.remember(&Sha256Digest::of(b"k"), &record(0), now);
+        assert!(index.save(&store, now).unwrap());
+        assert!(!file("/src/gone").exists(), "not built for 8 days");
+        assert!(file("/src/recent").exists());
+        assert!(file("/src/ws").exists());
     }
 }

@@ -590,16 +590,7 @@ impl Store {
     /// Marks the record of `key` as used now (`gc` evicts the least recently used first).
     pub fn touch_record(&self, key: &Sha256Digest) {
         let (directory, name) = fan_out(key);
-        let now = rustix::fs::Timestamps {
-            last_access: rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_NOW,
-            },
-            last_modification: rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_NOW,
-            },
-        };
+        let now = timestamps_now();
         let _ = rustix::fs::utimensat(
             &self.actions,
             format!("{directory}/{name}"),
@@ -630,6 +621,52 @@ impl Store {
     /// Replaces a small file at the store's top level atomically.
     pub fn write_top_level(&self, name: &str, contents: &[u8]) -> io::Result<()> {
         handles::write_atomically(&self.root, name, contents, 0o644)
+    }
+
+    /// When the file `name` at the store's top level was last modified (`None` when it
+    /// is missing or not a regular file).
+    pub fn top_level_modified(&self, name: &str) -> Option<SystemTime> {
+        let stat = handles::stat_entry(&self.root, name).ok().flatten()?;
+        (handles::file_type(&stat) == FileType::RegularFile).then(|| modification_time(&stat))
+    }
+
+    /// Marks the file `name` at the store's top level as modified now, unless it was
+    /// less than [`TOUCH_GRANULARITY`] before `now` (files kept per workspace are removed
+    /// when unused for a while: [`Store::remove_unused_top_level`]).
+    pub fn touch_top_level_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
+        if now
+            .duration_since(modified)
+            .is_ok_and(|age| age < TOUCH_GRANULARITY)
+        {
+            return;
+        }
+        let now = timestamps_now();
+        let _ = rustix::fs::utimensat(&self.root, name, &now, AtFlags::SYMLINK_NOFOLLOW);
+    }
+
+    /// Removes the files at the store's top level whose names start with `prefix` and
+    /// that were not modified in the `max_age` before `now` (the per-workspace files of
+    /// workspaces no longer built: their next build only plans or reads again). Answers
+    /// how many it removed.
+    pub fn remove_unused_top_level(
+        &self,
+        prefix: &str,
+        max_age: Duration,
+        now: SystemTime,
+    ) -> usize {
+        let Ok(names) = handles::entry_names(&self.root) else {
+            return 0;
+        };
+        names
+            .iter()
+            .filter(|name| name.starts_with(prefix))
+            .filter(|name| {
+                self.top_level_modified(name).is_some_and(|modified| {
+                    now.duration_since(modified).is_ok_and(|age| age > max_age)
+                })
+            })
+            .filter(|name| unlinkat(&self.root, name.as_str(), AtFlags::empty()).is_ok())
+            .count()
     }
 
     /// Every entry of a fanned-out directory: (fan/name, size, time): the change time
@@ -811,6 +848,18 @@ impl Store {
 /// How precisely `gc` knows when a record was last used: a hit touches a record only when
 /// its last use is at least this long ago ([`Store::touch_record_if_stale`]).
 pub const TOUCH_GRANULARITY: Duration = Duration::from_secs(60 * 60);
+
+/// Access and modification times "now", for `utimensat`.
+fn timestamps_now() -> Timestamps {
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: rustix::fs::UTIME_NOW,
+    };
+    Timestamps {
+        last_access: now,
+        last_modification: now,
+    }
+}
 
 fn modification_time(stat: &Stat) -> SystemTime {
     let since_epoch = Duration::new(
