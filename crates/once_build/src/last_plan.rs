@@ -18,12 +18,14 @@
 //! whose modules call `debug`.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use once_analysis::{
     Analysis, Cancellable, ValueReader, ValueWriter, decode_action, encode_action, is_build_output,
 };
 use once_db::Sha256Digest;
-use once_exec::PlannedAction;
+use once_exec::last_plan::LastPlan;
+use once_exec::{PlannedAction, Store};
 
 use crate::{Plan, PlannedTarget};
 
@@ -71,22 +73,36 @@ fn source_inputs(plan: &Plan) -> Vec<String> {
     paths
 }
 
-/// A remembered plan and the digests of the files its actions read when it was made.
-pub struct Remembered {
+/// The last plan of a request as the store holds it, decoded: the plan and the digests
+/// of the files its actions read when it was made.
+pub struct Stored {
+    file: LastPlan,
     plan: Plan,
     inputs: Vec<(String, Result<Sha256Digest, String>)>,
 }
 
-impl Remembered {
-    /// What `value` holds, if this version can read all of it (a caller may decode it
-    /// before it knows whether the value's key is the workspace's).
-    pub fn decode(value: &[u8]) -> Option<Remembered> {
-        decode(value).map(|(plan, inputs)| Remembered { plan, inputs })
+impl Stored {
+    /// The last plan of `request` in the workspace at `workspace_root`, if the store has
+    /// one this version can read completely (a caller reads it while the workspace is
+    /// loaded: whether it still holds is [`Stored::reuse`]'s question).
+    pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<Stored> {
+        let file = LastPlan::load(store, workspace_root, request)?;
+        let (plan, inputs) = decode(file.value())?;
+        Some(Stored { file, plan, inputs })
     }
 
-    /// The plan, if every file its actions read has the digest it had when the plan was
-    /// made (for a value stored under the key [`key_of`] gives now).
-    pub fn unchanged(self, analysis: &Analysis) -> Cancellable<Option<Plan>> {
+    /// The plan, if it was saved under `key` ([`key_of`] now) and every file its actions
+    /// read has the digest it had when it was made; its use is then recorded in the
+    /// store (unused last plans are removed after a week).
+    pub fn reuse(
+        self,
+        analysis: &Analysis,
+        store: &Store,
+        key: &Sha256Digest,
+    ) -> Cancellable<Option<Plan>> {
+        if !self.file.saved_under(key) {
+            return Ok(None);
+        }
         let paths: Vec<String> = self.inputs.iter().map(|(path, _)| path.clone()).collect();
         let now = analysis.source_input_digests(&paths)?;
         let unchanged = self
@@ -94,13 +110,34 @@ impl Remembered {
             .iter()
             .zip(&now)
             .all(|((_, then), now)| then == now);
-        Ok(unchanged.then_some(self.plan))
+        if !unchanged {
+            return Ok(None);
+        }
+        self.file.renew(store);
+        Ok(Some(self.plan))
     }
+}
+
+/// Keeps `plan` (made by `analysis` for `request`, whose key is `key`) as the last plan
+/// of `request` in the workspace at `workspace_root`, unless it has problems. Failing to
+/// write it only costs planning next time.
+pub fn remember(
+    analysis: &Analysis,
+    store: &Store,
+    workspace_root: &Path,
+    request: &str,
+    key: &Sha256Digest,
+    plan: &Plan,
+) -> Cancellable<()> {
+    if let Some(value) = value_of(analysis, plan)? {
+        let _ = LastPlan::save(store, workspace_root, request, key, &value);
+    }
+    Ok(())
 }
 
 /// What to remember of `plan` (made by `analysis`), or `None` for a plan that is not
 /// remembered (it has problems).
-pub fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
+fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
     if !plan.problems.is_empty() {
         return Ok(None);
     }

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, OsSystem};
-use once_build::{Plan, TargetRecord};
-use once_exec::last_plan::LastPlan;
+use once_build::{Plan, TargetRecord, last_plan};
 use once_exec::{
     CancelHandle, ExecOptions, ExecutionReport, Executor, PlanMemoFile, Progress, Store,
 };
@@ -134,15 +133,12 @@ pub(crate) fn plan_targets(
     capability: &str,
     ends_with_process: bool,
 ) -> anyhow::Result<Plan> {
-    let request = once_build::last_plan::request(patterns, capability);
+    let request = last_plan::request(patterns, capability);
     // The last plan is read while the workspace is walked; without one (a first build,
     // or after `once cache clean`) the plan memo is read then too, as it will be needed.
     let (last, memo, host) = std::thread::scope(|scope| {
         let stored = scope.spawn(|| {
-            let last = LastPlan::load(store, root, &request).and_then(|last| {
-                let remembered = once_build::last_plan::Remembered::decode(last.value())?;
-                Some((last, remembered))
-            });
+            let last = last_plan::Stored::load(store, root, &request);
             let memo = if last.is_none() {
                 Some(PlanMemoFile::load(store).map(Arc::new))
             } else {
@@ -156,14 +152,10 @@ pub(crate) fn plan_targets(
         (last, memo, host)
     });
     let analysis = host.analysis();
-    let key = answer(once_build::last_plan::key_of(&analysis, &request))?;
-    let remembered = last
-        .zip(key.as_ref())
-        .filter(|((last, _), key)| last.saved_under(key));
-    if let Some(((last, remembered), _)) = remembered
-        && let Some(plan) = answer(remembered.unchanged(&analysis))?
+    let key = answer(last_plan::key_of(&analysis, &request))?;
+    if let (Some(last), Some(key)) = (last, &key)
+        && let Some(plan) = answer(last.reuse(&analysis, store, key))?
     {
-        last.renew(store);
         // Digests stamped anew (a file touched, its content the same) only save work
         // next time.
         let _ = analysis.save_digest_index();
@@ -224,10 +216,10 @@ pub(crate) fn plan_targets(
     let plan = answer(once_build::plan(&analysis, &ids, capability))?.map_err(|e| anyhow!(e))?;
     // The digest index, the plan memo and the last plan only save work next time;
     // failing to write them changes nothing.
-    if let Some(key) = key
-        && let Some(value) = answer(once_build::last_plan::value_of(&analysis, &plan))?
-    {
-        let _ = LastPlan::save(store, root, &request, &key, &value);
+    if let Some(key) = &key {
+        answer(last_plan::remember(
+            &analysis, store, root, &request, key, &plan,
+        ))?;
     }
     let _ = analysis.save_digest_index();
     drop(analysis);

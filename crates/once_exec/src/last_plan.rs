@@ -44,10 +44,7 @@ fn file_name(workspace_root: &Path, request: &str) -> String {
 
 /// `key` salted with the running program's identity; `None` without one.
 fn salted(key: &Sha256Digest) -> Option<Sha256Digest> {
-    let mut bytes = [0u8; 64];
-    bytes[..32].copy_from_slice(&program_identity()?.0);
-    bytes[32..].copy_from_slice(&key.0);
-    Some(Sha256Digest::of(&bytes))
+    Some(crate::plan_memo::salted(&program_identity()?, key))
 }
 
 /// What the file of a request holds, read before its key can be checked (the key needs

@@ -169,11 +169,16 @@ impl PlanMemoFile {
     }
 
     fn salted(&self, key: &Sha256Digest) -> Sha256Digest {
-        let mut bytes = [0u8; 64];
-        bytes[..32].copy_from_slice(&self.salt.0);
-        bytes[32..].copy_from_slice(&key.0);
-        Sha256Digest::of(&bytes)
+        salted(&self.salt, key)
     }
+}
+
+/// `key` salted with `salt` (the program's identity in the store's per-program files).
+pub(crate) fn salted(salt: &Sha256Digest, key: &Sha256Digest) -> Sha256Digest {
+    let mut bytes = [0u8; 64];
+    bytes[..32].copy_from_slice(&salt.0);
+    bytes[32..].copy_from_slice(&key.0);
+    Sha256Digest::of(&bytes)
 }
 
 impl once_db::PlanMemo for PlanMemoFile {

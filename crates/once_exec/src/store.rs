@@ -576,10 +576,7 @@ impl Store {
     /// Answers when the record counts as last used now.
     pub fn touch_record_if_stale(&self, key: &Sha256Digest, used: SystemTime) -> SystemTime {
         let now = SystemTime::now();
-        let recent = now
-            .duration_since(used)
-            .is_ok_and(|age| age < TOUCH_GRANULARITY);
-        if recent {
+        if used_recently(used, now) {
             used
         } else {
             self.touch_record(key);
@@ -634,10 +631,7 @@ impl Store {
     /// less than [`TOUCH_GRANULARITY`] before `now` (files kept per workspace are removed
     /// when unused for a while: [`Store::remove_unused_top_level`]).
     pub fn touch_top_level_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
-        if now
-            .duration_since(modified)
-            .is_ok_and(|age| age < TOUCH_GRANULARITY)
-        {
+        if used_recently(modified, now) {
             return;
         }
         let now = timestamps_now();
@@ -848,6 +842,13 @@ impl Store {
 /// How precisely `gc` knows when a record was last used: a hit touches a record only when
 /// its last use is at least this long ago ([`Store::touch_record_if_stale`]).
 pub const TOUCH_GRANULARITY: Duration = Duration::from_secs(60 * 60);
+
+/// Whether a use at `used` is less than [`TOUCH_GRANULARITY`] before `now` (not marked
+/// again).
+fn used_recently(used: SystemTime, now: SystemTime) -> bool {
+    now.duration_since(used)
+        .is_ok_and(|age| age < TOUCH_GRANULARITY)
+}
 
 /// Access and modification times "now", for `utimensat`.
 fn timestamps_now() -> Timestamps {

@@ -128,12 +128,12 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
     let Some((package, target)) = find(db, workspace, id) else {
         return TargetPlan::default();
     };
-    let errors = target_errors(db, workspace, package, target);
+    let errors = target_errors(db, package, id);
     if !errors.is_empty() {
         return TargetPlan {
             actions: TargetActions::default(),
             implemented: true,
-            diagnostics: errors,
+            diagnostics: errors.to_vec(),
         };
     }
     let catalog = kind_catalog(db, workspace);

@@ -33,9 +33,7 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
         diagnostics.extend(root_settings_diagnostics(db, package));
     }
     let catalog = kind_catalog(db, workspace);
-    for target in &resolved.targets {
-        diagnostics.extend(reference_diagnostics(db, workspace, package, target));
-    }
+    diagnostics.extend(package_reference_diagnostics(db, package).iter().cloned());
     if diagnostics
         .iter()
         .any(|d| d.code == DiagnosticCode::MissingRequiredAttr)
@@ -49,45 +47,48 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     cap_diagnostics(diagnostics).into_boxed_slice()
 }
 
-/// Every error of `target` in `package`: its own (the manifest's and its resolution's
-/// diagnostics naming it) and its references' ([`reference_diagnostics`]), as validation
-/// reports them. A target with one is not planned: an invalid or missing dependency
-/// would otherwise be left out of its plan, and it would run without it.
-pub(crate) fn target_errors(
-    db: &dyn Db,
-    workspace: Workspace,
-    package: Package,
-    target: &ResolvedTarget,
-) -> Vec<Diagnostic> {
-    let id = target.label.id();
-    let own = own_errors(db, package);
-    let first = own.partition_point(|d| d.target.as_deref() < Some(id.as_str()));
-    let mut errors: Vec<Diagnostic> = own[first..]
+/// Every error of the target `id` in `package`: its own (the manifest's and its
+/// resolution's diagnostics naming it) and its references' ([`reference_diagnostics`]),
+/// as validation reports them. A target with one is not planned: an invalid or missing
+/// dependency would otherwise be left out of its plan, and it would run without it.
+pub(crate) fn target_errors<'db>(db: &'db dyn Db, package: Package, id: &str) -> &'db [Diagnostic] {
+    let errors = package_errors(db, package);
+    let first = errors.partition_point(|d| d.target.as_deref() < Some(id));
+    let count = errors[first..]
         .iter()
-        .take_while(|d| d.target.as_deref() == Some(id.as_str()))
-        .cloned()
-        .collect();
-    errors.extend(
-        reference_diagnostics(db, workspace, package, target)
-            .into_iter()
-            .filter(|d| d.severity == Severity::Error),
-    );
-    errors
+        .take_while(|d| d.target.as_deref() == Some(id))
+        .count();
+    &errors[first..first + count]
 }
 
-/// The errors of `package`'s manifest and resolution that name a target, sorted by it
-/// (stable: each target's in the order found).
+/// The errors of `package` that name a target (its manifest's, its resolution's and its
+/// targets' references'), sorted by target (stable: each target's in the order found).
 #[salsa::tracked(returns(ref))]
-fn own_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
+fn package_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     let mut errors: Vec<Diagnostic> = manifest(db, package)
         .diagnostics
         .iter()
         .chain(&resolved_targets(db, package).diagnostics)
+        .chain(package_reference_diagnostics(db, package).iter())
         .filter(|d| d.severity == Severity::Error && d.target.is_some())
         .cloned()
         .collect();
     errors.sort_by(|a, b| a.target.cmp(&b.target));
     errors.into_boxed_slice()
+}
+
+/// [`reference_diagnostics`] of every target of `package`, in the targets' order: shared
+/// by [`file_diagnostics`] and the planner's [`target_errors`].
+#[salsa::tracked(returns(ref))]
+fn package_reference_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
+    let Some(workspace) = Workspace::try_get(db) else {
+        return Box::new([]);
+    };
+    resolved_targets(db, package)
+        .targets
+        .iter()
+        .flat_map(|target| reference_diagnostics(db, workspace, package, target))
+        .collect()
 }
 
 /// The diagnostics of `target`'s references to other targets (its visibility entries

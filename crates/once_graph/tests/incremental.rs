@@ -122,6 +122,7 @@ fn editing_one_manifest_reruns_only_its_queries() {
             "file_diagnostics",
             "manifest",
             "package_nodes",
+            "package_reference_diagnostics",
             "resolved_targets",
             "source_text",
             "target_summaries"
@@ -259,18 +260,20 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
         names,
         [
             "file_diagnostics",
-            "file_diagnostics",
             "manifest",
             "package_dependencies",
             "package_has_internal_cycle",
             "package_nodes",
+            "package_reference_diagnostics",
+            "package_reference_diagnostics",
             "resolved_targets",
             "source_text",
             "target_count",
             "target_summaries",
         ],
-        "p17's queries (its own cycle check included), its dependent p18's validation, one \
-         sum; no graph, no workspace-wide cycle search"
+        "p17's queries (its own cycle check included), its dependent p18's reference checks \
+         (unchanged: its validation backdates), one sum; no graph, no workspace-wide cycle \
+         search"
     );
 
     // A dependency that closes a cycle of packages is found.
