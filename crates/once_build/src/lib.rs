@@ -265,6 +265,23 @@ pub fn plan(
     Ok(Ok(plan))
 }
 
+/// What the execution met that did not fail an action, for the front end to show, each
+/// after its action's id: a stored output or stream that could not be used (a corrupt
+/// blob, removed; the action ran again), a program that changed while it ran (its result
+/// not cached).
+pub fn execution_warnings(report: &ExecutionReport) -> Vec<String> {
+    report
+        .results
+        .iter()
+        .flat_map(|result| {
+            result
+                .warnings
+                .iter()
+                .map(move |warning| format!("{}: {warning}", result.id))
+        })
+        .collect()
+}
+
 /// Records an execution as evidence in the workspace's `.once/once.sqlite` (`once query
 /// evidence`). The build's outcome does not depend on it: a failure comes back as a
 /// warning for the front end to show.

@@ -443,6 +443,11 @@ fn execute_unrecorded(
     if let Some(line) = &line {
         line.clear();
     }
+    if let Ok(report) = &report {
+        for warning in once_build::execution_warnings(report) {
+            eprintln!("once: warning: {}", printable(&warning));
+        }
+    }
     report
 }
 

@@ -221,6 +221,63 @@ fn a_second_build_hits_an_edit_misses_and_identical_outputs_cut_off() {
     assert_eq!(cache_states(&fifth), states(&[("use/Use", "miss")]));
 }
 
+/// A stored output whose blob was changed is not restored: the action runs again, the
+/// blob is replaced by the right bytes, and the build says why on stderr (the JSON
+/// answer on stdout stays the seed's record).
+#[test]
+fn a_corrupted_blob_is_reported_and_rebuilt() {
+    let dir = workspace();
+    let root = dir.path();
+    let (code, _) = build_json(root, &["gen/Gen"]);
+    assert_eq!(code, 0);
+    let output = root.join(".once/out/gen/Gen/out/gen.txt");
+    let good = std::fs::read(&output).unwrap();
+    // The blob holding those bytes; its digest is its fan-out directory and name.
+    let (blob, digest) = std::fs::read_dir(root.join(".once/cache/blobs"))
+        .unwrap()
+        .flat_map(|fan| std::fs::read_dir(fan.unwrap().path()).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .find(|path| std::fs::read(path).unwrap() == good)
+        .map(|path| {
+            let fan = path
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy();
+            let digest = format!("{fan}{}", path.file_name().unwrap().to_string_lossy());
+            (path, digest)
+        })
+        .expect("a blob of the output");
+    let mut permissions = std::fs::metadata(&blob).unwrap().permissions();
+    #[allow(
+        clippy::permissions_set_readonly_false,
+        reason = "the test corrupts a blob"
+    )]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&blob, permissions).unwrap();
+    std::fs::write(&blob, "corrupt\n").unwrap();
+    std::fs::remove_dir_all(root.join(".once/out")).unwrap();
+
+    let output_of = once(root, &["build", "--format", "json", "gen/Gen"]);
+    assert_eq!(output_of.status.code(), Some(0));
+    let value: Value = serde_json::from_slice(&output_of.stdout).unwrap();
+    assert_eq!(cache_states(&value), states(&[("gen/Gen", "miss")]));
+    let stderr = text(&output_of.stderr);
+    assert!(
+        stderr.contains("once: warning: gen/Gen#build/")
+            && stderr.contains(&format!("the stored output {digest} could not be used"))
+            && stderr.contains("running the action again"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), good);
+    assert_eq!(
+        std::fs::read(&blob).unwrap(),
+        good,
+        "the blob holds the right bytes"
+    );
+}
+
 #[test]
 fn patterns_name_packages_and_everything() {
     let dir = workspace();

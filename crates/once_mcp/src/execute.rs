@@ -526,10 +526,13 @@ fn run_capability(
         exit_code: program_exit.unwrap_or(if success { 0 } else { 1 }),
         success,
         stdout: text(|r| &r.stdout.tail),
-        stderr: match evidence_warning {
-            Some(warning) => format!("{}once: warning: {warning}\n", text(|r| &r.stderr.tail)),
-            None => text(|r| &r.stderr.tail),
-        },
+        stderr: once_build::execution_warnings(&report)
+            .into_iter()
+            .chain(evidence_warning)
+            .fold(text(|r| &r.stderr.tail), |mut stderr, warning| {
+                stderr.push_str(&format!("once: warning: {warning}\n"));
+                stderr
+            }),
         record,
         problems: Vec::new(),
     })
