@@ -38,7 +38,7 @@ pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contra
 pub use once_db::LineIndex;
 pub use once_db::{
     ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem,
-    OsSystem, StampedRead, System, find_workspace_root, is_excluded_from_walk,
+    OsSystem, StampedRead, System, Walked, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
@@ -71,11 +71,10 @@ impl AnalysisHost {
         AnalysisHost { db, workspace }
     }
 
-    /// Like [`AnalysisHost::load`], from the sorted root-relative files of a walk of `root`
-    /// that already happened.
-    pub fn load_walked(system: Arc<dyn System>, root: PathBuf, files: &[String]) -> AnalysisHost {
+    /// Like [`AnalysisHost::load`], from a walk of `root` that already happened.
+    pub fn load_walked(system: Arc<dyn System>, root: PathBuf, walked: &Walked) -> AnalysisHost {
         let mut db = RootDatabase::new(system);
-        let workspace = db.load_walked(root, files);
+        let workspace = db.load_walked(root, walked);
         AnalysisHost { db, workspace }
     }
 

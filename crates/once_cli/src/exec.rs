@@ -157,7 +157,7 @@ fn lower_script(
         .canonicalize()
         .with_context(|| format!("cannot open the script `{}`", path.display()))?;
     let (root, relative) = script_workspace(args, &script)?;
-    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &[]);
+    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &Default::default());
     let analysis = host.analysis();
     let plan = answer(analysis.script_plan(&ScriptRequest {
         path: relative,
@@ -203,7 +203,7 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
     };
     let inputs = declared(request.inputs, "input")?;
     let outputs = declared(request.outputs, "output")?;
-    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &[]);
+    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &Default::default());
     let analysis = host.analysis();
     let planned = answer(analysis.command_plan(&CommandRequest {
         argv: request.command.to_vec(),

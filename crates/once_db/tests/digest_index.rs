@@ -1,6 +1,7 @@
 //! The persistent digest index: a new process reuses the digests of files whose stamp is
 //! unchanged (proven by the count of bytes hashed), re-hashes touched and racily clean
-//! files, ignores and rebuilds a corrupted index, and stays valid under concurrent saves.
+//! files, keeps no digest of a file that changed just before it was read, ignores and
+//! rebuilds a corrupted index, and stays valid under concurrent saves.
 
 #![allow(
     clippy::disallowed_methods,
@@ -27,8 +28,16 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// A workspace on disk whose files were last modified a minute ago (older than any index
-/// written by the test, so the racy rule trusts their entries).
+/// written by the test, so the racy rule trusts their entries) and last changed (their
+/// change time, which cannot be set) more than the settling time ago.
 fn workspace() -> tempfile::TempDir {
+    let dir = unsettled_workspace();
+    std::thread::sleep(SETTLED);
+    dir
+}
+
+/// [`workspace`] without waiting: every file changed a moment ago.
+fn unsettled_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     for (path, text) in FILES {
         let path = dir.path().join(path);
@@ -38,6 +47,9 @@ fn workspace() -> tempfile::TempDir {
     }
     dir
 }
+
+/// Longer than `once_db::digests::SETTLED_NS`.
+const SETTLED: Duration = Duration::from_millis(2_100);
 
 fn set_modified(path: &Path, time: SystemTime) {
     let file = std::fs::File::options()
@@ -101,6 +113,28 @@ fn a_new_process_reuses_the_index_and_rehashes_only_touched_files() {
     let third = process(dir.path());
     assert_eq!(digests(&third), expected);
     assert_eq!(third.bytes_hashed(), FILES[3].1.len() as u64);
+}
+
+/// A digest read within the settling time of the file's last change (its change time:
+/// a write in the same timestamp tick would not change the stamp) is not kept, so a later
+/// process hashes the file again rather than trust a digest of what may have been
+/// rewritten since.
+#[test]
+fn a_digest_read_just_after_the_file_changed_is_not_kept() {
+    let dir = unsettled_workspace();
+    let first = process(dir.path());
+    let expected = digests(&first);
+    assert_eq!(first.save_digest_index().ok(), Some(false), "nothing settled to keep");
+    let second = process(dir.path());
+    assert_eq!(digests(&second), expected);
+    assert_eq!(second.bytes_hashed(), total_bytes());
+    std::thread::sleep(SETTLED);
+    let third = process(dir.path());
+    assert_eq!(digests(&third), expected);
+    assert_eq!(third.save_digest_index().ok(), Some(true));
+    let fourth = process(dir.path());
+    assert_eq!(digests(&fourth), expected);
+    assert_eq!(fourth.bytes_hashed(), 0);
 }
 
 #[test]
