@@ -42,7 +42,7 @@ pub use once_db::{
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
-pub use once_graph::{AffectedTest, TestTarget, is_build_output};
+pub use once_graph::{AffectedTest, SourceInput, TestTarget, is_build_output};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
@@ -483,22 +483,20 @@ impl Analysis {
 
     /// One digest of everything planning reads but the digests of the files actions
     /// read (see [`once_graph::plan_memo::plan_inputs_digest`]): equal digests and equal
-    /// [`Analysis::source_input_digests`] plan alike. `None` when a module names `debug`.
+    /// [`Analysis::source_inputs`] keys plan alike. `None` when a module names `debug`.
     pub fn plan_inputs_digest(&self) -> Cancellable<Option<once_db::Sha256Digest>> {
         self.with_db(|db, ws| *once_graph::plan_memo::plan_inputs_digest(db, ws))
     }
 
-    /// The digest of each workspace file `paths` name, as an action's static key holds
-    /// it (see [`once_graph::source_input_digest`]), on two threads when there are many.
-    pub fn source_input_digests(
-        &self,
-        paths: &[String],
-    ) -> Cancellable<Vec<Result<once_db::Sha256Digest, String>>> {
+    /// What an action's static key holds of each workspace file `paths` name (its digest
+    /// and permission bits) and the stamp it was read with (see
+    /// [`once_graph::source_input`]), on two threads when there are many.
+    pub fn source_inputs(&self, paths: &[String]) -> Cancellable<Vec<SourceInput>> {
         let digests = |analysis: &Analysis, paths: &[String]| {
             analysis.with_db(|db, _| {
                 paths
                     .iter()
-                    .map(|path| once_graph::source_input_digest(db, path))
+                    .map(|path| once_graph::source_input(db, path))
                     .collect::<Vec<_>>()
             })
         };

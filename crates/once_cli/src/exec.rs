@@ -165,11 +165,9 @@ fn lower_script(
         environment: std::env::vars().collect(),
     }))?
     .map_err(|e| anyhow!("{e}"))?;
+    let job = answer(ScriptJob::of_script(&analysis, plan))?;
     let _ = analysis.save_digest_index();
-    Ok(Lowered {
-        root,
-        job: ScriptJob::of_script(plan),
-    })
+    Ok(Lowered { root, job })
 }
 
 fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::Result<Lowered> {
@@ -212,11 +210,9 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
         outputs,
     }))?
     .map_err(|e| anyhow!("{e}"))?;
+    let job = answer(ScriptJob::of_command(&analysis, planned))?;
     let _ = analysis.save_digest_index();
-    Ok(Lowered {
-        root,
-        job: ScriptJob::of_command(planned),
-    })
+    Ok(Lowered { root, job })
 }
 
 fn run(lowered: &Lowered, store: &Store) -> anyhow::Result<ExecutionReport> {
@@ -367,6 +363,11 @@ fn finish(
             "once: error: {}",
             result.message.as_deref().unwrap_or("the action failed")
         );
+    }
+    // What the execution met without failing (a source edited while the script ran: its
+    // result not cached; a corrupt blob rebuilt), as `once build` shows it.
+    for warning in once_build::execution_warnings(report) {
+        let _ = writeln!(stderr, "once: warning: {warning}");
     }
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();

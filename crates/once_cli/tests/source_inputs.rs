@@ -614,7 +614,9 @@ attrs = { script_path = "nope.sh", script_runtime = "sh" }
 
     // Created, the file is an input like any other.
     ws.write("p/gone.txt", "back\n");
-    assert!(diagnostics_of(&ws.root, "missing_file").is_empty());
+    let left: Vec<Value> = diagnostics_of(&ws.root, "missing_file");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["target"], "p/Script");
     let build = ws.build(&["p/Gen"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
     assert_eq!(build.cache("p/Gen"), "miss");

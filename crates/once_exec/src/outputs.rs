@@ -127,6 +127,11 @@ impl WorkspaceRoot {
         })
     }
 
+    /// The root's handle.
+    pub(crate) fn handle(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.handle.as_fd()
+    }
+
     fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
         open_directory_at(self.handle.as_fd(), relative, create)
     }

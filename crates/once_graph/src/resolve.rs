@@ -118,6 +118,36 @@ pub struct ResolvedTarget {
     pub providers: Vec<String>,
 }
 
+/// What the source checks know of a package: its files (symbolic links included), and
+/// why once does not follow each link among them that it does not follow (by
+/// package-relative path; see `once_db::links`).
+#[derive(Clone, Copy, Debug)]
+pub struct PackageFiles<'a> {
+    pub files: &'a [String],
+    pub refused_links: &'a [(String, String)],
+}
+
+impl PackageFiles<'_> {
+    /// Why the package's file `file` (a link) is not followed, when it is not.
+    fn refusal(&self, file: &str) -> Option<&str> {
+        self.refused_links
+            .binary_search_by(|(link, _)| link.as_str().cmp(file))
+            .ok()
+            .map(|index| self.refused_links[index].1.as_str())
+    }
+
+    /// Whether the package-relative `path` names a file of the package, or a directory
+    /// holding one (`""` is the package itself).
+    fn holds(&self, path: &str) -> bool {
+        if path.is_empty() || self.files.binary_search_by(|f| f.as_str().cmp(path)).is_ok() {
+            return true;
+        }
+        let prefix = format!("{path}/");
+        let at = self.files.partition_point(|f| f.as_str() < prefix.as_str());
+        self.files.get(at).is_some_and(|f| f.starts_with(&prefix))
+    }
+}
+
 /// A package's resolved targets plus the diagnostics found without other packages.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ResolvedPackage {
@@ -134,17 +164,36 @@ pub fn resolved_targets(db: &dyn Db, package: Package) -> ResolvedPackage {
     let manifest = manifest(db, package);
     let catalog = kind_catalog(db, workspace);
     let configuration = &workspace_settings(db, workspace).configuration;
-    let files = package.files(db);
+    let files = PackageFiles {
+        files: package.files(db),
+        refused_links: refused_links(db, package),
+    };
     resolve_manifest(manifest, catalog, configuration, Some(files))
 }
 
-/// Resolves every target of a manifest. `files` are the package's files for source checks;
-/// `None` skips those checks.
+/// The links among `package`'s files that once does not follow, each with why (sorted by
+/// package-relative path): the only files whose state resolution reads.
+#[salsa::tracked(returns(ref))]
+fn refused_links(db: &dyn Db, package: Package) -> Vec<(String, String)> {
+    let path = package.path(db);
+    package
+        .links(db)
+        .iter()
+        .filter_map(|link| {
+            let file = db.file_for_path(&Package::join(path, link));
+            let why = once_db::link_target(db, file).refusal()?;
+            Some((link.clone(), why))
+        })
+        .collect()
+}
+
+/// Resolves every target of a manifest. `files` are the package's files for source and
+/// path checks; `None` skips those checks.
 pub fn resolve_manifest(
     manifest: &Manifest,
     catalog: &KindCatalog,
     configuration: &Configuration,
-    files: Option<&[String]>,
+    files: Option<PackageFiles<'_>>,
 ) -> ResolvedPackage {
     let mut out = ResolvedPackage::default();
     let mut seen: FxHashSet<String> = FxHashSet::default();
@@ -226,7 +275,7 @@ impl TargetChecker<'_> {
         .push(format!("Add a `default = {example}` branch"));
     }
 
-    fn check(&mut self, index: usize, files: Option<&[String]>) -> Option<ResolvedTarget> {
+    fn check(&mut self, index: usize, files: Option<PackageFiles<'_>>) -> Option<ResolvedTarget> {
         let package = self.manifest.package.as_str();
         // Name.
         let name = match &self.decl.name {
@@ -331,7 +380,7 @@ impl TargetChecker<'_> {
         let srcs = self.check_srcs(files);
         let deps = self.check_dependencies(kind);
         let attrs = match kind {
-            Some(kind) => self.check_attrs(kind),
+            Some(kind) => self.check_attrs(kind, files),
             None => self
                 .decl
                 .attrs
@@ -410,7 +459,7 @@ impl TargetChecker<'_> {
         Visibility { rules }
     }
 
-    fn check_srcs(&mut self, files: Option<&[String]>) -> Vec<String> {
+    fn check_srcs(&mut self, files: Option<PackageFiles<'_>>) -> Vec<String> {
         let package = self.manifest.package.clone();
         let mut srcs = Vec::new();
         for pattern in &self.decl.srcs {
@@ -428,8 +477,15 @@ impl TargetChecker<'_> {
                     continue;
                 }
             };
+            if let Some(files) = files {
+                for (link, why) in files.refused_links {
+                    if matcher.matches(link) {
+                        self.report_refused_link(&package, link, why, pattern.range, "srcs");
+                    }
+                }
+            }
             if let Some(files) = files
-                && !matcher.matches_any(files)
+                && !matcher.matches_any(files.files)
             {
                 let place = if package.is_empty() {
                     "the root package".to_owned()
@@ -632,7 +688,102 @@ impl TargetChecker<'_> {
         deps
     }
 
-    fn check_attrs(&mut self, kind: &KindSchema) -> Vec<(String, AttrValue)> {
+    /// The `invalid_source_link` error of the package file `link` (package-relative), a
+    /// symbolic link once does not follow for `why`, named at `range` of `attribute`.
+    fn report_refused_link(
+        &mut self,
+        package: &str,
+        link: &str,
+        why: &str,
+        range: TextRange,
+        attribute: &str,
+    ) {
+        let path = Package::join(package, link);
+        let message = format!(
+            "the source `{path}` is a symbolic link {why}; once follows links to files of the \
+             workspace only"
+        );
+        self.report(
+            DiagnosticCode::InvalidSourceLink,
+            message,
+            range,
+            Some(attribute),
+        )
+        .repairs
+        .push(format!(
+            "Point `{path}` at a file of the workspace, replace it by a copy of the file, or \
+             leave it out"
+        ));
+    }
+
+    /// Checks each file a `path` (or list of paths) attribute names: a file or directory
+    /// of the package, and no link once does not follow. `true` when every one is.
+    fn check_attr_paths(
+        &mut self,
+        spec: &AttrSpec,
+        attribute: &str,
+        value: &AttrLiteral,
+        branch: Option<&str>,
+        files: PackageFiles<'_>,
+    ) -> bool {
+        let is_path = match &spec.ty {
+            AttrType::Path => true,
+            AttrType::List(inner) => **inner == AttrType::Path,
+            _ => false,
+        };
+        if !is_path {
+            return true;
+        }
+        let package = self.manifest.package.clone();
+        let mut valid = true;
+        for (written, range) in string_elements(value) {
+            let place = branch.map_or(String::new(), |b| format!(" (select branch `{b}`)"));
+            let in_package = once_model::paths::lexical_join("", written);
+            let Some(path) = in_package.filter(|_| !written.starts_with('/')) else {
+                let message = format!(
+                    "attribute `{}`{place} names `{written}`, which is not a path inside the \
+                     package",
+                    spec.name
+                );
+                self.report(DiagnosticCode::MissingFile, message, range, Some(attribute))
+                    .repairs
+                    .push("Name a file of the package, relative to its directory".into());
+                valid = false;
+                continue;
+            };
+            if let Some(why) = files.refusal(&path) {
+                let why = why.to_owned();
+                self.report_refused_link(&package, &path, &why, range, attribute);
+                valid = false;
+                continue;
+            }
+            if !files.holds(&path) {
+                let place_of = if package.is_empty() {
+                    "the root package".to_owned()
+                } else {
+                    format!("package `{package}`")
+                };
+                let message = format!(
+                    "attribute `{}`{place} names `{written}`, which is no file of {place_of}",
+                    spec.name
+                );
+                self.report(DiagnosticCode::MissingFile, message, range, Some(attribute))
+                    .repairs
+                    .push(format!(
+                        "Create `{}`, fix the path, or remove it",
+                        Package::join(&package, &path)
+                    ));
+                valid = false;
+            }
+        }
+        valid
+    }
+
+    fn check_attrs(
+        &mut self,
+        kind: &KindSchema,
+        files: Option<PackageFiles<'_>>,
+    ) -> Vec<(String, AttrValue)> {
         let mut values = Vec::new();
         for (name, value) in &self.decl.attrs {
             let attribute = format!("attrs.{}", name.value);
@@ -672,6 +823,9 @@ impl TargetChecker<'_> {
             match &value.value {
                 Configurable::Value(v) => {
                     if self.check_attr_value(spec, &attribute, v, None) {
+                        if let Some(files) = files {
+                            self.check_attr_paths(spec, &attribute, v, None, files);
+                        }
                         values.push((name.value.clone(), v.value.clone()));
                     }
                 }
@@ -695,12 +849,12 @@ impl TargetChecker<'_> {
                     }
                     let mut all_valid = true;
                     for branch in branches {
-                        all_valid &= self.check_attr_value(
-                            spec,
-                            &attribute,
-                            &branch.value,
-                            Some(&branch.token.value),
-                        );
+                        let token = Some(branch.token.value.as_str());
+                        let valid = self.check_attr_value(spec, &attribute, &branch.value, token);
+                        if valid && let Some(files) = files {
+                            self.check_attr_paths(spec, &attribute, &branch.value, token, files);
+                        }
+                        all_valid &= valid;
                     }
                     let tokens = branches.iter().map(|b| b.token.value.as_str());
                     match self.configuration.choose(tokens) {
