@@ -163,20 +163,12 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
 }
 
 /// Whether the walk lists `path`, and as a link: `Some(false)` for a regular file,
-/// `Some(true)` for a symbolic link that does not lead to a directory, `None` otherwise
-/// (nothing, a directory, a link to one).
+/// `Some(true)` for a symbolic link (whatever it leads to), `None` otherwise (nothing, a
+/// directory).
 fn walk_lists(db: &RootDatabase, path: &Path) -> Option<bool> {
-    let system = db.system();
-    match system.link_stamp(path).ok().flatten()?.kind {
+    match db.system().link_stamp(path).ok().flatten()?.kind {
         EntryKind::File => Some(false),
-        EntryKind::Symlink => {
-            let to_directory = system
-                .stamp(path)
-                .ok()
-                .flatten()
-                .is_some_and(|target| target.kind == EntryKind::Directory);
-            (!to_directory).then_some(true)
-        }
+        EntryKind::Symlink => Some(true),
         EntryKind::Directory | EntryKind::Other => None,
     }
 }

@@ -1,8 +1,9 @@
 //! Symbolic links among the workspace's files: where each leads ([`link_target`]), and
 //! whether once follows it.
 //!
-//! A link is a source like any file when it leads, through any chain of links, to a
-//! regular file the workspace walk lists (inside the root, not hidden, not ignored, not
+//! The walk lists every link (never following one), so the set of files changes only
+//! when a link is made or removed. A link is a source like any file when it leads,
+//! through any chain of links, to a regular file the workspace walk lists (inside the root, not hidden, not ignored, not
 //! under `.once`, `target` or `node_modules`): its digest and permission bits are those of
 //! that file, read through that file's own input, so an edit of the target re-keys every
 //! action reading the link. A link leading out of the workspace, to nothing, to a

@@ -213,12 +213,9 @@ impl System for MemorySystem {
                 found.push((relative, false));
             }
         }
+        // As on disk: every link is listed, whatever it leads to, and none is followed.
         for path in &links {
-            // As on disk: a link to a directory is not followed, any other is listed.
-            let to_directory = self
-                .follow(path)
-                .is_ok_and(|target| matches!(self.entry_kind(&target), Ok(Some(EntryKind::Directory))));
-            if !to_directory && let Some(relative) = listed(path) {
+            if let Some(relative) = listed(path) {
                 found.push((relative, true));
             }
         }

@@ -41,9 +41,9 @@ pub trait System: Send + Sync + fmt::Debug {
     }
 
     /// Every file below `root`, as sorted `/`-separated root-relative paths, and which of
-    /// them are symbolic links: regular files, and links that do not lead to a directory
-    /// (a link to a file, or one leading nowhere or out of the workspace, which the
-    /// analysis reports by name). Links to directories are not followed.
+    /// them are symbolic links: regular files, and every link (whatever it leads to: the
+    /// analysis follows one leading to a workspace file and reports any other by name
+    /// when a target names it). Links are never followed into directories.
     ///
     /// Skips hidden entries (names starting with `.`), directories named `.once`,
     /// `target` or `node_modules`, and whatever `.gitignore` files exclude.
@@ -483,8 +483,8 @@ pub fn machine_parallelism() -> usize {
 /// millisecond (`ignore`'s workers poll), more than a small tree takes to read.
 const SERIAL_WALK_ENTRIES: usize = 2_000;
 
-/// [`OsSystem::walk_entries`]: every file below `root` that is not ignored (links that
-/// do not lead to a directory included), workspace-relative and sorted. `on_directory` sees every directory before its entries are read, so a
+/// [`OsSystem::walk_entries`]: every file below `root` that is not ignored (links
+/// included), workspace-relative and sorted. `on_directory` sees every directory before its entries are read, so a
 /// watch added there misses no change made to it later; such a walk runs on one thread
 /// per core. Without a hook the walk starts on the calling thread and moves to one thread
 /// per core only past [`SERIAL_WALK_ENTRIES`] entries.
@@ -597,10 +597,10 @@ fn walk_builder(root: &Path, on_directory: Option<DirectoryHook>) -> ignore::Wal
     builder
 }
 
-/// The workspace-relative path of a walked regular file, or of a link that does not lead
-/// to a directory (with `true`: it is a link). Only links cost a `stat` (to their target);
-/// the kind of every other entry comes from the directory listing.
-#[allow(clippy::disallowed_methods, reason = "OsSystem's walk")]
+/// The workspace-relative path of a walked regular file or symbolic link (with `true`:
+/// it is a link). Which kind an entry is comes from the directory listing: a link costs
+/// nothing more here (the walk lists it whatever it leads to, so the file set changes
+/// only when a link is made or removed, never when what it leads to changes).
 fn walked_file(
     root: &Path,
     entry: Result<ignore::DirEntry, ignore::Error>,
@@ -608,13 +608,7 @@ fn walked_file(
     let entry = entry.ok()?;
     let kind = entry.file_type()?;
     let link = kind.is_symlink();
-    if link {
-        // A link to a directory is not followed (nor listed); any other link is listed,
-        // and the analysis says what it leads to.
-        if std::fs::metadata(entry.path()).is_ok_and(|target| target.is_dir()) {
-            return None;
-        }
-    } else if !kind.is_file() {
+    if !link && !kind.is_file() {
         return None;
     }
     let relative = relative_to_slash(entry.path().strip_prefix(root).ok()?)?;
@@ -726,8 +720,8 @@ mod walk_tests {
     }
 
     /// The serial walk, the parallel walk (a hook forces it) and the fallback from one to
-    /// the other find the same files under the same rules: links are listed (and marked)
-    /// unless they lead to a directory, whatever else they lead to.
+    /// the other find the same files under the same rules: links are listed (and
+    /// marked), whatever they lead to, and never followed.
     #[test]
     fn serial_and_parallel_walks_agree() {
         let dir = tempfile::tempdir().unwrap();
@@ -759,6 +753,7 @@ mod walk_tests {
         }
         let expected = [
             "app/dangling.rs",
+            "app/dir",
             "app/keep.log",
             "app/linked.rs",
             "app/outside",
@@ -766,7 +761,7 @@ mod walk_tests {
             "lib/deep/er/file.txt",
             "once.toml",
         ];
-        let links = ["app/dangling.rs", "app/linked.rs", "app/outside"];
+        let links = ["app/dangling.rs", "app/dir", "app/linked.rs", "app/outside"];
         let serial = walk_serially(root, 1_000).unwrap();
         assert_eq!(serial.files, expected);
         assert_eq!(serial.links, links);
