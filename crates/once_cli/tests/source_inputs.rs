@@ -519,9 +519,22 @@ fn a_link_to_a_directory_is_not_followed() {
     ws.write("p/sub/a.txt", "a\n");
     ws.link("p/dir", "sub");
     cat_target(&ws, &["dir/*.txt"]);
-    let diagnostics = diagnostics(&ws.root);
-    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
-    assert_eq!(diagnostics[0]["code"], "missing_source");
+    let found = diagnostics(&ws.root);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["code"], "missing_source");
+    // Named (or matched) as a source, the link is refused by name.
+    cat_target(&ws, &["dir"]);
+    let errors = errors_naming(&diagnostics(&ws.root), "`p/dir`");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["code"], "invalid_source_link");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("links to directories are not followed"),
+        "{}",
+        errors[0]
+    );
     cat_target(&ws, &["sub/a.txt"]);
     let build = ws.build(&["p/Cat"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
