@@ -764,7 +764,7 @@ impl TargetChecker<'_> {
                     format!("package `{package}`")
                 };
                 let message = format!(
-                    "attribute `{}`{place} names `{written}`, which is no file of {place_of}",
+                    "attribute `{}`{place} names `{written}`, but {place_of} has no such file",
                     spec.name
                 );
                 self.report(DiagnosticCode::MissingFile, message, range, Some(attribute))
