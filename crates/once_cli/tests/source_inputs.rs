@@ -443,6 +443,31 @@ fn a_link_to_a_workspace_file_is_followed_and_keyed_by_its_target() {
     assert_eq!(tree(&ws.root, ".once/out"), tree(clean_dir.path(), ".once/out"));
 }
 
+/// A test reading a link is affected by a change of the file the link leads to.
+#[test]
+fn a_change_of_a_links_target_affects_the_tests_reading_the_link() {
+    let ws = Scratch::new();
+    ws.write(
+        "p/once.toml",
+        "[[target]]\nname = \"LinkTest\"\nkind = \"sh_test\"\nsrcs = [\"check.sh\", \"data.txt\"]\n\n\
+         [target.attrs]\nmain = \"check.sh\"\n",
+    );
+    ws.write("p/check.sh", "grep -q real data.txt\n");
+    ws.write("q/once.toml", "");
+    ws.write("q/real.txt", "real\n");
+    ws.link("p/data.txt", "../q/real.txt");
+    let output = ws.exec(&["query", "affected-tests", "--format", "json", "q/real.txt"]);
+    let json: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&output.stdout), text(&output.stderr)));
+    let ids: Vec<&str> = json["tests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{json}"))
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["p/LinkTest"], "{json}");
+}
+
 #[test]
 fn a_linked_source_is_staged_with_the_content_of_its_target() {
     let ws = Scratch::new();
