@@ -345,7 +345,10 @@ mod tests {
     fn plans_round_trip_and_partial_values_are_nothing() {
         let plan = plan();
         let inputs = vec![
-            ("pkg/in.txt".to_owned(), Ok((Sha256Digest::of(b"in"), 0o644))),
+            (
+                "pkg/in.txt".to_owned(),
+                Ok((Sha256Digest::of(b"in"), 0o644)),
+            ),
             ("pkg/gone.txt".to_owned(), Err("no such file".to_owned())),
         ];
         let bytes = encode(&plan, &inputs);

@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use once_evidence::{EvidenceRecord, Subject};
 use once_analysis::{Analysis, Cancellable};
+use once_evidence::{EvidenceRecord, Subject};
 use once_exec::{
     ActionResult, ActionStatus, CacheState, CancelHandle, ExecutionReport, Executor, OutputScope,
     PlannedAction, Progress, SourceStamps, Store,

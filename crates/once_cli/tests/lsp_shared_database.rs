@@ -221,8 +221,7 @@ fn copy_dir(from: &Path, to: &Path) {
             copy_dir(&entry.path(), &target);
         } else if file_type.is_symlink() {
             // A link stays a link (fixtures hold links once does not follow).
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target)
-                .unwrap();
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }

@@ -177,7 +177,12 @@ fn tree(root: &Path, relative: &str) -> Vec<String> {
         };
         for entry in entries {
             let entry = entry.unwrap();
-            let name = entry.path().strip_prefix(base).unwrap().display().to_string();
+            let name = entry
+                .path()
+                .strip_prefix(base)
+                .unwrap()
+                .display()
+                .to_string();
             let kind = entry.file_type().unwrap();
             if kind.is_symlink() {
                 let target = std::fs::read_link(entry.path()).unwrap();
@@ -357,7 +362,10 @@ outputs = ["modes.txt"]
     assert_eq!(ws.read(".once/out/p/Modes/out/modes.txt"), "644\n755\n");
     let (clean_dir, clean) = ws.clean_build(&targets);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
-    assert_eq!(tree(&ws.root, ".once/out"), tree(clean_dir.path(), ".once/out"));
+    assert_eq!(
+        tree(&ws.root, ".once/out"),
+        tree(clean_dir.path(), ".once/out")
+    );
 
     // A mode the command only reads is in its key too.
     ws.chmod("p/data.txt", 0o600);
@@ -373,7 +381,10 @@ outputs = ["modes.txt"]
     assert_eq!(back.cache("p/Modes"), "hit", "{}", back.json);
     assert_eq!(ws.read(".once/out/p/Modes/out/modes.txt"), "644\n444\n");
     let (clean_dir, _) = ws.clean_build(&targets);
-    assert_eq!(tree(&ws.root, ".once/out"), tree(clean_dir.path(), ".once/out"));
+    assert_eq!(
+        tree(&ws.root, ".once/out"),
+        tree(clean_dir.path(), ".once/out")
+    );
 }
 
 // Item 4: symbolic-link sources.
@@ -416,14 +427,20 @@ fn a_link_to_a_workspace_file_is_followed_and_keyed_by_its_target() {
     let first = ws.build(&["p/Cat"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert_eq!(first.cache("p/Cat"), "miss");
-    assert_eq!(ws.read(".once/out/p/Cat/out/all.txt"), "real\nshared\nreal\n");
+    assert_eq!(
+        ws.read(".once/out/p/Cat/out/all.txt"),
+        "real\nshared\nreal\n"
+    );
     assert_eq!(ws.build(&["p/Cat"]).cache("p/Cat"), "hit");
 
     // An edit of a link's target (in the package, in another one) is a miss.
     ws.write("p/real.txt", "edited\n");
     let edited = ws.build(&["p/Cat"]);
     assert_eq!(edited.cache("p/Cat"), "miss", "{}", edited.json);
-    assert_eq!(ws.read(".once/out/p/Cat/out/all.txt"), "edited\nshared\nedited\n");
+    assert_eq!(
+        ws.read(".once/out/p/Cat/out/all.txt"),
+        "edited\nshared\nedited\n"
+    );
     ws.write("q/shared.txt", "also edited\n");
     assert_eq!(ws.build(&["p/Cat"]).cache("p/Cat"), "miss");
     assert_eq!(
@@ -440,7 +457,10 @@ fn a_link_to_a_workspace_file_is_followed_and_keyed_by_its_target() {
     );
     let (clean_dir, clean) = ws.clean_build(&["p/Cat"]);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
-    assert_eq!(tree(&ws.root, ".once/out"), tree(clean_dir.path(), ".once/out"));
+    assert_eq!(
+        tree(&ws.root, ".once/out"),
+        tree(clean_dir.path(), ".once/out")
+    );
 }
 
 /// A test reading a link is affected by a change of the file the link leads to.
@@ -492,7 +512,9 @@ fn a_linked_source_is_staged_with_the_content_of_its_target() {
 fn errors_naming(diagnostics: &[Value], needle: &str) -> Vec<Value> {
     diagnostics
         .iter()
-        .filter(|d| d["severity"] == "error" && d["message"].as_str().unwrap_or("").contains(needle))
+        .filter(|d| {
+            d["severity"] == "error" && d["message"].as_str().unwrap_or("").contains(needle)
+        })
         .cloned()
         .collect()
 }
@@ -583,7 +605,11 @@ fn exec_follows_links_inside_the_workspace_and_refuses_those_leading_out() {
     assert_eq!(ws.read("tools/out.txt"), "real\n");
     ws.write("tools/real.txt", "edited\n");
     let second = ws.exec(&["exec", "--script", "tools/read.sh"]);
-    assert!(text(&second.stderr).contains("once: cache miss "), "{}", text(&second.stderr));
+    assert!(
+        text(&second.stderr).contains("once: cache miss "),
+        "{}",
+        text(&second.stderr)
+    );
     assert_eq!(ws.read("tools/out.txt"), "edited\n");
 
     ws.link(
@@ -631,7 +657,10 @@ attrs = { script_path = "nope.sh", script_runtime = "sh" }
         .find(|d| d["target"] == "p/Gen")
         .expect("the `inputs` entry");
     assert_eq!(gone["severity"], "error");
-    assert!(gone["message"].as_str().unwrap().contains("`gone.txt`"), "{gone}");
+    assert!(
+        gone["message"].as_str().unwrap().contains("`gone.txt`"),
+        "{gone}"
+    );
     assert_eq!(gone["attribute"], "attrs.inputs");
     // `inputs = ["extra.txt", "gone.txt"]`: the second string, quotes included.
     assert_eq!(
@@ -647,7 +676,11 @@ attrs = { script_path = "nope.sh", script_runtime = "sh" }
 
     let build = ws.build(&["p/Gen"]);
     assert_eq!(build.code, 1, "{}", build.json);
-    assert!(build.problems().contains("gone.txt"), "{}", build.problems());
+    assert!(
+        build.problems().contains("gone.txt"),
+        "{}",
+        build.problems()
+    );
     assert!(!ws.root.join(".once/out/p/Gen").exists(), "nothing ran");
 
     // Created, the file is an input like any other.

@@ -40,9 +40,9 @@ use std::sync::{Arc, Mutex};
 
 pub use changes::{ChangeEvent, apply_changes, is_excluded_from_walk};
 pub use digests::{DigestError, FileDigest, Sha256Digest, SourceFile, file_digest, source_file};
-pub use links::{LinkTarget, link_target};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
+pub use links::{LinkTarget, link_target};
 pub use package_filter::{PackageFilter, PatternError};
 pub use plan_memo::PlanMemo;
 pub use system::{

@@ -205,7 +205,13 @@ impl System for MemorySystem {
             });
             (!skipped && !relative.is_empty()).then_some(relative)
         };
-        let links: Vec<PathBuf> = self.symlinks.read().map_err(poisoned)?.keys().cloned().collect();
+        let links: Vec<PathBuf> = self
+            .symlinks
+            .read()
+            .map_err(poisoned)?
+            .keys()
+            .cloned()
+            .collect();
         for path in self.files.read().map_err(poisoned)?.keys() {
             if !links.contains(path)
                 && let Some(relative) = listed(path)
@@ -353,4 +359,3 @@ impl System for MemorySystem {
         StampedRead { contents, stamp }
     }
 }
-

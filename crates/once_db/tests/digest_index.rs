@@ -124,7 +124,11 @@ fn a_digest_read_just_after_the_file_changed_is_not_kept() {
     let dir = unsettled_workspace();
     let first = process(dir.path());
     let expected = digests(&first);
-    assert_eq!(first.save_digest_index().ok(), Some(false), "nothing settled to keep");
+    assert_eq!(
+        first.save_digest_index().ok(),
+        Some(false),
+        "nothing settled to keep"
+    );
     let second = process(dir.path());
     assert_eq!(digests(&second), expected);
     assert_eq!(second.bytes_hashed(), total_bytes());

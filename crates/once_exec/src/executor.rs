@@ -1509,8 +1509,7 @@ impl<'a> Executor<'a> {
         if !changed_sources.is_empty() {
             warn(result, crate::inputs::changed_warning(&changed_sources));
         }
-        if let Some(key) = key.filter(|_| changed_program.is_none() && changed_sources.is_empty())
-        {
+        if let Some(key) = key.filter(|_| changed_program.is_none() && changed_sources.is_empty()) {
             let record = ActionRecord {
                 exit_code: result.exit_code.unwrap_or(0),
                 duration: started.elapsed(),

@@ -160,9 +160,15 @@ mod tests {
         }
         assert_eq!(stamp_now(&root, "p/none.txt").unwrap(), None);
 
-        let inputs: Vec<String> = ["p/in.txt", "p/link.txt", "p/gone.txt", ".once/out/x", "gen/o"]
-            .map(String::from)
-            .to_vec();
+        let inputs: Vec<String> = [
+            "p/in.txt",
+            "p/link.txt",
+            "p/gone.txt",
+            ".once/out/x",
+            "gen/o",
+        ]
+        .map(String::from)
+        .to_vec();
         // The analysis knew `p/gone.txt` missing; the rest is stamped now.
         let stamps = SourceStamps::new(HashMap::from([("p/gone.txt".to_owned(), None)]));
         let baseline = baseline(&root, &inputs, &["gen"], &stamps);

@@ -15,8 +15,7 @@ use std::path::Path;
 
 use once_db::{FileStamp, OsSystem, Sha256Digest, System as _};
 use once_exec::{
-    ActionStatus, CacheState, Executor, FakeOutcome, FakeRunner, PlannedAction, SourceStamps,
-    Store,
+    ActionStatus, CacheState, Executor, FakeOutcome, FakeRunner, PlannedAction, SourceStamps, Store,
 };
 use once_model::action::{Action, ActionStep, Command};
 
@@ -41,7 +40,9 @@ fn program() -> FakeRunner {
     FakeRunner::new(|argv| {
         let mut outcome = FakeOutcome::writes(".once/out/T/o", b"out");
         if argv[1] == "edit" {
-            outcome.writes.push(("src/in.txt".to_owned(), b"v2\n".to_vec()));
+            outcome
+                .writes
+                .push(("src/in.txt".to_owned(), b"v2\n".to_vec()));
         }
         outcome
     })

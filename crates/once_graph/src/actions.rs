@@ -18,7 +18,7 @@
 //! outputs (the cycle itself is reported by `dependency_cycles`).
 
 use once_db::{
-    DigestError, Db, FileStamp, LineIndex, Package, Sha256Digest, Workspace, source_file,
+    Db, DigestError, FileStamp, LineIndex, Package, Sha256Digest, Workspace, source_file,
     source_text,
 };
 use once_model::action::{ActionStep, OUT_DIR, TargetActions, build_dir};

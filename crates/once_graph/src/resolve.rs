@@ -139,7 +139,12 @@ impl PackageFiles<'_> {
     /// Whether the package-relative `path` names a file of the package, or a directory
     /// holding one (`""` is the package itself).
     fn holds(&self, path: &str) -> bool {
-        if path.is_empty() || self.files.binary_search_by(|f| f.as_str().cmp(path)).is_ok() {
+        if path.is_empty()
+            || self
+                .files
+                .binary_search_by(|f| f.as_str().cmp(path))
+                .is_ok()
+        {
             return true;
         }
         let prefix = format!("{path}/");

@@ -9,9 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use once_analysis::{
-    EntryKind, FileStamp, HostPlatform, StampedRead, System, Walked, WriteLock,
-};
+use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, System, Walked, WriteLock};
 
 /// Open buffers over a base system. Cloning shares the buffers.
 #[derive(Clone, Debug)]
@@ -119,7 +117,12 @@ impl System for Overlay {
         // An open buffer is a file, whatever the disk has at its path.
         let links = links
             .into_iter()
-            .filter(|link| !self.buffers.read().is_ok_and(|b| b.contains_key(&root.join(link))))
+            .filter(|link| {
+                !self
+                    .buffers
+                    .read()
+                    .is_ok_and(|b| b.contains_key(&root.join(link)))
+            })
             .collect();
         Ok(Walked { files, links })
     }
