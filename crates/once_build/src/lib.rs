@@ -227,10 +227,17 @@ pub fn plan(
                         .as_ref()
                         .map(|r| format!(":{}", r.start.line))
                         .unwrap_or_default();
+                    // An error of a whole manifest (a syntax error) names no target:
+                    // it refuses every target of its package, and is said once.
+                    let prefix = match &d.target {
+                        Some(target) if *target == step.target => {
+                            format!("{target} {}: ", step.capability)
+                        }
+                        Some(target) => format!("{target}: "),
+                        None => String::new(),
+                    };
                     let problem = format!(
-                        "{} {}: {}{}: {} [{}]",
-                        step.target,
-                        step.capability,
+                        "{prefix}{}{}: {} [{}]",
                         d.file.as_deref().unwrap_or("?"),
                         line,
                         d.message,
