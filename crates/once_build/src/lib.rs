@@ -467,8 +467,16 @@ pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
                     ("failed", Some(failure(plan, own)))
                 } else if has(ActionStatus::Cancelled) {
                     ("cancelled", None)
-                } else if has(ActionStatus::Skipped) {
-                    ("skipped", first_failure.map(|f| failure(plan, f)))
+                } else if let Some(skipped) =
+                    results.iter().find(|r| r.status == ActionStatus::Skipped)
+                {
+                    // The report of the failure that kept it from running, not just its id.
+                    let cause = skipped
+                        .cause
+                        .as_deref()
+                        .and_then(|id| by_id.get(id).copied())
+                        .or(first_failure);
+                    ("skipped", cause.map(|f| failure(plan, f)))
                 } else {
                     ("completed", None)
                 };

@@ -561,6 +561,8 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
     // Printed at once: a line per `println!` was a system call per target (10,000 for
     // a no-op build of 10,000 targets).
     let mut out = String::new();
+    // A failure shown once in full: a target skipped because of it refers to it.
+    let mut shown = std::collections::HashSet::new();
     for record in records {
         let state = match (record.status, record.cache) {
             ("completed", Some(cache)) => cache.to_owned(),
@@ -581,8 +583,14 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
             continue;
         };
         if record.status == "skipped" {
-            let _ = writeln!(out, "  not built: `{}` failed", printable(&failure.action));
-            continue;
+            let _ = write!(out, "  not built: `{}` failed", printable(&failure.action));
+            if !shown.insert(failure.action.as_str()) {
+                let _ = writeln!(out, " (above)");
+                continue;
+            }
+            let _ = writeln!(out);
+        } else {
+            shown.insert(failure.action.as_str());
         }
         let _ = writeln!(out, "  action:    {}", printable(&failure.action));
         if !failure.command.is_empty() {
@@ -803,6 +811,7 @@ fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::Acti
         stdout: Default::default(),
         stderr: Default::default(),
         message: None,
+        cause: None,
         warnings: Vec::new(),
         timed_out: false,
         signal: None,

@@ -655,3 +655,81 @@ fn a_killed_once_leaves_no_process_behind() {
         );
     }
 }
+
+/// A target skipped because a dependency failed shows that failure's report (command,
+/// exit code, output), not only its id; with `--keep-going` each skipped target shows the
+/// failure of its own dependency; `once run` the same.
+#[test]
+fn a_skipped_target_shows_the_failure_of_its_dependency() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    let failing = |name: &str, code: u8| {
+        format!(
+            "[[target]]\nname = \"{name}\"\nkind = \"command\"\n\n[target.attrs]\n\
+             cmd = \"echo {name}-out; echo {name}-err >&2; exit {code}\"\noutputs = [\"o\"]\n\n"
+        )
+    };
+    let dependent = |name: &str, dep: &str| {
+        format!(
+            "[[target]]\nname = \"{name}\"\nkind = \"command\"\ndeps = [\"./{dep}\"]\n\n\
+             [target.attrs]\ncmd = \"echo > $OUT/o\"\noutputs = [\"o\"]\n\n"
+        )
+    };
+    write(
+        root,
+        "p/once.toml",
+        &[
+            failing("A", 3),
+            dependent("B", "A"),
+            failing("C", 5),
+            dependent("D", "C"),
+            "[[target]]\nname = \"Tool\"\nkind = \"script\"\nsrcs = [\"t.sh\"]\ndeps = [\"./A\"]\n\n\
+             [target.attrs]\nscript_path = \"t.sh\"\nscript_runtime = \"sh\"\n"
+                .to_owned(),
+        ]
+        .concat(),
+    );
+    write(root, "p/t.sh", "echo tool\n");
+    let output = once(root, &["build", "p/B"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "p/B (command): SKIPPED",
+        "  not built: `p/A#build/cmd` failed\n",
+        "  exit code: 3",
+        "  stdout (last lines):\n    A-out",
+        "  stderr (last lines):\n    A-err",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+    // Each skipped target names its own dependency's failure.
+    let output = once(root, &["build", "--keep-going", "p/B", "p/D"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    let d = stdout.find("p/D (command): SKIPPED").expect(&stdout);
+    let tail = &stdout[d..];
+    for line in ["`p/C#build/cmd` failed", "exit code: 5", "C-err"] {
+        assert!(tail.contains(line), "no `{line}` after p/D in:\n{stdout}");
+    }
+    let (_, value) = build_json(root, &["--keep-going", "p/B", "p/D"]);
+    let records = value["targets"].as_array().unwrap();
+    assert_eq!(records[0]["failure"]["exit_code"], 3, "{value}");
+    assert_eq!(records[1]["failure"]["exit_code"], 5, "{value}");
+    assert_eq!(records[1]["failure"]["stderr_tail"], "C-err\n", "{value}");
+    // A failure listed in full above is referred to, not repeated.
+    let output = once(root, &["build", "p/A", "p/B"]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("  not built: `p/A#build/cmd` failed (above)")
+            && stdout.matches("\n    A-err\n").count() == 1,
+        "{stdout}"
+    );
+    // once run: the program's dependency failed.
+    let output = once(root, &["run", "p/Tool"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in ["`p/A#build/cmd` failed", "exit code: 3", "A-err"] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+}

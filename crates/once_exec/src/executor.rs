@@ -155,6 +155,9 @@ pub struct ActionResult {
     pub stderr: CapturedStream,
     /// Why it failed or was skipped.
     pub message: Option<String>,
+    /// For a skipped action, the id of the failed action that kept it from running (a
+    /// dependency, or without `keep_going` the first action that failed).
+    pub cause: Option<String>,
     /// Problems met on the way that did not fail it (a corrupt blob, rebuilt).
     pub warnings: Vec<String>,
     /// Its program was killed at its time limit (`timeout_seconds`).
@@ -177,6 +180,7 @@ impl ActionResult {
             stdout: CapturedStream::default(),
             stderr: CapturedStream::default(),
             message: None,
+            cause: None,
             warnings: Vec::new(),
             timed_out: false,
             signal: None,
@@ -757,6 +761,12 @@ impl<'a> Executor<'a> {
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
         let cancelled = self.cancel.is_cancelled();
+        let first_failure = scheduler
+            .results
+            .iter()
+            .flatten()
+            .find(|r| r.status == ActionStatus::Failed)
+            .map(|r| r.id.clone());
         for index in 0..plan.len() {
             if scheduler.results[index].is_none() {
                 let (status, message) = if cancelled {
@@ -766,6 +776,9 @@ impl<'a> Executor<'a> {
                 };
                 let mut result = ActionResult::new(&plan[index].action.id, status);
                 result.message = Some(message.to_owned());
+                if status == ActionStatus::Skipped {
+                    result.cause.clone_from(&first_failure);
+                }
                 scheduler.done += 1;
                 self.report(&scheduler, plan.len(), &result);
                 scheduler.results[index] = Some(result);
@@ -906,6 +919,7 @@ impl<'a> Executor<'a> {
                         "not run: it depends on `{}`, which did not succeed",
                         result.id
                     ));
+                    skipped.cause = Some(result.cause.clone().unwrap_or(result.id.clone()));
                     scheduler.done += 1;
                     self.report(&scheduler, run.plan.len(), &skipped);
                     scheduler.results[dependent] = Some(skipped);
