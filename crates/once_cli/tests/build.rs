@@ -733,3 +733,24 @@ fn a_skipped_target_shows_the_failure_of_its_dependency() {
         assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
     }
 }
+
+/// An output listed twice is a plan problem naming it once, not "actions `X` and `X`".
+#[test]
+fn an_output_declared_twice_is_a_plan_problem_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    write(
+        root,
+        "p/once.toml",
+        "[[target]]\nname = \"Dup\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"touch $OUT/a\"\noutputs = [\"a\", \"a\"]\n",
+    );
+    let output = once(root, &["build", "p/Dup"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("output `.once/out/p/Dup/out/a` is declared twice by this action"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("and `p/Dup#build/cmd`"), "{stderr}");
+}

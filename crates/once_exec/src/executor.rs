@@ -296,6 +296,13 @@ impl std::fmt::Display for PlanError {
                 output,
                 first,
                 second,
+            } if first == second => {
+                write!(f, "action `{first}` declares the output `{output}` twice")
+            }
+            PlanError::DuplicateOutput {
+                output,
+                first,
+                second,
             } => write!(
                 f,
                 "actions `{first}` and `{second}` both declare the output `{output}`"
