@@ -745,9 +745,11 @@ pub fn evidence(records: &[once_evidence::EvidenceRecord], subject: Option<&str>
             once_evidence::EvidenceStatus::Passed => paint(OK, "passed"),
             once_evidence::EvidenceStatus::Failed => paint(ERROR, "failed"),
         };
+        // No exit code is not always a signal: a full disk while capturing the output
+        // fails the action too.
         let exit = evidence
             .exit_code
-            .map_or_else(|| "signal".to_owned(), |code| code.to_string());
+            .map_or_else(|| "none".to_owned(), |code| code.to_string());
         let action = evidence
             .action
             .as_deref()

@@ -754,3 +754,42 @@ fn an_output_declared_twice_is_a_plan_problem_naming_it() {
     );
     assert!(!stderr.contains("and `p/Dup#build/cmd`"), "{stderr}");
 }
+
+/// An action failed by a full disk (its output streams could not be captured) exited
+/// with no code, and no signal killed it: its evidence says `exit=none`, not `signal`.
+/// The store is a 200 KiB tmpfs mounted in a private user and mount namespace.
+#[test]
+fn evidence_of_a_full_disk_failure_does_not_claim_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    write(
+        root,
+        "p/once.toml",
+        "[[target]]\nname = \"Loud\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"head -c 1000000 /dev/zero; touch $OUT/o\"\noutputs = [\"o\"]\n",
+    );
+    std::fs::create_dir(root.join("store")).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=200k tmpfs '{store}' && '{once}' -C '{root}' build p/Loud --store '{store}/cache'",
+        store = root.join("store").display(),
+        once = env!("CARGO_BIN_EXE_once"),
+        root = root.display(),
+    );
+    let output = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux) runs the build in a namespace with a small tmpfs");
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("No space left on device"), "{stdout}");
+    let listing = text(&once(root, &["query", "evidence"]).stdout);
+    assert!(
+        listing.contains("p/Loud:build failed cache=miss exit=none"),
+        "{listing}"
+    );
+    let json = once(root, &["query", "evidence", "--format", "json"]);
+    let records: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(records[0]["status"], "failed", "{records}");
+    assert!(records[0].get("exit_code").is_none(), "{records}");
+}
