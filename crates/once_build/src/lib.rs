@@ -462,24 +462,24 @@ pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
                 .collect();
             let has = |status| results.iter().any(|r| r.status == status);
             let has_cache = |state| results.iter().any(|r| r.cache == Some(state));
-            let (status, failed) =
-                if let Some(own) = results.iter().find(|r| r.status == ActionStatus::Failed) {
-                    ("failed", Some(failure(plan, own)))
-                } else if has(ActionStatus::Cancelled) {
-                    ("cancelled", None)
-                } else if let Some(skipped) =
-                    results.iter().find(|r| r.status == ActionStatus::Skipped)
-                {
-                    // The report of the failure that kept it from running, not just its id.
-                    let cause = skipped
-                        .cause
-                        .as_deref()
-                        .and_then(|id| by_id.get(id).copied())
-                        .or(first_failure);
-                    ("skipped", cause.map(|f| failure(plan, f)))
-                } else {
-                    ("completed", None)
-                };
+            let (status, failed) = if let Some(own) =
+                results.iter().find(|r| r.status == ActionStatus::Failed)
+            {
+                ("failed", Some(failure(plan, own)))
+            } else if has(ActionStatus::Cancelled) {
+                ("cancelled", None)
+            } else if let Some(skipped) = results.iter().find(|r| r.status == ActionStatus::Skipped)
+            {
+                // The report of the failure that kept it from running, not just its id.
+                let cause = skipped
+                    .cause
+                    .as_deref()
+                    .and_then(|id| by_id.get(id).copied())
+                    .or(first_failure);
+                ("skipped", cause.map(|f| failure(plan, f)))
+            } else {
+                ("completed", None)
+            };
             let cache = if has_cache(CacheState::Miss) {
                 Some("miss")
             } else if has_cache(CacheState::Bypass) {

@@ -180,7 +180,10 @@ fn a_repaired_manifest_builds_and_a_broken_one_hits_nothing_it_built_before() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     let value: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(value["success"], false);
-    assert!(value["problems"].to_string().contains("syntax_error"), "{value}");
+    assert!(
+        value["problems"].to_string().contains("syntax_error"),
+        "{value}"
+    );
     write(root, "p/once.toml", &manifest);
     let output = once(root, &["build", "--format", "json", "p/Cmd"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
@@ -211,9 +214,11 @@ fn mcp_build_run_and_test_refuse_a_broken_package() {
         stdin.flush().unwrap();
     };
     let mut replies = Vec::new();
-    send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    send(
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": { "name": "test", "version": "0" } } }));
+        "clientInfo": { "name": "test", "version": "0" } } }),
+    );
     send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
     let calls = [
         ("once_build_target", json!({ "target": "p/Cmd" })),
@@ -222,8 +227,10 @@ fn mcp_build_run_and_test_refuse_a_broken_package() {
         ("once_start_target", json!({ "target": "p/Tool" })),
     ];
     for (id, (name, arguments)) in calls.iter().enumerate() {
-        send(json!({ "jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
-            "params": { "name": name, "arguments": arguments } }));
+        send(
+            json!({ "jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+            "params": { "name": name, "arguments": arguments } }),
+        );
     }
     drop(send);
     while replies.len() < calls.len() + 1 {

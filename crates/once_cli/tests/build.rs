@@ -781,7 +781,12 @@ fn evidence_of_a_full_disk_failure_does_not_claim_a_signal() {
         .output()
         .expect("unshare (util-linux) runs the build in a namespace with a small tmpfs");
     let stdout = text(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}{}", text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
     assert!(stdout.contains("No space left on device"), "{stdout}");
     let listing = text(&once(root, &["query", "evidence"]).stdout);
     assert!(

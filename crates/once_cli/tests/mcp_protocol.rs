@@ -1272,7 +1272,8 @@ fn start_slow_build(id: i64) -> (Server, Vec<u32>) {
     server.initialize("2025-11-25");
     server.send(
         json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" },
+        "_meta": { "progressToken": format!("slow-{id}") } } }),
     );
     let pids = wait_for_processes(&slow);
     (server, pids)
@@ -1314,6 +1315,13 @@ fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_proce
     assert!(
         before.iter().all(|m| m["id"] != json!(10)),
         "the cancelled build was answered: {before:?}"
+    );
+    // Nor is its progress reported after the cancellation (its killed action ended then).
+    assert!(
+        before
+            .iter()
+            .all(|m| m["params"]["progressToken"] != json!("slow-10")),
+        "progress of the cancelled build was sent after its cancellation: {before:?}"
     );
     assert_eq!(server.finish(), 0);
 }
