@@ -232,7 +232,6 @@ fn mcp_build_run_and_test_refuse_a_broken_package() {
             "params": { "name": name, "arguments": arguments } }),
         );
     }
-    drop(send);
     while replies.len() < calls.len() + 1 {
         let mut line = String::new();
         assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended");
