@@ -468,10 +468,10 @@ fn run_builds_first_then_runs_with_the_arguments() {
 /// per-target lines.
 #[test]
 fn a_terminal_gets_a_live_progress_line() {
-    if Command::new("script").arg("--version").output().is_err() {
-        // No `script` to give `once` a terminal: nothing to check here.
-        return;
-    }
+    assert!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "`script` (util-linux) gives `once` a terminal in this test: install it"
+    );
     let dir = workspace();
     let root = dir.path();
     let command = format!(
