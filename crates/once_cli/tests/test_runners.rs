@@ -557,3 +557,91 @@ fn attempts_outside_one_to_twenty_are_diagnostics_at_the_value() {
     assert_eq!(output.status.code(), Some(2), "`--attempts` is bounded too");
     assert!(String::from_utf8_lossy(&output.stderr).contains("21 is not in 1..=20"));
 }
+
+/// The processes whose command line is `sleep SECONDS` and whose working directory is
+/// below `root` (given a moment to leave `/proc` after a kill).
+fn sleepers(root: &Path, seconds: &str) -> Vec<u32> {
+    let find = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+                (cmdline == format!("sleep\0{seconds}\0").as_bytes()
+                    && cwd.starts_with(root)
+                    && processes::ps_lists(pid))
+                .then_some(pid)
+            })
+            .collect()
+    };
+    let mut left = find();
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = find();
+    }
+    left
+}
+
+#[test]
+fn a_passing_test_that_leaves_a_background_child_passes_at_once_and_the_child_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::create_dir(root.join("t")).unwrap();
+    std::fs::write(root.join("t/daemon_test.sh"), "sleep 600 &\necho started\n").unwrap();
+    std::fs::write(
+        root.join("t/tap_test.sh"),
+        "sleep 600 &\necho 1..2\necho 'ok 1'\necho 'ok 2 - second'\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("t/slow_test.sh"), "sleep 601\n").unwrap();
+    // A limit far above what the tests take, below the 300 s default so that a regression
+    // shows as a timeout rather than a hang.
+    std::fs::write(
+        root.join("t/once.toml"),
+        "[[target]]\nname = \"Daemon\"\nkind = \"sh_test\"\nsrcs = [\"daemon_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 40\n\n\
+         [[target]]\nname = \"Tap\"\nkind = \"sh_test\"\nsrcs = [\"tap_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 40\nresults_format = \"tap\"\n\n\
+         [[target]]\nname = \"Slow\"\nkind = \"sh_test\"\nsrcs = [\"slow_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 2\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (code, answer) = test_json(&root, &["t/Daemon", "t/Tap"]);
+    let took = started.elapsed();
+    let left = sleepers(&root, "600");
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(
+        states(&answer),
+        [
+            (
+                "t/Daemon".to_owned(),
+                "passed".to_owned(),
+                "miss".to_owned()
+            ),
+            ("t/Tap".to_owned(), "passed".to_owned(), "miss".to_owned())
+        ],
+        "{answer}"
+    );
+    assert_eq!(code, 0);
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    assert_eq!(left, Vec::<u32>::new(), "the background children survived");
+    // The TAP test's points were all read, the one without a description too.
+    let tap = &answer["runs"][1]["results"];
+    assert_eq!(tap["summary"]["passed"], 2, "{tap}");
+    // A test killed at its limit takes its runner's group with it.
+    let (code, answer) = test_json(&root, &["t/Slow"]);
+    assert_eq!(code, 1);
+    assert_eq!(answer["runs"][0]["status"], "timed_out", "{answer}");
+    assert_eq!(sleepers(&root, "601"), Vec::<u32>::new());
+}
