@@ -414,7 +414,7 @@ fn empty_batch(args: &AdapterArgs<'_>, note: &str) -> anyhow::Result<i32> {
         },
         false,
     );
-    write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
+    write_atomically(args.results, &record.to_json())?;
     Ok(0)
 }
 
@@ -520,7 +520,7 @@ fn finish(
             }
         }
     }
-    write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
+    write_atomically(args.results, &record.to_json())?;
     Ok(match status {
         Some(status) => exit_code_of(status),
         None => 127,

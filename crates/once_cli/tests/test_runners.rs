@@ -645,3 +645,75 @@ fn a_passing_test_that_leaves_a_background_child_passes_at_once_and_the_child_is
     assert_eq!(answer["runs"][0]["status"], "timed_out", "{answer}");
     assert_eq!(sleepers(&root, "601"), Vec::<u32>::new());
 }
+
+#[test]
+fn a_huge_run_writes_a_record_it_can_read_with_exact_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::create_dir(root.join("t")).unwrap();
+    // 200,000 TAP points with descriptions of some length, the last one failing: as one
+    // record, more than the 64 MiB a reader reads.
+    std::fs::write(
+        root.join("t/huge_test.sh"),
+        "echo 1..200000\n\
+         seq 199999 | sed 's/.*/ok & - the case numbered & of the generated suite, described at some length/'\n\
+         echo 'not ok 200000 - the last one fails'\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("t/once.toml"),
+        "[[target]]\nname = \"Huge\"\nkind = \"sh_test\"\nsrcs = [\"huge_test.sh\"]\n\n\
+         [target.attrs]\nresults_format = \"tap\"\n",
+    )
+    .unwrap();
+    let (code, answer) = test_json(&root, &["t/Huge"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        answer["runs"][0]["status"], "failed",
+        "{}",
+        answer["runs"][0]["error"]
+    );
+    let written = std::fs::metadata(root.join(".once/out/t/Huge/test/test_results.json"))
+        .unwrap()
+        .len();
+    assert!(written < 64 << 20, "{written} bytes");
+    let query = once(
+        &root,
+        &["--format", "json", "query", "test-results", "t/Huge"],
+    );
+    assert_eq!(
+        query.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&query.stderr)
+    );
+    let read: Value = serde_json::from_slice(&query.stdout).unwrap();
+    assert_eq!(
+        read["summary"],
+        serde_json::json!({"total": 200000, "passed": 199999, "failed": 1, "skipped": 0, "flaky": 0})
+    );
+    // What the record leaves out to stay within its limits is counted, all passes: the
+    // failure is listed.
+    let cases = read["cases"].as_array().unwrap();
+    let omitted = &read["omitted"];
+    assert_eq!(
+        omitted["total"].as_u64().unwrap() + cases.len() as u64,
+        200000
+    );
+    assert_eq!(omitted["passed"], omitted["total"], "{omitted}");
+    assert!(
+        cases.len() <= 100000 && cases.len() > 50000,
+        "{}",
+        cases.len()
+    );
+    assert!(cases.iter().any(|case| case["status"] == "failed"));
+    // The human summary says what was left out.
+    let human = once(&root, &["query", "test-results", "t/Huge"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    let line = format!(
+        "{} cases are not listed ({} passed,",
+        omitted["total"], omitted["passed"]
+    );
+    assert!(text.contains(&line), "{text}");
+}

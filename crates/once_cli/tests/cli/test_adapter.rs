@@ -329,3 +329,81 @@ fn a_runner_that_leaves_a_background_child_is_not_waited_for_and_its_group_is_ki
         assert_eq!(record.summary.passed, 1, "{format}: {:?}", record.cases);
     }
 }
+
+#[test]
+fn tap_points_without_descriptions_are_named_by_their_number() {
+    check_adapter(
+        "tap",
+        None,
+        &[
+            "sh",
+            "-c",
+            "echo 1..4; echo 'ok 1'; echo 'not ok 2 - '; echo ok; echo 'ok 4 -'; exit 1",
+        ],
+        expect![[r#"
+            $ once __test-adapter --results-format tap --target pkg/T --runner sh --results ../.once/out/pkg/T/test/test_results.json --log ../.once/out/pkg/T/test/log.txt --cwd pkg -- sh -c echo 1..4; echo 'ok 1'; echo 'not ok 2 - '; echo ok; echo 'ok 4 -'; exit 1
+            exit: 1
+            --- stdout
+            1..4
+            ok 1
+            not ok 2 - 
+            ok
+            ok 4 -
+            --- stderr
+            --- record
+            failed 4 total, 3 passed, 1 failed, 0 skipped, 0 flaky
+            test 1 Passed
+            test 2 Failed
+            test 3 Passed
+            test 4 Passed
+            logs: [".once/out/pkg/T/test/log.txt"]
+            --- log
+            1..4
+            ok 1
+            not ok 2 - 
+            ok
+            ok 4 -
+        "#]],
+    );
+}
+
+#[test]
+fn a_log_outside_the_workspace_is_not_listed_and_a_problem_says_why() {
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("log.txt");
+    let workspace = Workspace::copy("workspaces/valid");
+    std::fs::create_dir_all(workspace.root().join("pkg")).unwrap();
+    let outcome = Once::new(&[
+        "__test-adapter",
+        "--results-format",
+        "exit_code",
+        "--target",
+        "pkg/T",
+        "--runner",
+        "sh",
+        "--results",
+        RESULTS,
+        "--log",
+        log.to_str().unwrap(),
+        "--cwd",
+        "pkg",
+        "--",
+        "true",
+    ])
+    .cwd(workspace.root().join("pkg"))
+    .run();
+    assert_eq!(outcome.code, 0, "{}", outcome.render());
+    let bytes = std::fs::read(
+        workspace
+            .root()
+            .join(".once/out/pkg/T/test/test_results.json"),
+    )
+    .expect("the adapter always writes the record");
+    let record = TestResults::from_json(&bytes, "pkg/T").expect("a sound record");
+    assert_eq!(record.artifacts.logs, Vec::<String>::new());
+    let problems = record.runner.metadata["problems"].to_string();
+    assert!(
+        problems.contains("is absolute") && problems.contains("log.txt"),
+        "{problems}"
+    );
+}
