@@ -1,11 +1,12 @@
 //! `once __test-adapter`: the command a test kind's `test` action runs. It runs the test
 //! runner given after `--` (the leader of its own process group, killed when it exits,
 //! so a background child it leaves holds nothing up: `once_exec::piped`), passes its
-//! output through while keeping all of it in a log file, then parses the runner's native results (`--format`: libtest text, pytest's
-//! JUnit XML, `go test -json`, TAP, or just the exit status) and writes the normalized
-//! `once.test_results.v1` record (`--results`). It exits with the runner's status, so a
-//! failing test fails its action (and is never cached) while its record is still
-//! written.
+//! output through while keeping all of it in a log file, then parses the runner's native
+//! results (`--format`: libtest text, pytest's JUnit XML, `go test -json`, TAP, or just
+//! the exit status) and writes the normalized `once.test_results.v1` record
+//! (`--results`, through `TestResults::to_json`: sound and bounded). It exits with the
+//! runner's status, so a failing test fails its action (and is never cached) while its
+//! record is still written.
 //!
 //! With `--shard INDEX/COUNT` it first asks the runner for its cases (libtest `--list`,
 //! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
@@ -75,9 +76,8 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create `{}`", parent.display()))?;
     }
-    let log = std::fs::File::create(args.log)
+    let mut log = std::fs::File::create(args.log)
         .with_context(|| format!("cannot create `{}`", args.log.display()))?;
-    let mut log = log;
     let mut command = Command::new(program);
     command.args(rest).stdin(Stdio::null());
     let mut kept = once_exec::piped::Bounded::new(PARSED_OUTPUT_LIMIT);

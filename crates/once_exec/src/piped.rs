@@ -35,6 +35,9 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// How often a blocked drain checks whether the program has ended.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
+/// Where one stream of a piped program goes, chunk by chunk as it comes.
+pub type Sink<'a> = &'a mut (dyn FnMut(&[u8]) + Send);
+
 /// How a piped program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PipedExit {
@@ -62,8 +65,8 @@ impl PipedExit {
 pub fn run_piped(
     command: &mut Command,
     timeout: Option<Duration>,
-    stdout: &mut (dyn FnMut(&[u8]) + Send),
-    stderr: &mut (dyn FnMut(&[u8]) + Send),
+    stdout: Sink<'_>,
+    stderr: Sink<'_>,
 ) -> io::Result<PipedExit> {
     // Close-on-exec: programs other threads start never hold them.
     let (out_read, out_write) = pipe_with(PipeFlags::CLOEXEC)?;
@@ -138,11 +141,7 @@ fn wait_for_leader(group: Pid, timeout: Option<Duration>) -> bool {
 
 /// Reads `pipes` into `sinks` until both are closed, or, once `ended`, until nothing
 /// more is ready after [`LINGER`] (at most [`DRAIN_LIMIT`]).
-fn drain(
-    pipes: &[OwnedFd; 2],
-    ended: &AtomicBool,
-    sinks: [&mut (dyn FnMut(&[u8]) + Send); 2],
-) -> io::Result<()> {
+fn drain(pipes: &[OwnedFd; 2], ended: &AtomicBool, sinks: [Sink<'_>; 2]) -> io::Result<()> {
     let mut open = [true, true];
     let mut buffer = vec![0u8; 64 * 1024];
     // When the program ended: then until when to wait for more, and the hard stop.
