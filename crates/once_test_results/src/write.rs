@@ -226,9 +226,26 @@ fn rank(status: CaseStatus) -> u8 {
 /// The bytes `case` takes among a written record's cases (pretty JSON, three levels
 /// in, with its separator).
 fn written_size(case: &Case) -> usize {
-    let bytes = serde_json::to_vec_pretty(case).unwrap_or_default();
-    let lines = bytes.iter().filter(|byte| **byte == b'\n').count() + 1;
-    bytes.len() + 4 * lines + 2
+    /// Counts the bytes and lines written to it.
+    #[derive(Default)]
+    struct Count {
+        bytes: usize,
+        lines: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
+            self.bytes += buffer.len();
+            self.lines += buffer.iter().filter(|byte| **byte == b'\n').count();
+            Ok(buffer.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count::default();
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer_pretty(&mut count, case);
+    count.bytes + 4 * (count.lines + 1) + 2
 }
 
 /// At least the bytes `case` takes among a written record's cases, cheaply: each byte
