@@ -589,8 +589,10 @@ fn read_results(root: &Path, target: &str, path: &str) -> Result<TestResults, St
     }
 }
 
+/// Writes `results` as every record is written (`TestResults::to_json`: sound and
+/// bounded; the records this module writes are already in that form).
 fn write_results(root: &Path, path: &str, results: &TestResults) -> Result<(), String> {
-    let bytes = serde_json::to_vec_pretty(results).map_err(|e| e.to_string())?;
+    let bytes = results.to_json();
     once_db::confined::write_confined(root, path, &bytes, || Ok(()))
         .map(|_| ())
         .map_err(|e| format!("cannot write `{path}`: {e}"))

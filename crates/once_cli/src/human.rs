@@ -814,6 +814,26 @@ pub fn test_results(results: &once_test_results::TestResults, summary_only: bool
         summary.skipped,
         summary.flaky
     );
+    if let Some(omitted) = &results.omitted {
+        println!(
+            "  {}",
+            paint(
+                WARNING,
+                format!(
+                    "{} cases are not listed ({} passed, {} failed, {} skipped, {} flaky): a \
+                     record lists at most {} cases ({} MiB), failures first; the log has the \
+                     whole output",
+                    omitted.total,
+                    omitted.passed,
+                    omitted.failed,
+                    omitted.skipped,
+                    omitted.flaky,
+                    once_test_results::write::CASE_LIMIT,
+                    once_test_results::write::CASES_BYTE_LIMIT >> 20
+                )
+            )
+        );
+    }
     if !summary_only {
         for case in &results.cases {
             let label = match case.status {

@@ -30,6 +30,8 @@
 //! - [`record`]: the action cache's record format;
 //! - [`record_index`]: one file per workspace with copies of the records its builds used;
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
+//! - [`piped`]: helper programs (test runners, probes) read through pipes, their group
+//!   killed when they exit;
 //! - [`plan_memo`]: the plans of one-shot commands, remembered in the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
@@ -46,6 +48,7 @@ pub mod key;
 pub mod last_plan;
 pub mod materialize;
 pub mod outputs;
+pub mod piped;
 pub mod plan_memo;
 pub mod probe_stamps;
 pub mod probes;
