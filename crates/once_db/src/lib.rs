@@ -6,6 +6,7 @@
 //! - [`workspace`]: the [`Workspace`] and [`Package`] inputs and host platform.
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
 //! - [`digests`]: [`file_digest`] and the persistent [`DigestIndex`](digests::DigestIndex).
+//! - [`framed`]: the header, version and checksum every file kept to decide hits shares.
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
@@ -25,6 +26,7 @@ pub mod confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;
+pub mod framed;
 pub mod package_filter;
 pub mod plan_memo;
 pub mod simple_glob;
