@@ -223,7 +223,12 @@ mod tests {
             FORMAT.unframe(b"", b"once-test-file 3\n"),
             Unframed::OtherVersion
         );
-        for foreign in [&b""[..], b"garbage", b"once-test-file x\n", b"once-test-file 2"] {
+        for foreign in [
+            &b""[..],
+            b"garbage",
+            b"once-test-file x\n",
+            b"once-test-file 2",
+        ] {
             assert!(
                 matches!(FORMAT.unframe(b"", foreign), Unframed::Damaged(_)),
                 "{foreign:?}"

@@ -186,6 +186,12 @@ impl RootDatabase {
         self.digest_index.save(&*self.system, &root)
     }
 
+    /// The warning to show when the digest index this process read was damaged
+    /// ([`digests::DigestIndex::damage`]).
+    pub fn digest_index_damage(&self) -> Option<String> {
+        self.digest_index.damage()
+    }
+
     /// Reads the persistent digest index now if no digest did yet (it is otherwise read
     /// by the first digest, which every other thread's first digest then waits for).
     pub fn prepare_digest_index(&self) {

@@ -39,7 +39,7 @@ use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
 use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
 use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
-use crate::store::Store;
+use crate::store::{RecordRead, Store};
 use crate::tools::{Fingerprint, ToolDigests, resolve_program};
 
 /// An action as the planner hands it over: the declaration and its static key.
@@ -188,6 +188,9 @@ impl ActionResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionReport {
     pub results: Vec<ActionResult>,
+    /// Damaged files of the store or the workspace met on the way (ignored, removed or
+    /// rewritten; see [`Store::take_warnings`]), for the front end to show.
+    pub warnings: Vec<String>,
 }
 
 impl ExecutionReport {
@@ -784,8 +787,12 @@ impl<'a> Executor<'a> {
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
+        if let Some(warning) = run.stamps.damage() {
+            self.store.warn(warning);
+        }
         Ok(ExecutionReport {
             results: scheduler.results.into_iter().flatten().collect(),
+            warnings: self.store.take_warnings(),
         })
     }
 
@@ -1138,8 +1145,12 @@ impl<'a> Executor<'a> {
         let (record, used, indexed) = match run.index.recent(key, SystemTime::now()) {
             Some((record, used)) => (record, used, true),
             None => match self.store.read_record_used(key) {
-                Some((record, used)) => (record, used, false),
-                None => return Ok(InPlace::NoRecord),
+                RecordRead::Found(record, used) => (record, used, false),
+                RecordRead::Absent => return Ok(InPlace::NoRecord),
+                RecordRead::Damaged(damage) => {
+                    warn_damaged_record(result, damage);
+                    return Ok(InPlace::NoRecord);
+                }
             },
         };
         if !covers(action, &record)
@@ -1169,8 +1180,13 @@ impl<'a> Executor<'a> {
         key: &Sha256Digest,
         result: &mut ActionResult,
     ) -> Result<bool, String> {
-        let Some((record, used)) = self.store.read_record_used(key) else {
-            return Ok(false);
+        let (record, used) = match self.store.read_record_used(key) {
+            RecordRead::Found(record, used) => (record, used),
+            RecordRead::Absent => return Ok(false),
+            RecordRead::Damaged(damage) => {
+                warn_damaged_record(result, damage);
+                return Ok(false);
+            }
         };
         if !covers(action, &record) {
             return Ok(false);
@@ -1631,6 +1647,16 @@ fn absolute(root: &Path, relative: &str) -> PathBuf {
         path.push(part);
     }
     path
+}
+
+/// Says that the record of the action's key was damaged (and removed by the store).
+fn warn_damaged_record(result: &mut ActionResult, damage: once_db::framed::Damage) {
+    warn(
+        result,
+        format!(
+            "the stored result of the action was damaged ({damage}); it was removed and the action runs again"
+        ),
+    );
 }
 
 /// Adds a warning once (the second look under the key's lock meets the same problem).

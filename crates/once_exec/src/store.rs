@@ -54,8 +54,10 @@ use rustix::fs::{
 use rustix::io::Errno;
 use sha2::{Digest as _, Sha256};
 
+use once_db::framed::{Damage, Format, Unframed};
+
 use crate::handles::{self, with_context};
-use crate::record::ActionRecord;
+use crate::record::{ActionRecord, RecordDamage};
 
 /// The store's directory under the workspace root when none is configured.
 pub const DEFAULT_STORE_DIR: &str = ".once/cache";
@@ -93,6 +95,34 @@ pub struct Store {
     actions: OwnedFd,
     locks: OwnedFd,
     temporaries: OwnedFd,
+    /// Damaged files met (and removed) that no action's result reports: for the front
+    /// end to show ([`Store::take_warnings`]).
+    warnings: std::sync::Mutex<Vec<String>>,
+}
+
+/// What the record file of a key turned out to be ([`Store::read_record_used`]).
+#[derive(Debug)]
+pub enum RecordRead {
+    /// An intact record, and when it was last used.
+    Found(ActionRecord, SystemTime),
+    /// No record (or one of another version of `once`): a miss.
+    Absent,
+    /// A damaged record, now removed: a miss to report.
+    Damaged(Damage),
+}
+
+/// The body of an intact framed file read whole ([`Store::read_framed`]).
+pub struct FramedBody {
+    bytes: Vec<u8>,
+    body: std::ops::Range<usize>,
+}
+
+impl std::ops::Deref for FramedBody {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[self.body.clone()]
+    }
 }
 
 /// Why a blob could not be read.
@@ -155,6 +185,11 @@ fn fan_out(digest: &Sha256Digest) -> (String, String) {
     (hex[..2].to_owned(), hex[2..].to_owned())
 }
 
+/// The fan-out directory and name of a blob's or record's `fan/name`.
+fn split_fan(relative: &str) -> (&str, &str) {
+    relative.split_once('/').unwrap_or(("", relative))
+}
+
 impl Store {
     /// Opens (creating it when missing) the store at `path`.
     pub fn open(path: &Path) -> io::Result<Store> {
@@ -176,6 +211,7 @@ impl Store {
             temporaries: directory(TEMPORARIES)?,
             root,
             path: path.to_path_buf(),
+            warnings: std::sync::Mutex::default(),
         })
     }
 
@@ -186,6 +222,19 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Keeps a warning for the front end (a damaged file met and removed).
+    pub fn warn(&self, warning: String) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+
+    /// The warnings kept since the last call.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn lock_store(&self, operation: FlockOperation) -> io::Result<File> {
@@ -241,14 +290,51 @@ impl Store {
         let _ = unlinkat(&self.temporaries, name, AtFlags::empty());
     }
 
+    /// Whether the blob `digest` is stored (a regular file at its name; anything else
+    /// there, a link or a directory, is removed: the blob is then stored again).
     pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
         let (directory, name) = fan_out(digest);
-        rustix::fs::statat(
-            &self.blobs,
-            format!("{directory}/{name}"),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .is_ok()
+        let relative = format!("{directory}/{name}");
+        match statat(&self.blobs, relative.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if handles::file_type(&stat) == FileType::RegularFile => true,
+            Ok(_) => {
+                let _ = self.remove_blob_entry(&relative);
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Removes whatever is at the blob name `relative` (`fan/name`), a directory too.
+    fn remove_blob_entry(&self, relative: &str) -> io::Result<()> {
+        let (fan, name) = split_fan(relative);
+        match handles::open_directory(&self.blobs, fan)? {
+            Some(directory) => handles::remove_entry(&directory, name),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens the blob `relative` (`fan/name`): [`BlobError::Missing`] when nothing is
+    /// there; something other than a regular file there (a link, a directory, a pipe) is
+    /// removed and [`BlobError::Corrupt`].
+    fn open_blob(&self, relative: &str) -> Result<(File, Stat), BlobError> {
+        let opened = match handles::open_file(&self.blobs, relative) {
+            Ok(Some(file)) => fstat(&file)
+                .map(|stat| (file, stat))
+                .map_err(|e| BlobError::Io(e.into()))?,
+            Ok(None) => return Err(BlobError::Missing),
+            // A symbolic link at the name.
+            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+                let _ = self.remove_blob_entry(relative);
+                return Err(BlobError::Corrupt);
+            }
+            Err(e) => return Err(BlobError::Io(e)),
+        };
+        if handles::file_type(&opened.1) != FileType::RegularFile {
+            let _ = self.remove_blob_entry(relative);
+            return Err(BlobError::Corrupt);
+        }
+        Ok(opened)
     }
 
     /// Moves the temporary file `temporary` (already hashed to `digest`) into the blobs.
@@ -366,11 +452,7 @@ impl Store {
     ) -> Result<bool, BlobError> {
         let (fan, blob_name) = fan_out(digest);
         let relative = format!("{fan}/{blob_name}");
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Err(BlobError::Missing);
-        };
-        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
+        let (mut file, stat) = self.open_blob(&relative)?;
         if !is_sealed(&stat, size) {
             self.verify_blob(&mut file, &relative, digest)?;
         }
@@ -424,11 +506,11 @@ impl Store {
         if is_sealed(&stat, size) {
             return Ok(true);
         }
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Ok(false);
+        let (mut file, stat) = match self.open_blob(&relative) {
+            Ok(opened) => opened,
+            Err(BlobError::Missing) => return Ok(false),
+            Err(e) => return Err(e),
         };
-        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
         if stat.st_ino != output.st_ino {
             return Ok(false);
         }
@@ -489,10 +571,7 @@ impl Store {
     ) -> Result<u64, BlobError> {
         let (directory, name) = fan_out(digest);
         let relative = format!("{directory}/{name}");
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Err(BlobError::Missing);
-        };
+        let (mut file, _) = self.open_blob(&relative)?;
         let mut hasher = Sha256::new();
         let mut buffer = vec![0u8; COPY_CHUNK];
         let mut size = 0u64;
@@ -523,39 +602,71 @@ impl Store {
         Ok(bytes)
     }
 
-    /// The record of `key`, or `None` (no record, or not a complete one).
+    /// The record of `key`, or `None` (no record, or none intact: a damaged one is
+    /// removed).
     pub fn read_record(&self, key: &Sha256Digest) -> Option<ActionRecord> {
-        self.read_record_used(key).map(|(record, _)| record)
+        match self.read_record_used(key) {
+            RecordRead::Found(record, _) => Some(record),
+            RecordRead::Absent | RecordRead::Damaged(_) => None,
+        }
     }
 
     /// The record of `key` and when it was last used (its modification time: written or
-    /// touched by [`Store::touch_record_if_stale`]), or `None` (no record, or not a
-    /// complete one).
+    /// touched by [`Store::touch_record_if_stale`]); a damaged record (not intact, or not
+    /// a regular file) is removed and answered as such, for the caller to report.
     ///
     /// A record is never written in place (it reaches its name by `renameat`), so the size
     /// its open handle reports is the size of what can be read from it: it is read with
     /// one `read` into a buffer of exactly that size instead of growing a buffer until
     /// the end of the file.
-    pub fn read_record_used(&self, key: &Sha256Digest) -> Option<(ActionRecord, SystemTime)> {
+    pub fn read_record_used(&self, key: &Sha256Digest) -> RecordRead {
         let (directory, name) = fan_out(key);
-        let mut file = handles::open_file(&self.actions, &format!("{directory}/{name}")).ok()??;
-        let stat = fstat(&file).ok()?;
+        let relative = format!("{directory}/{name}");
+        let mut file = match handles::open_file(&self.actions, &relative) {
+            Ok(Some(file)) => file,
+            Ok(None) => return RecordRead::Absent,
+            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+                self.forget_record(key);
+                return RecordRead::Damaged(Damage::NotAFile);
+            }
+            Err(_) => return RecordRead::Absent,
+        };
+        let Ok(stat) = fstat(&file) else {
+            return RecordRead::Absent;
+        };
         if handles::file_type(&stat) != FileType::RegularFile {
-            return None;
+            drop(file);
+            if let Some(fan) = handles::open_directory(&self.actions, &directory)
+                .ok()
+                .flatten()
+            {
+                let _ = handles::remove_entry(&fan, &name);
+            }
+            return RecordRead::Damaged(Damage::NotAFile);
         }
-        let size = usize::try_from(stat.st_size).ok()?;
+        let Ok(size) = usize::try_from(stat.st_size) else {
+            return RecordRead::Absent;
+        };
         let mut bytes = vec![0u8; size];
         // A short read (not expected from a regular file) is completed; a file that ends
         // early is not a complete record.
-        file.read_exact(&mut bytes).ok()?;
-        let record = ActionRecord::decode(std::str::from_utf8(&bytes).ok()?)?;
-        Some((record, modification_time(&stat)))
+        if file.read_exact(&mut bytes).is_err() {
+            return RecordRead::Absent;
+        }
+        match ActionRecord::decode(key, &bytes) {
+            Ok(record) => RecordRead::Found(record, modification_time(&stat)),
+            Err(RecordDamage::OtherVersion) => RecordRead::Absent,
+            Err(RecordDamage::Damaged(damage)) => {
+                self.forget_record(key);
+                RecordRead::Damaged(damage)
+            }
+        }
     }
 
     pub fn write_record(&self, key: &Sha256Digest, record: &ActionRecord) -> io::Result<()> {
         let (directory, name) = fan_out(key);
         let fan = handles::make_directory(&self.actions, &directory)?;
-        handles::write_atomically(&fan, &name, record.encode().as_bytes(), 0o644)
+        handles::write_atomically(&fan, &name, &record.encode(key), 0o644)
     }
 
     /// Removes the record of `key` (what used it will run again).
@@ -613,6 +724,52 @@ impl Store {
     /// Reads a small file at the store's top level (e.g. `tools`).
     pub fn read_top_level(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
         handles::read_file(&self.root, name)
+    }
+
+    /// The body of the framed file `name` at the store's top level ([`once_db::framed`],
+    /// bound to its name), or `None`: missing, another version's (left to be replaced),
+    /// or damaged, which is removed with a warning ([`Store::take_warnings`]).
+    pub fn read_framed(&self, name: &str, format: Format) -> Option<FramedBody> {
+        let bytes = match handles::read_file(&self.root, name) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return None,
+            Err(e) => {
+                let damage = match e.raw_os_error() {
+                    Some(code) if code == Errno::LOOP.raw_os_error() => Damage::NotAFile,
+                    Some(code) if code == Errno::ISDIR.raw_os_error() => Damage::NotAFile,
+                    _ => return None,
+                };
+                self.remove_damaged_top_level(name, damage);
+                return None;
+            }
+        };
+        match format.unframe(name.as_bytes(), &bytes) {
+            Unframed::Intact(body) => {
+                let start = body.as_ptr() as usize - bytes.as_ptr() as usize;
+                let body = start..start + body.len();
+                Some(FramedBody { bytes, body })
+            }
+            Unframed::OtherVersion => None,
+            Unframed::Damaged(damage) => {
+                self.remove_damaged_top_level(name, damage);
+                None
+            }
+        }
+    }
+
+    /// Removes the damaged top-level file `name` (whatever is there) and says so.
+    pub fn remove_damaged_top_level(&self, name: &str, damage: Damage) {
+        let _ = handles::remove_entry(&self.root, name);
+        self.warn(format!(
+            "the store file `{}` was damaged ({damage}); it was removed, and what it held \
+             is worked out again",
+            self.path.join(name).display()
+        ));
+    }
+
+    /// Replaces the framed file `name` at the store's top level with `body` atomically.
+    pub fn write_framed(&self, name: &str, format: Format, body: &[u8]) -> io::Result<()> {
+        self.write_top_level(name, &format.frame(name.as_bytes(), body))
     }
 
     /// Replaces a small file at the store's top level atomically.
@@ -773,10 +930,12 @@ impl Store {
             std::collections::HashMap::new();
         let mut records = Vec::new();
         for (name, size, modified) in actions.drain(..) {
+            let key = Sha256Digest::from_hex(&name.replace('/', ""));
             let record = handles::read_file(&self.actions, &name)
                 .ok()
                 .flatten()
-                .and_then(|bytes| ActionRecord::decode(std::str::from_utf8(&bytes).ok()?));
+                .zip(key)
+                .and_then(|(bytes, key)| ActionRecord::decode(&key, &bytes).ok());
             match record {
                 Some(record) => {
                     let referenced: std::collections::BTreeSet<String> = record
@@ -1073,7 +1232,9 @@ mod tests {
             (TOUCH_GRANULARITY + Duration::from_secs(60), true),
         ] {
             set_used(ago);
-            let (read, last_use) = store.read_record_used(&key).unwrap();
+            let RecordRead::Found(read, last_use) = store.read_record_used(&key) else {
+                panic!("the record is there");
+            };
             assert_eq!(read, record);
             assert_eq!(last_use, used());
             store.touch_record_if_stale(&key, last_use);
