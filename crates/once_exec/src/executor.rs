@@ -1568,11 +1568,18 @@ impl<'a> Executor<'a> {
                 let mode = if *executable { 0o755 } else { 0o644 };
                 done(workspace.write_file(path, content.as_bytes(), mode))
             }
-            ActionStep::Copy { from, to } => done(
-                workspace
-                    .read_file(from)
-                    .and_then(|(bytes, mode)| workspace.write_file(to, &bytes, mode)),
-            ),
+            ActionStep::Copy { from, to } => {
+                // Links staged as links must lead inside the staging target's build
+                // directory (or, outside one, inside the copy's own directory).
+                let label = TargetLabel::from_id(&action.target);
+                let directory = build_dir(&label.package, &label.name);
+                let boundary = if is_under(to, &directory) {
+                    directory.as_str()
+                } else {
+                    crate::outputs::split(to).0
+                };
+                done(crate::stage::stage(workspace, from, to, boundary))
+            }
             ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
             ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
         }

@@ -134,7 +134,9 @@ impl WorkspaceRoot {
         })
     }
 
-    fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
+    /// The directory `relative`, reached from the root without following links (made
+    /// with its parents when `create`); `None` when missing.
+    pub(crate) fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
         open_directory_at(self.handle.as_fd(), relative, create)
     }
 
