@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
-use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
+use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digests};
 use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 use crate::store::{RecordRead, Store};
@@ -1640,12 +1640,25 @@ enum InPlace {
     NotSure,
 }
 
-/// Whether `record` lists every output `action` declares.
+/// Whether `record` lists every output `action` declares (a search per output in a small
+/// record, a set of the record's paths in a large one: thousands of declared outputs
+/// over a directory of many files would be quadratic).
 fn covers(action: &Action, record: &ActionRecord) -> bool {
+    if action.outputs.len().saturating_mul(record.outputs.len()) <= 256 {
+        return action
+            .outputs
+            .iter()
+            .all(|output| record.outputs.iter().any(|entry| entry.path == *output));
+    }
+    let listed: rustc_hash::FxHashSet<&str> = record
+        .outputs
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
     action
         .outputs
         .iter()
-        .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
+        .all(|output| listed.contains(output.as_str()))
 }
 
 fn absolute(root: &Path, relative: &str) -> PathBuf {
@@ -1690,9 +1703,10 @@ fn declared_outputs(action: &Action, entries: &[OutputEntry]) -> Vec<DeclaredOut
     action
         .outputs
         .iter()
-        .map(|path| DeclaredOutput {
+        .zip(output_digests(entries, &action.outputs))
+        .map(|(path, digest)| DeclaredOutput {
             path: path.clone(),
-            digest: output_digest(entries, path),
+            digest,
         })
         .collect()
 }

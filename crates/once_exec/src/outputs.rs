@@ -286,6 +286,10 @@ impl WorkspaceRoot {
     /// that a locked restore can promise too once its lock is released.
     pub fn in_place(&self, entries: &[OutputEntry], store: &Store, stamps: &OutputStamps) -> bool {
         let mut opened: Option<(&str, OwnedFd)> = None;
+        // Every entry's path, made at the first directory: each child on disk is one
+        // lookup (a search of the entries per child made a directory of 100,000 files
+        // cost 10^10 comparisons per no-op build).
+        let mut listed: Option<Listed<'_>> = None;
         for entry in entries {
             let (directory, name) = split(&entry.path);
             let handle = match &opened {
@@ -306,9 +310,13 @@ impl WorkspaceRoot {
                             .flatten()
                             .and_then(|inner| handles::entry_names(&inner).ok())
                             .is_some_and(|children| {
+                                let listed = listed.get_or_insert_with(|| Listed::of(entries));
+                                let mut path = format!("{}/", entry.path);
+                                let parent = path.len();
                                 children.iter().all(|child| {
-                                    let path = format!("{}/{child}", entry.path);
-                                    entries.iter().any(|other| other.path == path)
+                                    path.truncate(parent);
+                                    path.push_str(child);
+                                    listed.contains(&path)
                                 })
                             })
                 }
@@ -437,6 +445,38 @@ impl WorkspaceRoot {
             }
         }
         Ok(written)
+    }
+}
+
+/// The paths of a record's entries, for membership tests in constant time.
+struct Listed<'a>(rustc_hash::FxHashSet<EntryPath<'a>>);
+
+impl<'a> Listed<'a> {
+    fn of(entries: &'a [OutputEntry]) -> Listed<'a> {
+        Listed(
+            entries
+                .iter()
+                .map(|entry| EntryPath(entry.path.as_str()))
+                .collect(),
+        )
+    }
+
+    fn contains(&self, path: &str) -> bool {
+        self.0.contains(&EntryPath(path))
+    }
+}
+
+/// An entry's path as a set key; its comparisons are counted in tests
+/// ([`tests::path_comparisons`]), which is how a test sees a lookup that is not constant
+/// time without timing anything.
+#[derive(Hash, Eq)]
+struct EntryPath<'a>(&'a str);
+
+impl PartialEq for EntryPath<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::COMPARISONS.with(|count| count.set(count.get() + 1));
+        self.0 == other.0
     }
 }
 
@@ -776,5 +816,59 @@ impl OutputStamps {
             self.record(path, &stat, &actual);
         }
         actual == *digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Comparisons of [`EntryPath`]s on this thread.
+        pub(super) static COMPARISONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// How many path comparisons `run` makes.
+    pub(super) fn path_comparisons(run: impl FnOnce()) -> u64 {
+        COMPARISONS.with(|count| count.set(0));
+        run();
+        COMPARISONS.with(Cell::get)
+    }
+
+    /// The no-op check of a directory output compares each child's path a bounded
+    /// number of times, whatever the number of entries: twice the files, about twice
+    /// the comparisons (a search of the entries per child made it four times as many).
+    #[test]
+    fn the_in_place_check_of_a_directory_is_linear_in_its_entries() {
+        let workspace = tempfile::tempdir().unwrap();
+        let store_directory = tempfile::tempdir().unwrap();
+        let store = Store::open(store_directory.path()).unwrap();
+        let root = WorkspaceRoot::open(workspace.path()).unwrap();
+        let mut counts = Vec::new();
+        for files in [500usize, 1000] {
+            let declared = format!(".once/out/p/T{files}/out/d");
+            let directory = workspace.path().join(&declared);
+            std::fs::create_dir_all(&directory).unwrap();
+            for index in 0..files {
+                std::fs::write(directory.join(format!("f{index}")), format!("{index}\n")).unwrap();
+            }
+            let stamps = OutputStamps::default();
+            let entries = root.capture(&declared, Some(&store), &stamps).unwrap();
+            assert_eq!(entries.len(), files + 1);
+            let mut held = false;
+            let comparisons = path_comparisons(|| {
+                held = root.in_place(&entries, &store, &stamps);
+            });
+            assert!(held, "the captured outputs are in place");
+            // At least one per child (a lookup that compares no `EntryPath` is not the
+            // one counted), at most two.
+            assert!(
+                (files as u64..=2 * files as u64).contains(&comparisons),
+                "{comparisons} comparisons for {files} files"
+            );
+            counts.push(comparisons);
+        }
+        assert!(counts[1] <= 3 * counts[0], "{counts:?}");
     }
 }

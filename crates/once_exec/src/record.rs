@@ -215,21 +215,65 @@ pub fn output_digest(entries: &[OutputEntry], declared: &str) -> Sha256Digest {
         } else {
             continue;
         };
-        hasher.bytes(relative.as_bytes());
-        match &entry.kind {
-            OutputKind::File { mode, digest, .. } => {
-                hasher.field("file");
-                hasher.number(u64::from(*mode));
-                hasher.bytes(&digest.0);
+        hash_entry(&mut hasher, relative, &entry.kind);
+    }
+    hasher.finish()
+}
+
+/// [`output_digest`] of each of `declared`, in one pass over `entries` when there are
+/// many (each entry is looked up with its ancestors; a scan of every entry per declared
+/// output made an action declaring thousands of outputs quadratic).
+pub fn output_digests(entries: &[OutputEntry], declared: &[String]) -> Vec<Sha256Digest> {
+    if declared.len() <= 4 {
+        return declared
+            .iter()
+            .map(|path| output_digest(entries, path))
+            .collect();
+    }
+    let positions: rustc_hash::FxHashMap<&str, usize> = declared
+        .iter()
+        .enumerate()
+        .map(|(index, path)| (path.as_str(), index))
+        .collect();
+    let mut hashers: Vec<KeyHasher> = declared
+        .iter()
+        .map(|_| {
+            let mut hasher = KeyHasher::new();
+            hasher.field("output");
+            hasher
+        })
+        .collect();
+    for entry in entries {
+        let mut at = entry.path.as_str();
+        loop {
+            if let Some(&index) = positions.get(at) {
+                let relative = entry.path[at.len()..].trim_start_matches('/');
+                hash_entry(&mut hashers[index], relative, &entry.kind);
             }
-            OutputKind::Directory => hasher.field("dir"),
-            OutputKind::Symlink { target } => {
-                hasher.field("link");
-                hasher.bytes(target.as_bytes());
+            match at.rsplit_once('/') {
+                Some((parent, _)) => at = parent,
+                None => break,
             }
         }
     }
-    hasher.finish()
+    hashers.into_iter().map(KeyHasher::finish).collect()
+}
+
+/// One entry of an output digest: its path relative to the declared output, its kind.
+fn hash_entry(hasher: &mut KeyHasher, relative: &str, kind: &OutputKind) {
+    hasher.bytes(relative.as_bytes());
+    match kind {
+        OutputKind::File { mode, digest, .. } => {
+            hasher.field("file");
+            hasher.number(u64::from(*mode));
+            hasher.bytes(&digest.0);
+        }
+        OutputKind::Directory => hasher.field("dir"),
+        OutputKind::Symlink { target } => {
+            hasher.field("link");
+            hasher.bytes(target.as_bytes());
+        }
+    }
 }
 
 /// Lower-case hexadecimal of arbitrary bytes.
@@ -316,6 +360,47 @@ mod tests {
             Err(RecordDamage::OtherVersion)
         );
         assert_eq!(record.blobs().count(), 3);
+    }
+
+    /// Many declared outputs are digested in one pass, to the same digests.
+    #[test]
+    fn output_digests_of_many_outputs_are_those_of_each() {
+        let mut entries = Vec::new();
+        let mut declared = Vec::new();
+        for index in 0..20 {
+            let path = format!(".once/out/A/o{index}");
+            declared.push(path.clone());
+            if index % 2 == 0 {
+                entries.push(OutputEntry {
+                    path: path.clone(),
+                    kind: OutputKind::Directory,
+                });
+                for child in ["a", "b/c"] {
+                    entries.push(OutputEntry {
+                        path: format!("{path}/{child}"),
+                        kind: OutputKind::File {
+                            mode: 0o644,
+                            size: 1,
+                            digest: Sha256Digest::of(child.as_bytes()),
+                        },
+                    });
+                }
+            } else {
+                entries.push(OutputEntry {
+                    path,
+                    kind: OutputKind::Symlink {
+                        target: format!("t{index}"),
+                    },
+                });
+            }
+        }
+        // `o1` is a prefix of `o10`…`o19` as a string, not as a path.
+        let each: Vec<_> = declared
+            .iter()
+            .map(|path| output_digest(&entries, path))
+            .collect();
+        assert_eq!(output_digests(&entries, &declared), each);
+        assert_eq!(output_digests(&entries, &declared[..3]), each[..3]);
     }
 
     #[test]
