@@ -136,6 +136,12 @@ fn replace_in(path: &Path, from: &str, to: &str) {
     std::fs::write(path, after).unwrap();
 }
 
+/// An edit of a record: the text replaced and its replacement, from the workspace.
+type Edit = fn(&Path) -> (String, String);
+
+/// The files of one kind in a workspace.
+type Files = fn(&Path) -> Vec<PathBuf>;
+
 fn assert_quiet_hit(root: &Path) {
     let (code, cache, stderr) = build(root, "p/Gen");
     assert_eq!((code, cache.as_str()), (0, "hit"), "{stderr}");
@@ -147,7 +153,7 @@ fn assert_quiet_hit(root: &Path) {
 /// and neither the record nor the workspace's record index keeps the bad copy.
 #[test]
 fn a_changed_record_is_a_miss_with_a_warning_and_is_replaced() {
-    let edits: [(&str, fn(&Path) -> (String, String)); 3] = [
+    let edits: [(&str, Edit); 3] = [
         ("a mode", |_| {
             ("file 644 ".to_owned(), "file 645 ".to_owned())
         }),
@@ -222,7 +228,7 @@ fn flip_a_byte(path: &Path) {
 /// the file, so the build after that is quiet.
 #[test]
 fn a_damaged_store_or_workspace_file_is_a_warning_and_is_rebuilt() {
-    let kinds: [(&str, fn(&Path) -> Vec<PathBuf>); 6] = [
+    let kinds: [(&str, Files); 6] = [
         ("plans", |root| vec![root.join(".once/cache/plans")]),
         ("last-plan-", |root| top_level(root, "last-plan-")),
         ("index-", |root| top_level(root, "index-")),
