@@ -462,3 +462,32 @@ main = "run.sh"
     );
     assert!(!output.contains("os error 40"), "{output}");
 }
+
+/// `once test` shows the same warnings as `once build`: here, a damaged record index.
+#[test]
+fn once_test_shows_the_warnings_of_damaged_store_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\ninclude = [\"p\"]\n");
+    write(
+        root,
+        "p/once.toml",
+        "[[target]]\nname = \"T\"\nkind = \"sh_test\"\nsrcs = [\"t.sh\"]\n\n\
+         [target.attrs]\nmain = \"t.sh\"\n",
+    );
+    write(root, "p/t.sh", "exit 0\n");
+    let first = once(root, &["test", "p/T"]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let indexes = top_level(root, "index-");
+    assert!(!indexes.is_empty());
+    for index in &indexes {
+        flip_a_byte(index);
+    }
+    let second = once(root, &["test", "p/T"]);
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.contains("once: warning:") && stderr.contains("index-"),
+        "{stderr}"
+    );
+}
