@@ -24,7 +24,7 @@
 //! removed and reported, and whatever needed it is a miss; so is anything but a regular
 //! file at a blob's name (a link, a directory), which is removed, never followed, so the
 //! blob is stored again. Records and the top-level files are framed with a checksum
-//! ([`files`]): a damaged one is removed and reported. Nothing is `fsync`ed: a power cut
+//! (`store/files.rs`): a damaged one is removed and reported. Nothing is `fsync`ed: a power cut
 //! can leave an empty or partial blob or record, which the checks turn into misses.
 //!
 //! **Sealed blobs.** When the store writes a blob it makes it read-only (0444) and sets

@@ -119,7 +119,7 @@ impl Store {
     }
 
     /// Marks the record of `key`, last used at `used` ([`Store::read_record_used`]), as
-    /// used now, unless `used` is less than [`TOUCH_GRANULARITY`] ago: `gc` evicts the
+    /// used now, unless `used` is less than [`TOUCH_GRANULARITY`](crate::store::TOUCH_GRANULARITY) ago: `gc` evicts the
     /// least recently used records first, and knowing their use to the hour is enough for
     /// that, while a touch on every hit costs a system call per action of a no-op build.
     /// The modification time only orders records for `gc`; no cache decision reads it.
@@ -210,7 +210,7 @@ impl Store {
     }
 
     /// Marks the file `name` at the store's top level as modified now, unless it was
-    /// less than [`TOUCH_GRANULARITY`] before `now` (files kept per workspace are removed
+    /// less than [`TOUCH_GRANULARITY`](crate::store::TOUCH_GRANULARITY) before `now` (files kept per workspace are removed
     /// when unused for a while: [`Store::remove_unused_top_level`]).
     pub fn touch_top_level_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
         if used_recently(modified, now) {
