@@ -272,20 +272,22 @@ pub fn plan(
     Ok(Ok(plan))
 }
 
-/// What the execution met that did not fail an action, for the front end to show, each
-/// after its action's id: a stored output or stream that could not be used (a corrupt
-/// blob, removed; the action ran again), a program that changed while it ran (its result
-/// not cached).
+/// What the execution met that did not fail an action, for the front end to show: first
+/// the damaged files of the store or the workspace (ignored, removed or rewritten), then
+/// each action's, after its id: a stored result or output that could not be used (a
+/// damaged record or a corrupt blob, removed; the action ran again), a program that
+/// changed while it ran (its result not cached).
 pub fn execution_warnings(report: &ExecutionReport) -> Vec<String> {
     report
-        .results
+        .warnings
         .iter()
-        .flat_map(|result| {
+        .cloned()
+        .chain(report.results.iter().flat_map(|result| {
             result
                 .warnings
                 .iter()
                 .map(move |warning| format!("{}: {warning}", result.id))
-        })
+        }))
         .collect()
 }
 
@@ -525,6 +527,7 @@ pub fn refused_records(plan: &Plan) -> Vec<TargetRecord> {
         plan,
         &ExecutionReport {
             results: Vec::new(),
+            warnings: Vec::new(),
         },
     )
     .into_iter()

@@ -371,6 +371,8 @@ pub fn run(
         .on_progress(&callback)
         .run(&actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;
+    // Damaged store files and records, corrupt blobs: shown as `once build` shows them.
+    warnings.extend(crate::execution_warnings(&report));
     warnings.extend(crate::record_evidence(root, plan, &report));
     let records = crate::records(plan, &report);
     let mut runs = Vec::with_capacity(records.len());
@@ -792,6 +794,7 @@ impl Retry<'_> {
             actions: vec![retry_action.clone()],
             ..self.plan.clone()
         };
+        warnings.extend(crate::execution_warnings(&report));
         warnings.extend(crate::record_evidence(self.root, &retry_plan, &report));
         let result = report.results.first()?;
         if result.status == ActionStatus::Cancelled {

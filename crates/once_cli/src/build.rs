@@ -158,6 +158,7 @@ pub(crate) fn plan_targets(
     {
         // Digests stamped anew (a file touched, its content the same) only save work
         // next time.
+        note_digest_index_damage(&analysis, store);
         let _ = analysis.save_digest_index();
         drop(analysis);
         leave(host, ends_with_process);
@@ -221,6 +222,7 @@ pub(crate) fn plan_targets(
             &analysis, store, root, &request, key, &plan,
         ))?;
     }
+    note_digest_index_damage(&analysis, store);
     let _ = analysis.save_digest_index();
     drop(analysis);
     leave(host, ends_with_process);
@@ -228,6 +230,14 @@ pub(crate) fn plan_targets(
         let _ = memo.save(store);
     }
     Ok(plan)
+}
+
+/// Keeps the warning of a damaged digest index with the store's, so the execution's
+/// report carries it to the user (`once_build::execution_warnings`).
+fn note_digest_index_damage(analysis: &once_analysis::Analysis, store: &Store) {
+    if let Some(warning) = analysis.digest_index_damage() {
+        store.warn(warning);
+    }
 }
 
 /// A plan memo with more entries than this is a large workspace's (about 1,000 targets).

@@ -36,10 +36,10 @@ use rustc_hash::FxHashMap;
 use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
-use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
+use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digests};
 use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
-use crate::store::Store;
+use crate::store::{RecordRead, Store};
 use crate::tools::{Fingerprint, ToolDigests, resolve_program};
 
 /// An action as the planner hands it over: the declaration and its static key.
@@ -192,6 +192,9 @@ impl ActionResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionReport {
     pub results: Vec<ActionResult>,
+    /// Damaged files of the store or the workspace met on the way (ignored, removed or
+    /// rewritten; see [`Store::take_warnings`]), for the front end to show.
+    pub warnings: Vec<String>,
 }
 
 impl ExecutionReport {
@@ -804,8 +807,12 @@ impl<'a> Executor<'a> {
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
+        if let Some(warning) = run.stamps.damage() {
+            self.store.warn(warning);
+        }
         Ok(ExecutionReport {
             results: scheduler.results.into_iter().flatten().collect(),
+            warnings: self.store.take_warnings(),
         })
     }
 
@@ -1159,8 +1166,12 @@ impl<'a> Executor<'a> {
         let (record, used, indexed) = match run.index.recent(key, SystemTime::now()) {
             Some((record, used)) => (record, used, true),
             None => match self.store.read_record_used(key) {
-                Some((record, used)) => (record, used, false),
-                None => return Ok(InPlace::NoRecord),
+                RecordRead::Found(record, used) => (record, used, false),
+                RecordRead::Absent => return Ok(InPlace::NoRecord),
+                RecordRead::Damaged(damage) => {
+                    warn_damaged_record(result, damage);
+                    return Ok(InPlace::NoRecord);
+                }
             },
         };
         if !covers(action, &record)
@@ -1190,8 +1201,13 @@ impl<'a> Executor<'a> {
         key: &Sha256Digest,
         result: &mut ActionResult,
     ) -> Result<bool, String> {
-        let Some((record, used)) = self.store.read_record_used(key) else {
-            return Ok(false);
+        let (record, used) = match self.store.read_record_used(key) {
+            RecordRead::Found(record, used) => (record, used),
+            RecordRead::Absent => return Ok(false),
+            RecordRead::Damaged(damage) => {
+                warn_damaged_record(result, damage);
+                return Ok(false);
+            }
         };
         if !covers(action, &record) {
             return Ok(false);
@@ -1573,11 +1589,18 @@ impl<'a> Executor<'a> {
                 let mode = if *executable { 0o755 } else { 0o644 };
                 done(workspace.write_file(path, content.as_bytes(), mode))
             }
-            ActionStep::Copy { from, to } => done(
-                workspace
-                    .read_file(from)
-                    .and_then(|(bytes, mode)| workspace.write_file(to, &bytes, mode)),
-            ),
+            ActionStep::Copy { from, to } => {
+                // Links staged as links must lead inside the staging target's build
+                // directory (or, outside one, inside the copy's own directory).
+                let label = TargetLabel::from_id(&action.target);
+                let directory = build_dir(&label.package, &label.name);
+                let boundary = if is_under(to, &directory) {
+                    directory.as_str()
+                } else {
+                    crate::outputs::split(to).0
+                };
+                done(crate::stage::stage(workspace, from, to, boundary))
+            }
             ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
             ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
         }
@@ -1638,12 +1661,25 @@ enum InPlace {
     NotSure,
 }
 
-/// Whether `record` lists every output `action` declares.
+/// Whether `record` lists every output `action` declares (a search per output in a small
+/// record, a set of the record's paths in a large one: thousands of declared outputs
+/// over a directory of many files would be quadratic).
 fn covers(action: &Action, record: &ActionRecord) -> bool {
+    if action.outputs.len().saturating_mul(record.outputs.len()) <= 256 {
+        return action
+            .outputs
+            .iter()
+            .all(|output| record.outputs.iter().any(|entry| entry.path == *output));
+    }
+    let listed: rustc_hash::FxHashSet<&str> = record
+        .outputs
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
     action
         .outputs
         .iter()
-        .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
+        .all(|output| listed.contains(output.as_str()))
 }
 
 fn absolute(root: &Path, relative: &str) -> PathBuf {
@@ -1652,6 +1688,16 @@ fn absolute(root: &Path, relative: &str) -> PathBuf {
         path.push(part);
     }
     path
+}
+
+/// Says that the record of the action's key was damaged (and removed by the store).
+fn warn_damaged_record(result: &mut ActionResult, damage: once_db::framed::Damage) {
+    warn(
+        result,
+        format!(
+            "the stored result of the action was damaged ({damage}); it was removed and the action runs again"
+        ),
+    );
 }
 
 /// Adds a warning once (the second look under the key's lock meets the same problem).
@@ -1678,9 +1724,10 @@ fn declared_outputs(action: &Action, entries: &[OutputEntry]) -> Vec<DeclaredOut
     action
         .outputs
         .iter()
-        .map(|path| DeclaredOutput {
+        .zip(output_digests(entries, &action.outputs))
+        .map(|(path, digest)| DeclaredOutput {
             path: path.clone(),
-            digest: output_digest(entries, path),
+            digest,
         })
         .collect()
 }

@@ -23,6 +23,7 @@
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`materialize`]: copies in place of output links that lead out of their output;
+//! - `stage`: the `copy` step (files, links as links, directory trees);
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`tools`]: finding programs and caching their digests;
@@ -56,6 +57,7 @@ pub mod reaper;
 pub mod record;
 pub mod record_index;
 pub mod runner;
+mod stage;
 pub mod store;
 pub mod tools;
 

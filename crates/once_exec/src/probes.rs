@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format};
 
 use crate::key::KeyHasher;
 use crate::probe_stamps::{Stamp, probe_stamps, probe_stamps_with};
@@ -35,7 +36,12 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The file at the store's top level that keeps probe answers and their stamps.
 pub const PROBES_FILE: &str = "probes";
 
-const HEADER: &str = "once-probe-answers 1";
+/// The `probes` file's framing ([`once_db::framed`]): a damaged file is removed with a
+/// warning, and every probe runs again.
+const FORMAT: Format = Format {
+    name: "once-probe-answers",
+    version: 2,
+};
 
 /// The most of a probe's output that is read (the rest is ignored, not keyed).
 const OUTPUT_LIMIT: u64 = 1 << 20;
@@ -154,7 +160,7 @@ impl Probes {
         };
         let mut sorted: Vec<_> = stored.iter().collect();
         sorted.sort_by_key(|(key, _)| key.to_hex());
-        let mut text = format!("{HEADER}\n");
+        let mut text = String::new();
         for (key, (stamps, answer)) in sorted {
             text.push_str(&format!("answer {key} {answer} {}\n", stamps.len()));
             for stamp in stamps {
@@ -164,7 +170,7 @@ impl Probes {
                 }
             }
         }
-        store.write_top_level(PROBES_FILE, text.as_bytes())
+        store.write_framed(PROBES_FILE, FORMAT, text.as_bytes())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProbeKey, Result<Sha256Digest, String>>> {
@@ -191,19 +197,22 @@ fn answer_key(
     hasher.finish()
 }
 
-/// The answers in the store's `probes` file (an unreadable file or entry is skipped).
+/// The answers in the store's `probes` file (none when it is missing, another version's
+/// or damaged: removed with a warning).
 fn load(store: &Store) -> StoredAnswers {
+    let Some(body) = store.read_framed(PROBES_FILE, FORMAT) else {
+        return HashMap::new();
+    };
+    parse_answers(&body).unwrap_or_else(|| {
+        store.remove_damaged_top_level(PROBES_FILE, Damage::Unparsable);
+        HashMap::new()
+    })
+}
+
+/// The answers of an intact `probes` body; `None` when a line does not parse.
+fn parse_answers(body: &[u8]) -> Option<StoredAnswers> {
     let mut answers = HashMap::new();
-    let Ok(Some(bytes)) = store.read_top_level(PROBES_FILE) else {
-        return answers;
-    };
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        return answers;
-    };
-    let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
-        return answers;
-    }
+    let mut lines = std::str::from_utf8(body).ok()?.lines();
     while let Some(line) = lines.next() {
         let parsed = (|| {
             let mut fields = line.split(' ');
@@ -219,14 +228,10 @@ fn load(store: &Store) -> StoredAnswers {
             }
             Some((key, (stamps, answer)))
         })();
-        match parsed {
-            Some((key, entry)) => {
-                answers.insert(key, entry);
-            }
-            None => return answers,
-        }
+        let (key, entry) = parsed?;
+        answers.insert(key, entry);
     }
-    answers
+    Some(answers)
 }
 
 fn parse_stamp(line: &str) -> Option<Stamp> {
@@ -510,9 +515,15 @@ mod tests {
         store
             .write_top_level(
                 PROBES_FILE,
-                text.replace("stamp 1 2 3", "stamp x 2 3").as_bytes(),
+                text.replace("stamp 1 2 3", "stamp 1 2 4").as_bytes(),
             )
             .unwrap();
-        assert!(load(&store).is_empty());
+        assert!(load(&store).is_empty(), "a changed stamp is damage");
+        let warnings = store.take_warnings();
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("probes"),
+            "{warnings:?}"
+        );
+        assert_eq!(store.read_top_level(PROBES_FILE).unwrap(), None, "removed");
     }
 }
