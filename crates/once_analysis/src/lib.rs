@@ -533,6 +533,12 @@ impl Analysis {
         self.db.prepare_digest_index();
     }
 
+    /// The warning to show when the digest index `.once/digests` this process read was
+    /// damaged (it was ignored; the next save rewrites it).
+    pub fn digest_index_damage(&self) -> Option<String> {
+        self.db.digest_index_damage()
+    }
+
     /// Saves the digests this process computed to `.once/digests` (see
     /// [`once_db::digests`]); `Ok(false)` when there was nothing new.
     pub fn save_digest_index(&self) -> std::io::Result<bool> {

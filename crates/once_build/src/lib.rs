@@ -234,10 +234,17 @@ pub fn plan(
                         .as_ref()
                         .map(|r| format!(":{}", r.start.line))
                         .unwrap_or_default();
+                    // An error of a whole manifest (a syntax error) names no target:
+                    // it refuses every target of its package, and is said once.
+                    let prefix = match &d.target {
+                        Some(target) if *target == step.target => {
+                            format!("{target} {}: ", step.capability)
+                        }
+                        Some(target) => format!("{target}: "),
+                        None => String::new(),
+                    };
                     let problem = format!(
-                        "{} {}: {}{}: {} [{}]",
-                        step.target,
-                        step.capability,
+                        "{prefix}{}{}: {} [{}]",
                         d.file.as_deref().unwrap_or("?"),
                         line,
                         d.message,
@@ -300,20 +307,22 @@ pub fn source_stamps(paths: &[String], inputs: &[SourceInput]) -> SourceStamps {
     )
 }
 
-/// What the execution met that did not fail an action, for the front end to show, each
-/// after its action's id: a stored output or stream that could not be used (a corrupt
-/// blob, removed; the action ran again), a program that changed while it ran (its result
-/// not cached).
+/// What the execution met that did not fail an action, for the front end to show: first
+/// the damaged files of the store or the workspace (ignored, removed or rewritten), then
+/// each action's, after its id: a stored result or output that could not be used (a
+/// damaged record or a corrupt blob, removed; the action ran again), a program or a
+/// source file that changed while it ran (its result not cached).
 pub fn execution_warnings(report: &ExecutionReport) -> Vec<String> {
     report
-        .results
+        .warnings
         .iter()
-        .flat_map(|result| {
+        .cloned()
+        .chain(report.results.iter().flat_map(|result| {
             result
                 .warnings
                 .iter()
                 .map(move |warning| format!("{}: {warning}", result.id))
-        })
+        }))
         .collect()
 }
 
@@ -490,16 +499,24 @@ pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
                 .collect();
             let has = |status| results.iter().any(|r| r.status == status);
             let has_cache = |state| results.iter().any(|r| r.cache == Some(state));
-            let (status, failed) =
-                if let Some(own) = results.iter().find(|r| r.status == ActionStatus::Failed) {
-                    ("failed", Some(failure(plan, own)))
-                } else if has(ActionStatus::Cancelled) {
-                    ("cancelled", None)
-                } else if has(ActionStatus::Skipped) {
-                    ("skipped", first_failure.map(|f| failure(plan, f)))
-                } else {
-                    ("completed", None)
-                };
+            let (status, failed) = if let Some(own) =
+                results.iter().find(|r| r.status == ActionStatus::Failed)
+            {
+                ("failed", Some(failure(plan, own)))
+            } else if has(ActionStatus::Cancelled) {
+                ("cancelled", None)
+            } else if let Some(skipped) = results.iter().find(|r| r.status == ActionStatus::Skipped)
+            {
+                // The report of the failure that kept it from running, not just its id.
+                let cause = skipped
+                    .cause
+                    .as_deref()
+                    .and_then(|id| by_id.get(id).copied())
+                    .or(first_failure);
+                ("skipped", cause.map(|f| failure(plan, f)))
+            } else {
+                ("completed", None)
+            };
             let cache = if has_cache(CacheState::Miss) {
                 Some("miss")
             } else if has_cache(CacheState::Bypass) {
@@ -545,6 +562,7 @@ pub fn refused_records(plan: &Plan) -> Vec<TargetRecord> {
         plan,
         &ExecutionReport {
             results: Vec::new(),
+            warnings: Vec::new(),
         },
     )
     .into_iter()

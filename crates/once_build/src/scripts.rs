@@ -121,6 +121,39 @@ pub fn needs_to_show<'r>(job: &ScriptJob, report: &'r ExecutionReport) -> Vec<&'
         .collect()
 }
 
+/// The exit code a script's result stands for, for `once exec` and MCP `once_exec_script`
+/// alike: the program's (its low 8 bits), 128 + N when signal N killed it, 130 when it was
+/// cancelled, and 1 when it did not get as far as running or failed after its program
+/// succeeded (a declared output it did not write, an output link refused).
+pub fn exit_code(result: &ActionResult) -> u8 {
+    match (result.status, result.exit_code, result.signal) {
+        (ActionStatus::Cancelled, _, _) => 130,
+        (_, _, Some(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(255),
+        (ActionStatus::Failed, Some(0), None) => 1,
+        (_, Some(code), None) => (code & 0xff) as u8,
+        (ActionStatus::Succeeded, None, None) => 0,
+        (_, None, None) => 1,
+    }
+}
+
+/// The exit code a script's record reports (`once exec --format json`'s trailer, MCP's
+/// `record.exit_code`): the program's, unless `once` failed the action after the program
+/// succeeded (then [`exit_code`]'s 1); `None` when the program did not exit with a code.
+pub fn reported_exit_code(result: &ActionResult) -> Option<i32> {
+    match result.exit_code {
+        Some(0) if exit_code(result) != 0 => Some(i32::from(exit_code(result))),
+        other => other,
+    }
+}
+
+/// Why a failed script's program did not say it failed itself (it did not run, or `once`
+/// failed its action after it exited 0): the message to show after its output, if any.
+pub fn failure_note(result: &ActionResult) -> Option<&str> {
+    let unexplained = result.status == ActionStatus::Failed
+        && (result.exit_code.is_none() && result.signal.is_none() || result.exit_code == Some(0));
+    unexplained.then(|| result.message.as_deref().unwrap_or("the action failed"))
+}
+
 /// The line above a needed script's output: `once: output of `gen.sh`, needed by
 /// `build.sh` (cache miss):`.
 pub fn need_header(job: &ScriptJob, need: &ActionResult) -> String {

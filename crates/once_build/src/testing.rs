@@ -372,6 +372,8 @@ pub fn run(
         .on_progress(&callback)
         .run(&actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;
+    // Damaged store files and records, corrupt blobs: shown as `once build` shows them.
+    warnings.extend(crate::execution_warnings(&report));
     warnings.extend(crate::record_evidence(root, plan, &report));
     let records = crate::records(plan, &report);
     let mut runs = Vec::with_capacity(records.len());
@@ -590,8 +592,10 @@ fn read_results(root: &Path, target: &str, path: &str) -> Result<TestResults, St
     }
 }
 
+/// Writes `results` as every record is written (`TestResults::to_json`: sound and
+/// bounded; the records this module writes are already in that form).
 fn write_results(root: &Path, path: &str, results: &TestResults) -> Result<(), String> {
-    let bytes = serde_json::to_vec_pretty(results).map_err(|e| e.to_string())?;
+    let bytes = results.to_json();
     once_db::confined::write_confined(root, path, &bytes, || Ok(()))
         .map(|_| ())
         .map_err(|e| format!("cannot write `{path}`: {e}"))
@@ -792,6 +796,7 @@ impl Retry<'_> {
             actions: vec![retry_action.clone()],
             ..self.plan.clone()
         };
+        warnings.extend(crate::execution_warnings(&report));
         warnings.extend(crate::record_evidence(self.root, &retry_plan, &report));
         let result = report.results.first()?;
         if result.status == ActionStatus::Cancelled {

@@ -158,6 +158,7 @@ pub(crate) fn plan_targets(
     {
         // Digests stamped anew (a file touched, its content the same) only save work
         // next time.
+        note_digest_index_damage(&analysis, store);
         let _ = analysis.save_digest_index();
         drop(analysis);
         leave(host, ends_with_process);
@@ -221,6 +222,7 @@ pub(crate) fn plan_targets(
             &analysis, store, root, &request, key, &plan,
         ))?;
     }
+    note_digest_index_damage(&analysis, store);
     let _ = analysis.save_digest_index();
     drop(analysis);
     leave(host, ends_with_process);
@@ -228,6 +230,14 @@ pub(crate) fn plan_targets(
         let _ = memo.save(store);
     }
     Ok(plan)
+}
+
+/// Keeps the warning of a damaged digest index with the store's, so the execution's
+/// report carries it to the user (`once_build::execution_warnings`).
+fn note_digest_index_damage(analysis: &once_analysis::Analysis, store: &Store) {
+    if let Some(warning) = analysis.digest_index_damage() {
+        store.warn(warning);
+    }
 }
 
 /// A plan memo with more entries than this is a large workspace's (about 1,000 targets).
@@ -562,6 +572,8 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
     // Printed at once: a line per `println!` was a system call per target (10,000 for
     // a no-op build of 10,000 targets).
     let mut out = String::new();
+    // A failure shown once in full: a target skipped because of it refers to it.
+    let mut shown = std::collections::HashSet::new();
     for record in records {
         let state = match (record.status, record.cache) {
             ("completed", Some(cache)) => cache.to_owned(),
@@ -582,8 +594,14 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
             continue;
         };
         if record.status == "skipped" {
-            let _ = writeln!(out, "  not built: `{}` failed", printable(&failure.action));
-            continue;
+            let _ = write!(out, "  not built: `{}` failed", printable(&failure.action));
+            if !shown.insert(failure.action.as_str()) {
+                let _ = writeln!(out, " (above)");
+                continue;
+            }
+            let _ = writeln!(out);
+        } else {
+            shown.insert(failure.action.as_str());
         }
         let _ = writeln!(out, "  action:    {}", printable(&failure.action));
         if !failure.command.is_empty() {
@@ -804,6 +822,7 @@ fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::Acti
         stdout: Default::default(),
         stderr: Default::default(),
         message: None,
+        cause: None,
         warnings: Vec::new(),
         timed_out: false,
         signal: None,

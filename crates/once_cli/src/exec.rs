@@ -232,16 +232,9 @@ fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
     }
 }
 
-/// The exit code a result stands for: the program's, 128 + N for signal N, 1 when it did
-/// not get as far as running or failed after its program succeeded (a declared output
-/// missing or refused).
+/// The exit code a result stands for (one table for `once exec` and MCP).
 fn exit_code(result: &ActionResult) -> u8 {
-    match (result.exit_code, result.signal) {
-        (_, Some(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(255),
-        (Some(0), None) if result.status == ActionStatus::Failed => 1,
-        (Some(code), None) => (code & 0xff) as u8,
-        (None, None) => 1,
-    }
+    once_build::scripts::exit_code(result)
 }
 
 /// Writes a captured stream whole (from the store) to `out`.
@@ -353,16 +346,8 @@ fn finish(
     replay(store, &result.stderr, &mut stderr);
     // Failures before the program ran (a program not found, an output not written):
     // say why.
-    if result.status == ActionStatus::Failed
-        && result.exit_code.is_none()
-        && result.signal.is_none()
-        || result.status == ActionStatus::Failed && result.exit_code == Some(0)
-    {
-        let _ = writeln!(
-            stderr,
-            "once: error: {}",
-            result.message.as_deref().unwrap_or("the action failed")
-        );
+    if let Some(note) = once_build::scripts::failure_note(result) {
+        let _ = writeln!(stderr, "once: error: {note}");
     }
     // What the execution met without failing (a source edited while the script ran: its
     // result not cached; a corrupt blob rebuilt), as `once build` shows it.
@@ -373,10 +358,7 @@ fn finish(
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
     let code = exit_code(result);
     // The program's code, unless once failed the action after it succeeded.
-    let reported = match result.exit_code {
-        Some(0) if code != 0 => Some(i32::from(code)),
-        other => other,
-    };
+    let reported = once_build::scripts::reported_exit_code(result);
     match format {
         Format::Json => {
             let trailer = serde_json::json!({

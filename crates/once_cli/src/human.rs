@@ -745,9 +745,11 @@ pub fn evidence(records: &[once_evidence::EvidenceRecord], subject: Option<&str>
             once_evidence::EvidenceStatus::Passed => paint(OK, "passed"),
             once_evidence::EvidenceStatus::Failed => paint(ERROR, "failed"),
         };
+        // No exit code is not always a signal: a full disk while capturing the output
+        // fails the action too.
         let exit = evidence
             .exit_code
-            .map_or_else(|| "signal".to_owned(), |code| code.to_string());
+            .map_or_else(|| "none".to_owned(), |code| code.to_string());
         let action = evidence
             .action
             .as_deref()
@@ -812,6 +814,26 @@ pub fn test_results(results: &once_test_results::TestResults, summary_only: bool
         summary.skipped,
         summary.flaky
     );
+    if let Some(omitted) = &results.omitted {
+        println!(
+            "  {}",
+            paint(
+                WARNING,
+                format!(
+                    "{} cases are not listed ({} passed, {} failed, {} skipped, {} flaky): a \
+                     record lists at most {} cases ({} MiB), failures first; the log has the \
+                     whole output",
+                    omitted.total,
+                    omitted.passed,
+                    omitted.failed,
+                    omitted.skipped,
+                    omitted.flaky,
+                    once_test_results::write::CASE_LIMIT,
+                    once_test_results::write::CASES_BYTE_LIMIT >> 20
+                )
+            )
+        );
+    }
     if !summary_only {
         for case in &results.cases {
             let label = match case.status {

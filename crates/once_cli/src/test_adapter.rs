@@ -1,10 +1,12 @@
 //! `once __test-adapter`: the command a test kind's `test` action runs. It runs the test
-//! runner given after `--`, passes its output through while keeping all of it in a log
-//! file, then parses the runner's native results (`--format`: libtest text, pytest's
-//! JUnit XML, `go test -json`, TAP, or just the exit status) and writes the normalized
-//! `once.test_results.v1` record (`--results`). It exits with the runner's status, so a
-//! failing test fails its action (and is never cached) while its record is still
-//! written.
+//! runner given after `--` (the leader of its own process group, killed when it exits,
+//! so a background child it leaves holds nothing up: `once_exec::piped`), passes its
+//! output through while keeping all of it in a log file, then parses the runner's native
+//! results (`--format`: libtest text, pytest's JUnit XML, `go test -json`, TAP, or just
+//! the exit status) and writes the normalized `once.test_results.v1` record
+//! (`--results`, through `TestResults::to_json`: sound and bounded). It exits with the
+//! runner's status, so a failing test fails its action (and is never cached) while its
+//! record is still written.
 //!
 //! With `--shard INDEX/COUNT` it first asks the runner for its cases (libtest `--list`,
 //! go `-test.list`) and runs only its contiguous group of the sorted names, so that the
@@ -17,10 +19,10 @@
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
 //! key.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use anyhow::Context as _;
 use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble, tap};
@@ -74,33 +76,40 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create `{}`", parent.display()))?;
     }
-    let log = std::fs::File::create(args.log)
+    let mut log = std::fs::File::create(args.log)
         .with_context(|| format!("cannot create `{}`", args.log.display()))?;
-    let log = Arc::new(Mutex::new(log));
-    let (status, stdout, problems) = match Command::new(program)
-        .args(rest)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(mut child) => {
-            let out = child.stdout.take().map(|pipe| {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || tee(pipe, std::io::stdout(), &log, true))
-            });
-            let err = child.stderr.take().map(|pipe| {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || tee(pipe, std::io::stderr(), &log, false))
-            });
-            let status = child.wait().context("cannot wait for the test runner")?;
-            let (stdout, truncated) = out
-                .and_then(|thread| thread.join().ok())
-                .unwrap_or_default();
-            if let Some(thread) = err {
-                let _ = thread.join();
+    let mut command = Command::new(program);
+    command.args(rest).stdin(Stdio::null());
+    let mut kept = once_exec::piped::Bounded::new(PARSED_OUTPUT_LIMIT);
+    // Passed through and logged as it comes; the runner's group is killed when it exits
+    // and its output read for a bounded time after, so a background child it left
+    // holding the pipes holds nothing up (`once_exec::piped`).
+    let ran = {
+        let log = Mutex::new(&mut log);
+        let logged = |chunk: &[u8]| {
+            if let Ok(mut log) = log.lock() {
+                let _ = log.write_all(chunk);
             }
-            let problems = if truncated {
+        };
+        once_exec::piped::run_piped(
+            &mut command,
+            None,
+            &mut |chunk| {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(chunk);
+                let _ = out.flush();
+                logged(chunk);
+                kept.take(chunk);
+            },
+            &mut |chunk| {
+                let _ = std::io::stderr().lock().write_all(chunk);
+                logged(chunk);
+            },
+        )
+    };
+    let (status, stdout, problems) = match ran {
+        Ok(exit) => {
+            let problems = if kept.cut {
                 vec![format!(
                     "the output is larger than {} MiB; only its beginning was read",
                     PARSED_OUTPUT_LIMIT >> 20
@@ -108,13 +117,11 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
             } else {
                 Vec::new()
             };
-            (Some(status), stdout, problems)
+            (Some(exit.status), kept.bytes, problems)
         }
         Err(error) => {
             let message = format!("cannot start `{program}`: {error}");
-            if let Ok(mut log) = log.lock() {
-                let _ = writeln!(log, "{message}");
-            }
+            let _ = writeln!(log, "{message}");
             eprintln!("once: {message}");
             (None, Vec::new(), vec![message])
         }
@@ -330,19 +337,23 @@ fn list_cases(
         _ => return Err("this runner cannot list its cases".to_owned()),
     }
     let (program, rest) = command.split_first().ok_or("no test command")?;
-    let output = Command::new(program)
-        .args(rest)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot start `{program}` to list the cases: {error}"))?;
-    if !output.status.success() {
+    let mut stdout = once_exec::piped::Bounded::new(PARSED_OUTPUT_LIMIT);
+    let mut stderr = once_exec::piped::Bounded::new(64 << 10);
+    let exit = once_exec::piped::run_piped(
+        Command::new(program).args(rest).stdin(Stdio::null()),
+        None,
+        &mut |chunk| stdout.take(chunk),
+        &mut |chunk| stderr.take(chunk),
+    )
+    .map_err(|error| format!("cannot start `{program}` to list the cases: {error}"))?;
+    if !exit.status.success() {
         return Err(format!(
             "listing the cases failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
+            exit.status,
+            String::from_utf8_lossy(&stderr.bytes).trim()
         ));
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&stdout.bytes);
     Ok(match format {
         NativeFormat::Libtest => stdout
             .lines()
@@ -403,7 +414,7 @@ fn empty_batch(args: &AdapterArgs<'_>, note: &str) -> anyhow::Result<i32> {
         },
         false,
     );
-    write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
+    write_atomically(args.results, &record.to_json())?;
     Ok(0)
 }
 
@@ -509,7 +520,7 @@ fn finish(
             }
         }
     }
-    write_atomically(args.results, &serde_json::to_vec_pretty(&record)?)?;
+    write_atomically(args.results, &record.to_json())?;
     Ok(match status {
         Some(status) => exit_code_of(status),
         None => 127,
@@ -523,39 +534,6 @@ fn exit_code_of(status: ExitStatus) -> i32 {
         .code()
         .or_else(|| status.signal().map(|signal| 128 + signal))
         .unwrap_or(1)
-}
-
-/// Copies `pipe` to `to` and to the log; keeps the first [`PARSED_OUTPUT_LIMIT`] bytes
-/// when `keep`, saying whether more came.
-fn tee(
-    mut pipe: impl Read,
-    mut to: impl Write,
-    log: &Mutex<std::fs::File>,
-    keep: bool,
-) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    let mut truncated = false;
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let n = match pipe.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let chunk = &buffer[..n];
-        let _ = to.write_all(chunk);
-        if let Ok(mut log) = log.lock() {
-            let _ = log.write_all(chunk);
-        }
-        if keep {
-            let room = PARSED_OUTPUT_LIMIT.saturating_sub(kept.len());
-            kept.extend_from_slice(&chunk[..room.min(n)]);
-            truncated |= n > room;
-        }
-    }
-    let _ = to.flush();
-    (kept, truncated)
 }
 
 /// The workspace root: `here` without the trailing components `cwd` names.
@@ -737,6 +715,28 @@ mod tests {
         for wrong in ["3/3", "1", "a/2", "-1/2"] {
             assert!(Shard::parse(wrong).is_err(), "{wrong}");
         }
+    }
+
+    #[test]
+    fn a_listing_that_leaves_a_background_child_is_not_waited_for() {
+        let (sender, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let argv: Vec<String> = [
+                "sh",
+                "-c",
+                "sleep 600 & printf 'a: test\\nb: test\\n'",
+                "sh",
+            ]
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect();
+            let _ =
+                sender.send(Shard { index: 1, count: 2 }.select(NativeFormat::Libtest, &argv, &[]));
+        });
+        let selected = answer
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the listing ends when the runner does");
+        assert_eq!(selected, ShardRun::Cases(vec!["b".to_owned()]));
     }
 
     #[test]

@@ -468,10 +468,10 @@ fn run_builds_first_then_runs_with_the_arguments() {
 /// per-target lines.
 #[test]
 fn a_terminal_gets_a_live_progress_line() {
-    if Command::new("script").arg("--version").output().is_err() {
-        // No `script` to give `once` a terminal: nothing to check here.
-        return;
-    }
+    assert!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "`script` (util-linux) gives `once` a terminal in this test: install it"
+    );
     let dir = workspace();
     let root = dir.path();
     let command = format!(
@@ -654,4 +654,147 @@ fn a_killed_once_leaves_no_process_behind() {
             "{verb}: a process outlived a killed once: {pids:?}"
         );
     }
+}
+
+/// A target skipped because a dependency failed shows that failure's report (command,
+/// exit code, output), not only its id; with `--keep-going` each skipped target shows the
+/// failure of its own dependency; `once run` the same.
+#[test]
+fn a_skipped_target_shows_the_failure_of_its_dependency() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    let failing = |name: &str, code: u8| {
+        format!(
+            "[[target]]\nname = \"{name}\"\nkind = \"command\"\n\n[target.attrs]\n\
+             cmd = \"echo {name}-out; echo {name}-err >&2; exit {code}\"\noutputs = [\"o\"]\n\n"
+        )
+    };
+    let dependent = |name: &str, dep: &str| {
+        format!(
+            "[[target]]\nname = \"{name}\"\nkind = \"command\"\ndeps = [\"./{dep}\"]\n\n\
+             [target.attrs]\ncmd = \"echo > $OUT/o\"\noutputs = [\"o\"]\n\n"
+        )
+    };
+    write(
+        root,
+        "p/once.toml",
+        &[
+            failing("A", 3),
+            dependent("B", "A"),
+            failing("C", 5),
+            dependent("D", "C"),
+            "[[target]]\nname = \"Tool\"\nkind = \"script\"\nsrcs = [\"t.sh\"]\ndeps = [\"./A\"]\n\n\
+             [target.attrs]\nscript_path = \"t.sh\"\nscript_runtime = \"sh\"\n"
+                .to_owned(),
+        ]
+        .concat(),
+    );
+    write(root, "p/t.sh", "echo tool\n");
+    let output = once(root, &["build", "p/B"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in [
+        "p/B (command): SKIPPED",
+        "  not built: `p/A#build/cmd` failed\n",
+        "  exit code: 3",
+        "  stdout (last lines):\n    A-out",
+        "  stderr (last lines):\n    A-err",
+    ] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+    // Each skipped target names its own dependency's failure.
+    let output = once(root, &["build", "--keep-going", "p/B", "p/D"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    let d = stdout.find("p/D (command): SKIPPED").expect(&stdout);
+    let tail = &stdout[d..];
+    for line in ["`p/C#build/cmd` failed", "exit code: 5", "C-err"] {
+        assert!(tail.contains(line), "no `{line}` after p/D in:\n{stdout}");
+    }
+    let (_, value) = build_json(root, &["--keep-going", "p/B", "p/D"]);
+    let records = value["targets"].as_array().unwrap();
+    assert_eq!(records[0]["failure"]["exit_code"], 3, "{value}");
+    assert_eq!(records[1]["failure"]["exit_code"], 5, "{value}");
+    assert_eq!(records[1]["failure"]["stderr_tail"], "C-err\n", "{value}");
+    // A failure listed in full above is referred to, not repeated.
+    let output = once(root, &["build", "p/A", "p/B"]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("  not built: `p/A#build/cmd` failed (above)")
+            && stdout.matches("\n    A-err\n").count() == 1,
+        "{stdout}"
+    );
+    // once run: the program's dependency failed.
+    let output = once(root, &["run", "p/Tool"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    for line in ["`p/A#build/cmd` failed", "exit code: 3", "A-err"] {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+}
+
+/// An output listed twice is a plan problem naming it once, not "actions `X` and `X`".
+#[test]
+fn an_output_declared_twice_is_a_plan_problem_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    write(
+        root,
+        "p/once.toml",
+        "[[target]]\nname = \"Dup\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"touch $OUT/a\"\noutputs = [\"a\", \"a\"]\n",
+    );
+    let output = once(root, &["build", "p/Dup"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("output `.once/out/p/Dup/out/a` is declared twice by this action"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("and `p/Dup#build/cmd`"), "{stderr}");
+}
+
+/// An action failed by a full disk (its output streams could not be captured) exited
+/// with no code, and no signal killed it: its evidence says `exit=none`, not `signal`.
+/// The store is a 200 KiB tmpfs mounted in a private user and mount namespace.
+#[test]
+fn evidence_of_a_full_disk_failure_does_not_claim_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\n");
+    write(
+        root,
+        "p/once.toml",
+        "[[target]]\nname = \"Loud\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"head -c 1000000 /dev/zero; touch $OUT/o\"\noutputs = [\"o\"]\n",
+    );
+    std::fs::create_dir(root.join("store")).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=200k tmpfs '{store}' && '{once}' -C '{root}' build p/Loud --store '{store}/cache'",
+        store = root.join("store").display(),
+        once = env!("CARGO_BIN_EXE_once"),
+        root = root.display(),
+    );
+    let output = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux) runs the build in a namespace with a small tmpfs");
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("No space left on device"), "{stdout}");
+    let listing = text(&once(root, &["query", "evidence"]).stdout);
+    assert!(
+        listing.contains("p/Loud:build failed cache=miss exit=none"),
+        "{listing}"
+    );
+    let json = once(root, &["query", "evidence", "--format", "json"]);
+    let records: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(records[0]["status"], "failed", "{records}");
+    assert!(records[0].get("exit_code").is_none(), "{records}");
 }

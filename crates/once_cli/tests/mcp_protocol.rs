@@ -1272,7 +1272,8 @@ fn start_slow_build(id: i64) -> (Server, Vec<u32>) {
     server.initialize("2025-11-25");
     server.send(
         json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "once_build_target", "arguments": { "target": "slow/Slow" } } }),
+        "name": "once_build_target", "arguments": { "target": "slow/Slow" },
+        "_meta": { "progressToken": format!("slow-{id}") } } }),
     );
     let pids = wait_for_processes(&slow);
     (server, pids)
@@ -1314,6 +1315,13 @@ fn a_running_build_leaves_the_server_answering_and_cancelling_it_kills_its_proce
     assert!(
         before.iter().all(|m| m["id"] != json!(10)),
         "the cancelled build was answered: {before:?}"
+    );
+    // Nor is its progress reported after the cancellation (its killed action ended then).
+    assert!(
+        before
+            .iter()
+            .all(|m| m["params"]["progressToken"] != json!("slow-10")),
+        "progress of the cancelled build was sent after its cancellation: {before:?}"
     );
     assert_eq!(server.finish(), 0);
 }
@@ -1535,5 +1543,63 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         .filter(|name| *name != "once_fetch_external_source")
         .collect();
     assert_eq!(covered, listed);
+    assert_eq!(server.finish(), 0);
+}
+
+/// One exit-code table for `once exec --script` and MCP `once_exec_script`: a program's
+/// own code, 128 + N for a signal, and 1 when the program exited 0 but its action failed
+/// (a declared output it did not write), where MCP said 0.
+#[test]
+fn exec_script_exits_as_once_exec_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    let cases: [(&str, &str, i64); 4] = [
+        ("ok.sh", "# once output \"ok.txt\"\necho ok > ok.txt\n", 0),
+        ("three.sh", "echo failing\nexit 3\n", 3),
+        (
+            "missing.sh",
+            "# once output \"never.txt\"\necho exited 0\n",
+            1,
+        ),
+        ("signal.sh", "kill -TERM $$\n", 143),
+    ];
+    for (name, body, _) in &cases {
+        std::fs::write(root.join(name), format!("#!/bin/sh\n{body}")).unwrap();
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    for (name, _, _) in &cases {
+        std::fs::copy(root.join(name), workspace.path().join(name)).unwrap();
+    }
+    std::fs::copy(root.join("once.toml"), workspace.path().join("once.toml")).unwrap();
+    let mut server = Server::start_in(workspace, &["--allow-run"]);
+    server.initialize("2025-11-25");
+    for (id, (name, _, expected)) in cases.iter().enumerate() {
+        let cli = Command::new(env!("CARGO_BIN_EXE_once"))
+            .current_dir(root)
+            .args(["exec", "--format", "json", "--script", name])
+            .output()
+            .unwrap();
+        assert_eq!(
+            cli.status.code(),
+            Some(*expected as i32),
+            "{name}: once exec"
+        );
+        let trailer: Value = serde_json::from_str(
+            String::from_utf8_lossy(&cli.stderr)
+                .lines()
+                .last()
+                .unwrap_or_default(),
+        )
+        .unwrap();
+        let reply = server.call(id as i64 + 1, "once_exec_script", json!({ "path": name }));
+        let result = &reply["structuredContent"]["result"];
+        assert_eq!(result["exit_code"], json!(expected), "{name}: {reply}");
+        assert_eq!(result["success"], json!(*expected == 0), "{name}: {reply}");
+        assert_eq!(
+            result["record"]["exit_code"], trailer["exit_code"],
+            "{name}: the record's exit code differs from once exec's: {reply}"
+        );
+    }
     assert_eq!(server.finish(), 0);
 }

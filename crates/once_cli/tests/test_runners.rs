@@ -557,3 +557,163 @@ fn attempts_outside_one_to_twenty_are_diagnostics_at_the_value() {
     assert_eq!(output.status.code(), Some(2), "`--attempts` is bounded too");
     assert!(String::from_utf8_lossy(&output.stderr).contains("21 is not in 1..=20"));
 }
+
+/// The processes whose command line is `sleep SECONDS` and whose working directory is
+/// below `root` (given a moment to leave `/proc` after a kill).
+fn sleepers(root: &Path, seconds: &str) -> Vec<u32> {
+    let find = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+                (cmdline == format!("sleep\0{seconds}\0").as_bytes()
+                    && cwd.starts_with(root)
+                    && processes::ps_lists(pid))
+                .then_some(pid)
+            })
+            .collect()
+    };
+    let mut left = find();
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = find();
+    }
+    left
+}
+
+#[test]
+fn a_passing_test_that_leaves_a_background_child_passes_at_once_and_the_child_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::create_dir(root.join("t")).unwrap();
+    std::fs::write(root.join("t/daemon_test.sh"), "sleep 600 &\necho started\n").unwrap();
+    std::fs::write(
+        root.join("t/tap_test.sh"),
+        "sleep 600 &\necho 1..2\necho 'ok 1'\necho 'ok 2 - second'\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("t/slow_test.sh"), "sleep 601\n").unwrap();
+    // A limit far above what the tests take, below the 300 s default so that a regression
+    // shows as a timeout rather than a hang.
+    std::fs::write(
+        root.join("t/once.toml"),
+        "[[target]]\nname = \"Daemon\"\nkind = \"sh_test\"\nsrcs = [\"daemon_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 40\n\n\
+         [[target]]\nname = \"Tap\"\nkind = \"sh_test\"\nsrcs = [\"tap_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 40\nresults_format = \"tap\"\n\n\
+         [[target]]\nname = \"Slow\"\nkind = \"sh_test\"\nsrcs = [\"slow_test.sh\"]\n\n\
+         [target.attrs]\ntimeout_seconds = 2\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (code, answer) = test_json(&root, &["t/Daemon", "t/Tap"]);
+    let took = started.elapsed();
+    let left = sleepers(&root, "600");
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(
+        states(&answer),
+        [
+            (
+                "t/Daemon".to_owned(),
+                "passed".to_owned(),
+                "miss".to_owned()
+            ),
+            ("t/Tap".to_owned(), "passed".to_owned(), "miss".to_owned())
+        ],
+        "{answer}"
+    );
+    assert_eq!(code, 0);
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    assert_eq!(left, Vec::<u32>::new(), "the background children survived");
+    // The TAP test's points were all read, the one without a description too.
+    let tap = &answer["runs"][1]["results"];
+    assert_eq!(tap["summary"]["passed"], 2, "{tap}");
+    // A test killed at its limit takes its runner's group with it.
+    let (code, answer) = test_json(&root, &["t/Slow"]);
+    assert_eq!(code, 1);
+    assert_eq!(answer["runs"][0]["status"], "timed_out", "{answer}");
+    assert_eq!(sleepers(&root, "601"), Vec::<u32>::new());
+}
+
+#[test]
+fn a_huge_run_writes_a_record_it_can_read_with_exact_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::create_dir(root.join("t")).unwrap();
+    // 200,000 TAP points with descriptions of some length, the last one failing: as one
+    // record, more than the 64 MiB a reader reads.
+    std::fs::write(
+        root.join("t/huge_test.sh"),
+        "echo 1..200000\n\
+         seq 199999 | sed 's/.*/ok & - the case numbered & of the generated suite, described at some length/'\n\
+         echo 'not ok 200000 - the last one fails'\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("t/once.toml"),
+        "[[target]]\nname = \"Huge\"\nkind = \"sh_test\"\nsrcs = [\"huge_test.sh\"]\n\n\
+         [target.attrs]\nresults_format = \"tap\"\n",
+    )
+    .unwrap();
+    let (code, answer) = test_json(&root, &["t/Huge"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        answer["runs"][0]["status"], "failed",
+        "{}",
+        answer["runs"][0]["error"]
+    );
+    let written = std::fs::metadata(root.join(".once/out/t/Huge/test/test_results.json"))
+        .unwrap()
+        .len();
+    assert!(written < 64 << 20, "{written} bytes");
+    let query = once(
+        &root,
+        &["--format", "json", "query", "test-results", "t/Huge"],
+    );
+    assert_eq!(
+        query.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&query.stderr)
+    );
+    let read: Value = serde_json::from_slice(&query.stdout).unwrap();
+    assert_eq!(
+        read["summary"],
+        serde_json::json!({"total": 200000, "passed": 199999, "failed": 1, "skipped": 0, "flaky": 0})
+    );
+    // What the record leaves out to stay within its limits is counted, all passes: the
+    // failure is listed.
+    let cases = read["cases"].as_array().unwrap();
+    let omitted = &read["omitted"];
+    assert_eq!(
+        omitted["total"].as_u64().unwrap() + cases.len() as u64,
+        200000
+    );
+    assert_eq!(omitted["passed"], omitted["total"], "{omitted}");
+    assert!(
+        cases.len() <= 100000 && cases.len() > 50000,
+        "{}",
+        cases.len()
+    );
+    assert!(cases.iter().any(|case| case["status"] == "failed"));
+    // The human summary says what was left out.
+    let human = once(&root, &["query", "test-results", "t/Huge"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    let line = format!(
+        "{} cases are not listed ({} passed,",
+        omitted["total"], omitted["passed"]
+    );
+    assert!(text.contains(&line), "{text}");
+}

@@ -1,23 +1,34 @@
 //! Content digests of workspace files: the [`file_digest`] query and the persistent
 //! [`DigestIndex`] that lets a new process skip hashing files whose stamp is unchanged.
 //!
-//! The index lives in `.once/digests` as text: a version line, one line per file
-//! (`digest kind size mtime ctime inode mode path`, numbers in decimal) and an `end COUNT`
-//! line. A file that does not parse completely — foreign version, garbage, truncation —
-//! is ignored as a whole and rebuilt by the next save. Saving writes a temporary file and
-//! renames it over the index, so readers see the old or the new index, never a mix; two
-//! processes saving at once each rename a complete index and the last rename wins (the
-//! loser's new entries are only lost work, re-hashed by a later process).
+//! The index lives in `.once/digests`, framed ([`crate::framed`]: a version line, the
+//! entries, a checksum line): one line per file (`digest kind size mtime ctime inode mode
+//! path`, numbers in decimal). A file of another version is ignored as a whole and
+//! replaced by the next save; a damaged one (a byte changed, truncated, not a regular
+//! file) is ignored as a whole too, reported ([`DigestIndex::damage`]) and rewritten by
+//! the same process. Saving writes a temporary file and renames it over the index, so
+//! readers see the old or the new index, never a mix; two processes saving at once each
+//! rename a complete index and the last rename wins (the loser's new entries are only
+//! lost work, re-hashed by a later process).
 //!
 //! **The racy rules.** A write within the timestamp tick of a file's last change does not
 //! change its stamp, so a digest read in that tick may not be the digest of what the
 //! stamp describes a moment later. Two rules keep such digests out of later processes:
 //! a digest is kept for the index only when the file's modification and change times are
 //! more than [`SETTLED_NS`] (two seconds, coarser than any file system's tick) older than
-//! the moment it was read; and (git's rule) an entry is trusted only when the file's
-//! modification time is strictly older than the index file's own. Entries hashed by this
-//! process are never reused by it (salsa memoises digests until the file's revision
-//! changes, and a change within one tick must not be missed).
+//! the moment it was read (however long after that the index is written); and (git's
+//! rule) an entry is trusted only when the file's modification time is strictly older
+//! than the index file's own. A save leaves entries the second rule would ignore out (it
+//! writes the index again without them when the new file's time shows one), so no later
+//! change of the index file's time (a `touch`, a copy) can make a racy entry trusted.
+//! Entries hashed by this process are never reused by it (salsa memoises digests until
+//! the file's revision changes, and a change within one tick must not be missed).
+//!
+//! **What a matching stamp proves.** Size, modification and change times, inode and mode
+//! all equal: the file was not written since it was hashed, unless its change time was
+//! forged, which takes setting the system clock back (no program can set a change time
+//! otherwise). The checksum adds that the entry is the one this index wrote: an old
+//! digest written over an entry by hand is damage, not a hit.
 //!
 //! A symbolic link has no entry of its own: its digest is its target's ([`source_file`]).
 
@@ -30,14 +41,18 @@ use sha2::{Digest as _, Sha256};
 
 use crate::Db;
 use crate::files::File;
+use crate::framed::{Damage, Format, Unframed};
 use crate::links::LinkTarget;
 use crate::system::{EntryKind, FileStamp, System};
 
 /// Where the index lives, relative to the workspace root.
 pub const DIGEST_INDEX_PATH: &str = ".once/digests";
 
-/// The first line of an index this version reads and writes.
-const INDEX_HEADER: &str = "once-digest-index 1";
+/// The index's framing: its header line and this version.
+const INDEX_FORMAT: Format = Format {
+    name: "once-digest-index",
+    version: 2,
+};
 
 /// A SHA-256 digest.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -227,6 +242,8 @@ struct LoadedIndex {
     entries: FxHashMap<String, IndexEntry>,
     /// The index file's modification time when it was read (the racy rule's bound).
     written_ns: i128,
+    /// Why the file there was not an intact index, when it was not.
+    damage: Option<Damage>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,8 +261,23 @@ impl DigestIndex {
     fn loaded(&self, db: &dyn Db) -> &LoadedIndex {
         self.loaded.get_or_init(|| {
             let root = crate::workspace::workspace_root(db);
-            load_index(db.system(), &root.join(DIGEST_INDEX_PATH)).unwrap_or_default()
+            let loaded = load_index(db.system(), &root.join(DIGEST_INDEX_PATH));
+            if loaded.damage.is_some() {
+                // Rewritten by this process's save, whatever it hashes.
+                self.dirty.store(true, Ordering::Relaxed);
+            }
+            loaded
         })
+    }
+
+    /// The warning to show when the index file this process read was damaged (it was
+    /// ignored, every file is hashed again, and the next save rewrites it).
+    pub fn damage(&self) -> Option<String> {
+        let damage = self.loaded.get()?.damage?;
+        Some(format!(
+            "the digest index `{DIGEST_INDEX_PATH}` was damaged ({damage}); it was ignored, \
+             the files it listed were hashed again and it is rewritten"
+        ))
     }
 
     /// The digest of an entry loaded from disk with exactly this stamp, when the racy rule
@@ -288,7 +320,8 @@ impl DigestIndex {
     }
 
     /// Writes the loaded entries merged with this process's digests to `.once/digests`
-    /// atomically, when this process computed any. Returns whether it wrote.
+    /// atomically, when this process computed any (or the file read was damaged).
+    /// Returns whether it wrote.
     pub fn save(&self, system: &dyn System, root: &Path) -> std::io::Result<bool> {
         if !self.dirty.swap(false, Ordering::Relaxed) {
             return Ok(false);
@@ -302,32 +335,47 @@ impl DigestIndex {
             Err(poisoned) => poisoned.into_inner(),
         };
         entries.extend(computed.iter().map(|(p, e)| (p.as_str(), *e)));
-        let mut paths: Vec<&str> = entries.keys().copied().collect();
+        let mut paths: Vec<&str> = entries
+            .keys()
+            .copied()
+            .filter(|path| !path.contains(['\n', '\r']))
+            .collect();
         paths.sort_unstable();
-        let mut text = format!("{INDEX_HEADER}\n");
-        let mut count = 0usize;
-        for path in paths {
-            if path.contains(['\n', '\r']) {
-                continue;
+        // Written again, without them, while entries are not older than the file: the
+        // racy rule would ignore them now, and a later `touch` must not trust them.
+        for _ in 0..3 {
+            save_index_file(system, root, &index_text(&paths, &entries))?;
+            let Some(written) = system.stamp(&index_path(root))? else {
+                break;
+            };
+            let before = paths.len();
+            paths.retain(|path| entries[path].stamp.mtime_ns < written.mtime_ns);
+            if paths.len() == before {
+                break;
             }
-            let entry = entries[path];
-            let stamp = entry.stamp;
-            text.push_str(&format!(
-                "{} {} {} {} {} {} {} {path}\n",
-                entry.digest,
-                kind_code(stamp.kind),
-                stamp.size,
-                stamp.mtime_ns,
-                stamp.ctime_ns,
-                stamp.inode,
-                stamp.mode,
-            ));
-            count += 1;
         }
-        text.push_str(&format!("end {count}\n"));
-        save_index_file(system, root, text.as_bytes())?;
         Ok(true)
     }
+}
+
+/// The framed index of `entries` at `paths` (sorted).
+fn index_text(paths: &[&str], entries: &FxHashMap<&str, IndexEntry>) -> Vec<u8> {
+    let mut text = String::new();
+    for path in paths {
+        let entry = entries[path];
+        let stamp = entry.stamp;
+        text.push_str(&format!(
+            "{} {} {} {} {} {} {} {path}\n",
+            entry.digest,
+            kind_code(stamp.kind),
+            stamp.size,
+            stamp.mtime_ns,
+            stamp.ctime_ns,
+            stamp.inode,
+            stamp.mode,
+        ));
+    }
+    INDEX_FORMAT.frame(DIGEST_INDEX_PATH.as_bytes(), text.as_bytes())
 }
 
 /// The index file of the workspace at `root`.
@@ -363,49 +411,73 @@ fn kind_of_code(code: &str) -> Option<EntryKind> {
     })
 }
 
-fn load_index(system: &dyn System, path: &Path) -> Option<LoadedIndex> {
+fn load_index(system: &dyn System, path: &Path) -> LoadedIndex {
     let read = system.read_stamped(path);
-    let written_ns = read.stamp?.mtime_ns;
-    let bytes = read.contents.ok()?;
-    let text = std::str::from_utf8(&bytes).ok()?;
-    let entries = parse_index(text)?;
-    Some(LoadedIndex {
-        entries,
-        written_ns,
-    })
+    let Some(stamp) = read.stamp else {
+        return LoadedIndex::default();
+    };
+    let damaged = |damage| LoadedIndex {
+        damage: Some(damage),
+        ..LoadedIndex::default()
+    };
+    if stamp.kind != EntryKind::File {
+        return damaged(Damage::NotAFile);
+    }
+    let Ok(bytes) = read.contents else {
+        return LoadedIndex::default();
+    };
+    match parse_index(&bytes) {
+        Ok(entries) => LoadedIndex {
+            entries,
+            written_ns: stamp.mtime_ns,
+            damage: None,
+        },
+        Err(None) => LoadedIndex::default(),
+        Err(Some(damage)) => damaged(damage),
+    }
 }
 
-/// The entries of an index file's text, or `None` unless the whole text is a complete
-/// index of this version.
-fn parse_index(text: &str) -> Option<FxHashMap<String, IndexEntry>> {
-    let mut lines = text.split_terminator('\n');
-    if lines.next()? != INDEX_HEADER {
-        return None;
-    }
+/// The entries of an index file's bytes: `Err(None)` for another version's file,
+/// `Err(Some(damage))` for anything but an intact index of this version.
+fn parse_index(bytes: &[u8]) -> Result<FxHashMap<String, IndexEntry>, Option<Damage>> {
+    let body = match INDEX_FORMAT.unframe(DIGEST_INDEX_PATH.as_bytes(), bytes) {
+        Unframed::Intact(body) => body,
+        Unframed::OtherVersion => return Err(None),
+        Unframed::Damaged(damage) => return Err(Some(damage)),
+    };
+    let text = std::str::from_utf8(body).map_err(|_| Some(Damage::Unparsable))?;
     let mut entries = FxHashMap::default();
-    for line in lines {
-        if let Some(count) = line.strip_prefix("end ") {
-            return (count.parse::<usize>().ok()? == entries.len()).then_some(entries);
-        }
-        let mut fields = line.splitn(8, ' ');
-        let digest = Sha256Digest::from_hex(fields.next()?)?;
-        let stamp = FileStamp {
-            kind: kind_of_code(fields.next()?)?,
-            size: fields.next()?.parse().ok()?,
-            mtime_ns: fields.next()?.parse().ok()?,
-            ctime_ns: fields.next()?.parse().ok()?,
-            inode: fields.next()?.parse().ok()?,
-            mode: fields.next()?.parse().ok()?,
-        };
-        let path = fields.next().filter(|p| !p.is_empty())?;
-        entries.insert(path.to_owned(), IndexEntry { stamp, digest });
+    for line in text.split_terminator('\n') {
+        let (path, entry) = parse_line(line).ok_or(Some(Damage::Unparsable))?;
+        entries.insert(path.to_owned(), entry);
     }
-    None
+    Ok(entries)
 }
 
-/// Whether `text` is a complete, valid index (for tests of concurrent writers).
+fn parse_line(line: &str) -> Option<(&str, IndexEntry)> {
+    let mut fields = line.splitn(8, ' ');
+    let digest = Sha256Digest::from_hex(fields.next()?)?;
+    let stamp = FileStamp {
+        kind: kind_of_code(fields.next()?)?,
+        size: fields.next()?.parse().ok()?,
+        mtime_ns: fields.next()?.parse().ok()?,
+        ctime_ns: fields.next()?.parse().ok()?,
+        inode: fields.next()?.parse().ok()?,
+        mode: fields.next()?.parse().ok()?,
+    };
+    let path = fields.next().filter(|p| !p.is_empty())?;
+    Some((path, IndexEntry { stamp, digest }))
+}
+
+/// Whether `text` is a complete, intact index of this version (for tests of concurrent
+/// writers).
 pub fn is_valid_index(text: &str) -> bool {
-    parse_index(text).is_some()
+    parse_index(text.as_bytes()).is_ok()
+}
+
+/// `entries` as a complete index file (for tests that damage one).
+pub fn index_file_for_tests(lines: &str) -> Vec<u8> {
+    INDEX_FORMAT.frame(DIGEST_INDEX_PATH.as_bytes(), lines.as_bytes())
 }
 
 #[cfg(test)]
@@ -424,22 +496,37 @@ mod tests {
     }
 
     #[test]
-    fn only_complete_indexes_of_this_version_parse() {
+    fn only_intact_indexes_of_this_version_parse() {
         let digest = Sha256Digest::of(b"x");
         let line = format!("{digest} f 1 10 10 7 33188 dir/a file.rs\n");
-        let good = format!("{INDEX_HEADER}\n{line}end 1\n");
+        let good = index_file_for_tests(&line);
         let entries = parse_index(&good).expect("valid");
         assert_eq!(entries["dir/a file.rs"].digest, digest);
+        assert_eq!(
+            parse_index(format!("once-digest-index 1\n{line}end 1\n").as_bytes()).err(),
+            Some(None),
+            "an older version: ignored, not damage"
+        );
+        let other = Sha256Digest::of(b"y");
         for bad in [
-            String::new(),
-            "garbage".to_owned(),
-            format!("once-digest-index 0\n{line}end 1\n"),
-            format!("{INDEX_HEADER}\n{line}"),
-            format!("{INDEX_HEADER}\n{line}end 2\n"),
-            format!("{INDEX_HEADER}\n{}end 1\n", &line[..40]),
-            good.replace(" f ", " q "),
+            Vec::new(),
+            b"garbage".to_vec(),
+            good[..good.len() - 1].to_vec(),
+            String::from_utf8(good.clone())
+                .unwrap()
+                .replace(&digest.to_hex(), &other.to_hex())
+                .into_bytes(),
+            String::from_utf8(good.clone())
+                .unwrap()
+                .replace(" f ", " q ")
+                .into_bytes(),
+            index_file_for_tests(&line.replace(" f ", " q ")),
         ] {
-            assert!(parse_index(&bad).is_none(), "{bad:?}");
+            assert!(
+                matches!(parse_index(&bad), Err(Some(_))),
+                "{:?}",
+                String::from_utf8_lossy(&bad)
+            );
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
 //! - [`digests`]: [`file_digest`], [`source_file`] and the persistent
 //!   [`DigestIndex`](digests::DigestIndex).
+//! - [`framed`]: the header, version and checksum every file kept to decide hits shares.
 //! - [`links`]: where a symbolic link among the workspace's files leads ([`link_target`]).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
@@ -27,6 +28,7 @@ pub mod confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;
+pub mod framed;
 pub mod links;
 pub mod memory;
 pub mod package_filter;
@@ -195,6 +197,12 @@ impl RootDatabase {
     pub fn save_digest_index(&self) -> std::io::Result<bool> {
         let root = workspace::workspace_root(self);
         self.digest_index.save(&*self.system, &root)
+    }
+
+    /// The warning to show when the digest index this process read was damaged
+    /// ([`digests::DigestIndex::damage`]).
+    pub fn digest_index_damage(&self) -> Option<String> {
+        self.digest_index.damage()
     }
 
     /// Reads the persistent digest index now if no digest did yet (it is otherwise read

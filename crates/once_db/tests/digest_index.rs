@@ -1,7 +1,8 @@
 //! The persistent digest index: a new process reuses the digests of files whose stamp is
 //! unchanged (proven by the count of bytes hashed), re-hashes touched and racily clean
-//! files, keeps no digest of a file that changed just before it was read, ignores and
-//! rebuilds a corrupted index, and stays valid under concurrent saves.
+//! files (a racy entry is never written, so touching the index trusts none), keeps no
+//! digest of a file that changed just before it was read, ignores, reports and rebuilds
+//! a corrupted index, and stays valid under concurrent saves.
 
 #![allow(
     clippy::disallowed_methods,
@@ -153,6 +154,21 @@ fn a_file_modified_in_the_index_tick_or_later_is_rehashed() {
     let second = process(dir.path());
     assert_eq!(digests(&second), expected);
     assert_eq!(second.bytes_hashed(), FILES[4].1.len() as u64);
+    assert!(
+        !index_text(dir.path()).contains("app/data.txt"),
+        "a racy entry is left out of the file"
+    );
+
+    // The index file's time moved past the file's (a `touch`, a copy): the entry that
+    // was racy when it was hashed is still not trusted, since it was never written.
+    assert_eq!(second.save_digest_index().ok(), Some(true));
+    set_modified(
+        &dir.path().join(DIGEST_INDEX_PATH),
+        SystemTime::now() + Duration::from_secs(7200),
+    );
+    let third = process(dir.path());
+    assert_eq!(digests(&third), expected);
+    assert_eq!(third.bytes_hashed(), FILES[4].1.len() as u64);
 }
 
 #[test]
@@ -165,7 +181,8 @@ fn a_corrupted_or_foreign_index_is_ignored_and_rebuilt() {
         b"\x00\xff garbage".to_vec(),
         b"once-digest-index 999\nend 0\n".to_vec(),
         format!(
-            "once-digest-index 1\n{} f 1 2 3 4 5 app/src/main.rs\n",
+            "once-digest-index 2\n{} f 1 2 3 4 5 app/src/main.rs\nchecksum {}\n",
+            "00".repeat(32),
             "00".repeat(32)
         )
         .into_bytes(),
@@ -174,6 +191,10 @@ fn a_corrupted_or_foreign_index_is_ignored_and_rebuilt() {
         let db = process(dir.path());
         assert_eq!(digests(&db), expected);
         assert_eq!(db.bytes_hashed(), total_bytes(), "nothing trusted");
+        // Garbage and an index of this version with a wrong checksum are damage (a
+        // warning); another version's index is only replaced.
+        let damaged = !garbage.starts_with(b"once-digest-index 999");
+        assert_eq!(db.digest_index().damage().is_some(), damaged);
         assert_eq!(db.save_digest_index().ok(), Some(true));
         assert!(is_valid_index(&index_text(dir.path())), "rebuilt");
         let after = process(dir.path());

@@ -127,7 +127,8 @@ pub struct ActionEvidence {
     /// the digests of its source inputs, the implementation).
     pub input_digest: Option<Sha256Digest>,
     pub cache: CacheOutcome,
-    /// `None` when the process was killed by a signal.
+    /// `None` when the process did not exit with a code: a signal killed it, or `once`
+    /// could not run it or keep its result (a full disk while capturing its output).
     pub exit_code: Option<i32>,
     /// The digests of the captured streams in the local store.
     pub stdout: Option<Sha256Digest>,

@@ -37,10 +37,10 @@ use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
 use crate::inputs::SourceStamps;
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
-use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digest};
+use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digests};
 use crate::record_index::RecordIndex;
 use crate::runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
-use crate::store::Store;
+use crate::store::{RecordRead, Store};
 use crate::tools::{Fingerprint, ToolDigests, resolve_program};
 
 /// An action as the planner hands it over: the declaration and its static key.
@@ -156,6 +156,9 @@ pub struct ActionResult {
     pub stderr: CapturedStream,
     /// Why it failed or was skipped.
     pub message: Option<String>,
+    /// For a skipped action, the id of the failed action that kept it from running (a
+    /// dependency, or without `keep_going` the first action that failed).
+    pub cause: Option<String>,
     /// Problems met on the way that did not fail it (a corrupt blob, rebuilt).
     pub warnings: Vec<String>,
     /// Its program was killed at its time limit (`timeout_seconds`).
@@ -178,6 +181,7 @@ impl ActionResult {
             stdout: CapturedStream::default(),
             stderr: CapturedStream::default(),
             message: None,
+            cause: None,
             warnings: Vec::new(),
             timed_out: false,
             signal: None,
@@ -189,6 +193,9 @@ impl ActionResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionReport {
     pub results: Vec<ActionResult>,
+    /// Damaged files of the store or the workspace met on the way (ignored, removed or
+    /// rewritten; see [`Store::take_warnings`]), for the front end to show.
+    pub warnings: Vec<String>,
 }
 
 impl ExecutionReport {
@@ -289,6 +296,13 @@ impl std::fmt::Display for PlanError {
                 f,
                 "action `{action}` declares the output `{output}` outside its target's build directory `{build_dir}`"
             ),
+            PlanError::DuplicateOutput {
+                output,
+                first,
+                second,
+            } if first == second => {
+                write!(f, "action `{first}` declares the output `{output}` twice")
+            }
             PlanError::DuplicateOutput {
                 output,
                 first,
@@ -770,6 +784,12 @@ impl<'a> Executor<'a> {
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
         let cancelled = self.cancel.is_cancelled();
+        let first_failure = scheduler
+            .results
+            .iter()
+            .flatten()
+            .find(|r| r.status == ActionStatus::Failed)
+            .map(|r| r.id.clone());
         for index in 0..plan.len() {
             if scheduler.results[index].is_none() {
                 let (status, message) = if cancelled {
@@ -779,6 +799,9 @@ impl<'a> Executor<'a> {
                 };
                 let mut result = ActionResult::new(&plan[index].action.id, status);
                 result.message = Some(message.to_owned());
+                if status == ActionStatus::Skipped {
+                    result.cause.clone_from(&first_failure);
+                }
                 scheduler.done += 1;
                 self.report(&scheduler, plan.len(), &result);
                 scheduler.results[index] = Some(result);
@@ -797,8 +820,12 @@ impl<'a> Executor<'a> {
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);
         }
+        if let Some(warning) = run.stamps.damage() {
+            self.store.warn(warning);
+        }
         Ok(ExecutionReport {
             results: scheduler.results.into_iter().flatten().collect(),
+            warnings: self.store.take_warnings(),
         })
     }
 
@@ -919,6 +946,7 @@ impl<'a> Executor<'a> {
                         "not run: it depends on `{}`, which did not succeed",
                         result.id
                     ));
+                    skipped.cause = Some(result.cause.clone().unwrap_or(result.id.clone()));
                     scheduler.done += 1;
                     self.report(&scheduler, run.plan.len(), &skipped);
                     scheduler.results[dependent] = Some(skipped);
@@ -1156,8 +1184,12 @@ impl<'a> Executor<'a> {
         let (record, used, indexed) = match run.index.recent(key, SystemTime::now()) {
             Some((record, used)) => (record, used, true),
             None => match self.store.read_record_used(key) {
-                Some((record, used)) => (record, used, false),
-                None => return Ok(InPlace::NoRecord),
+                RecordRead::Found(record, used) => (record, used, false),
+                RecordRead::Absent => return Ok(InPlace::NoRecord),
+                RecordRead::Damaged(damage) => {
+                    warn_damaged_record(result, damage);
+                    return Ok(InPlace::NoRecord);
+                }
             },
         };
         if !covers(action, &record)
@@ -1187,8 +1219,13 @@ impl<'a> Executor<'a> {
         key: &Sha256Digest,
         result: &mut ActionResult,
     ) -> Result<bool, String> {
-        let Some((record, used)) = self.store.read_record_used(key) else {
-            return Ok(false);
+        let (record, used) = match self.store.read_record_used(key) {
+            RecordRead::Found(record, used) => (record, used),
+            RecordRead::Absent => return Ok(false),
+            RecordRead::Damaged(damage) => {
+                warn_damaged_record(result, damage);
+                return Ok(false);
+            }
         };
         if !covers(action, &record) {
             return Ok(false);
@@ -1589,13 +1626,18 @@ impl<'a> Executor<'a> {
                 let mode = if *executable { 0o755 } else { 0o644 };
                 done(workspace.write_file(path, content.as_bytes(), mode))
             }
-            // A source that is a symbolic link is copied from the workspace file it leads to
-            // (its key holds that file's digest and mode).
-            ActionStep::Copy { from, to } => done(
-                source_path(workspace, from)
-                    .and_then(|from| workspace.read_file(&from))
-                    .and_then(|(bytes, mode)| workspace.write_file(to, &bytes, mode)),
-            ),
+            ActionStep::Copy { from, to } => {
+                // Links staged as links must lead inside the staging target's build
+                // directory (or, outside one, inside the copy's own directory).
+                let label = TargetLabel::from_id(&action.target);
+                let directory = build_dir(&label.package, &label.name);
+                let boundary = if is_under(to, &directory) {
+                    directory.as_str()
+                } else {
+                    crate::outputs::split(to).0
+                };
+                done(crate::stage::stage(workspace, from, to, boundary))
+            }
             ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
             ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
         }
@@ -1658,22 +1700,25 @@ enum InPlace {
     NotSure,
 }
 
-/// Whether `record` lists every output `action` declares.
+/// Whether `record` lists every output `action` declares (a search per output in a small
+/// record, a set of the record's paths in a large one: thousands of declared outputs
+/// over a directory of many files would be quadratic).
 fn covers(action: &Action, record: &ActionRecord) -> bool {
+    if action.outputs.len().saturating_mul(record.outputs.len()) <= 256 {
+        return action
+            .outputs
+            .iter()
+            .all(|output| record.outputs.iter().any(|entry| entry.path == *output));
+    }
+    let listed: rustc_hash::FxHashSet<&str> = record
+        .outputs
+        .iter()
+        .map(|entry| entry.path.as_str())
+        .collect();
     action
         .outputs
         .iter()
-        .all(|output| record.outputs.iter().any(|entry| entry.path == *output))
-}
-
-/// The workspace file a copy's source `from` is read from: itself, or for a source (not
-/// below `.once`) that is a symbolic link, the file it leads to inside the workspace
-/// ([`crate::materialize::resolve_source`]).
-fn source_path<'f>(workspace: &WorkspaceRoot, from: &'f str) -> io::Result<Cow<'f, str>> {
-    if is_under(from, ".once") {
-        return Ok(Cow::Borrowed(from));
-    }
-    crate::materialize::resolve_source(workspace.handle(), &workspace.path, from)
+        .all(|output| listed.contains(output.as_str()))
 }
 
 fn absolute(root: &Path, relative: &str) -> PathBuf {
@@ -1682,6 +1727,16 @@ fn absolute(root: &Path, relative: &str) -> PathBuf {
         path.push(part);
     }
     path
+}
+
+/// Says that the record of the action's key was damaged (and removed by the store).
+fn warn_damaged_record(result: &mut ActionResult, damage: once_db::framed::Damage) {
+    warn(
+        result,
+        format!(
+            "the stored result of the action was damaged ({damage}); it was removed and the action runs again"
+        ),
+    );
 }
 
 /// Adds a warning once (the second look under the key's lock meets the same problem).
@@ -1708,9 +1763,10 @@ fn declared_outputs(action: &Action, entries: &[OutputEntry]) -> Vec<DeclaredOut
     action
         .outputs
         .iter()
-        .map(|path| DeclaredOutput {
+        .zip(output_digests(entries, &action.outputs))
+        .map(|(path, digest)| DeclaredOutput {
             path: path.clone(),
-            digest: output_digest(entries, path),
+            digest,
         })
         .collect()
 }

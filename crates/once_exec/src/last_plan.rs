@@ -6,10 +6,10 @@
 //!
 //! This module only keeps the bytes: what they hold, and when they may be used, is the
 //! caller's (`once_build::last_plan`). The file holds one entry in the store's format of
-//! keyed entries (see `plan_memo`): its key is the caller's key salted with
-//! [`program_identity`] (a plan depends on the binary's prelude and encodings, so a
-//! rebuilt binary never reads an older one's plan), and a file that is not complete
-//! and intact is ignored as a whole. Writes are atomic (a complete temporary file
+//! keyed entries (see `plan_memo`), framed ([`once_db::framed`]): its key is the caller's
+//! key salted with [`program_identity`] (a plan depends on the binary's prelude and
+//! encodings, so a rebuilt binary never reads an older one's plan), and a file that is
+//! not intact is ignored as a whole and removed with a warning. Writes are atomic (a complete temporary file
 //! renamed over the old one); of two processes writing at once the last rename wins,
 //! and both wrote a plan of the same request. `once cache clean` and `gc` remove every
 //! such file; so does every save, for the files unused for a week (a use renews the
@@ -21,14 +21,18 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format};
 
 use crate::plan_memo::{
     MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, program_identity, unix_seconds,
 };
 use crate::store::Store;
 
-/// The first line of a last-plan file this version reads and writes.
-const HEADER: &[u8] = b"once-last-plan 1\n";
+/// The last-plan files' framing.
+const FORMAT: Format = Format {
+    name: "once-last-plan",
+    version: 2,
+};
 
 /// The prefix of the last-plan files' names at the store's top level.
 pub const LAST_PLAN_PREFIX: &str = "last-plan-";
@@ -62,9 +66,12 @@ impl LastPlan {
     pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<LastPlan> {
         let name = file_name(workspace_root, request);
         let modified = store.top_level_modified(&name);
-        let bytes = store.read_top_level(&name).ok().flatten()?;
-        let mut entries = decode_entries(HEADER, &bytes)?;
-        let (salted_key, _, value) = entries.pop().filter(|_| entries.is_empty())?;
+        let body = store.read_framed(&name, FORMAT)?;
+        let mut entries = decode_entries(&body).unwrap_or_default();
+        let Some((salted_key, _, value)) = entries.pop().filter(|_| entries.is_empty()) else {
+            store.remove_damaged_top_level(&name, Damage::Unparsable);
+            return None;
+        };
         Some(LastPlan {
             name,
             modified,
@@ -104,13 +111,10 @@ impl LastPlan {
         let Some(salted_key) = salted(key) else {
             return Ok(());
         };
-        let bytes = encode_entries(
-            HEADER,
-            &[(salted_key, unix_seconds(SystemTime::now()), value)],
-        );
+        let body = encode_entries(&[(salted_key, unix_seconds(SystemTime::now()), value)]);
         // Shared use: `once cache clean` and `gc` wait for the rename to finish.
         let _in_use = store.start_use()?;
-        store.write_top_level(&file_name(workspace_root, request), &bytes)?;
+        store.write_framed(&file_name(workspace_root, request), FORMAT, &body)?;
         store.remove_unused_top_level(
             LAST_PLAN_PREFIX,
             Duration::from_secs(MAX_MEMO_AGE_SECONDS),
@@ -225,6 +229,13 @@ mod tests {
             store.write_top_level(&name, &changed).unwrap();
             assert!(
                 LastPlan::load(&store, root, "build ...").is_none(),
+                "byte {index} changed"
+            );
+            // Removed (a warning says so), unless the change made another version's.
+            let warned = !store.take_warnings().is_empty();
+            assert_eq!(
+                warned,
+                store.read_top_level(&name).unwrap().is_none(),
                 "byte {index} changed"
             );
         }

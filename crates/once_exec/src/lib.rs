@@ -23,6 +23,7 @@
 //! - [`store`]: blobs, records, key locks, `stats`/`clean`/`gc`;
 //! - [`outputs`]: clearing, capturing and restoring build outputs in the workspace;
 //! - [`materialize`]: copies in place of output links that lead out of their output;
+//! - `stage`: the `copy` step (files, links as links, directory trees);
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`inputs`]: source inputs checked again after an action ran ([`SourceStamps`]);
@@ -31,6 +32,8 @@
 //! - [`record`]: the action cache's record format;
 //! - [`record_index`]: one file per workspace with copies of the records its builds used;
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
+//! - [`piped`]: helper programs (test runners, probes) read through pipes, their group
+//!   killed when they exit;
 //! - [`plan_memo`]: the plans of one-shot commands, remembered in the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
@@ -48,6 +51,7 @@ pub mod key;
 pub mod last_plan;
 pub mod materialize;
 pub mod outputs;
+pub mod piped;
 pub mod plan_memo;
 pub mod probe_stamps;
 pub mod probes;
@@ -55,6 +59,7 @@ pub mod reaper;
 pub mod record;
 pub mod record_index;
 pub mod runner;
+mod stage;
 pub mod store;
 pub mod tools;
 

@@ -41,6 +41,7 @@ use std::sync::Mutex;
 
 use once_db::Sha256Digest;
 use once_db::confined::{create_temporary, open_directory_at, open_root};
+use once_db::framed::{Damage, Format, Unframed};
 use rustix::fs::{
     AtFlags, FileType, Mode, Stat, fchmod, fstat, readlinkat, renameat, symlinkat, unlinkat,
 };
@@ -56,7 +57,11 @@ pub const LOCKS_DIR: &str = ".once/locks";
 /// The stamp file, relative to the workspace root.
 pub const STAMPS_FILE: &str = ".once/output-stamps";
 
-const STAMPS_HEADER: &str = "once-output-stamps 1";
+/// The stamp file's framing ([`once_db::framed`]).
+const STAMPS_FORMAT: Format = Format {
+    name: "once-output-stamps",
+    version: 2,
+};
 
 /// The workspace root, held open.
 pub struct WorkspaceRoot {
@@ -94,6 +99,8 @@ pub struct OutputStamps {
     entries: Mutex<HashMap<String, (Stamp, Sha256Digest)>>,
     /// Whether an entry was added or changed since loading (else saving is skipped).
     changed: std::sync::atomic::AtomicBool,
+    /// Why the file read was not intact, when it was not (it is then rewritten).
+    damage: Option<Damage>,
 }
 
 /// Why the outputs of a record could not be restored.
@@ -132,7 +139,9 @@ impl WorkspaceRoot {
         self.handle.as_fd()
     }
 
-    fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
+    /// The directory `relative`, reached from the root without following links (made
+    /// with its parents when `create`); `None` when missing.
+    pub(crate) fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {
         open_directory_at(self.handle.as_fd(), relative, create)
     }
 
@@ -282,6 +291,10 @@ impl WorkspaceRoot {
     /// that a locked restore can promise too once its lock is released.
     pub fn in_place(&self, entries: &[OutputEntry], store: &Store, stamps: &OutputStamps) -> bool {
         let mut opened: Option<(&str, OwnedFd)> = None;
+        // Every entry's path, made at the first directory: each child on disk is one
+        // lookup (a search of the entries per child made a directory of 100,000 files
+        // cost 10^10 comparisons per no-op build).
+        let mut listed: Option<Listed<'_>> = None;
         for entry in entries {
             let (directory, name) = split(&entry.path);
             let handle = match &opened {
@@ -302,9 +315,13 @@ impl WorkspaceRoot {
                             .flatten()
                             .and_then(|inner| handles::entry_names(&inner).ok())
                             .is_some_and(|children| {
+                                let listed = listed.get_or_insert_with(|| Listed::of(entries));
+                                let mut path = format!("{}/", entry.path);
+                                let parent = path.len();
                                 children.iter().all(|child| {
-                                    let path = format!("{}/{child}", entry.path);
-                                    entries.iter().any(|other| other.path == path)
+                                    path.truncate(parent);
+                                    path.push_str(child);
+                                    listed.contains(&path)
                                 })
                             })
                 }
@@ -436,6 +453,38 @@ impl WorkspaceRoot {
     }
 }
 
+/// The paths of a record's entries, for membership tests in constant time.
+struct Listed<'a>(rustc_hash::FxHashSet<EntryPath<'a>>);
+
+impl<'a> Listed<'a> {
+    fn of(entries: &'a [OutputEntry]) -> Listed<'a> {
+        Listed(
+            entries
+                .iter()
+                .map(|entry| EntryPath(entry.path.as_str()))
+                .collect(),
+        )
+    }
+
+    fn contains(&self, path: &str) -> bool {
+        self.0.contains(&EntryPath(path))
+    }
+}
+
+/// An entry's path as a set key; its comparisons are counted in tests
+/// ([`tests::path_comparisons`]), which is how a test sees a lookup that is not constant
+/// time without timing anything.
+#[derive(Hash, Eq)]
+struct EntryPath<'a>(&'a str);
+
+impl PartialEq for EntryPath<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::COMPARISONS.with(|count| count.set(count.get() + 1));
+        self.0 == other.0
+    }
+}
+
 fn capture_entry(
     directory: &OwnedFd,
     name: &str,
@@ -559,6 +608,25 @@ fn capture_entry(
     Ok(())
 }
 
+/// The entries of an intact stamp file's body; `None` when a line does not parse.
+fn parse_stamps(text: &str) -> Option<Vec<(String, Stamp, Sha256Digest)>> {
+    text.lines()
+        .map(|line| {
+            let mut fields = line.splitn(7, ' ');
+            let mut next = || fields.next();
+            let digest = Sha256Digest::from_hex(next()?)?;
+            let stamp = Stamp {
+                size: next()?.parse().ok()?,
+                modified_ns: next()?.parse().ok()?,
+                changed_ns: next()?.parse().ok()?,
+                inode: next()?.parse().ok()?,
+                mode: next()?.parse().ok()?,
+            };
+            Some((next()?.to_owned(), stamp, digest))
+        })
+        .collect()
+}
+
 fn hash_file(file: &mut File) -> io::Result<(Sha256Digest, u64)> {
     hash_stream(file, |_| Ok(()))
 }
@@ -587,73 +655,115 @@ pub(crate) fn hash_stream(
 }
 
 impl OutputStamps {
-    /// The stamps saved in the workspace (none when the file is missing or unreadable);
-    /// entries failing the racy rule are left out.
+    /// The stamps saved in the workspace (none when the file is missing, another
+    /// version's or damaged: [`OutputStamps::damage`]); entries failing the racy rule are
+    /// left out.
     pub fn load(workspace: &WorkspaceRoot) -> OutputStamps {
-        let stamps = OutputStamps::default();
+        let mut stamps = OutputStamps::default();
         let (directory, name) = split(STAMPS_FILE);
         let Ok(Some(handle)) = workspace.directory(directory, false) else {
             return stamps;
         };
-        let Ok(Some(mut file)) = handles::open_file(&handle, name) else {
-            return stamps;
+        let mut file = match handles::open_file(&handle, name) {
+            Ok(Some(file)) => file,
+            Ok(None) => return stamps,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                stamps.set_damaged(Damage::NotAFile);
+                return stamps;
+            }
+            Err(_) => return stamps,
         };
         let Ok(own) = fstat(&file) else {
             return stamps;
         };
+        if handles::file_type(&own) != FileType::RegularFile {
+            stamps.set_damaged(Damage::NotAFile);
+            return stamps;
+        }
         let saved_ns = Stamp::of(&own).modified_ns;
-        let mut text = String::new();
-        if file.read_to_string(&mut text).is_err() {
+        let mut bytes = Vec::new();
+        if file.read_to_end(&mut bytes).is_err() {
             return stamps;
         }
-        let mut lines = text.lines();
-        if lines.next() != Some(STAMPS_HEADER) {
+        let body = match STAMPS_FORMAT.unframe(STAMPS_FILE.as_bytes(), &bytes) {
+            Unframed::Intact(body) => body,
+            Unframed::OtherVersion => return stamps,
+            Unframed::Damaged(damage) => {
+                stamps.set_damaged(damage);
+                return stamps;
+            }
+        };
+        let Some(parsed) = std::str::from_utf8(body).ok().and_then(parse_stamps) else {
+            stamps.set_damaged(Damage::Unparsable);
             return stamps;
-        }
-        let mut entries = stamps.entries.lock().unwrap_or_else(|e| e.into_inner());
-        for line in lines {
-            let mut fields = line.splitn(7, ' ');
-            let mut next = || fields.next();
-            let parsed = (|| {
-                let digest = Sha256Digest::from_hex(next()?)?;
-                let stamp = Stamp {
-                    size: next()?.parse().ok()?,
-                    modified_ns: next()?.parse().ok()?,
-                    changed_ns: next()?.parse().ok()?,
-                    inode: next()?.parse().ok()?,
-                    mode: next()?.parse().ok()?,
-                };
-                Some((next()?.to_owned(), stamp, digest))
-            })();
-            if let Some((path, stamp, digest)) = parsed
-                && stamp.changed_ns < saved_ns
-                && stamp.modified_ns < saved_ns
-            {
+        };
+        let entries = stamps.entries.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (path, stamp, digest) in parsed {
+            if stamp.changed_ns < saved_ns && stamp.modified_ns < saved_ns {
                 entries.insert(path, (stamp, digest));
             }
         }
-        drop(entries);
         stamps
     }
 
+    /// A damaged file is ignored as a whole, said ([`OutputStamps::damage`]) and
+    /// rewritten by this execution's save.
+    fn set_damaged(&mut self, damage: Damage) {
+        self.damage = Some(damage);
+        *self.changed.get_mut() = true;
+    }
+
+    /// The warning to show when the stamp file read was damaged.
+    pub fn damage(&self) -> Option<String> {
+        let damage = self.damage?;
+        Some(format!(
+            "the output stamps `{STAMPS_FILE}` were damaged ({damage}); they were ignored \
+             (outputs were checked against the store instead) and are rewritten"
+        ))
+    }
+
     /// Saves the stamps when one changed (the last of concurrent savers wins; a lost
-    /// entry only costs a hash).
+    /// entry only costs a hash). An entry whose file changed in the same timestamp tick
+    /// as the new file was made or later is left out: the racy rule would ignore it on
+    /// load, and a later change of the file's time (a `touch`) must not trust it.
     pub fn save(&self, workspace: &WorkspaceRoot) -> io::Result<()> {
         if !self.changed.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let mut sorted: Vec<_> = entries.iter().collect();
-        sorted.sort_by(|a, b| a.0.cmp(b.0));
-        let mut text = format!("{STAMPS_HEADER}\n");
-        for (path, (s, digest)) in sorted {
-            text.push_str(&format!(
-                "{digest} {} {} {} {} {} {path}\n",
-                s.size, s.modified_ns, s.changed_ns, s.inode, s.mode
-            ));
+        let (directory, name) = split(STAMPS_FILE);
+        let handle = workspace
+            .directory(directory, true)?
+            .ok_or_else(|| io::Error::other(format!("cannot create `{directory}`")))?;
+        let (temporary, mut file) = create_temporary(&handle)?;
+        let written = (|| {
+            // The file system's clock as the file is made: entries must be older.
+            let made_ns = Stamp::of(&fstat(&file)?).modified_ns;
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let mut sorted: Vec<_> = entries
+                .iter()
+                .filter(|(_, (s, _))| s.changed_ns < made_ns && s.modified_ns < made_ns)
+                .collect();
+            sorted.sort_by(|a, b| a.0.cmp(b.0));
+            let mut text = String::new();
+            for (path, (s, digest)) in sorted {
+                text.push_str(&format!(
+                    "{digest} {} {} {} {} {} {path}\n",
+                    s.size, s.modified_ns, s.changed_ns, s.inode, s.mode
+                ));
+            }
+            drop(entries);
+            io::Write::write_all(
+                &mut file,
+                &STAMPS_FORMAT.frame(STAMPS_FILE.as_bytes(), text.as_bytes()),
+            )?;
+            fchmod(&file, Mode::from_raw_mode(0o644))?;
+            renameat(&handle, temporary.as_str(), &handle, name)?;
+            Ok(())
+        })();
+        if written.is_err() {
+            let _ = unlinkat(&handle, temporary.as_str(), AtFlags::empty());
         }
-        drop(entries);
-        workspace.write_file(STAMPS_FILE, text.as_bytes(), 0o644)
+        written
     }
 
     fn record(&self, path: &str, stat: &Stat, digest: &Sha256Digest) {
@@ -711,5 +821,59 @@ impl OutputStamps {
             self.record(path, &stat, &actual);
         }
         actual == *digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Comparisons of [`EntryPath`]s on this thread.
+        pub(super) static COMPARISONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// How many path comparisons `run` makes.
+    pub(super) fn path_comparisons(run: impl FnOnce()) -> u64 {
+        COMPARISONS.with(|count| count.set(0));
+        run();
+        COMPARISONS.with(Cell::get)
+    }
+
+    /// The no-op check of a directory output compares each child's path a bounded
+    /// number of times, whatever the number of entries: twice the files, about twice
+    /// the comparisons (a search of the entries per child made it four times as many).
+    #[test]
+    fn the_in_place_check_of_a_directory_is_linear_in_its_entries() {
+        let workspace = tempfile::tempdir().unwrap();
+        let store_directory = tempfile::tempdir().unwrap();
+        let store = Store::open(store_directory.path()).unwrap();
+        let root = WorkspaceRoot::open(workspace.path()).unwrap();
+        let mut counts = Vec::new();
+        for files in [500usize, 1000] {
+            let declared = format!(".once/out/p/T{files}/out/d");
+            let directory = workspace.path().join(&declared);
+            std::fs::create_dir_all(&directory).unwrap();
+            for index in 0..files {
+                std::fs::write(directory.join(format!("f{index}")), format!("{index}\n")).unwrap();
+            }
+            let stamps = OutputStamps::default();
+            let entries = root.capture(&declared, Some(&store), &stamps).unwrap();
+            assert_eq!(entries.len(), files + 1);
+            let mut held = false;
+            let comparisons = path_comparisons(|| {
+                held = root.in_place(&entries, &store, &stamps);
+            });
+            assert!(held, "the captured outputs are in place");
+            // At least one per child (a lookup that compares no `EntryPath` is not the
+            // one counted), at most two.
+            assert!(
+                (files as u64..=2 * files as u64).contains(&comparisons),
+                "{comparisons} comparisons for {files} files"
+            );
+            counts.push(comparisons);
+        }
+        assert!(counts[1] <= 3 * counts[0], "{counts:?}");
     }
 }

@@ -11,12 +11,12 @@
 //! it never reuses what an older binary planned; without an identity there is no memo.
 //!
 //! **The file** is read once per process and rewritten only when this process planned
-//! something new: a header line, then per entry its salted key (32 bytes), when it was
-//! last used (seconds since the epoch, little-endian `u64`), the value's length
-//! (little-endian `u32`) and the value; then the entry count (`u64`) and the SHA-256 of
-//! everything before it. A file that is not complete and intact (foreign version,
-//! truncated, any byte changed) is ignored as a whole: every plan is a miss and the next
-//! rewrite replaces it. Rewriting merges what was read with what this process planned,
+//! something new: framed ([`once_db::framed`]: a header line, the entries, a checksum
+//! line), per entry its salted key (32 bytes), when it was last used (seconds since the
+//! epoch, little-endian `u64`), the value's length (little-endian `u32`) and the value.
+//! A file of another version is ignored as a whole (every plan is a miss and the next
+//! rewrite replaces it); so is a damaged one (truncated, any byte changed), which is
+//! removed with a warning ([`Store::read_framed`]). Rewriting merges what was read with what this process planned,
 //! stamps the entries this process used, drops those unused for a week and the least
 //! recently used beyond [`MAX_MEMO_BYTES`], and renames a complete temporary file over the old one: readers
 //! see the old or the new file, and of two processes writing at once the last rename
@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format, Unframed};
 use rustc_hash::FxHashMap;
 
 use crate::store::Store;
@@ -37,8 +38,11 @@ use crate::tools::Fingerprint;
 /// The file at the store's top level that holds the memo.
 pub const PLANS_FILE: &str = "plans";
 
-/// The first line of a memo file this version reads and writes.
-const HEADER: &[u8] = b"once-plan-memo 1\n";
+/// The memo file's framing.
+const FORMAT: Format = Format {
+    name: "once-plan-memo",
+    version: 2,
+};
 
 /// The most bytes of values a rewrite keeps (the least recently used go first).
 pub const MAX_MEMO_BYTES: usize = 64 << 20;
@@ -94,16 +98,28 @@ impl PlanMemoFile {
     /// [`program_identity`].
     pub fn load(store: &Store) -> Option<PlanMemoFile> {
         let salt = program_identity()?;
-        let bytes = store.read_top_level(PLANS_FILE).ok().flatten();
-        Some(PlanMemoFile::from_bytes(salt, bytes.as_deref()))
+        let body = store.read_framed(PLANS_FILE, FORMAT);
+        let stored = body.as_deref().and_then(parse);
+        if body.is_some() && stored.is_none() {
+            store.remove_damaged_top_level(PLANS_FILE, Damage::Unparsable);
+        }
+        Some(PlanMemoFile {
+            salt,
+            stored: stored.unwrap_or_default(),
+            recorded: Mutex::default(),
+        })
     }
 
     /// The memo `bytes` (a `plans` file's content) hold, for a program identified by
     /// `salt`; empty unless they are a complete, intact file of this version.
     pub fn from_bytes(salt: Sha256Digest, bytes: Option<&[u8]>) -> PlanMemoFile {
+        let body = bytes.and_then(|bytes| match FORMAT.unframe(PLANS_FILE.as_bytes(), bytes) {
+            Unframed::Intact(body) => Some(body),
+            Unframed::OtherVersion | Unframed::Damaged(_) => None,
+        });
         PlanMemoFile {
             salt,
-            stored: bytes.and_then(parse).unwrap_or_default(),
+            stored: body.and_then(parse).unwrap_or_default(),
             recorded: Mutex::default(),
         }
     }
@@ -153,7 +169,7 @@ impl PlanMemoFile {
             total = total.saturating_add(value.len());
             total <= max_bytes
         });
-        Some(encode_entries(HEADER, &entries))
+        Some(FORMAT.frame(PLANS_FILE.as_bytes(), &encode_entries(&entries)))
     }
 
     /// Rewrites the store's `plans` file when this process recorded anything (see the
@@ -203,10 +219,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The entries of a complete, intact memo file of this version.
-fn parse(bytes: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
+/// The entries of an intact memo file's body.
+fn parse(body: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
     Some(
-        decode_entries(HEADER, bytes)?
+        decode_entries(body)?
             .into_iter()
             .map(|(key, last_used, value)| {
                 let stored = Stored {
@@ -226,11 +242,11 @@ pub(crate) fn unix_seconds(time: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A file of keyed entries, each with the time it was last used (seconds since the
-/// epoch): `header`, then per entry its key (32 bytes), the time (little-endian `u64`),
-/// the value's length (little-endian `u32`) and the value; then the entry count (`u64`)
-/// and the SHA-256 of everything before it. Values longer than a `u32` are left out.
-pub(crate) fn encode_entries(header: &[u8], entries: &[(Sha256Digest, u64, &[u8])]) -> Vec<u8> {
+/// The body of a file of keyed entries (framed by the caller, [`once_db::framed`]), each
+/// with the time it was last used (seconds since the epoch): per entry its key (32
+/// bytes), the time (little-endian `u64`), the value's length (little-endian `u32`) and
+/// the value. Values longer than a `u32` are left out.
+pub(crate) fn encode_entries(entries: &[(Sha256Digest, u64, &[u8])]) -> Vec<u8> {
     let entries: Vec<_> = entries
         .iter()
         .filter(|(_, _, value)| u32::try_from(value.len()).is_ok())
@@ -239,33 +255,20 @@ pub(crate) fn encode_entries(header: &[u8], entries: &[(Sha256Digest, u64, &[u8]
         .iter()
         .map(|(_, _, value)| ENTRY_HEADER + value.len())
         .sum::<usize>();
-    let mut out = Vec::with_capacity(header.len() + size + 8 + 32);
-    out.extend_from_slice(header);
+    let mut out = Vec::with_capacity(size);
     for (key, last_used, value) in &entries {
         out.extend_from_slice(&key.0);
         out.extend_from_slice(&last_used.to_le_bytes());
         out.extend_from_slice(&(value.len() as u32).to_le_bytes());
         out.extend_from_slice(value);
     }
-    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    let digest = Sha256Digest::of(&out);
-    out.extend_from_slice(&digest.0);
     out
 }
 
-/// The entries of a complete, intact file [`encode_entries`] wrote with `header`; `None`
-/// for anything else (another header, truncated, any byte changed).
-pub(crate) fn decode_entries<'b>(
-    header: &[u8],
-    bytes: &'b [u8],
-) -> Option<Vec<(Sha256Digest, u64, &'b [u8])>> {
-    let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
-    if Sha256Digest::of(body).0 != digest {
-        return None;
-    }
-    let (body, count) = body.split_at_checked(body.len().checked_sub(8)?)?;
-    let count = u64::from_le_bytes(count.try_into().ok()?);
-    let mut rest = body.strip_prefix(header)?;
+/// The entries of a body [`encode_entries`] wrote; `None` when it does not parse to its
+/// end.
+pub(crate) fn decode_entries(body: &[u8]) -> Option<Vec<(Sha256Digest, u64, &[u8])>> {
+    let mut rest = body;
     let mut entries = Vec::new();
     while !rest.is_empty() {
         let (entry_header, tail) = rest.split_at_checked(ENTRY_HEADER)?;
@@ -276,7 +279,7 @@ pub(crate) fn decode_entries<'b>(
         entries.push((key, last_used, value));
         rest = tail;
     }
-    (entries.len() as u64 == count).then_some(entries)
+    Some(entries)
 }
 
 #[cfg(test)]
@@ -346,7 +349,7 @@ mod tests {
             PlanMemoFile::from_bytes(salt, Some(&longer)).stored_len(),
             0
         );
-        for garbage in [&b""[..], b"once-plan-memo 1\n", &[0u8; 100]] {
+        for garbage in [&b""[..], b"once-plan-memo 2\n", &[0u8; 100]] {
             assert_eq!(
                 PlanMemoFile::from_bytes(salt, Some(garbage)).stored_len(),
                 0
@@ -410,9 +413,20 @@ mod tests {
         assert_eq!(again.lookup(&key("a")).as_deref(), Some(&b"plan"[..]));
 
         store
-            .write_top_level(PLANS_FILE, b"once-plan-memo 1\ngarbage")
+            .write_top_level(PLANS_FILE, b"once-plan-memo 2\ngarbage")
             .unwrap();
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 0);
+        let warnings = store.take_warnings();
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("plans") && warnings[0].contains("removed"),
+            "{warnings:?}"
+        );
+        assert_eq!(store.read_top_level(PLANS_FILE).unwrap(), None, "removed");
+        store
+            .write_top_level(PLANS_FILE, b"once-plan-memo 1\nan older version")
+            .unwrap();
+        assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 0);
+        assert!(store.take_warnings().is_empty(), "not damage");
         assert!(memo.save(&store).unwrap());
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 1);
 

@@ -16,15 +16,14 @@
 //! they agree and none changed in the last two seconds; failures are never stored.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format};
 
 use crate::key::KeyHasher;
 use crate::probe_stamps::{Stamp, probe_stamps, probe_stamps_with};
@@ -37,7 +36,12 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The file at the store's top level that keeps probe answers and their stamps.
 pub const PROBES_FILE: &str = "probes";
 
-const HEADER: &str = "once-probe-answers 1";
+/// The `probes` file's framing ([`once_db::framed`]): a damaged file is removed with a
+/// warning, and every probe runs again.
+const FORMAT: Format = Format {
+    name: "once-probe-answers",
+    version: 2,
+};
 
 /// The most of a probe's output that is read (the rest is ignored, not keyed).
 const OUTPUT_LIMIT: u64 = 1 << 20;
@@ -156,7 +160,7 @@ impl Probes {
         };
         let mut sorted: Vec<_> = stored.iter().collect();
         sorted.sort_by_key(|(key, _)| key.to_hex());
-        let mut text = format!("{HEADER}\n");
+        let mut text = String::new();
         for (key, (stamps, answer)) in sorted {
             text.push_str(&format!("answer {key} {answer} {}\n", stamps.len()));
             for stamp in stamps {
@@ -166,7 +170,7 @@ impl Probes {
                 }
             }
         }
-        store.write_top_level(PROBES_FILE, text.as_bytes())
+        store.write_framed(PROBES_FILE, FORMAT, text.as_bytes())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProbeKey, Result<Sha256Digest, String>>> {
@@ -193,19 +197,22 @@ fn answer_key(
     hasher.finish()
 }
 
-/// The answers in the store's `probes` file (an unreadable file or entry is skipped).
+/// The answers in the store's `probes` file (none when it is missing, another version's
+/// or damaged: removed with a warning).
 fn load(store: &Store) -> StoredAnswers {
+    let Some(body) = store.read_framed(PROBES_FILE, FORMAT) else {
+        return HashMap::new();
+    };
+    parse_answers(&body).unwrap_or_else(|| {
+        store.remove_damaged_top_level(PROBES_FILE, Damage::Unparsable);
+        HashMap::new()
+    })
+}
+
+/// The answers of an intact `probes` body; `None` when a line does not parse.
+fn parse_answers(body: &[u8]) -> Option<StoredAnswers> {
     let mut answers = HashMap::new();
-    let Ok(Some(bytes)) = store.read_top_level(PROBES_FILE) else {
-        return answers;
-    };
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        return answers;
-    };
-    let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
-        return answers;
-    }
+    let mut lines = std::str::from_utf8(body).ok()?.lines();
     while let Some(line) = lines.next() {
         let parsed = (|| {
             let mut fields = line.split(' ');
@@ -221,14 +228,10 @@ fn load(store: &Store) -> StoredAnswers {
             }
             Some((key, (stamps, answer)))
         })();
-        match parsed {
-            Some((key, entry)) => {
-                answers.insert(key, entry);
-            }
-            None => return answers,
-        }
+        let (key, entry) = parsed?;
+        answers.insert(key, entry);
     }
-    answers
+    Some(answers)
 }
 
 fn parse_stamp(line: &str) -> Option<Stamp> {
@@ -264,40 +267,27 @@ fn run_probe(
         .env_clear()
         .envs(environment)
         .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = crate::runner::spawn(&mut command)
-        .map_err(|e| format!("the toolchain probe `{shown}` cannot start: {e}"))?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let read_out = std::thread::spawn(move || read_bounded(stdout));
-    let read_err = std::thread::spawn(move || read_bounded(stderr));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Ok(None) => {
-                let group = rustix::process::Pid::from_raw(child.id().cast_signed());
-                if let Some(group) = group {
-                    let _ =
-                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                }
-                let _ = child.wait();
-                return Err(format!(
-                    "the toolchain probe `{shown}` ran longer than {} s",
-                    PROBE_TIMEOUT.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("the toolchain probe `{shown}` was lost: {e}")),
-        }
-    };
-    let stdout = read_out.join().unwrap_or_default();
-    let stderr = read_err.join().unwrap_or_default();
+        .stdin(Stdio::null());
+    // Read through pipes with a bound, the group killed when the probe exits: a probe
+    // that leaves a background child holding its output does not hold the build.
+    let limit = usize::try_from(OUTPUT_LIMIT).unwrap_or(usize::MAX);
+    let mut stdout = crate::piped::Bounded::new(limit);
+    let mut stderr = crate::piped::Bounded::new(limit);
+    let exit = crate::piped::run_piped(
+        &mut command,
+        Some(PROBE_TIMEOUT),
+        &mut |chunk| stdout.take(chunk),
+        &mut |chunk| stderr.take(chunk),
+    )
+    .map_err(|e| format!("the toolchain probe `{shown}` cannot start: {e}"))?;
+    if exit.timed_out {
+        return Err(format!(
+            "the toolchain probe `{shown}` ran longer than {} s",
+            PROBE_TIMEOUT.as_secs()
+        ));
+    }
+    let status = exit.status;
+    let (stdout, stderr) = (stdout.bytes, stderr.bytes);
     if !status.success() {
         return Err(format!(
             "the toolchain probe `{shown}` failed ({status}): {}",
@@ -310,18 +300,6 @@ fn run_probe(
     hasher.number(u64::from(status.code().unwrap_or(-1).cast_unsigned()));
     hasher.bytes(&stdout);
     Ok(hasher.finish())
-}
-
-fn read_bounded(pipe: Option<impl std::io::Read>) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    if let Some(pipe) = pipe {
-        let mut limited = pipe.take(OUTPUT_LIMIT);
-        let _ = limited.read_to_end(&mut bytes);
-        // Drain the rest so the probe never blocks on a full pipe.
-        let mut rest = limited.into_inner();
-        let _ = std::io::copy(&mut rest, &mut std::io::sink());
-    }
-    bytes
 }
 
 #[cfg(test)]
@@ -395,6 +373,35 @@ mod tests {
             )
             .unwrap_err();
         assert!(error.contains("cannot start"), "{error}");
+    }
+
+    #[test]
+    fn a_probe_that_leaves_a_background_child_answers_at_once() {
+        let (sender, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let probes = Probes::default();
+            let directory = tempfile::tempdir().unwrap();
+            let store = Store::open(directory.path()).unwrap();
+            let result = probes.result(
+                &store,
+                &probe("sleep 600 & echo $! > sleeper; echo v1"),
+                &environment(),
+                directory.path(),
+            );
+            let sleeper = std::fs::read_to_string(directory.path().join("sleeper"));
+            let _ = sender.send((result, sleeper));
+        });
+        let (result, sleeper) = answer
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the probe answers although its background child holds its pipes");
+        assert!(result.is_ok(), "{result:?}");
+        let sleeper = sleeper.expect("the probe wrote its child's id");
+        std::thread::sleep(Duration::from_millis(50));
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", sleeper.trim()));
+        assert!(
+            stat.is_err() || stat.is_ok_and(|stat| stat.contains(") Z")),
+            "the probe's background child survived"
+        );
     }
 
     fn set_modified(path: &Path, ago: u64) {
@@ -508,9 +515,15 @@ mod tests {
         store
             .write_top_level(
                 PROBES_FILE,
-                text.replace("stamp 1 2 3", "stamp x 2 3").as_bytes(),
+                text.replace("stamp 1 2 3", "stamp 1 2 4").as_bytes(),
             )
             .unwrap();
-        assert!(load(&store).is_empty());
+        assert!(load(&store).is_empty(), "a changed stamp is damage");
+        let warnings = store.take_warnings();
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("probes"),
+            "{warnings:?}"
+        );
+        assert_eq!(store.read_top_level(PROBES_FILE).unwrap(), None, "removed");
     }
 }

@@ -16,9 +16,13 @@
 //! afterwards nothing is a hit that the record files do not make one.
 //!
 //! **The file** is rewritten at the end of an execution that added or renewed entries
-//! (in the store's format of keyed entries, see `plan_memo`), keeping the entries used
-//! in the last week; the rewrite also removes the index files of workspaces not built
-//! for a week. A file that is not complete and intact is ignored as a whole. Two
+//! (in the store's format of keyed entries, see `plan_memo`, framed: [`once_db::framed`]),
+//! keeping the entries used in the last week; the rewrite also removes the index files of
+//! workspaces not built for a week. A file that is not intact is ignored as a whole (and
+//! removed with a warning); each entry is a record file's bytes with the record's own
+//! checksum, bound to its key, so an entry is taken only if it is exactly what was
+//! written for that key. A record file found damaged is never copied into the index: it
+//! is removed and its action runs again. Two
 //! processes rewriting at once: the last rename wins, and what the other added is read
 //! from record files again next time.
 
@@ -28,14 +32,18 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format};
 use rustc_hash::FxHashMap;
 
 use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, unix_seconds};
 use crate::record::ActionRecord;
 use crate::store::{Store, TOUCH_GRANULARITY};
 
-/// The first line of an index file this version reads and writes.
-const HEADER: &[u8] = b"once-record-index 1\n";
+/// The index files' framing.
+const FORMAT: Format = Format {
+    name: "once-record-index",
+    version: 2,
+};
 
 /// The prefix of the index files' names at the store's top level.
 pub const INDEX_PREFIX: &str = "index-";
@@ -43,8 +51,8 @@ pub const INDEX_PREFIX: &str = "index-";
 /// One workspace's index: what its file held and what this execution added.
 pub struct RecordIndex {
     name: String,
-    stored: FxHashMap<Sha256Digest, (u64, Box<str>)>,
-    added: Mutex<FxHashMap<Sha256Digest, (u64, String)>>,
+    stored: FxHashMap<Sha256Digest, (u64, Box<[u8]>)>,
+    added: Mutex<FxHashMap<Sha256Digest, (u64, Vec<u8>)>>,
 }
 
 impl RecordIndex {
@@ -55,17 +63,17 @@ impl RecordIndex {
             "{INDEX_PREFIX}{}",
             Sha256Digest::of(workspace_root.as_os_str().as_encoded_bytes())
         );
-        let bytes = store.read_top_level(&name).ok().flatten();
-        let stored = bytes
-            .as_deref()
-            .and_then(|bytes| decode_entries(HEADER, bytes))
+        let body = store.read_framed(&name, FORMAT);
+        let entries = body.as_deref().map(decode_entries);
+        if let Some(None) = entries {
+            store.remove_damaged_top_level(&name, Damage::Unparsable);
+        }
+        let stored = entries
+            .flatten()
             .map(|entries| {
                 entries
                     .into_iter()
-                    .filter_map(|(key, used, value)| {
-                        let text = std::str::from_utf8(value).ok()?;
-                        Some((key, (used, text.into())))
-                    })
+                    .map(|(key, used, value)| (key, (used, value.into())))
                     .collect()
             })
             .unwrap_or_default();
@@ -83,13 +91,13 @@ impl RecordIndex {
         key: &Sha256Digest,
         now: SystemTime,
     ) -> Option<(ActionRecord, SystemTime)> {
-        let (used, text) = self.stored.get(key)?;
+        let (used, bytes) = self.stored.get(key)?;
         let used = SystemTime::UNIX_EPOCH + Duration::from_secs(*used);
         let age = now.duration_since(used).ok()?;
         if age >= TOUCH_GRANULARITY {
             return None;
         }
-        Some((ActionRecord::decode(text)?, used))
+        Some((ActionRecord::decode(key, bytes).ok()?, used))
     }
 
     /// Remembers the record of `key`, last used at `used`, as read from or written to
@@ -99,7 +107,7 @@ impl RecordIndex {
         self.added
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(*key, (used, record.encode()));
+            .insert(*key, (used, record.encode(key)));
     }
 
     /// Rewrites the index file when this execution remembered anything, keeping the
@@ -114,16 +122,16 @@ impl RecordIndex {
             .stored
             .iter()
             .filter(|(key, _)| !added.contains_key(key))
-            .map(|(key, (used, text))| (*key, *used, text.as_bytes()))
+            .map(|(key, (used, bytes))| (*key, *used, &bytes[..]))
             .chain(
                 added
                     .iter()
-                    .map(|(key, (used, text))| (*key, *used, text.as_bytes())),
+                    .map(|(key, (used, bytes))| (*key, *used, &bytes[..])),
             )
             .filter(|(_, used, _)| used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now)
             .collect();
         entries.sort_unstable_by_key(|entry| entry.0);
-        store.write_top_level(&self.name, &encode_entries(HEADER, &entries))?;
+        store.write_framed(&self.name, FORMAT, &encode_entries(&entries))?;
         // The indexes of workspaces no longer built (a workspace in use rewrites its
         // index at least once an hour of builds: its entries are renewed then).
         store.remove_unused_top_level(
@@ -199,6 +207,12 @@ mod tests {
                 .recent(&fresh, now)
                 .is_none()
         );
+        let warnings = store.take_warnings();
+        assert!(
+            warnings.len() == 1 && warnings[0].contains(&name),
+            "{warnings:?}"
+        );
+        assert_eq!(store.read_top_level(&name).unwrap(), None, "removed");
     }
 
     /// Saving one workspace's index removes those of workspaces not built for a week.

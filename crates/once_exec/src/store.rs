@@ -21,8 +21,11 @@
 //! nothing or all of it, and a writer killed mid-write leaves only a temporary file
 //! (removed by the next executor that finds the store unused, or by `gc`/`clean`). Blobs
 //! are checked against their name whenever they are read; one that does not match is
-//! removed and reported, and whatever needed it is a miss. Nothing is `fsync`ed: a power
-//! cut can leave an empty or partial blob or record, which the checks turn into misses.
+//! removed and reported, and whatever needed it is a miss; so is anything but a regular
+//! file at a blob's name (a link, a directory), which is removed, never followed, so the
+//! blob is stored again. Records and the top-level files are framed with a checksum
+//! (`store/files.rs`): a damaged one is removed and reported. Nothing is `fsync`ed: a power cut
+//! can leave an empty or partial blob or record, which the checks turn into misses.
 //!
 //! **Sealed blobs.** When the store writes a blob it makes it read-only (0444) and sets
 //! its modification time to a fixed instant in the past ([`SEAL_SECONDS`]); nothing else
@@ -56,6 +59,9 @@ use sha2::{Digest as _, Sha256};
 
 use crate::handles::{self, with_context};
 use crate::record::ActionRecord;
+
+mod files;
+pub use files::{FramedBody, RecordRead};
 
 /// The store's directory under the workspace root when none is configured.
 pub const DEFAULT_STORE_DIR: &str = ".once/cache";
@@ -93,6 +99,9 @@ pub struct Store {
     actions: OwnedFd,
     locks: OwnedFd,
     temporaries: OwnedFd,
+    /// Damaged files met (and removed) that no action's result reports: for the front
+    /// end to show ([`Store::take_warnings`]).
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 /// Why a blob could not be read.
@@ -155,6 +164,11 @@ fn fan_out(digest: &Sha256Digest) -> (String, String) {
     (hex[..2].to_owned(), hex[2..].to_owned())
 }
 
+/// The fan-out directory and name of a blob's or record's `fan/name`.
+fn split_fan(relative: &str) -> (&str, &str) {
+    relative.split_once('/').unwrap_or(("", relative))
+}
+
 impl Store {
     /// Opens (creating it when missing) the store at `path`.
     pub fn open(path: &Path) -> io::Result<Store> {
@@ -176,6 +190,7 @@ impl Store {
             temporaries: directory(TEMPORARIES)?,
             root,
             path: path.to_path_buf(),
+            warnings: std::sync::Mutex::default(),
         })
     }
 
@@ -186,6 +201,19 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Keeps a warning for the front end (a damaged file met and removed).
+    pub fn warn(&self, warning: String) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+
+    /// The warnings kept since the last call.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn lock_store(&self, operation: FlockOperation) -> io::Result<File> {
@@ -241,14 +269,51 @@ impl Store {
         let _ = unlinkat(&self.temporaries, name, AtFlags::empty());
     }
 
+    /// Whether the blob `digest` is stored (a regular file at its name; anything else
+    /// there, a link or a directory, is removed: the blob is then stored again).
     pub fn has_blob(&self, digest: &Sha256Digest) -> bool {
         let (directory, name) = fan_out(digest);
-        rustix::fs::statat(
-            &self.blobs,
-            format!("{directory}/{name}"),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .is_ok()
+        let relative = format!("{directory}/{name}");
+        match statat(&self.blobs, relative.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if handles::file_type(&stat) == FileType::RegularFile => true,
+            Ok(_) => {
+                let _ = self.remove_blob_entry(&relative);
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Removes whatever is at the blob name `relative` (`fan/name`), a directory too.
+    fn remove_blob_entry(&self, relative: &str) -> io::Result<()> {
+        let (fan, name) = split_fan(relative);
+        match handles::open_directory(&self.blobs, fan)? {
+            Some(directory) => handles::remove_entry(&directory, name),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens the blob `relative` (`fan/name`): [`BlobError::Missing`] when nothing is
+    /// there; something other than a regular file there (a link, a directory, a pipe) is
+    /// removed and [`BlobError::Corrupt`].
+    fn open_blob(&self, relative: &str) -> Result<(File, Stat), BlobError> {
+        let opened = match handles::open_file(&self.blobs, relative) {
+            Ok(Some(file)) => fstat(&file)
+                .map(|stat| (file, stat))
+                .map_err(|e| BlobError::Io(e.into()))?,
+            Ok(None) => return Err(BlobError::Missing),
+            // A symbolic link at the name.
+            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) => {
+                let _ = self.remove_blob_entry(relative);
+                return Err(BlobError::Corrupt);
+            }
+            Err(e) => return Err(BlobError::Io(e)),
+        };
+        if handles::file_type(&opened.1) != FileType::RegularFile {
+            let _ = self.remove_blob_entry(relative);
+            return Err(BlobError::Corrupt);
+        }
+        Ok(opened)
     }
 
     /// Moves the temporary file `temporary` (already hashed to `digest`) into the blobs.
@@ -366,11 +431,7 @@ impl Store {
     ) -> Result<bool, BlobError> {
         let (fan, blob_name) = fan_out(digest);
         let relative = format!("{fan}/{blob_name}");
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Err(BlobError::Missing);
-        };
-        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
+        let (mut file, stat) = self.open_blob(&relative)?;
         if !is_sealed(&stat, size) {
             self.verify_blob(&mut file, &relative, digest)?;
         }
@@ -424,11 +485,11 @@ impl Store {
         if is_sealed(&stat, size) {
             return Ok(true);
         }
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Ok(false);
+        let (mut file, stat) = match self.open_blob(&relative) {
+            Ok(opened) => opened,
+            Err(BlobError::Missing) => return Ok(false),
+            Err(e) => return Err(e),
         };
-        let stat = fstat(&file).map_err(|e| BlobError::Io(e.into()))?;
         if stat.st_ino != output.st_ino {
             return Ok(false);
         }
@@ -489,10 +550,7 @@ impl Store {
     ) -> Result<u64, BlobError> {
         let (directory, name) = fan_out(digest);
         let relative = format!("{directory}/{name}");
-        let Some(mut file) = handles::open_file(&self.blobs, &relative).map_err(BlobError::Io)?
-        else {
-            return Err(BlobError::Missing);
-        };
+        let (mut file, _) = self.open_blob(&relative)?;
         let mut hasher = Sha256::new();
         let mut buffer = vec![0u8; COPY_CHUNK];
         let mut size = 0u64;
@@ -523,79 +581,6 @@ impl Store {
         Ok(bytes)
     }
 
-    /// The record of `key`, or `None` (no record, or not a complete one).
-    pub fn read_record(&self, key: &Sha256Digest) -> Option<ActionRecord> {
-        self.read_record_used(key).map(|(record, _)| record)
-    }
-
-    /// The record of `key` and when it was last used (its modification time: written or
-    /// touched by [`Store::touch_record_if_stale`]), or `None` (no record, or not a
-    /// complete one).
-    ///
-    /// A record is never written in place (it reaches its name by `renameat`), so the size
-    /// its open handle reports is the size of what can be read from it: it is read with
-    /// one `read` into a buffer of exactly that size instead of growing a buffer until
-    /// the end of the file.
-    pub fn read_record_used(&self, key: &Sha256Digest) -> Option<(ActionRecord, SystemTime)> {
-        let (directory, name) = fan_out(key);
-        let mut file = handles::open_file(&self.actions, &format!("{directory}/{name}")).ok()??;
-        let stat = fstat(&file).ok()?;
-        if handles::file_type(&stat) != FileType::RegularFile {
-            return None;
-        }
-        let size = usize::try_from(stat.st_size).ok()?;
-        let mut bytes = vec![0u8; size];
-        // A short read (not expected from a regular file) is completed; a file that ends
-        // early is not a complete record.
-        file.read_exact(&mut bytes).ok()?;
-        let record = ActionRecord::decode(std::str::from_utf8(&bytes).ok()?)?;
-        Some((record, modification_time(&stat)))
-    }
-
-    pub fn write_record(&self, key: &Sha256Digest, record: &ActionRecord) -> io::Result<()> {
-        let (directory, name) = fan_out(key);
-        let fan = handles::make_directory(&self.actions, &directory)?;
-        handles::write_atomically(&fan, &name, record.encode().as_bytes(), 0o644)
-    }
-
-    /// Removes the record of `key` (what used it will run again).
-    pub fn forget_record(&self, key: &Sha256Digest) {
-        let (directory, name) = fan_out(key);
-        let _ = unlinkat(
-            &self.actions,
-            format!("{directory}/{name}"),
-            AtFlags::empty(),
-        );
-    }
-
-    /// Marks the record of `key`, last used at `used` ([`Store::read_record_used`]), as
-    /// used now, unless `used` is less than [`TOUCH_GRANULARITY`] ago: `gc` evicts the
-    /// least recently used records first, and knowing their use to the hour is enough for
-    /// that, while a touch on every hit costs a system call per action of a no-op build.
-    /// The modification time only orders records for `gc`; no cache decision reads it.
-    /// Answers when the record counts as last used now.
-    pub fn touch_record_if_stale(&self, key: &Sha256Digest, used: SystemTime) -> SystemTime {
-        let now = SystemTime::now();
-        if used_recently(used, now) {
-            used
-        } else {
-            self.touch_record(key);
-            now
-        }
-    }
-
-    /// Marks the record of `key` as used now (`gc` evicts the least recently used first).
-    pub fn touch_record(&self, key: &Sha256Digest) {
-        let (directory, name) = fan_out(key);
-        let now = timestamps_now();
-        let _ = rustix::fs::utimensat(
-            &self.actions,
-            format!("{directory}/{name}"),
-            &now,
-            AtFlags::SYMLINK_NOFOLLOW,
-        );
-    }
-
     /// Takes the lock of `key` (of its stripe: [`lock_stripe`]), waiting while another
     /// thread or process holds it; gives up
     /// (answering `None`) once `give_up` says so, checked every 20 ms.
@@ -608,59 +593,6 @@ impl Store {
             handles::lock_exclusive(&self.locks, &lock_stripe(&key.0), give_up)?
                 .map(|file| KeyLock { _file: file }),
         )
-    }
-
-    /// Reads a small file at the store's top level (e.g. `tools`).
-    pub fn read_top_level(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        handles::read_file(&self.root, name)
-    }
-
-    /// Replaces a small file at the store's top level atomically.
-    pub fn write_top_level(&self, name: &str, contents: &[u8]) -> io::Result<()> {
-        handles::write_atomically(&self.root, name, contents, 0o644)
-    }
-
-    /// When the file `name` at the store's top level was last modified (`None` when it
-    /// is missing or not a regular file).
-    pub fn top_level_modified(&self, name: &str) -> Option<SystemTime> {
-        let stat = handles::stat_entry(&self.root, name).ok().flatten()?;
-        (handles::file_type(&stat) == FileType::RegularFile).then(|| modification_time(&stat))
-    }
-
-    /// Marks the file `name` at the store's top level as modified now, unless it was
-    /// less than [`TOUCH_GRANULARITY`] before `now` (files kept per workspace are removed
-    /// when unused for a while: [`Store::remove_unused_top_level`]).
-    pub fn touch_top_level_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
-        if used_recently(modified, now) {
-            return;
-        }
-        let now = timestamps_now();
-        let _ = rustix::fs::utimensat(&self.root, name, &now, AtFlags::SYMLINK_NOFOLLOW);
-    }
-
-    /// Removes the files at the store's top level whose names start with `prefix` and
-    /// that were not modified in the `max_age` before `now` (the per-workspace files of
-    /// workspaces no longer built: their next build only plans or reads again). Answers
-    /// how many it removed.
-    pub fn remove_unused_top_level(
-        &self,
-        prefix: &str,
-        max_age: Duration,
-        now: SystemTime,
-    ) -> usize {
-        let Ok(names) = handles::entry_names(&self.root) else {
-            return 0;
-        };
-        names
-            .iter()
-            .filter(|name| name.starts_with(prefix))
-            .filter(|name| {
-                self.top_level_modified(name).is_some_and(|modified| {
-                    now.duration_since(modified).is_ok_and(|age| age > max_age)
-                })
-            })
-            .filter(|name| unlinkat(&self.root, name.as_str(), AtFlags::empty()).is_ok())
-            .count()
     }
 
     /// Every entry of a fanned-out directory: (fan/name, size, time): the change time
@@ -773,10 +705,12 @@ impl Store {
             std::collections::HashMap::new();
         let mut records = Vec::new();
         for (name, size, modified) in actions.drain(..) {
+            let key = Sha256Digest::from_hex(&name.replace('/', ""));
             let record = handles::read_file(&self.actions, &name)
                 .ok()
                 .flatten()
-                .and_then(|bytes| ActionRecord::decode(std::str::from_utf8(&bytes).ok()?));
+                .zip(key)
+                .and_then(|(bytes, key)| ActionRecord::decode(&key, &bytes).ok());
             match record {
                 Some(record) => {
                     let referenced: std::collections::BTreeSet<String> = record
@@ -1073,7 +1007,9 @@ mod tests {
             (TOUCH_GRANULARITY + Duration::from_secs(60), true),
         ] {
             set_used(ago);
-            let (read, last_use) = store.read_record_used(&key).unwrap();
+            let RecordRead::Found(read, last_use) = store.read_record_used(&key) else {
+                panic!("the record is there");
+            };
             assert_eq!(read, record);
             assert_eq!(last_use, used());
             store.touch_record_if_stale(&key, last_use);

@@ -8,7 +8,9 @@
 //! are kept in the store's `tools` file by path and metadata fingerprint (device, inode,
 //! size, modification and change times, mode); an entry is reused only while the
 //! fingerprint is the same, and a file changed in the last two seconds is hashed again
-//! each time (a change within one timestamp tick would not show in the fingerprint).
+//! each time (a change within one timestamp tick would not show in the fingerprint). The
+//! file is framed ([`once_db::framed`]): a damaged one is removed with a warning, and
+//! every program is hashed again.
 
 use std::collections::HashMap;
 use std::io::{self, Read as _};
@@ -18,6 +20,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use once_db::Sha256Digest;
+use once_db::framed::{Damage, Format};
 use sha2::{Digest as _, Sha256};
 
 use crate::key::ToolIdentity;
@@ -26,7 +29,10 @@ use crate::store::Store;
 /// The file at the store's top level that keeps tool digests.
 pub const TOOLS_FILE: &str = "tools";
 
-const HEADER: &str = "once-tool-digests 1";
+const FORMAT: Format = Format {
+    name: "once-tool-digests",
+    version: 2,
+};
 
 /// How recently changed a file may be for its digest to be kept.
 pub(crate) const SETTLED: Duration = Duration::from_secs(2);
@@ -125,29 +131,23 @@ pub struct ToolDigests {
 
 impl ToolDigests {
     fn load(store: &Store) -> HashMap<String, (Fingerprint, Sha256Digest)> {
-        let Ok(Some(bytes)) = store.read_top_level(TOOLS_FILE) else {
+        let Some(body) = store.read_framed(TOOLS_FILE, FORMAT) else {
             return HashMap::new();
         };
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            return HashMap::new();
-        };
-        let mut lines = text.lines();
-        if lines.next() != Some(HEADER) {
-            return HashMap::new();
-        }
-        let mut entries = HashMap::new();
-        for line in lines {
-            let mut fields = line.splitn(8, ' ');
-            let parsed = (|| {
-                let digest = Sha256Digest::from_hex(fields.next()?)?;
-                let fingerprint = Fingerprint::from_fields(&mut fields)?;
-                Some((fields.next()?.to_owned(), (fingerprint, digest)))
-            })();
-            if let Some((path, entry)) = parsed {
-                entries.insert(path, entry);
-            }
-        }
-        entries
+        let parsed = std::str::from_utf8(&body).ok().and_then(|text| {
+            text.lines()
+                .map(|line| {
+                    let mut fields = line.splitn(8, ' ');
+                    let digest = Sha256Digest::from_hex(fields.next()?)?;
+                    let fingerprint = Fingerprint::from_fields(&mut fields)?;
+                    Some((fields.next()?.to_owned(), (fingerprint, digest)))
+                })
+                .collect::<Option<HashMap<_, _>>>()
+        });
+        parsed.unwrap_or_else(|| {
+            store.remove_damaged_top_level(TOOLS_FILE, Damage::Unparsable);
+            HashMap::new()
+        })
     }
 
     /// The identity of the program at `path` (absolute), with the fingerprint of the
@@ -211,7 +211,7 @@ impl ToolDigests {
         let Some(entries) = entries.as_ref() else {
             return Ok(());
         };
-        let mut text = format!("{HEADER}\n");
+        let mut text = String::new();
         let mut sorted: Vec<_> = entries
             .iter()
             .filter(|(path, _)| !path.contains('\n'))
@@ -220,7 +220,7 @@ impl ToolDigests {
         for (path, (f, digest)) in sorted {
             text.push_str(&format!("{digest} {} {path}\n", f.to_fields()));
         }
-        store.write_top_level(TOOLS_FILE, text.as_bytes())
+        store.write_framed(TOOLS_FILE, FORMAT, text.as_bytes())
     }
 }
 

@@ -473,6 +473,7 @@ fn bad_plans_are_refused_before_anything_runs() {
         refusal(&[escaping]),
         refusal(&[other_target]),
         refusal(&[action("a", &[], &["a"]), duplicate]),
+        refusal(&[action("a", &[], &["a", "a"])]),
         refusal(&[action("a", &["b"], &["a"]), action("b", &["a/x"], &["b"])]),
         refusal(&[action("a", &[], &["dir"]), action("b", &[], &["dir/x"])]),
     ];
@@ -483,6 +484,7 @@ fn bad_plans_are_refused_before_anything_runs() {
             "action `T#build/a` names `.once/out/T/../U/a`, which is not a relative path inside the workspace",
             "action `T#build/a` declares the output `.once/out/U/a` outside its target's build directory `.once/out/T`",
             "actions `T#build/a` and `T#build/b` both declare the output `.once/out/T/a`",
+            "action `T#build/a` declares the output `.once/out/T/a` twice",
             "these actions depend on each other's outputs in a cycle: T#build/a, T#build/b",
             "action `T#build/b` declares the output `.once/out/T/dir/x` inside `.once/out/T/dir`, an output of `T#build/a`",
         ]

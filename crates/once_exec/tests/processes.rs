@@ -466,10 +466,10 @@ fn a_corrupt_blob_is_detected_removed_reported_and_rebuilt() {
 /// Run as a child by the next test (only when `ONCE_EXEC_CHILD_STORE` is set): writes
 /// blobs and records into a store until it is killed.
 #[test]
+#[ignore = "a child process of a_writer_killed_mid_write_leaves_a_usable_store, which runs it"]
 fn child_writer_killed_mid_write() {
-    let Some(path) = std::env::var_os("ONCE_EXEC_CHILD_STORE") else {
-        return;
-    };
+    let path = std::env::var_os("ONCE_EXEC_CHILD_STORE")
+        .expect("run by a_writer_killed_mid_write_leaves_a_usable_store, with its store");
     let store = Store::open(Path::new(&path)).unwrap();
     let _in_use = store.start_use().unwrap();
     let big = vec![7u8; 8 << 20];
@@ -501,6 +501,7 @@ fn a_writer_killed_mid_write_leaves_a_usable_store() {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
+            "--ignored",
             "child_writer_killed_mid_write",
             "--nocapture",
             "--test-threads=1",
@@ -673,11 +674,11 @@ fn logged_plan() -> Vec<PlannedAction> {
 /// Run as a child by the next test (only when `ONCE_EXEC_CHILD_WORKSPACE` is set): runs
 /// `logged_plan` in that workspace and prints each action's cache state.
 #[test]
+#[ignore = "a child process of two_processes_on_one_workspace_run_each_action_once_and_both_succeed, which runs it"]
 #[allow(clippy::print_stdout, reason = "the parent test reads the answer")]
 fn child_executor() {
-    let Some(root) = std::env::var_os("ONCE_EXEC_CHILD_WORKSPACE") else {
-        return;
-    };
+    let root = std::env::var_os("ONCE_EXEC_CHILD_WORKSPACE")
+        .expect("run by two_processes_on_one_workspace_run_each_action_once_and_both_succeed");
     let root = Path::new(&root);
     let store = Store::open(&Store::default_path(root)).unwrap();
     let report = run(root, &store, &logged_plan());
@@ -695,6 +696,7 @@ fn two_processes_on_one_workspace_run_each_action_once_and_both_succeed() {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
+                    "--ignored",
                     "child_executor",
                     "--nocapture",
                     "--test-threads=1",

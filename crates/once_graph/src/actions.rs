@@ -34,7 +34,7 @@ use crate::plan_memo::{
 };
 use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
 use crate::settings::package_by_path;
-use crate::validate::target_errors;
+use crate::validate::planning_errors;
 
 /// One capability of one target, as a query key.
 #[salsa::interned(debug)]
@@ -132,7 +132,7 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
     let Some((package, target)) = find(db, workspace, id) else {
         return TargetPlan::default();
     };
-    let errors = target_errors(db, package, id);
+    let errors = planning_errors(db, package);
     if !errors.is_empty() {
         return TargetPlan {
             actions: TargetActions::default(),

@@ -47,38 +47,33 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     cap_diagnostics(diagnostics).into_boxed_slice()
 }
 
-/// Every error of the target `id` in `package`: its own (the manifest's and its
-/// resolution's diagnostics naming it) and its references' ([`reference_diagnostics`]),
-/// as validation reports them. A target with one is not planned: an invalid or missing
-/// dependency would otherwise be left out of its plan, and it would run without it.
-pub(crate) fn target_errors<'db>(db: &'db dyn Db, package: Package, id: &str) -> &'db [Diagnostic] {
-    let errors = package_errors(db, package);
-    let first = errors.partition_point(|d| d.target.as_deref() < Some(id));
-    let count = errors[first..]
-        .iter()
-        .take_while(|d| d.target.as_deref() == Some(id))
-        .count();
-    &errors[first..first + count]
-}
-
-/// The errors of `package` that name a target (its manifest's, its resolution's and its
-/// targets' references'), sorted by target (stable: each target's in the order found).
+/// The errors that keep every target of `package` from being planned: each error
+/// validation reports in the package's manifest ([`file_diagnostics`]: syntax, TOML,
+/// structure, attributes, references), and those of the root manifest, whose
+/// `[workspace]` and `[modules]` tables shape every package. Recovery from a broken
+/// manifest is for the editor: a target the parser salvaged from one is never planned,
+/// since what it would run is a guess (an unterminated string swallowing the rest of a
+/// command, a dependency dropped with its invalid label).
 #[salsa::tracked(returns(ref))]
-fn package_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
-    let mut errors: Vec<Diagnostic> = manifest(db, package)
-        .diagnostics
-        .iter()
-        .chain(&resolved_targets(db, package).diagnostics)
-        .chain(package_reference_diagnostics(db, package).iter())
-        .filter(|d| d.severity == Severity::Error && d.target.is_some())
-        .cloned()
-        .collect();
-    errors.sort_by(|a, b| a.target.cmp(&b.target));
+pub(crate) fn planning_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
+    let errors_of = |package: Package| {
+        file_diagnostics(db, package)
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .cloned()
+    };
+    let mut errors: Vec<Diagnostic> = errors_of(package).collect();
+    if !package.path(db).is_empty()
+        && let Some(workspace) = Workspace::try_get(db)
+        && let Some(root) = package_by_path(db, workspace).get("")
+    {
+        errors.extend(errors_of(root));
+    }
     errors.into_boxed_slice()
 }
 
 /// [`reference_diagnostics`] of every target of `package`, in the targets' order: shared
-/// by [`file_diagnostics`] and the planner's [`target_errors`].
+/// by [`file_diagnostics`] (and so by [`planning_errors`]).
 #[salsa::tracked(returns(ref))]
 fn package_reference_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     let Some(workspace) = Workspace::try_get(db) else {

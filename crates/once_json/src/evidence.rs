@@ -31,7 +31,7 @@ pub struct EvidenceRecordDto {
     /// `hit`, `miss` or `bypass`.
     #[schemars(extend("enum" = ["hit", "miss", "bypass"]))]
     pub cache: &'static str,
-    /// Absent when the process was killed by a signal.
+    /// Absent when the process did not exit with a code: a signal killed it, or once could not run it or keep its result (a full disk while capturing its output).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// Digests of the captured streams in the local store.

@@ -309,11 +309,8 @@ fn run_script(
         .results
         .iter()
         .find(|r| r.id != job.main && r.status == once_exec::ActionStatus::Failed);
-    let code = |r: &once_exec::ActionResult| match (r.exit_code, r.signal) {
-        (_, Some(signal)) => 128 + signal,
-        (Some(code), None) => code,
-        (None, None) => 1,
-    };
+    // The table `once exec` exits with.
+    let code = |r: &once_exec::ActionResult| i32::from(once_build::scripts::exit_code(r));
     // As `once exec` writes its stderr: the output of the needs that ran (each under a
     // header), then the script's (or a failed need's output and why).
     let mut needs_output = String::new();
@@ -342,13 +339,8 @@ fn run_script(
         None => {
             let mut stderr = needs_output;
             stderr.push_str(&text(&main.stderr.tail));
-            if main.status == once_exec::ActionStatus::Failed
-                && (main.exit_code.is_none() && main.signal.is_none() || main.exit_code == Some(0))
-            {
-                stderr.push_str(&format!(
-                    "once: error: {}\n",
-                    main.message.as_deref().unwrap_or("the script failed")
-                ));
+            if let Some(note) = once_build::scripts::failure_note(main) {
+                stderr.push_str(&format!("once: error: {note}\n"));
             }
             (code(main), text(&main.stdout.tail), stderr)
         }
@@ -366,7 +358,7 @@ fn run_script(
         record: ScriptRecord {
             action_digest: digest.clone(),
             cache: main.cache.map(|c| c.as_str()),
-            exit_code: main.exit_code,
+            exit_code: once_build::scripts::reported_exit_code(main),
         },
         evidence_subject: digest,
         evidence: records

@@ -6,7 +6,8 @@
 //!
 //! Supported keywords: `type` (a name or a list of names), `properties`, `required`,
 //! `additionalProperties` (`false` or a schema), `items`, `enum`, `minimum`, `maximum`,
-//! `minLength`, `description`, `default`; `format` is informative.
+//! `minLength`, `description`, `default`; `format` is informative (output schemas carry only
+//! the formats JSON Schema defines, so that strict validators compile them).
 
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::RecursiveTransform;
@@ -53,6 +54,29 @@ pub fn record_schema<T: JsonSchema>() -> Value {
     output_schema::<T>()["properties"]["result"].clone()
 }
 
+/// The formats JSON Schema 2020-12 defines; any other is removed from output schemas.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
 /// Marks an optional field whose `null` is a value it takes when present (the record type
 /// says `#[schemars(extend("x-null-when-present" = true))]`); removed from the output.
 const NULL_WHEN_PRESENT: &str = "x-null-when-present";
@@ -61,10 +85,26 @@ const NULL_WHEN_PRESENT: &str = "x-null-when-present";
 /// `null` out of optional fields: an `Option` field skipped when `None` is absent, never
 /// `null` (unless it is marked [`NULL_WHEN_PRESENT`]).
 fn close_record_objects(schema: &mut Schema) {
+    // A bare `true` (any value: a `serde_json::Value` field) is valid JSON Schema, but
+    // portability checks (MCP Inspector) reject it: `{}` says the same.
+    if schema.as_bool() == Some(true) {
+        *schema = schemars::json_schema!({});
+        return;
+    }
     let Some(object) = schema.as_object_mut() else {
         return;
     };
     object.remove("title");
+    // schemars' `uint`, `uint32`, `int64`, `double`… are no JSON Schema formats: a
+    // strict validator (Ajv, as the TypeScript SDKs use it) refuses to compile them. The
+    // bounds they imply for unsigned integers are kept as `minimum: 0`.
+    if object
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| !STANDARD_FORMATS.contains(&format))
+    {
+        object.shift_remove("format");
+    }
     if !object.contains_key("properties") {
         return;
     }
@@ -325,7 +365,6 @@ mod tests {
                   "properties": {
                     "count": {
                       "type": "integer",
-                      "format": "uint32",
                       "minimum": 0,
                       "description": "Always there."
                     },
@@ -343,8 +382,7 @@ mod tests {
                       "type": [
                         "integer",
                         "null"
-                      ],
-                      "format": "int32"
+                      ]
                     },
                     "closed": {
                       "type": "string",

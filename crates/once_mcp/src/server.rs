@@ -818,11 +818,19 @@ impl Worker {
         let body = move || {
             let progress = |done: usize, total: usize, message: &str| {
                 if let Some(token) = &token {
+                    // Checked and sent under the lock the reader marks cancellations
+                    // under: once it has read `notifications/cancelled` for this request,
+                    // nothing more is said of it (the killed actions end after that).
+                    let pending = lock(&shared.pending);
+                    if pending.is_cancelled(&request_id) {
+                        return;
+                    }
                     shared.send(&json!({
                         "jsonrpc": "2.0",
                         "method": "notifications/progress",
                         "params": { "progressToken": token, "progress": done, "total": total, "message": message },
                     }));
+                    drop(pending);
                 }
             };
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {

@@ -382,8 +382,12 @@ impl PlanState {
         }
         let mut seen = std::collections::HashSet::new();
         inputs.retain(|input| seen.insert(input.clone()));
+        let mut declared = std::collections::HashSet::with_capacity(outputs.len());
         for output in &outputs {
             self.check_output(output)?;
+            if !declared.insert(output.as_str()) {
+                bail!("output `{output}` is declared twice by this action");
+            }
         }
         let mut actions = self.actions.borrow_mut();
         let identifier = match id {

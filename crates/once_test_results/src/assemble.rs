@@ -4,9 +4,8 @@
 //! unparsable or missing output, a crash before the first test) gives one case carrying
 //! the exit status, the problems and the log's path; a runner that failed, or ran out of
 //! time, while every case passed gets a failed case saying so. Cases are sorted by id,
-//! so a record does not depend on the order parallel tests finished in.
-
-use std::collections::HashMap;
+//! so a record does not depend on the order parallel tests finished in. The record is
+//! returned as it is written ([`crate::write`]: every case named and distinct, bounded).
 
 use serde_json::Value;
 
@@ -59,7 +58,6 @@ pub fn assemble(
             *file = workspace_relative(file, &prefix, &outcome.cwd);
         }
     }
-    distinct_ids(&mut cases);
     let succeeded = outcome.exit_code == Some(0) && !outcome.timed_out;
     let name = target.rsplit('/').next().unwrap_or(target).to_owned();
     let explain = |what: String| {
@@ -126,7 +124,7 @@ pub fn assemble(
             Value::Array(problems.into_iter().map(Value::String).collect()),
         );
     }
-    TestResults::new(target, runner, cases, artifacts, outcome.timed_out)
+    TestResults::new(target, runner, cases, artifacts, outcome.timed_out).within_limits()
 }
 
 /// `file` as a workspace path: absolute below the root (`prefix`, ending in `/`), or
@@ -154,16 +152,4 @@ fn workspace_relative(file: &str, prefix: &str, cwd: &str) -> String {
         }
     }
     parts.join("/")
-}
-
-/// Gives repeated ids a ` #2`, ` #3`… suffix so every case stays addressable.
-fn distinct_ids(cases: &mut [Case]) {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for case in cases {
-        let count = seen.entry(case.id.clone()).or_default();
-        *count += 1;
-        if *count > 1 {
-            case.id = format!("{} #{count}", case.id);
-        }
-    }
 }

@@ -1,7 +1,8 @@
 //! Normalized test results, `once.test_results.v1`: the record ([`record`]), a parser
 //! for each runner's native output ([`libtest`], [`junit`], [`go`], [`tap`]), the
-//! assembly of a record from a parse and the process's outcome ([`assemble`]), and the
-//! merging of retries and batches ([`merge`]).
+//! assembly of a record from a parse and the process's outcome ([`assemble`]), the
+//! merging of retries and batches ([`merge`]), and the writing of a record, sound and
+//! bounded ([`write`]).
 //!
 //! Everything here is pure: the callers read the native files and logs and write the
 //! record. A parser never fails: what it cannot read becomes a problem, and a run whose
@@ -15,6 +16,7 @@ pub mod libtest;
 pub mod merge;
 pub mod record;
 pub mod tap;
+pub mod write;
 
 pub use assemble::{Outcome, assemble};
 pub use record::{

@@ -8,6 +8,10 @@ use crate::record::{Artifacts, AttemptStatus, Case, CaseStatus, TargetStatus, Te
 /// `first` with the attempts of `retry` appended to the cases it ran again. A case that
 /// failed and then passed is `flaky`; one that fails in its last attempt stays `failed`;
 /// a case only the retry reports is added. The target timed out only if the retry did.
+///
+/// When `first` left cases out (`omitted`), their counts stay as the first run gave
+/// them, and a case only the retry reports is not added (it may be one of them): the
+/// counts stay exact for the first run's cases.
 pub fn retry(first: TestResults, retry: TestResults) -> TestResults {
     let mut retried: HashMap<String, Case> = retry
         .cases
@@ -26,7 +30,9 @@ pub fn retry(first: TestResults, retry: TestResults) -> TestResults {
     // did not repeat is over: the retry's own outcome is what counts.
     let synthetic = |case: &Case| case.id.starts_with('(');
     cases.retain(|case| !(synthetic(case) && case.attempts.len() == 1));
-    cases.extend(retried.into_values());
+    if first.omitted.is_none() {
+        cases.extend(retried.into_values());
+    }
     cases.sort_by(|a, b| a.id.cmp(&b.id));
     let mut artifacts = first.artifacts;
     union(&mut artifacts, retry.artifacts);
@@ -34,18 +40,20 @@ pub fn retry(first: TestResults, retry: TestResults) -> TestResults {
     for (key, value) in retry.runner.metadata {
         runner.metadata.insert(key, value);
     }
-    TestResults::new(
+    let mut merged = TestResults::new(
         first.target,
         runner,
         cases,
         artifacts,
         retry.status == TargetStatus::TimedOut,
-    )
+    );
+    merged.omitted = first.omitted;
+    merged.within_limits()
 }
 
 /// One record from the records of a target's batches, as one unsplit run would give:
-/// the cases of all batches (sorted by id), artifacts in batch order; timed out if any
-/// batch was.
+/// the cases of all batches (sorted by id), artifacts in batch order, the cases they
+/// left out counted together; timed out if any batch was.
 pub fn batches(target: &str, parts: Vec<TestResults>) -> Option<TestResults> {
     let mut parts = parts.into_iter();
     let first = parts.next()?;
@@ -54,15 +62,19 @@ pub fn batches(target: &str, parts: Vec<TestResults>) -> Option<TestResults> {
     let runner = first.runner;
     let mut cases = first.cases;
     let mut artifacts = first.artifacts;
+    let mut omitted = first.omitted;
     for part in parts {
         timed_out |= timed_out_any(&part);
         cases.extend(part.cases);
         union(&mut artifacts, part.artifacts);
+        if let Some(more) = part.omitted {
+            omitted = Some(omitted.unwrap_or_default() + more);
+        }
     }
     cases.sort_by(|a, b| a.id.cmp(&b.id));
-    Some(TestResults::new(
-        target, runner, cases, artifacts, timed_out,
-    ))
+    let mut merged = TestResults::new(target, runner, cases, artifacts, timed_out);
+    merged.omitted = omitted;
+    Some(merged.within_limits())
 }
 
 fn final_status(case: &Case) -> CaseStatus {

@@ -23,6 +23,11 @@ pub struct TestResults {
     pub summary: Summary,
     pub cases: Vec<Case>,
     pub artifacts: Artifacts,
+    /// The counts, by final status, of the cases this record leaves out to stay within
+    /// its size limits (`docs/testing.md`); present only when it leaves some out.
+    /// `summary` counts them too: it is the counts of `cases` plus these.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub omitted: Option<Summary>,
 }
 
 /// The runner that produced the results (`libtest`, `pytest`, `go`, `node`, `tap`,
@@ -114,7 +119,8 @@ pub struct Attempt {
     pub message: Option<String>,
 }
 
-/// Files that belong to the run, workspace-relative.
+/// Files that belong to the run: workspace-relative paths that stay inside the
+/// workspace (never absolute, never through `..`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Artifacts {
     pub logs: Vec<String>,
@@ -146,6 +152,7 @@ impl TestResults {
             summary,
             cases,
             artifacts,
+            omitted: None,
         }
     }
 
@@ -180,6 +187,20 @@ impl Summary {
             }
         }
         summary
+    }
+}
+
+impl std::ops::Add for Summary {
+    type Output = Summary;
+
+    fn add(self, other: Summary) -> Summary {
+        Summary {
+            total: self.total.saturating_add(other.total),
+            passed: self.passed.saturating_add(other.passed),
+            failed: self.failed.saturating_add(other.failed),
+            skipped: self.skipped.saturating_add(other.skipped),
+            flaky: self.flaky.saturating_add(other.flaky),
+        }
     }
 }
 
@@ -241,19 +262,22 @@ impl Case {
 /// The largest message kept per attempt; the whole output stays in the log.
 pub const MESSAGE_LIMIT: usize = 16 * 1024;
 
-/// `message` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, with a marker.
+/// What a message cut by [`bounded`] ends with.
+const CUT_MARKER: &str = "\n… (cut; the whole output is in the log)";
+
+/// `message` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, with a marker; a
+/// message it already cut is left as it is.
 pub fn bounded(message: String) -> String {
-    if message.len() <= MESSAGE_LIMIT {
+    if message.len() <= MESSAGE_LIMIT
+        || (message.len() <= MESSAGE_LIMIT + CUT_MARKER.len() && message.ends_with(CUT_MARKER))
+    {
         return message;
     }
     let mut end = MESSAGE_LIMIT;
     while !message.is_char_boundary(end) {
         end -= 1;
     }
-    format!(
-        "{}\n… (cut; the whole output is in the log)",
-        &message[..end]
-    )
+    format!("{}{CUT_MARKER}", &message[..end])
 }
 
 /// Milliseconds from seconds as runners print them (`0.0123`), rounded; `None` for
@@ -266,8 +290,9 @@ pub fn millis_from_seconds(seconds: &str) -> Option<u64> {
 impl TestResults {
     /// Reads a record written to a file (by `once test`, or by a project kind's action
     /// itself) and checks it is sound for `target`: the schema, the target, the summary
-    /// and the status agreeing with the cases, ids present and distinct, every case with
-    /// an attempt. The error names each problem.
+    /// and the status agreeing with the cases (and the cases it leaves out), ids and
+    /// names present and ids distinct, every case with an attempt, every artifact a path
+    /// inside the workspace. The error names each problem.
     pub fn from_json(bytes: &[u8], target: &str) -> Result<TestResults, String> {
         let record: TestResults = serde_json::from_slice(bytes)
             .map_err(|error| format!("not a `{SCHEMA}` record: {error}"))?;
@@ -308,7 +333,17 @@ impl TestResults {
                 problems.push(format!("case `{}` has no attempt", case.id));
             }
         }
-        let summary = Summary::of(&self.cases);
+        for (list, paths) in [
+            ("logs", &self.artifacts.logs),
+            ("native_results", &self.artifacts.native_results),
+        ] {
+            for (index, path) in paths.iter().enumerate() {
+                if let Err(why) = workspace_path(path) {
+                    problems.push(format!("`artifacts.{list}[{index}]` `{path}` {why}"));
+                }
+            }
+        }
+        let summary = Summary::of(&self.cases) + self.omitted.unwrap_or_default();
         if self.summary != summary {
             problems.push(format!(
                 "`summary` says {} while the cases give {summary}",
@@ -324,6 +359,23 @@ impl TestResults {
             ));
         }
         problems
+    }
+}
+
+/// Whether `path` is a workspace-relative path that stays inside the workspace; why
+/// not when it is not. Only the text is judged (no file is looked at): readers of
+/// artifacts read them below the workspace root without following links.
+pub fn workspace_path(path: &str) -> Result<(), &'static str> {
+    if path.is_empty() {
+        Err("is empty")
+    } else if path.starts_with('/') {
+        Err("is absolute: artifacts are paths inside the workspace, relative to its root")
+    } else if path.contains('\0') {
+        Err("holds a NUL character")
+    } else if path.split('/').any(|part| part == "..") {
+        Err("goes through `..`: artifacts are paths inside the workspace, relative to its root")
+    } else {
+        Ok(())
     }
 }
 
@@ -364,6 +416,9 @@ pub struct ResultsSummary {
     pub status: TargetStatus,
     pub summary: Summary,
     pub artifacts: Artifacts,
+    /// The counts of the cases the record leaves out (see [`TestResults::omitted`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub omitted: Option<Summary>,
 }
 
 impl TestResults {
@@ -376,6 +431,7 @@ impl TestResults {
             status: self.status,
             summary: self.summary,
             artifacts: self.artifacts.clone(),
+            omitted: self.omitted,
         }
     }
 }

@@ -3,6 +3,9 @@
 //! indented subtests before their parent's point, and YAML diagnostic blocks
 //! (`duration_ms`, `location`, `error`, `type`) of which the keys used are read.
 //!
+//! A point without a description (`ok 1`, `not ok 2 - `) is named by its number
+//! (`test 1`), or by its position when it has none either.
+//!
 //! A point with subtests is their suite; it is a case of its own only when it failed
 //! while none of its subtests did. Lines that are not TAP (a test's own output) are
 //! ignored; `Bail out!` ends the stream with a failed case.
@@ -23,6 +26,8 @@ struct Point {
     /// The point's position among all the points of the stream, in printing order.
     sequence: usize,
     indent: usize,
+    /// The number the point printed, if any.
+    number: Option<u64>,
     status: Option<AttemptStatus>,
     name: String,
     directive_message: Option<String>,
@@ -82,6 +87,9 @@ pub fn parse_with_files(text: &str, files: Option<&[PointFile]>) -> Parsed {
         };
         point.sequence = sequence;
         sequence += 1;
+        if point.name.is_empty() {
+            point.name = format!("test {}", point.number.unwrap_or(sequence as u64));
+        }
         // The YAML block that follows the point, indented two more spaces.
         if lines
             .get(index)
@@ -138,13 +146,14 @@ fn test_point(body: &str, indent: usize) -> Option<Point> {
         return None;
     }
     let rest = rest.trim_start();
-    let rest = rest
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .trim_start();
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let number = rest[..digits].parse().ok();
+    let rest = rest[digits..].trim_start();
     let rest = rest.strip_prefix('-').unwrap_or(rest).trim_start();
     let (name, directive) = split_directive(rest);
     let mut point = Point {
         indent,
+        number,
         name: unescape(name.trim()),
         ..Point::default()
     };

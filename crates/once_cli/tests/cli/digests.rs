@@ -19,12 +19,14 @@ fn input_digest(workspace: &Workspace) -> String {
     digest
 }
 
-/// Whether the index text is complete: the version line, entries, and `end COUNT`.
+/// Whether the index text is complete: the version line, entries, and the checksum
+/// line (`once_db::framed`).
 fn is_complete_index(text: &str) -> bool {
     let lines: Vec<&str> = text.lines().collect();
     lines.len() >= 2
-        && lines[0] == "once-digest-index 1"
-        && lines[lines.len() - 1] == format!("end {}", lines.len() - 2)
+        && lines[0] == "once-digest-index 2"
+        && lines[lines.len() - 1].starts_with("checksum ")
+        && lines[lines.len() - 1].len() == "checksum ".len() + 64
 }
 
 /// A copy of the demo whose files changed longer ago than the digest index's settling

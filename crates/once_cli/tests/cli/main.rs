@@ -5,6 +5,12 @@ mod digests;
 mod evidence;
 mod fixtures;
 mod modules;
+#[path = "../support/processes.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with other test binaries; this one needs one helper"
+)]
+mod processes;
 mod scripts;
 mod support;
 mod test_adapter;

@@ -200,3 +200,210 @@ fn a_signal_is_reported_as_128_plus_its_number() {
     assert_eq!(outcome.code, 128 + 9, "{}", outcome.render());
     assert_eq!(record.status.as_str(), "failed");
 }
+
+/// The adapter running `script` (in `pkg/` of a fresh workspace, in a process group of
+/// its own so that whatever is left can be killed), killed with its group if it has not
+/// finished within `limit`; how long it took, its exit code, and the processes still
+/// working in `pkg/` afterwards.
+fn adapt_within(
+    format: &str,
+    native: Option<&str>,
+    script: &str,
+    limit: std::time::Duration,
+) -> (
+    std::time::Duration,
+    Option<i32>,
+    Vec<u32>,
+    Option<TestResults>,
+) {
+    use std::os::unix::process::CommandExt as _;
+    let workspace = Workspace::copy("workspaces/valid");
+    let package = workspace.root().join("pkg");
+    std::fs::create_dir_all(&package).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_once"));
+    command.args([
+        "__test-adapter",
+        "--results-format",
+        format,
+        "--target",
+        "pkg/T",
+        "--runner",
+        "sh",
+        "--results",
+        RESULTS,
+        "--log",
+        LOG,
+        "--cwd",
+        "pkg",
+    ]);
+    if let Some(native) = native {
+        command.args(["--native", native]);
+    }
+    command
+        .args(["--", "sh", "-c", script])
+        .current_dir(&package)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let started = std::time::Instant::now();
+    let mut child = command.spawn().unwrap();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > limit {
+            // The whole group: the adapter and whatever it started.
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let took = started.elapsed();
+    // A killed process leaves `/proc` a moment after the signal.
+    let mut left = crate::processes::processes_in(&package);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = crate::processes::processes_in(&package);
+    }
+    for pid in &left {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let record = std::fs::read(package.join(RESULTS))
+        .ok()
+        .and_then(|bytes| TestResults::from_json(&bytes, "pkg/T").ok());
+    (took, code, left, record)
+}
+
+#[test]
+fn a_runner_that_leaves_a_background_child_is_not_waited_for_and_its_group_is_killed() {
+    let limit = std::time::Duration::from_secs(20);
+    // Every format the adapter reads, each runner leaving `sleep 600` holding its pipes.
+    let junit = "../.once/out/pkg/T/test/junit.xml";
+    let runners: [(&str, Option<&str>, String); 5] = [
+        ("exit_code", None, "echo fine".to_owned()),
+        ("tap", None, "echo 1..1; echo 'ok 1 - adds'".to_owned()),
+        (
+            "libtest",
+            None,
+            "echo 'test adds ... ok'; echo 'test result: ok. 1 passed'".to_owned(),
+        ),
+        (
+            "go_test_json",
+            None,
+            r#"echo '{"Action":"pass","Package":"p","Test":"TestAdds","Elapsed":0}'"#.to_owned(),
+        ),
+        (
+            "junit",
+            Some(junit),
+            format!("echo '<testsuite name=\"s\"><testcase name=\"adds\"/></testsuite>' > {junit}"),
+        ),
+    ];
+    for (format, native, report) in runners {
+        let script = format!("{report}; sleep 600 & exit 0");
+        let (took, code, left, record) = adapt_within(format, native, &script, limit);
+        assert_eq!(
+            code,
+            Some(0),
+            "{format}: the adapter did not finish in {took:?}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{format}: {took:?}"
+        );
+        assert_eq!(
+            left,
+            Vec::<u32>::new(),
+            "{format}: the background child survived"
+        );
+        let record = record.unwrap_or_else(|| panic!("{format}: no sound record"));
+        assert_eq!(record.status.as_str(), "passed", "{format}");
+        assert_eq!(record.summary.passed, 1, "{format}: {:?}", record.cases);
+    }
+}
+
+#[test]
+fn tap_points_without_descriptions_are_named_by_their_number() {
+    check_adapter(
+        "tap",
+        None,
+        &[
+            "sh",
+            "-c",
+            "echo 1..4; echo 'ok 1'; echo 'not ok 2 - '; echo ok; echo 'ok 4 -'; exit 1",
+        ],
+        expect![[r#"
+            $ once __test-adapter --results-format tap --target pkg/T --runner sh --results ../.once/out/pkg/T/test/test_results.json --log ../.once/out/pkg/T/test/log.txt --cwd pkg -- sh -c echo 1..4; echo 'ok 1'; echo 'not ok 2 - '; echo ok; echo 'ok 4 -'; exit 1
+            exit: 1
+            --- stdout
+            1..4
+            ok 1
+            not ok 2 - 
+            ok
+            ok 4 -
+            --- stderr
+            --- record
+            failed 4 total, 3 passed, 1 failed, 0 skipped, 0 flaky
+            test 1 Passed
+            test 2 Failed
+            test 3 Passed
+            test 4 Passed
+            logs: [".once/out/pkg/T/test/log.txt"]
+            --- log
+            1..4
+            ok 1
+            not ok 2 - 
+            ok
+            ok 4 -
+        "#]],
+    );
+}
+
+#[test]
+fn a_log_outside_the_workspace_is_not_listed_and_a_problem_says_why() {
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("log.txt");
+    let workspace = Workspace::copy("workspaces/valid");
+    std::fs::create_dir_all(workspace.root().join("pkg")).unwrap();
+    let outcome = Once::new(&[
+        "__test-adapter",
+        "--results-format",
+        "exit_code",
+        "--target",
+        "pkg/T",
+        "--runner",
+        "sh",
+        "--results",
+        RESULTS,
+        "--log",
+        log.to_str().unwrap(),
+        "--cwd",
+        "pkg",
+        "--",
+        "true",
+    ])
+    .cwd(workspace.root().join("pkg"))
+    .run();
+    assert_eq!(outcome.code, 0, "{}", outcome.render());
+    let bytes = std::fs::read(
+        workspace
+            .root()
+            .join(".once/out/pkg/T/test/test_results.json"),
+    )
+    .expect("the adapter always writes the record");
+    let record = TestResults::from_json(&bytes, "pkg/T").expect("a sound record");
+    assert_eq!(record.artifacts.logs, Vec::<String>::new());
+    let problems = record.runner.metadata["problems"].to_string();
+    assert!(
+        problems.contains("is absolute") && problems.contains("log.txt"),
+        "{problems}"
+    );
+}

@@ -213,3 +213,30 @@ fn a_results_file_that_is_a_link_is_refused() {
         outcome.render()
     );
 }
+
+#[test]
+fn artifacts_outside_the_workspace_are_refused_by_name() {
+    // A record a project kind's action wrote, naming files outside the workspace as its
+    // logs: `once` never prints them as the test's logs.
+    let demo = Workspace::copy("demo");
+    demo.write(
+        RESULTS,
+        r#"{"schema":"once.test_results.v1","target":"libs/text/TextTest","runner":{"type":"sh","metadata":{}},
+            "status":"passed","summary":{"total":1,"passed":1,"failed":0,"skipped":0,"flaky":0},
+            "cases":[{"id":"a","name":"a","suite":"","status":"passed","attempts":[{"status":"passed","duration_ms":null}],"runner_metadata":{}}],
+            "artifacts":{"logs":["/etc/shadow","../../../etc/passwd"],"native_results":["ok/../../x.xml"]}}"#,
+    );
+    check(
+        &[Once::at(&demo, &["query", "test-results", TARGET])],
+        &expect![[r#"
+            $ once -C $WORKSPACE query test-results libs/text/TextTest
+            exit: 2
+            --- stdout
+            --- stderr
+            once: error: cannot read `.once/out/libs/text/TextTest/test/test_results.json`: the `once.test_results.v1` record is inconsistent:
+            - `artifacts.logs[0]` `/etc/shadow` is absolute: artifacts are paths inside the workspace, relative to its root
+            - `artifacts.logs[1]` `../../../etc/passwd` goes through `..`: artifacts are paths inside the workspace, relative to its root
+            - `artifacts.native_results[0]` `ok/../../x.xml` goes through `..`: artifacts are paths inside the workspace, relative to its root
+        "#]],
+    );
+}

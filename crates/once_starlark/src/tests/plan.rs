@@ -176,6 +176,13 @@ fn broken_rules_are_diagnostics_at_the_call() {
         "#]],
     );
     check_module(
+        "def _build(ctx):\n    actions.run([\"true\"], outputs = [ctx.build_dir + \"/a\", ctx.build_dir + \"/a\"])",
+        "build",
+        expect![[r#"
+            error modules/gen.star:2:5-2:82: output `.once/out/app/Gen/a` is declared twice by this action
+        "#]],
+    );
+    check_module(
         "def _build(ctx):\n    actions.run([], success_exit_codes = [])",
         "build",
         expect![[r#"

@@ -7,7 +7,9 @@
 //! - **400,000 missing sources on one line**: line/column conversion;
 //! - **`once_validate_target` with 200,000 bad deps** over MCP;
 //! - **100,000 targets in one manifest**: duplicate-name checks;
-//! - **a 4 MB file of `=` lines**: the diagnostic cap (2 million syntax errors).
+//! - **a 4 MB file of `=` lines**: the diagnostic cap (2 million syntax errors);
+//! - **a no-op build of a directory output of 100,000 files**: the in-place check of a
+//!   hit (a search of the record per file made it 15–21 s).
 //!
 //! The goal is an answer in under 1 s (release build) for each.
 
@@ -144,6 +146,11 @@ pub fn run(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<(String, 
         runs,
     )?);
 
+    measured.push(noop_directory_build(
+        once,
+        &root.join("directory-output"),
+        runs,
+    )?);
     measured.push(validate_target(once, &root.join("empty"), runs)?);
     measured.push(lsp_broken_lines(once, &root.join("lsp"), runs)?);
 
@@ -170,6 +177,56 @@ pub fn run(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<(String, 
         }));
     }
     Ok((table, Value::Array(rows)))
+}
+
+/// A no-op `once build` of a `command` whose output is a directory of 100,000 files
+/// (built once first, not measured), checked: a hit.
+fn noop_directory_build(once: &Path, dir: &Path, runs: usize) -> anyhow::Result<Measured> {
+    let case = "no-op build of a directory output of 100,000 files (in-place check)";
+    workspace(
+        dir,
+        r#"[[target]]
+name = "Big"
+kind = "command"
+
+[target.attrs]
+cmd = "mkdir -p \"$OUT/d\" && cd \"$OUT/d\" && i=0; while [ $i -lt 100000 ]; do echo $i > f$i; i=$((i+1)); done"
+outputs = ["d"]
+"#,
+    )?;
+    let args = [
+        "-C",
+        &dir.to_string_lossy(),
+        "build",
+        "--format",
+        "json",
+        "app/Big",
+    ];
+    let first = Command::new(once).args(args).output()?;
+    anyhow::ensure!(
+        first.status.success(),
+        "{case}: the first build failed: {}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let mut samples = Vec::new();
+    let mut note = String::new();
+    for run in 0..runs {
+        let (elapsed, output) = timed(Command::new(once).args(args))?;
+        samples.push(elapsed);
+        if run == 0 {
+            let answer: Value = serde_json::from_slice(&output.stdout)
+                .with_context(|| format!("{case}: the answer is not JSON"))?;
+            let cache = answer["targets"][0]["cache"].as_str().unwrap_or_default();
+            anyhow::ensure!(cache == "hit", "{case}: not a hit: {answer}");
+            note = "a hit".to_owned();
+        }
+    }
+    Ok(Measured {
+        case,
+        samples,
+        rss_kib: None,
+        note,
+    })
 }
 
 /// `once_validate_target` over MCP with 200,000 dependencies in Bazel label syntax.
