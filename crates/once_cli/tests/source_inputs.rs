@@ -638,12 +638,13 @@ kind = "command"
 cmd = "echo hi > \"$OUT/o.txt\""
 outputs = ["o.txt"]
 inputs = ["extra.txt", "gone.txt"]
-
-[[target]]
-name = "Script"
-kind = "script"
-attrs = { script_path = "nope.sh", script_runtime = "sh" }
 "#,
+    );
+    // In a package of its own: a package with an error is not planned at all.
+    ws.write(
+        "s/once.toml",
+        "[[target]]\nname = \"Script\"\nkind = \"script\"\n\
+         attrs = { script_path = \"nope.sh\", script_runtime = \"sh\" }\n",
     );
     ws.write("p/extra.txt", "extra\n");
     let diagnostics = diagnostics(&ws.root);
@@ -669,10 +670,11 @@ attrs = { script_path = "nope.sh", script_runtime = "sh" }
     );
     let script = missing
         .iter()
-        .find(|d| d["target"] == "p/Script")
+        .find(|d| d["target"] == "s/Script")
         .expect("the `script_path` value");
     assert_eq!(script["attribute"], "attrs.script_path");
-    assert_eq!(script["range"]["start"]["line"], 13);
+    assert_eq!(script["file"], "s/once.toml");
+    assert_eq!(script["range"]["start"]["line"], 4);
 
     let build = ws.build(&["p/Gen"]);
     assert_eq!(build.code, 1, "{}", build.json);
@@ -687,7 +689,7 @@ attrs = { script_path = "nope.sh", script_runtime = "sh" }
     ws.write("p/gone.txt", "back\n");
     let left: Vec<Value> = diagnostics_of(&ws.root, "missing_file");
     assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!(left[0]["target"], "p/Script");
+    assert_eq!(left[0]["target"], "s/Script");
     let build = ws.build(&["p/Gen"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
     assert_eq!(build.cache("p/Gen"), "miss");
