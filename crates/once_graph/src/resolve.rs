@@ -26,6 +26,10 @@ use crate::manifests::{
 use crate::settings::{Configuration, workspace_settings};
 use crate::text::closest;
 
+mod sources;
+pub use sources::PackageFiles;
+use sources::refused_links;
+
 /// One visibility rule.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum VisibilityRule {
@@ -118,41 +122,6 @@ pub struct ResolvedTarget {
     pub providers: Vec<String>,
 }
 
-/// What the source checks know of a package: its files (symbolic links included), and
-/// why once does not follow each link among them that it does not follow (by
-/// package-relative path; see `once_db::links`).
-#[derive(Clone, Copy, Debug)]
-pub struct PackageFiles<'a> {
-    pub files: &'a [String],
-    pub refused_links: &'a [(String, String)],
-}
-
-impl PackageFiles<'_> {
-    /// Why the package's file `file` (a link) is not followed, when it is not.
-    fn refusal(&self, file: &str) -> Option<&str> {
-        self.refused_links
-            .binary_search_by(|(link, _)| link.as_str().cmp(file))
-            .ok()
-            .map(|index| self.refused_links[index].1.as_str())
-    }
-
-    /// Whether the package-relative `path` names a file of the package, or a directory
-    /// holding one (`""` is the package itself).
-    fn holds(&self, path: &str) -> bool {
-        if path.is_empty()
-            || self
-                .files
-                .binary_search_by(|f| f.as_str().cmp(path))
-                .is_ok()
-        {
-            return true;
-        }
-        let prefix = format!("{path}/");
-        let at = self.files.partition_point(|f| f.as_str() < prefix.as_str());
-        self.files.get(at).is_some_and(|f| f.starts_with(&prefix))
-    }
-}
-
 /// A package's resolved targets plus the diagnostics found without other packages.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ResolvedPackage {
@@ -174,22 +143,6 @@ pub fn resolved_targets(db: &dyn Db, package: Package) -> ResolvedPackage {
         refused_links: refused_links(db, package),
     };
     resolve_manifest(manifest, catalog, configuration, Some(files))
-}
-
-/// The links among `package`'s files that once does not follow, each with why (sorted by
-/// package-relative path): the only files whose state resolution reads.
-#[salsa::tracked(returns(ref))]
-fn refused_links(db: &dyn Db, package: Package) -> Vec<(String, String)> {
-    let path = package.path(db);
-    package
-        .links(db)
-        .iter()
-        .filter_map(|link| {
-            let file = db.file_for_path(&Package::join(path, link));
-            let why = once_db::link_target(db, file).refusal()?;
-            Some((link.clone(), why))
-        })
-        .collect()
 }
 
 /// Resolves every target of a manifest. `files` are the package's files for source and
@@ -691,97 +644,6 @@ impl TargetChecker<'_> {
             }
         }
         deps
-    }
-
-    /// The `invalid_source_link` error of the package file `link` (package-relative), a
-    /// symbolic link once does not follow for `why`, named at `range` of `attribute`.
-    fn report_refused_link(
-        &mut self,
-        package: &str,
-        link: &str,
-        why: &str,
-        range: TextRange,
-        attribute: &str,
-    ) {
-        let path = Package::join(package, link);
-        let message = format!(
-            "the source `{path}` is a symbolic link {why}; once follows links to files of the \
-             workspace only"
-        );
-        self.report(
-            DiagnosticCode::InvalidSourceLink,
-            message,
-            range,
-            Some(attribute),
-        )
-        .repairs
-        .push(format!(
-            "Point `{path}` at a file of the workspace, replace it by a copy of the file, or \
-             leave it out"
-        ));
-    }
-
-    /// Checks each file a `path` (or list of paths) attribute names: a file or directory
-    /// of the package, and no link once does not follow. `true` when every one is.
-    fn check_attr_paths(
-        &mut self,
-        spec: &AttrSpec,
-        attribute: &str,
-        value: &AttrLiteral,
-        branch: Option<&str>,
-        files: PackageFiles<'_>,
-    ) -> bool {
-        let is_path = match &spec.ty {
-            AttrType::Path => true,
-            AttrType::List(inner) => **inner == AttrType::Path,
-            _ => false,
-        };
-        if !is_path {
-            return true;
-        }
-        let package = self.manifest.package.clone();
-        let mut valid = true;
-        for (written, range) in string_elements(value) {
-            let place = branch.map_or(String::new(), |b| format!(" (select branch `{b}`)"));
-            let in_package = once_model::paths::lexical_join("", written);
-            let Some(path) = in_package.filter(|_| !written.starts_with('/')) else {
-                let message = format!(
-                    "attribute `{}`{place} names `{written}`, which is not a path inside the \
-                     package",
-                    spec.name
-                );
-                self.report(DiagnosticCode::MissingFile, message, range, Some(attribute))
-                    .repairs
-                    .push("Name a file of the package, relative to its directory".into());
-                valid = false;
-                continue;
-            };
-            if let Some(why) = files.refusal(&path) {
-                let why = why.to_owned();
-                self.report_refused_link(&package, &path, &why, range, attribute);
-                valid = false;
-                continue;
-            }
-            if !files.holds(&path) {
-                let place_of = if package.is_empty() {
-                    "the root package".to_owned()
-                } else {
-                    format!("package `{package}`")
-                };
-                let message = format!(
-                    "attribute `{}`{place} names `{written}`, but {place_of} has no such file",
-                    spec.name
-                );
-                self.report(DiagnosticCode::MissingFile, message, range, Some(attribute))
-                    .repairs
-                    .push(format!(
-                        "Create `{}`, fix the path, or remove it",
-                        Package::join(&package, &path)
-                    ));
-                valid = false;
-            }
-        }
-        valid
     }
 
     fn check_attrs(
