@@ -2,7 +2,7 @@
 //! exactly what a freshly loaded database answers, file digests and action plans included.
 //!
 //! Edits cover manifests, project modules (`.star`), source contents, metadata-only
-//! changes, file ↔ directory swaps and symbolic links (to files of the package or of
+//! changes (touches, `chmod`s), file ↔ directory swaps and symbolic links (to files of the package or of
 //! another, to other links, to nothing, out of the workspace, to hidden files and to
 //! directories; pointed elsewhere; their targets appearing and going, with events naming
 //! only the target); the warm database hears of them
@@ -237,7 +237,7 @@ impl World {
         self.counter += 1;
         let n = self.counter;
         let p = rng.below(self.packages.len());
-        match rng.below(21) {
+        match rng.below(22) {
             12 => {
                 self.module_variant =
                     (self.module_variant + 1 + rng.below(3)) % MODULE_VARIANTS.len();
@@ -417,6 +417,21 @@ impl World {
                         format!("create {missing}"),
                     )
                 }
+            }
+            21 => {
+                // A `chmod`: permission bits are in static keys (the watcher reports it).
+                let package = &self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to chmod".into());
+                }
+                let file = &package.files[rng.below(package.files.len())];
+                let path = self.full_path(p, file);
+                let mode = if rng.chance(50) { 0o755 } else { 0o600 };
+                self.system.chmod(&World::abs(&path), mode);
+                (
+                    vec![ChangeEvent::Changed(World::abs(&path))],
+                    format!("chmod {mode:o} {path}"),
+                )
             }
             0 | 1 => {
                 let ids = self.all_ids();

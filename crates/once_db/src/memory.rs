@@ -38,6 +38,8 @@ pub struct MemorySystem {
     symlinks: Arc<RwLock<BTreeMap<PathBuf, PathBuf>>>,
     /// Per path, the generation of its last write or touch (its stamp's modification time).
     generations: Arc<RwLock<BTreeMap<PathBuf, u64>>>,
+    /// Permission bits set with [`MemorySystem::chmod`] (0o644 otherwise).
+    modes: Arc<RwLock<BTreeMap<PathBuf, u32>>>,
     next_generation: Arc<std::sync::atomic::AtomicU64>,
     host: HostPlatform,
 }
@@ -48,6 +50,7 @@ impl Default for MemorySystem {
             files: Arc::default(),
             symlinks: Arc::default(),
             generations: Arc::default(),
+            modes: Arc::default(),
             next_generation: Arc::default(),
             host: HostPlatform {
                 os: "linux".into(),
@@ -70,6 +73,14 @@ impl MemorySystem {
         self.touch(&path);
         if let Ok(mut files) = self.files.write() {
             files.insert(path, contents.into());
+        }
+    }
+
+    /// Sets a file's permission bits (its stamp changes, like a `chmod`'s change time).
+    pub fn chmod(&self, path: &Path, mode: u32) {
+        self.touch(path);
+        if let Ok(mut modes) = self.modes.write() {
+            modes.insert(path.to_path_buf(), mode & 0o7777);
         }
     }
 
@@ -342,7 +353,12 @@ impl System for MemorySystem {
             mtime_ns: i128::from(generation),
             ctime_ns: i128::from(generation),
             inode: 0,
-            mode: 0o644,
+            mode: self
+                .modes
+                .read()
+                .ok()
+                .and_then(|modes| modes.get(path).copied())
+                .unwrap_or(0o644),
         }))
     }
 
