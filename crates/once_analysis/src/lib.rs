@@ -38,11 +38,11 @@ pub use modules::{ContractEntry, ModuleContract, ModuleValidation, module_contra
 pub use once_db::LineIndex;
 pub use once_db::{
     ChangeEvent, ColumnUnit, EntryKind, ExecutionLog, FileStamp, HostPlatform, MemorySystem,
-    OsSystem, StampedRead, System, find_workspace_root, is_excluded_from_walk,
+    OsSystem, StampedRead, System, Walked, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
-pub use once_graph::{AffectedTest, TestTarget, is_build_output};
+pub use once_graph::{AffectedTest, SourceInput, TestTarget, is_build_output};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};
 pub use prime::default_prime_threads;
@@ -71,11 +71,10 @@ impl AnalysisHost {
         AnalysisHost { db, workspace }
     }
 
-    /// Like [`AnalysisHost::load`], from the sorted root-relative files of a walk of `root`
-    /// that already happened.
-    pub fn load_walked(system: Arc<dyn System>, root: PathBuf, files: &[String]) -> AnalysisHost {
+    /// Like [`AnalysisHost::load`], from a walk of `root` that already happened.
+    pub fn load_walked(system: Arc<dyn System>, root: PathBuf, walked: &Walked) -> AnalysisHost {
         let mut db = RootDatabase::new(system);
-        let workspace = db.load_walked(root, files);
+        let workspace = db.load_walked(root, walked);
         AnalysisHost { db, workspace }
     }
 
@@ -484,22 +483,20 @@ impl Analysis {
 
     /// One digest of everything planning reads but the digests of the files actions
     /// read (see [`once_graph::plan_memo::plan_inputs_digest`]): equal digests and equal
-    /// [`Analysis::source_input_digests`] plan alike. `None` when a module names `debug`.
+    /// [`Analysis::source_inputs`] keys plan alike. `None` when a module names `debug`.
     pub fn plan_inputs_digest(&self) -> Cancellable<Option<once_db::Sha256Digest>> {
         self.with_db(|db, ws| *once_graph::plan_memo::plan_inputs_digest(db, ws))
     }
 
-    /// The digest of each workspace file `paths` name, as an action's static key holds
-    /// it (see [`once_graph::source_input_digest`]), on two threads when there are many.
-    pub fn source_input_digests(
-        &self,
-        paths: &[String],
-    ) -> Cancellable<Vec<Result<once_db::Sha256Digest, String>>> {
+    /// What an action's static key holds of each workspace file `paths` name (its digest
+    /// and permission bits) and the stamp it was read with (see
+    /// [`once_graph::source_input`]), on two threads when there are many.
+    pub fn source_inputs(&self, paths: &[String]) -> Cancellable<Vec<SourceInput>> {
         let digests = |analysis: &Analysis, paths: &[String]| {
             analysis.with_db(|db, _| {
                 paths
                     .iter()
-                    .map(|path| once_graph::source_input_digest(db, path))
+                    .map(|path| once_graph::source_input(db, path))
                     .collect::<Vec<_>>()
             })
         };

@@ -107,7 +107,7 @@ pub fn module_contract() -> ModuleContract {
             entry("int", "attr.int: a 64-bit integer."),
             entry("float", "attr.float: ints are accepted."),
             entry("label", "attr.label: a target reference, resolved like `deps`."),
-            entry("path", "attr.path: a package-relative file path."),
+            entry("path", "attr.path: a package-relative path of a file (or directory) the package has; a missing one is a `missing_file` error."),
             entry("list[T]", "attr.string_list, attr.label_list, attr.path_list, or attr.of(\"list[T]\")."),
             entry("dict[T]", "attr.string_dict, or attr.of(\"dict[T]\"): string keys."),
             entry("any", "attr.of(\"any\"): any TOML value."),

@@ -25,14 +25,17 @@
 //!
 //! A needed script without outputs is an ordering edge (`order`), and its static key
 //! joins the dependent's, since no output digest can stand for it. The static key covers
-//! the declaration and the digest of every input file that no action of the plan writes.
+//! the declaration and the digest and permission bits of every input file that no action
+//! of the plan writes; an input that is a symbolic link once does not follow is refused.
 //! Directives in a cycle of `needs` are a `dependency_cycle` diagnostic naming the cycle,
 //! located at the `needs` directive that closes it.
 
 use once_model::paths::is_under;
 use std::collections::{BTreeMap, BTreeSet};
 
-use once_db::{Db as _, EntryKind, LineIndex, RootDatabase, Sha256Digest, Workspace, file_digest};
+use once_db::{
+    Db as _, DigestError, EntryKind, LineIndex, RootDatabase, Sha256Digest, Workspace, source_file,
+};
 use once_graph::resolve::SourcePattern;
 use once_model::action::{Action, ActionStep, Command, OutputSymlinks};
 use once_model::{Diagnostic, DiagnosticCode};
@@ -164,7 +167,7 @@ fn plan_command(
             inputs.len()
         )));
     }
-    let hashed = hash_inputs(db, &inputs);
+    let hashed = hash_inputs(db, "the command", &inputs)?;
     let mut command = Command::new(request.argv.clone());
     command.cwd = request.cwd.clone();
     // Like a script's outputs: a link leading out of an output is stored as a copy.
@@ -182,15 +185,29 @@ fn plan_command(
     Ok(PlannedAction { action, static_key })
 }
 
-fn hash_inputs(db: &RootDatabase, inputs: &BTreeSet<String>) -> Vec<(String, String)> {
+/// What the key holds of each input file of `whose` inputs: its digest and permission
+/// bits, or why it has none. A symbolic link once does not follow (out of the workspace,
+/// to nothing, …: `once_db::links`) is refused by name, as a target's source would be.
+fn hash_inputs(
+    db: &RootDatabase,
+    whose: &str,
+    inputs: &BTreeSet<String>,
+) -> Result<Vec<(String, String)>, ScriptPlanError> {
     inputs
         .iter()
         .map(|input| {
-            let digest = match file_digest(db, db.file_for_path(input)) {
-                Ok(digest) => digest.to_hex(),
+            let key = match source_file(db, db.file_for_path(input)) {
+                Ok(source) => format!("{} {:o}", source.digest.to_hex(), source.permissions),
+                Err(DigestError::Link(target)) => {
+                    let why = target.refusal().unwrap_or_default();
+                    return Err(ScriptPlanError::Inputs(format!(
+                        "the input `{input}` of {whose} is a symbolic link {why}; once follows \
+                         links to files of the workspace only"
+                    )));
+                }
                 Err(error) => format!("missing: {error}"),
             };
-            (input.clone(), digest)
+            Ok((input.clone(), key))
         })
         .collect()
 }
@@ -279,7 +296,7 @@ fn plan_script(
                 inputs.len()
             )));
         }
-        let hashed = hash_inputs(db, &inputs);
+        let hashed = hash_inputs(db, &format!("`{}`", contract.path), &inputs)?;
         inputs.extend(produced_inputs);
         let mut after_keys = Vec::new();
         for need in &contract.needs {
@@ -481,7 +498,7 @@ fn static_key(
             encoded.extend_from_slice(part);
         }
     };
-    field("format", "once.script-action.v1");
+    field("format", "once.script-action.v2");
     if let ActionStep::Run(command) = &action.step {
         for arg in &command.argv {
             field("argv", arg);

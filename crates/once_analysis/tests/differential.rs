@@ -2,7 +2,10 @@
 //! exactly what a freshly loaded database answers, file digests and action plans included.
 //!
 //! Edits cover manifests, project modules (`.star`), source contents, metadata-only
-//! changes, file ↔ directory swaps and symbolic links; the warm database hears of them
+//! changes (touches, `chmod`s), file ↔ directory swaps and symbolic links (to files of the package or of
+//! another, to other links, to nothing, out of the workspace, to hidden files and to
+//! directories; pointed elsewhere; their targets appearing and going, with events naming
+//! only the target); the warm database hears of them
 //! through precise events, or only through a rescan (as after a watcher overflow), and
 //! some rescans follow no change at all.
 //!
@@ -21,7 +24,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use once_analysis::{Analysis, AnalysisHost, MemorySystem};
+use once_analysis::{Analysis, AnalysisHost, MemorySystem, System as _};
 use once_db::ChangeEvent;
 use once_fixture::Fixture;
 
@@ -146,7 +149,8 @@ struct World {
     packages: Vec<Package>,
     counter: usize,
     module_variant: usize,
-    /// Workspace-relative paths of symbolic links (never package files).
+    /// Workspace-relative paths of symbolic links (package files, though the model's
+    /// edits leave them out of `files`).
     symlinks: Vec<String>,
 }
 
@@ -233,7 +237,7 @@ impl World {
         self.counter += 1;
         let n = self.counter;
         let p = rng.below(self.packages.len());
-        match rng.below(18) {
+        match rng.below(22) {
             12 => {
                 self.module_variant =
                     (self.module_variant + 1 + rng.below(3)) % MODULE_VARIANTS.len();
@@ -304,7 +308,7 @@ impl World {
                 )
             }
             16 => {
-                // A source file is replaced by a symbolic link (not a package file).
+                // A source file is replaced by a symbolic link to `README.md`.
                 let package = &self.packages[p];
                 if package.files.is_empty() {
                     return (Vec::new(), "no file to replace by a link".into());
@@ -358,6 +362,76 @@ impl World {
                         format!("remove link {path}"),
                     ),
                 }
+            }
+            18 => {
+                // A new link below a package's `src` (so `src/**/*.rs` globs match it), to
+                // a file of this or another package, another link (a chain), nothing, a
+                // file outside the workspace, a hidden file or a directory.
+                let dir = if self.packages[p].path.is_empty() {
+                    "src".to_owned()
+                } else {
+                    format!("{}/src", self.packages[p].path)
+                };
+                let path = format!("{dir}/l{n}.rs");
+                let target = self.link_target(rng);
+                self.system.symlink(World::abs(&path), &target);
+                self.symlinks.push(path.clone());
+                let events = if rng.chance(50) {
+                    vec![ChangeEvent::Created(World::abs(&path))]
+                } else {
+                    vec![ChangeEvent::Rescan]
+                };
+                (events, format!("link {path} -> {}", target.display()))
+            }
+            19 => {
+                // A link pointed elsewhere (the event names the link).
+                if self.symlinks.is_empty() {
+                    return (Vec::new(), "no link to point elsewhere".into());
+                }
+                let path = self.symlinks[rng.below(self.symlinks.len())].clone();
+                let target = self.link_target(rng);
+                self.system.symlink(World::abs(&path), &target);
+                (
+                    vec![
+                        ChangeEvent::Deleted(World::abs(&path)),
+                        ChangeEvent::Created(World::abs(&path)),
+                    ],
+                    format!("point {path} at {}", target.display()),
+                )
+            }
+            20 => {
+                // What a dangling link leads to appears, or a linked-to file goes: the event
+                // names the target, never the link.
+                let missing = format!("libs/a/src/later{}.rs", n % 3);
+                let absolute = World::abs(&missing);
+                if self.system.is_file(&absolute) {
+                    self.system.remove(&absolute);
+                    (
+                        vec![ChangeEvent::Deleted(absolute)],
+                        format!("remove {missing}"),
+                    )
+                } else {
+                    self.system.write(&absolute, format!("// appeared {n}\n"));
+                    (
+                        vec![ChangeEvent::Created(absolute)],
+                        format!("create {missing}"),
+                    )
+                }
+            }
+            21 => {
+                // A `chmod`: permission bits are in static keys (the watcher reports it).
+                let package = &self.packages[p];
+                if package.files.is_empty() {
+                    return (Vec::new(), "no file to chmod".into());
+                }
+                let file = &package.files[rng.below(package.files.len())];
+                let path = self.full_path(p, file);
+                let mode = if rng.chance(50) { 0o755 } else { 0o600 };
+                self.system.chmod(&World::abs(&path), mode);
+                (
+                    vec![ChangeEvent::Changed(World::abs(&path))],
+                    format!("chmod {mode:o} {path}"),
+                )
             }
             0 | 1 => {
                 let ids = self.all_ids();
@@ -546,6 +620,28 @@ impl World {
         }
     }
 
+    /// Where a new or moved link leads: a file of a package, another link, a file that may
+    /// come and go (`libs/a/src/laterN.rs`), a file outside the workspace, a hidden file,
+    /// or a directory.
+    fn link_target(&self, rng: &mut Rng) -> PathBuf {
+        match rng.below(7) {
+            0 | 1 => {
+                let p = rng.below(self.packages.len());
+                match self.packages[p].files.first() {
+                    Some(file) => World::abs(&self.full_path(p, file)),
+                    None => World::abs("README.md"),
+                }
+            }
+            2 if !self.symlinks.is_empty() => {
+                World::abs(&self.symlinks[rng.below(self.symlinks.len())])
+            }
+            2 | 3 => World::abs(&format!("libs/a/src/later{}.rs", rng.below(3))),
+            4 => PathBuf::from("/elsewhere/secret.rs"),
+            5 => World::abs(".hidden/h.rs"),
+            _ => World::abs("libs/a/src"),
+        }
+    }
+
     /// Paths worth asking affected tests about: every file and manifest.
     fn interesting_paths(&self) -> Vec<String> {
         let mut paths = Vec::new();
@@ -653,6 +749,9 @@ fn warm_database_matches_a_fresh_one_after_every_edit() {
         symlinks: Vec::new(),
     };
     world.assert_models(&seed_fixture);
+    // Targets of links that are no workspace files (see `World::link_target`).
+    system.write("/elsewhere/secret.rs", "// outside the workspace\n");
+    system.write(format!("{ROOT}/.hidden/h.rs"), "// hidden\n");
     let mut warm = AnalysisHost::load(Arc::new(system.clone()), PathBuf::from(ROOT));
     let mut rng = Rng(seed);
     let mut history = Vec::new();

@@ -47,7 +47,11 @@ print("hi")
 "#;
 
 fn plan(fixture: &Fixture, path: &str, args: &[&str]) -> Result<ScriptPlan, ScriptPlanError> {
-    let host = AnalysisHost::load_walked(Arc::new(fixture.system()), PathBuf::from(ROOT), &[]);
+    let host = AnalysisHost::load_walked(
+        Arc::new(fixture.system()),
+        PathBuf::from(ROOT),
+        &Default::default(),
+    );
     host.analysis()
         .script_plan(&ScriptRequest {
             path: path.to_owned(),

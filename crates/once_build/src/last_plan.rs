@@ -8,10 +8,11 @@
 //! capability and the patterns, as given), the binary (the store salts every key with
 //! its identity), the database's inputs that planning reads (the workspace's root and
 //! host platform, every package's path, manifest text and files, every `.star` file:
-//! [`Analysis::plan_inputs_digest`]) and the digests of the workspace files its actions
-//! read (their static keys hold them). The entry's key is the first three; the value
-//! keeps the digest of every such file, and each is compared with the file's digest
-//! now ([`Analysis::source_input_digests`], stamp-checked like every digest). Anything
+//! [`Analysis::plan_inputs_digest`]) and the digests and permission bits of the workspace
+//! files its actions read (their static keys hold them). The entry's key is the first
+//! three; the value keeps the digest and permission bits of every such file, and each is
+//! compared with the file's now ([`Analysis::source_inputs`], stamp-checked like every
+//! digest; the stamps are the plan's `source_stamps` for the executor). Anything
 //! different, or a value this version cannot read completely, and the request is
 //! planned as before and the new plan remembered. A plan with problems is never
 //! remembered (they are reported from planning, every time), nor one of a workspace
@@ -21,7 +22,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use once_analysis::{
-    Analysis, Cancellable, ValueReader, ValueWriter, decode_action, encode_action, is_build_output,
+    Analysis, Cancellable, ValueReader, ValueWriter, decode_action, encode_action,
 };
 use once_db::Sha256Digest;
 use once_exec::last_plan::LastPlan;
@@ -30,7 +31,11 @@ use once_exec::{PlannedAction, Store};
 use crate::{Plan, PlannedTarget};
 
 /// The first field of every value; another version's value is not read.
-const VALUE_FORMAT: &str = "once.last-plan.v1";
+const VALUE_FORMAT: &str = "once.last-plan.v2";
+
+/// What a last plan keeps of a file its actions read: its digest and permission bits, or
+/// why it has none.
+type SourceKey = Result<(Sha256Digest, u32), String>;
 
 /// The canonical spelling of a request: the store keeps one last plan per workspace and
 /// request.
@@ -61,16 +66,7 @@ pub fn key_of(analysis: &Analysis, request: &str) -> Cancellable<Option<Sha256Di
 /// The workspace files `plan`'s actions read (not build outputs), sorted, each once: the
 /// files whose digests its static keys hold.
 fn source_inputs(plan: &Plan) -> Vec<String> {
-    let mut paths: Vec<String> = plan
-        .actions
-        .iter()
-        .flat_map(|planned| &planned.action.inputs)
-        .filter(|path| !is_build_output(path))
-        .cloned()
-        .collect();
-    paths.sort_unstable();
-    paths.dedup();
-    paths
+    crate::source_inputs(&plan.actions)
 }
 
 /// The last plan of a request as the store holds it, decoded: the plan and the digests
@@ -78,7 +74,7 @@ fn source_inputs(plan: &Plan) -> Vec<String> {
 pub struct Stored {
     file: LastPlan,
     plan: Plan,
-    inputs: Vec<(String, Result<Sha256Digest, String>)>,
+    inputs: Vec<(String, SourceKey)>,
 }
 
 impl Stored {
@@ -92,8 +88,9 @@ impl Stored {
     }
 
     /// The plan, if it was saved under `key` ([`key_of`] now) and every file its actions
-    /// read has the digest it had when it was made; its use is then recorded in the
-    /// store (unused last plans are removed after a week).
+    /// read has the digest and permission bits it had when it was made (with the stamps
+    /// they were read with now, for the executor); its use is then recorded in the store
+    /// (unused last plans are removed after a week).
     pub fn reuse(
         self,
         analysis: &Analysis,
@@ -104,17 +101,19 @@ impl Stored {
             return Ok(None);
         }
         let paths: Vec<String> = self.inputs.iter().map(|(path, _)| path.clone()).collect();
-        let now = analysis.source_input_digests(&paths)?;
+        let now = analysis.source_inputs(&paths)?;
         let unchanged = self
             .inputs
             .iter()
             .zip(&now)
-            .all(|((_, then), now)| then == now);
+            .all(|((_, then), now)| *then == now.key);
         if !unchanged {
             return Ok(None);
         }
         self.file.renew(store);
-        Ok(Some(self.plan))
+        let mut plan = self.plan;
+        plan.source_stamps = crate::source_stamps(&paths, &now);
+        Ok(Some(plan))
     }
 }
 
@@ -142,13 +141,16 @@ fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
         return Ok(None);
     }
     let paths = source_inputs(plan);
-    let digests = analysis.source_input_digests(&paths)?;
-    let inputs: Vec<(String, Result<Sha256Digest, String>)> =
-        paths.into_iter().zip(digests).collect();
+    let now = analysis.source_inputs(&paths)?;
+    let inputs: Vec<(String, SourceKey)> = paths
+        .into_iter()
+        .zip(now)
+        .map(|(path, input)| (path, input.key))
+        .collect();
     Ok(Some(encode(plan, &inputs)))
 }
 
-fn encode(plan: &Plan, inputs: &[(String, Result<Sha256Digest, String>)]) -> Vec<u8> {
+fn encode(plan: &Plan, inputs: &[(String, SourceKey)]) -> Vec<u8> {
     let mut out = ValueWriter::default();
     out.str(VALUE_FORMAT);
     // Destructured without `..`: a field added to a plan fails to compile here.
@@ -158,6 +160,7 @@ fn encode(plan: &Plan, inputs: &[(String, Result<Sha256Digest, String>)]) -> Vec
         actions,
         problems: _,
         kinds,
+        source_stamps: _,
     } = plan;
     out.str(capability);
     out.u64(targets.len() as u64);
@@ -203,9 +206,10 @@ fn encode(plan: &Plan, inputs: &[(String, Result<Sha256Digest, String>)]) -> Vec
     for (path, digest) in inputs {
         out.str(path);
         match digest {
-            Ok(digest) => {
+            Ok((digest, permissions)) => {
                 out.u8(0);
                 out.bytes(&digest.0);
+                out.u64(u64::from(*permissions));
             }
             Err(error) => {
                 out.u8(1);
@@ -216,8 +220,7 @@ fn encode(plan: &Plan, inputs: &[(String, Result<Sha256Digest, String>)]) -> Vec
     out.0
 }
 
-#[allow(clippy::type_complexity)]
-fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, Result<Sha256Digest, String>)>)> {
+fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, SourceKey)>)> {
     let mut input = ValueReader::new(bytes);
     if input.str()? != VALUE_FORMAT {
         return None;
@@ -259,7 +262,10 @@ fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, Result<Sha256Digest, Strin
     for _ in 0..count {
         let path = input.str()?;
         let digest = match input.u8()? {
-            0 => Ok(Sha256Digest(input.take(32)?.try_into().ok()?)),
+            0 => {
+                let digest = Sha256Digest(input.take(32)?.try_into().ok()?);
+                Ok((digest, u32::try_from(input.u64()?).ok()?))
+            }
             1 => Err(input.str()?),
             _ => return None,
         };
@@ -271,6 +277,7 @@ fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, Result<Sha256Digest, Strin
         actions,
         problems: Vec::new(),
         kinds,
+        source_stamps: Default::default(),
     };
     input.is_empty().then_some((plan, inputs))
 }
@@ -328,6 +335,7 @@ mod tests {
             ],
             problems: Vec::new(),
             kinds: HashMap::from([("pkg/T".to_owned(), "command".to_owned())]),
+            source_stamps: Default::default(),
         }
     }
 
@@ -337,7 +345,10 @@ mod tests {
     fn plans_round_trip_and_partial_values_are_nothing() {
         let plan = plan();
         let inputs = vec![
-            ("pkg/in.txt".to_owned(), Ok(Sha256Digest::of(b"in"))),
+            (
+                "pkg/in.txt".to_owned(),
+                Ok((Sha256Digest::of(b"in"), 0o644)),
+            ),
             ("pkg/gone.txt".to_owned(), Err("no such file".to_owned())),
         ];
         let bytes = encode(&plan, &inputs);

@@ -24,8 +24,10 @@ pub mod testing;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use once_analysis::{Analysis, Cancellable};
-use once_exec::{ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction};
+use once_analysis::{Analysis, Cancellable, SourceInput};
+use once_exec::{
+    ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction, SourceStamps,
+};
 use once_model::action::ActionStep;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -128,6 +130,10 @@ pub struct Plan {
     pub problems: Vec<String>,
     /// The kind of every target the plan has actions of, by id.
     pub kinds: std::collections::HashMap<String, String>,
+    /// The stamp each source file the actions read had when its digest entered their
+    /// static keys: the executor records no result of an action whose sources changed
+    /// since (`Executor::with_source_stamps`).
+    pub source_stamps: SourceStamps,
 }
 
 impl Plan {
@@ -175,6 +181,7 @@ pub fn plan(
         actions: Vec::with_capacity(ids.len()),
         problems: Vec::new(),
         kinds: std::collections::HashMap::with_capacity(ids.len()),
+        source_stamps: SourceStamps::default(),
     };
     let mut seen_actions = HashSet::with_capacity(ids.len());
     let mut seen_problems = HashSet::new();
@@ -269,14 +276,42 @@ pub fn plan(
         }
         plan.targets.push(target);
     }
+    let paths = source_inputs(&plan.actions);
+    let inputs = analysis.source_inputs(&paths)?;
+    plan.source_stamps = source_stamps(&paths, &inputs);
     Ok(Ok(plan))
+}
+
+/// The workspace files `actions` read (not build outputs), sorted, each once: the files
+/// whose digests their static keys hold.
+pub fn source_inputs(actions: &[PlannedAction]) -> Vec<String> {
+    let mut paths: Vec<String> = actions
+        .iter()
+        .flat_map(|planned| &planned.action.inputs)
+        .filter(|path| !once_analysis::is_build_output(path))
+        .cloned()
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
+
+/// The stamps `inputs` (of `paths`, in order) were keyed with, for the executor.
+pub fn source_stamps(paths: &[String], inputs: &[SourceInput]) -> SourceStamps {
+    SourceStamps::new(
+        paths
+            .iter()
+            .zip(inputs)
+            .filter_map(|(path, input)| Some((path.clone(), input.stamp?)))
+            .collect(),
+    )
 }
 
 /// What the execution met that did not fail an action, for the front end to show: first
 /// the damaged files of the store or the workspace (ignored, removed or rewritten), then
 /// each action's, after its id: a stored result or output that could not be used (a
-/// damaged record or a corrupt blob, removed; the action ran again), a program that
-/// changed while it ran (its result not cached).
+/// damaged record or a corrupt blob, removed; the action ran again), a program or a
+/// source file that changed while it ran (its result not cached).
 pub fn execution_warnings(report: &ExecutionReport) -> Vec<String> {
     report
         .warnings

@@ -7,39 +7,72 @@
 
 use std::path::Path;
 
+use once_analysis::{Analysis, Cancellable};
 use once_evidence::{EvidenceRecord, Subject};
 use once_exec::{
     ActionResult, ActionStatus, CacheState, CancelHandle, ExecutionReport, Executor, OutputScope,
-    PlannedAction, Progress, Store,
+    PlannedAction, Progress, SourceStamps, Store,
 };
 
-/// What runs: the actions (needs first), the ordering edges between them, and the id of
-/// the action whose result is the answer.
+/// What runs: the actions (needs first), the ordering edges between them, the id of the
+/// action whose result is the answer, and the stamps the input files' digests were read
+/// with (see `Executor::with_source_stamps`).
 #[derive(Clone, Debug)]
 pub struct ScriptJob {
     pub main: String,
     pub actions: Vec<PlannedAction>,
     pub order: Vec<(String, String)>,
+    pub source_stamps: SourceStamps,
 }
 
 impl ScriptJob {
-    /// The job of a script's plan.
-    pub fn of_script(plan: once_analysis::ScriptPlan) -> ScriptJob {
-        ScriptJob {
+    /// The job of a script's plan, made by `analysis`.
+    pub fn of_script(
+        analysis: &Analysis,
+        plan: once_analysis::ScriptPlan,
+    ) -> Cancellable<ScriptJob> {
+        let actions: Vec<PlannedAction> = plan.actions.into_iter().map(convert).collect();
+        Ok(ScriptJob {
             main: plan.script,
-            actions: plan.actions.into_iter().map(convert).collect(),
+            source_stamps: stamps(analysis, &actions)?,
+            actions,
             order: plan.order,
-        }
+        })
     }
 
-    /// The job of a literal command's one action.
-    pub fn of_command(planned: once_analysis::PlannedAction) -> ScriptJob {
-        ScriptJob {
-            main: planned.action.id.clone(),
-            actions: vec![convert(planned)],
+    /// The job of a literal command's one action, made by `analysis`.
+    pub fn of_command(
+        analysis: &Analysis,
+        planned: once_analysis::PlannedAction,
+    ) -> Cancellable<ScriptJob> {
+        let actions = vec![convert(planned)];
+        Ok(ScriptJob {
+            main: actions[0].action.id.clone(),
+            source_stamps: stamps(analysis, &actions)?,
+            actions,
             order: Vec::new(),
-        }
+        })
     }
+}
+
+/// The stamps of the files `actions` read that no action of them writes (their digests
+/// are in the static keys; the digests are memoised, so nothing is read again).
+fn stamps(analysis: &Analysis, actions: &[PlannedAction]) -> Cancellable<SourceStamps> {
+    let produced: Vec<&String> = actions.iter().flat_map(|a| &a.action.outputs).collect();
+    let mut paths: Vec<String> = actions
+        .iter()
+        .flat_map(|a| &a.action.inputs)
+        .filter(|input| {
+            !produced
+                .iter()
+                .any(|output| once_model::paths::is_under(input, output))
+        })
+        .cloned()
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let inputs = analysis.source_inputs(&paths)?;
+    Ok(crate::source_stamps(&paths, &inputs))
 }
 
 fn convert(planned: once_analysis::PlannedAction) -> PlannedAction {
@@ -61,7 +94,8 @@ pub fn run(
     let mut executor = Executor::new(root, store)
         .with_output_scope(OutputScope::Workspace)
         .with_order(job.order.clone())
-        .with_cancel(cancel);
+        .with_cancel(cancel)
+        .with_source_stamps(job.source_stamps.clone());
     if let Some(progress) = progress {
         executor = executor.on_progress(progress);
     }

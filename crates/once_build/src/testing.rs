@@ -368,6 +368,7 @@ pub fn run(
     let report = Executor::new(root, store)
         .with_options(exec_options.clone())
         .with_cancel(cancel.clone())
+        .with_source_stamps(plan.source_stamps.clone())
         .on_progress(&callback)
         .run(&actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;
@@ -782,6 +783,7 @@ impl Retry<'_> {
         let report = match Executor::new(self.root, self.store)
             .with_options(self.exec_options.clone())
             .with_cancel(self.cancel.clone())
+            .with_source_stamps(self.plan.source_stamps.clone())
             .run(std::slice::from_ref(&retry_action))
         {
             Ok(report) => report,

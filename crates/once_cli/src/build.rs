@@ -442,7 +442,8 @@ fn execute_unrecorded(
     set_interruptible(Interruptible::Execution(cancel.clone()));
     let mut executor = Executor::new(root, store)
         .with_options(options)
-        .with_cancel(cancel.clone());
+        .with_cancel(cancel.clone())
+        .with_source_stamps(plan.source_stamps.clone());
     if let Some(line) = &line {
         line.show(0, None);
         executor = executor.on_progress(&callback);

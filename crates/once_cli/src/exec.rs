@@ -157,7 +157,7 @@ fn lower_script(
         .canonicalize()
         .with_context(|| format!("cannot open the script `{}`", path.display()))?;
     let (root, relative) = script_workspace(args, &script)?;
-    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &[]);
+    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &Default::default());
     let analysis = host.analysis();
     let plan = answer(analysis.script_plan(&ScriptRequest {
         path: relative,
@@ -165,11 +165,9 @@ fn lower_script(
         environment: std::env::vars().collect(),
     }))?
     .map_err(|e| anyhow!("{e}"))?;
+    let job = answer(ScriptJob::of_script(&analysis, plan))?;
     let _ = analysis.save_digest_index();
-    Ok(Lowered {
-        root,
-        job: ScriptJob::of_script(plan),
-    })
+    Ok(Lowered { root, job })
 }
 
 fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::Result<Lowered> {
@@ -203,7 +201,7 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
     };
     let inputs = declared(request.inputs, "input")?;
     let outputs = declared(request.outputs, "output")?;
-    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &[]);
+    let host = AnalysisHost::load_walked(Arc::new(OsSystem), root.clone(), &Default::default());
     let analysis = host.analysis();
     let planned = answer(analysis.command_plan(&CommandRequest {
         argv: request.command.to_vec(),
@@ -212,11 +210,9 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
         outputs,
     }))?
     .map_err(|e| anyhow!("{e}"))?;
+    let job = answer(ScriptJob::of_command(&analysis, planned))?;
     let _ = analysis.save_digest_index();
-    Ok(Lowered {
-        root,
-        job: ScriptJob::of_command(planned),
-    })
+    Ok(Lowered { root, job })
 }
 
 fn run(lowered: &Lowered, store: &Store) -> anyhow::Result<ExecutionReport> {
@@ -352,6 +348,11 @@ fn finish(
     // say why.
     if let Some(note) = once_build::scripts::failure_note(result) {
         let _ = writeln!(stderr, "once: error: {note}");
+    }
+    // What the execution met without failing (a source edited while the script ran: its
+    // result not cached; a corrupt blob rebuilt), as `once build` shows it.
+    for warning in once_build::execution_warnings(report) {
+        let _ = writeln!(stderr, "once: warning: {warning}");
     }
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();

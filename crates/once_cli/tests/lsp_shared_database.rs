@@ -216,8 +216,12 @@ fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        let file_type = entry.file_type().unwrap();
+        if file_type.is_dir() {
             copy_dir(&entry.path(), &target);
+        } else if file_type.is_symlink() {
+            // A link stays a link (fixtures hold links once does not follow).
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }

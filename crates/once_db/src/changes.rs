@@ -2,11 +2,15 @@
 //!
 //! A `Changed`, `Created` or `Deleted` event bumps exactly that file's input (when one
 //! exists: a file without an input was never read, so nothing depends on its contents);
-//! creating or deleting a plain file also updates the owning package's file list; anything
-//! touching a `once.toml`, a `.gitignore` or a directory triggers a rescan. A rescan walks
-//! again and sets the package and module lists that differ, then compares the stamp of
-//! every file read since its last bump with the disk and bumps exactly the files whose
-//! stamp differs (size, modification and change times, inode, mode, kind).
+//! creating or deleting a plain file (or a symbolic link) also updates the owning
+//! package's file list; anything touching a `once.toml`, a `.gitignore` or a directory
+//! triggers a rescan. A rescan walks again and sets the package and module lists that
+//! differ, then compares the stamp of every file read since its last bump with the disk
+//! and bumps exactly the files whose stamp differs (size, modification and change times,
+//! inode, mode, kind). After a change of the file set, and on a rescan, every link
+//! resolved since its last bump is resolved again and bumped when it leads elsewhere
+//! ([`crate::links`]): the event of a change on the way (a link retargeted further down a
+//! chain, a target created) names another path than the link's.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +18,7 @@ use salsa::{Durability, Setter};
 
 use crate::discovery::{MANIFEST_NAME, discover_packages};
 use crate::files::{File, Seen};
-use crate::system::SKIPPED_DIRECTORIES;
+use crate::system::{EntryKind, SKIPPED_DIRECTORIES, Walked};
 use crate::workspace::{Package, Workspace};
 use crate::{Db, RootDatabase};
 
@@ -30,26 +34,27 @@ pub enum ChangeEvent {
 }
 
 pub(crate) fn load_workspace(db: &mut RootDatabase, root: PathBuf) -> Workspace {
-    let files = db.system().walk(&root).unwrap_or_default();
-    load_walked_workspace(db, root, &files)
+    let walked = db.system().walk_entries(&root).unwrap_or_default();
+    load_walked_workspace(db, root, &walked)
 }
 
-/// [`load_workspace`] from the files of a walk that already happened.
+/// [`load_workspace`] from a walk that already happened.
 pub(crate) fn load_walked_workspace(
     db: &mut RootDatabase,
     root: PathBuf,
-    files: &[String],
+    walked: &Walked,
 ) -> Workspace {
     let host = db.system().host_platform();
-    let discovered = crate::discovery::group_into_packages(files);
+    let discovered = crate::discovery::group_into_packages(walked);
     let star_files = star_files(db, &discovered);
     let packages = discovered
         .into_iter()
         .map(|found| {
             let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
-            Package::builder(found.path, manifest, found.files)
+            Package::builder(found.path, manifest, found.files, found.links)
                 .path_durability(Durability::HIGH)
                 .files_durability(Durability::MEDIUM)
+                .links_durability(Durability::MEDIUM)
                 .new(db)
         })
         .collect();
@@ -61,7 +66,8 @@ pub(crate) fn load_walked_workspace(
         .new(db)
 }
 
-/// The inputs of every `.star` file of the walk, sorted by path.
+/// The inputs of every `.star` file of the walk (symbolic links are no module
+/// candidates), sorted by path.
 fn star_files(db: &RootDatabase, discovered: &[crate::DiscoveredPackage]) -> Vec<File> {
     let mut paths: Vec<String> = discovered
         .iter()
@@ -69,7 +75,7 @@ fn star_files(db: &RootDatabase, discovered: &[crate::DiscoveredPackage]) -> Vec
             package
                 .files
                 .iter()
-                .filter(|f| f.ends_with(".star"))
+                .filter(|f| f.ends_with(".star") && package.links.binary_search(f).is_err())
                 .map(|f| Package::join(&package.path, f))
         })
         .collect();
@@ -118,6 +124,8 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
     };
     let root = workspace.root(db).clone();
     let mut rescan = false;
+    // Whether the set of files may have changed (a content change cannot move a link).
+    let mut structure = false;
     for change in changes {
         match change {
             ChangeEvent::Rescan => rescan = true,
@@ -127,23 +135,41 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
                 };
                 match db.file(&relative) {
                     Some(file) => bump(db, file),
-                    None => rescan |= file_set_changed(db, workspace, &relative, true),
+                    None => {
+                        structure = true;
+                        let listed = walk_lists(db, &root.join(&relative));
+                        rescan |= file_set_changed(db, workspace, &relative, listed);
+                    }
                 }
             }
             ChangeEvent::Created(path) | ChangeEvent::Deleted(path) => {
                 let Some(relative) = relative_path(&root, path) else {
                     continue;
                 };
+                structure = true;
                 if let Some(file) = db.file(&relative) {
                     bump(db, file);
                 }
-                let exists = db.system().is_file(&root.join(&relative));
-                rescan |= file_set_changed(db, workspace, &relative, exists);
+                let listed = walk_lists(db, &root.join(&relative));
+                rescan |= file_set_changed(db, workspace, &relative, listed);
             }
         }
     }
     if rescan {
         rescan_workspace(db, workspace);
+    } else if structure {
+        bump_moved_links(db, &root);
+    }
+}
+
+/// Whether the walk lists `path`, and as a link: `Some(false)` for a regular file,
+/// `Some(true)` for a symbolic link (whatever it leads to), `None` otherwise (nothing, a
+/// directory).
+fn walk_lists(db: &RootDatabase, path: &Path) -> Option<bool> {
+    match db.system().link_stamp(path).ok().flatten()?.kind {
+        EntryKind::File => Some(false),
+        EntryKind::Symlink => Some(true),
+        EntryKind::Directory | EntryKind::Other => None,
     }
 }
 
@@ -156,13 +182,15 @@ fn bump(db: &mut RootDatabase, file: File) {
         .to(next);
 }
 
-/// Updates the owning package's file list; returns `true` when only a rescan can tell.
+/// Updates the owning package's file list (and link list) for a file the walk now lists
+/// (`Some(link)`) or does not (`None`); returns `true` when only a rescan can tell.
 fn file_set_changed(
     db: &mut RootDatabase,
     workspace: Workspace,
     relative: &str,
-    exists: bool,
+    listed: Option<bool>,
 ) -> bool {
+    let exists = listed.is_some();
     let name = relative.rsplit('/').next().unwrap_or(relative);
     if name == MANIFEST_NAME || name == ".gitignore" {
         return true;
@@ -193,6 +221,26 @@ fn file_set_changed(
         package.path(db).len() + 1
     };
     let package_relative = &relative[prefix_len..];
+    let link = listed == Some(true);
+    let mut links = package.links(db).clone();
+    let link_position = links.binary_search_by(|f| f.as_str().cmp(package_relative));
+    let links_changed = match (link_position, link) {
+        (Err(index), true) => {
+            links.insert(index, package_relative.to_owned());
+            true
+        }
+        (Ok(index), false) => {
+            links.remove(index);
+            true
+        }
+        _ => false,
+    };
+    if links_changed {
+        package
+            .set_links(db)
+            .with_durability(Durability::MEDIUM)
+            .to(links);
+    }
     let mut files = package.files(db).clone();
     let position = files.binary_search_by(|f| f.as_str().cmp(package_relative));
     match (position, exists) {
@@ -200,13 +248,20 @@ fn file_set_changed(
         (Ok(index), false) => {
             files.remove(index);
         }
-        _ => return false,
+        _ => {
+            // Still listed (or still not): only a file turned link, or back, moves the
+            // module list.
+            if links_changed {
+                star_file_changed(db, workspace, relative, exists && !link);
+            }
+            return false;
+        }
     }
     package
         .set_files(db)
         .with_durability(Durability::MEDIUM)
         .to(files);
-    star_file_changed(db, workspace, relative, exists);
+    star_file_changed(db, workspace, relative, exists && !link);
     false
 }
 
@@ -249,12 +304,19 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
                         .with_durability(Durability::MEDIUM)
                         .to(found.files);
                 }
+                if *package.links(db) != found.links {
+                    package
+                        .set_links(db)
+                        .with_durability(Durability::MEDIUM)
+                        .to(found.links);
+                }
                 packages.push(package);
             }
             None => packages.push(
-                Package::builder(found.path, manifest, found.files)
+                Package::builder(found.path, manifest, found.files, found.links)
                     .path_durability(Durability::HIGH)
                     .files_durability(Durability::MEDIUM)
+                    .links_durability(Durability::MEDIUM)
                     .new(db),
             ),
         }
@@ -266,20 +328,39 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
             .to(packages);
     }
     bump_restamped_files(db, &root);
+    bump_moved_links(db, &root);
 }
 
-/// Bumps every file whose stamp on disk differs from what its reads saw.
+/// Bumps every file whose stamp on disk differs from what its reads saw (a link's own
+/// stamp for a read that saw the link itself).
 fn bump_restamped_files(db: &mut RootDatabase, root: &Path) {
     let seen = db.lock_file_table().seen_files();
     for (file, seen) in seen {
         let unchanged = match seen {
             Seen::Conflicting => false,
             Seen::Stamp(stamp) => {
-                let current = db.system().stamp(&root.join(file.path(db)));
+                let path = root.join(file.path(db));
+                let current = match stamp {
+                    Some(stamp) if stamp.kind == EntryKind::Symlink => {
+                        db.system().link_stamp(&path)
+                    }
+                    _ => db.system().stamp(&path),
+                };
                 current.is_ok_and(|current| current == stamp)
             }
         };
         if !unchanged {
+            bump(db, file);
+        }
+    }
+}
+
+/// Bumps every link resolved since its last bump that now leads elsewhere.
+fn bump_moved_links(db: &mut RootDatabase, root: &Path) {
+    let links = db.lock_file_table().resolved_links();
+    for (file, target) in links {
+        let now = crate::links::resolve_link(db.system(), root, file.path(db));
+        if now != target {
             bump(db, file);
         }
     }

@@ -451,6 +451,6 @@ mod tests {
         std::fs::write(dir.path().join("pkg/once.toml"), "").unwrap();
         std::fs::write(dir.path().join("pkg/.once-write-4242-0"), "").unwrap();
         let walked = crate::system::walk_directories(dir.path(), None).unwrap();
-        assert_eq!(walked, ["pkg/once.toml"]);
+        assert_eq!(walked.files, ["pkg/once.toml"]);
     }
 }

@@ -11,20 +11,26 @@
 //! rename a complete index and the last rename wins (the loser's new entries are only
 //! lost work, re-hashed by a later process).
 //!
-//! **The racy rule** (git's): an entry is trusted only when the file's modification time
-//! is strictly older than the index file's own modification time. A file written in the
-//! same timestamp tick as the index could have changed after it was hashed without its
-//! stamp changing, so it is hashed again. A save leaves such entries out (it writes the
-//! index again without them when the new file's time shows one), so no later change of
-//! the index file's time (a `touch`, a copy) can make a racy entry trusted. Entries
-//! hashed by this process are never reused by it (salsa memoises digests until the
-//! file's revision changes, and a change within one tick must not be missed).
+//! **The racy rules.** A write within the timestamp tick of a file's last change does not
+//! change its stamp, so a digest read in that tick may not be the digest of what the
+//! stamp describes a moment later. Two rules keep such digests out of later processes:
+//! a digest is kept for the index only when the file's modification and change times are
+//! more than [`SETTLED_NS`] (two seconds, coarser than any file system's tick) older than
+//! the moment it was read (however long after that the index is written); and (git's
+//! rule) an entry is trusted only when the file's modification time is strictly older
+//! than the index file's own. A save leaves entries the second rule would ignore out (it
+//! writes the index again without them when the new file's time shows one), so no later
+//! change of the index file's time (a `touch`, a copy) can make a racy entry trusted.
+//! Entries hashed by this process are never reused by it (salsa memoises digests until
+//! the file's revision changes, and a change within one tick must not be missed).
 //!
 //! **What a matching stamp proves.** Size, modification and change times, inode and mode
 //! all equal: the file was not written since it was hashed, unless its change time was
 //! forged, which takes setting the system clock back (no program can set a change time
 //! otherwise). The checksum adds that the entry is the one this index wrote: an old
 //! digest written over an entry by hand is damage, not a hit.
+//!
+//! A symbolic link has no entry of its own: its digest is its target's ([`source_file`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,6 +42,7 @@ use sha2::{Digest as _, Sha256};
 use crate::Db;
 use crate::files::File;
 use crate::framed::{Damage, Format, Unframed};
+use crate::links::LinkTarget;
 use crate::system::{EntryKind, FileStamp, System};
 
 /// Where the index lives, relative to the workspace root.
@@ -105,6 +112,8 @@ pub enum DigestError {
     NotAFile,
     /// The file exists but could not be read.
     Unreadable(String),
+    /// The path is a symbolic link once does not follow (see [`crate::links`]).
+    Link(LinkTarget),
 }
 
 impl std::fmt::Display for DigestError {
@@ -113,6 +122,10 @@ impl std::fmt::Display for DigestError {
             DigestError::Missing => f.write_str("no such file"),
             DigestError::NotAFile => f.write_str("not a regular file"),
             DigestError::Unreadable(message) => write!(f, "unreadable: {message}"),
+            DigestError::Link(target) => match target.refusal() {
+                Some(why) => write!(f, "a symbolic link {why}"),
+                None => f.write_str("a symbolic link"),
+            },
         }
     }
 }
@@ -120,36 +133,98 @@ impl std::fmt::Display for DigestError {
 /// A file's digest, or why it has none.
 pub type FileDigest = Result<Sha256Digest, DigestError>;
 
-/// The SHA-256 of a file's bytes, re-run only when the file's revision changes. Reuses the
-/// persistent index's digest when the file's stamp matches a trusted entry.
+/// What a source file shows an action that reads it: its content's digest and its
+/// permission bits, with the stamp of the file they were read from (a link's are its
+/// target's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SourceFile {
+    pub digest: Sha256Digest,
+    /// The permission bits (`mode & 0o7777`): an action can see them (`test -x`, a copy
+    /// keeps them), so they are keyed.
+    pub permissions: u32,
+    pub stamp: FileStamp,
+}
+
+/// The SHA-256 of a file's bytes, re-run only when the file's revision changes (and
+/// backdated when only its stamp did).
 #[salsa::tracked(returns(ref))]
 pub fn file_digest(db: &dyn Db, file: File) -> FileDigest {
+    match source_file(db, file) {
+        Ok(source) => Ok(source.digest),
+        Err(error) => Err(error.clone()),
+    }
+}
+
+/// The digest and permission bits of a file ([`SourceFile`]), or why it has none; re-run
+/// only when the file's revision changes. Reuses the persistent index's digest when the
+/// file's stamp matches a trusted entry. A symbolic link the workspace follows
+/// ([`crate::links`]) answers its target's, through the target's own input, so an edit of
+/// the target reaches every reader of the link.
+#[salsa::tracked(returns(ref))]
+pub fn source_file(db: &dyn Db, file: File) -> Result<SourceFile, DigestError> {
     let _ = file.revision(db);
     let root = crate::workspace::workspace_root(db);
     let path = file.path(db);
     let absolute = root.join(path);
     let index = db.digest_index();
     index.prepare(db);
-    if let Ok(Some(stamp)) = db.system().stamp(&absolute)
-        && let Some(digest) = index.trusted(path, &stamp)
-    {
-        db.record_seen(file, Some(stamp));
-        return Ok(digest);
+    // Not following a link (a regular file's stamp is the same either way).
+    let stamp = db.system().link_stamp(&absolute);
+    if let Ok(Some(stamp)) = stamp {
+        if stamp.kind == EntryKind::Symlink {
+            db.record_seen(file, Some(stamp));
+            return match crate::links::link_target(db, file) {
+                LinkTarget::File(target) => source_file(db, db.file_for_path(target)).clone(),
+                refused => Err(DigestError::Link(refused.clone())),
+            };
+        }
+        if let Some(digest) = index.trusted(path, &stamp) {
+            db.record_seen(file, Some(stamp));
+            return Ok(SourceFile {
+                digest,
+                permissions: stamp.mode & 0o7777,
+                stamp,
+            });
+        }
     }
     let read = db.system().read_stamped(&absolute);
     db.record_seen(file, read.stamp);
     match (read.contents, read.stamp) {
         (Ok(bytes), Some(stamp)) => {
             let digest = Sha256Digest::of(&bytes);
-            index.hashed(path, stamp, digest, bytes.len() as u64);
-            Ok(digest)
+            let now = db.system().now();
+            index.hashed(path, stamp, digest, bytes.len() as u64, now);
+            Ok(SourceFile {
+                digest,
+                permissions: stamp.mode & 0o7777,
+                stamp,
+            })
         }
-        (Ok(bytes), None) => Ok(Sha256Digest::of(&bytes)),
+        // A system that read bytes without a stamp: the digest, with nothing known of the
+        // file's metadata (never kept in the index).
+        (Ok(bytes), None) => Ok(SourceFile {
+            digest: Sha256Digest::of(&bytes),
+            permissions: 0,
+            stamp: FileStamp {
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                mtime_ns: 0,
+                ctime_ns: 0,
+                inode: 0,
+                mode: 0,
+            },
+        }),
         (Err(_), None) => Err(DigestError::Missing),
         (Err(_), Some(stamp)) if stamp.kind != EntryKind::File => Err(DigestError::NotAFile),
         (Err(err), Some(_)) => Err(DigestError::Unreadable(err.to_string())),
     }
 }
+
+/// How much older than the moment it was read a file's last change must be for its
+/// digest to be kept in the index: two seconds, coarser than any file system's timestamp
+/// tick (one second on some), so a later write within the same tick cannot leave a stale
+/// digest under the stamp it did not change.
+pub const SETTLED_NS: i128 = 2_000_000_000;
 
 /// The digest index of one process: the entries loaded from `.once/digests` (trusted
 /// under the racy rule) and the digests this process computed (saved by
@@ -213,8 +288,23 @@ impl DigestIndex {
         (entry.stamp == *stamp && stamp.mtime_ns < loaded.written_ns).then_some(entry.digest)
     }
 
-    fn hashed(&self, path: &str, stamp: FileStamp, digest: Sha256Digest, bytes: u64) {
+    /// Counts a digest this process computed, read at `now`, and keeps it for the index
+    /// when the file had settled ([`SETTLED_NS`]).
+    fn hashed(
+        &self,
+        path: &str,
+        stamp: FileStamp,
+        digest: Sha256Digest,
+        bytes: u64,
+        now: std::time::SystemTime,
+    ) {
         self.bytes_hashed.fetch_add(bytes, Ordering::Relaxed);
+        let now_ns = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos() as i128);
+        if stamp.mtime_ns.max(stamp.ctime_ns) + SETTLED_NS > now_ns {
+            return;
+        }
         let mut computed = match self.computed.lock() {
             Ok(computed) => computed,
             Err(poisoned) => poisoned.into_inner(),

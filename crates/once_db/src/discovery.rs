@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::system::System;
+use crate::system::{System, Walked};
 
 /// The file name that makes a directory a package.
 pub const MANIFEST_NAME: &str = "once.toml";
@@ -36,36 +36,46 @@ pub struct DiscoveredPackage {
     pub path: String,
     /// Package-relative files the package owns, sorted.
     pub files: Vec<String>,
+    /// The symbolic links among `files`, sorted.
+    pub links: Vec<String>,
 }
 
 /// Walks `root` and groups the files into packages: every directory holding a
 /// `once.toml` is a package and owns the files below it that no nested package owns.
 pub fn discover_packages(system: &dyn System, root: &Path) -> io::Result<Vec<DiscoveredPackage>> {
-    let files = system.walk(root)?;
-    Ok(group_into_packages(&files))
+    let walked = system.walk_entries(root)?;
+    Ok(group_into_packages(&walked))
 }
 
-/// Groups sorted workspace-relative file paths into packages.
-pub fn group_into_packages(files: &[String]) -> Vec<DiscoveredPackage> {
-    let mut packages: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for file in files {
-        if let Some(dir) = manifest_dir(file) {
+/// Groups the sorted workspace-relative files of a walk into packages. A symbolic link
+/// named `once.toml` makes no package (it is a file of the package around it).
+pub fn group_into_packages(walked: &Walked) -> Vec<DiscoveredPackage> {
+    let is_link = |file: &String| walked.links.binary_search(file).is_ok();
+    let mut packages: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for file in &walked.files {
+        if let Some(dir) = manifest_dir(file)
+            && !is_link(file)
+        {
             packages.entry(dir.to_owned()).or_default();
         }
     }
-    for file in files {
+    for file in &walked.files {
         if let Some((package, relative)) = owning_package(&packages, file) {
             let relative = relative.to_owned();
-            if let Some(owned) = packages.get_mut(&package) {
+            if let Some((owned, links)) = packages.get_mut(&package) {
+                if is_link(file) {
+                    links.push(relative.clone());
+                }
                 owned.push(relative);
             }
         }
     }
     packages
         .into_iter()
-        .map(|(path, mut files)| {
+        .map(|(path, (mut files, mut links))| {
             files.sort_unstable();
-            DiscoveredPackage { path, files }
+            links.sort_unstable();
+            DiscoveredPackage { path, files, links }
         })
         .collect()
 }
@@ -127,7 +137,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let rendered: Vec<String> = group_into_packages(&files)
+        let rendered: Vec<String> = group_into_packages(&Walked::of_files(files))
             .iter()
             .map(|p| format!("{:?}: {}", p.path, p.files.join(", ")))
             .collect();
@@ -153,13 +163,40 @@ mod tests {
     #[test]
     fn no_root_manifest_means_loose_files_belong_to_nobody() {
         let files: Vec<String> = ["a.txt", "p/once.toml"].map(String::from).to_vec();
-        let packages = group_into_packages(&files);
+        let packages = group_into_packages(&Walked::of_files(files));
         assert_eq!(
             packages,
             vec![DiscoveredPackage {
                 path: "p".into(),
-                files: vec!["once.toml".into()]
+                files: vec!["once.toml".into()],
+                links: Vec::new(),
             }]
+        );
+    }
+
+    #[test]
+    fn links_are_files_of_their_package_but_never_manifests() {
+        let walked = Walked {
+            files: ["once.toml", "p/link.txt", "p/once.toml", "q/once.toml"]
+                .map(String::from)
+                .to_vec(),
+            links: ["p/link.txt", "q/once.toml"].map(String::from).to_vec(),
+        };
+        let packages = group_into_packages(&walked);
+        assert_eq!(
+            packages,
+            vec![
+                DiscoveredPackage {
+                    path: String::new(),
+                    files: vec!["once.toml".into(), "q/once.toml".into()],
+                    links: vec!["q/once.toml".into()],
+                },
+                DiscoveredPackage {
+                    path: "p".into(),
+                    files: vec!["link.txt".into(), "once.toml".into()],
+                    links: vec!["link.txt".into()],
+                },
+            ]
         );
     }
 }

@@ -12,6 +12,7 @@ use once_model::{LineCol, LineColRange, TextRange};
 use rustc_hash::FxHashMap;
 
 use crate::Db;
+use crate::links::LinkTarget;
 use crate::system::FileStamp;
 
 /// One file of the workspace, identified by its workspace-relative `/`-separated path.
@@ -281,11 +282,13 @@ pub fn line_index(db: &dyn Db, file: File) -> LineIndex {
     LineIndex::new(source_text(db, file).text.clone())
 }
 
-/// The path → input table, and the stamp each file had when it was last read.
+/// The path → input table, the stamp each file had when it was last read, and where each
+/// link resolved since its last bump led.
 #[derive(Default, Debug)]
 pub(crate) struct FileTable {
     files: FxHashMap<String, File>,
     seen: FxHashMap<File, Seen>,
+    links: FxHashMap<File, LinkTarget>,
 }
 
 /// What the reads of a file since its last bump saw.
@@ -321,6 +324,19 @@ impl FileTable {
     /// Forgets what reads saw (the file was bumped: the next read records anew).
     pub(crate) fn forget_seen(&mut self, file: File) {
         self.seen.remove(&file);
+        self.links.remove(&file);
+    }
+
+    pub(crate) fn record_link(&mut self, file: File, target: LinkTarget) {
+        self.links.insert(file, target);
+    }
+
+    /// Every link resolved since its last bump, with where it led.
+    pub(crate) fn resolved_links(&self) -> Vec<(File, LinkTarget)> {
+        self.links
+            .iter()
+            .map(|(file, target)| (*file, target.clone()))
+            .collect()
     }
 
     /// Every file some read has seen since its last bump, with what it saw.

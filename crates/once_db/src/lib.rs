@@ -5,8 +5,10 @@
 //! - [`files`]: the [`File`] input, [`source_text`] and [`line_index`].
 //! - [`workspace`]: the [`Workspace`] and [`Package`] inputs and host platform.
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
-//! - [`digests`]: [`file_digest`] and the persistent [`DigestIndex`](digests::DigestIndex).
+//! - [`digests`]: [`file_digest`], [`source_file`] and the persistent
+//!   [`DigestIndex`](digests::DigestIndex).
 //! - [`framed`]: the header, version and checksum every file kept to decide hits shares.
+//! - [`links`]: where a symbolic link among the workspace's files leads ([`link_target`]).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
@@ -27,6 +29,8 @@ pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod framed;
+pub mod links;
+pub mod memory;
 pub mod package_filter;
 pub mod plan_memo;
 pub mod simple_glob;
@@ -37,13 +41,15 @@ pub mod writes;
 use std::sync::{Arc, Mutex};
 
 pub use changes::{ChangeEvent, apply_changes, is_excluded_from_walk};
-pub use digests::{DigestError, FileDigest, Sha256Digest, file_digest};
+pub use digests::{DigestError, FileDigest, Sha256Digest, SourceFile, file_digest, source_file};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
+pub use links::{LinkTarget, link_target};
 pub use package_filter::{PackageFilter, PatternError};
 pub use plan_memo::PlanMemo;
 pub use system::{
-    EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System, WriteLock,
+    EntryKind, FileStamp, HostPlatform, MemorySystem, OsSystem, StampedRead, System, Walked,
+    WriteLock,
 };
 pub use workspace::{Package, Workspace};
 pub use writes::{FileWrite, WriteError, write_files};
@@ -60,6 +66,9 @@ pub trait Db: salsa::Database {
 
     /// Records the stamp a read of `file` saw (only [`files`] reads call this).
     fn record_seen(&self, file: File, stamp: Option<FileStamp>);
+
+    /// Records where the link `file` led when it was resolved ([`links::link_target`]).
+    fn record_link(&self, file: File, target: links::LinkTarget);
 
     /// This process's digest index (loaded from `.once/digests` on first use).
     fn digest_index(&self) -> &digests::DigestIndex;
@@ -95,6 +104,10 @@ impl Db for RootDatabase {
 
     fn record_seen(&self, file: File, stamp: Option<FileStamp>) {
         self.lock_file_table().record_seen(file, stamp);
+    }
+
+    fn record_link(&self, file: File, target: links::LinkTarget) {
+        self.lock_file_table().record_link(file, target);
     }
 
     fn digest_index(&self) -> &digests::DigestIndex {
@@ -157,10 +170,10 @@ impl RootDatabase {
         changes::load_workspace(self, root)
     }
 
-    /// Creates the inputs from the sorted root-relative `files` of a walk of `root` that
-    /// already happened (a server's watching walk, `once_watch::WorkspaceWatcher::watch_and_walk`).
-    pub fn load_walked(&mut self, root: std::path::PathBuf, files: &[String]) -> Workspace {
-        changes::load_walked_workspace(self, root, files)
+    /// Creates the inputs from a walk of `root` that already happened (a server's
+    /// watching walk, `once_watch::WorkspaceWatcher::watch_and_walk`).
+    pub fn load_walked(&mut self, root: std::path::PathBuf, walked: &Walked) -> Workspace {
+        changes::load_walked_workspace(self, root, walked)
     }
 
     /// Lends planning a memo kept between processes; set it before the first plan is

@@ -1,10 +1,12 @@
-//! The outside world, behind one trait: [`OsSystem`] for the disk, [`MemorySystem`] for tests.
+//! The outside world, behind one trait: [`OsSystem`] for the disk, [`MemorySystem`] for tests
+//! (in [`crate::memory`]).
 
-use std::collections::BTreeMap;
+pub use crate::memory::MemorySystem;
+
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// The operating system and CPU architecture `select` tokens are derived from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -32,11 +34,20 @@ pub trait System: Send + Sync + fmt::Debug {
     /// Whether `path` is an existing regular file.
     fn is_file(&self, path: &Path) -> bool;
 
-    /// Every regular file below `root`, as sorted `/`-separated root-relative paths.
+    /// Every file below `root` ([`System::walk_entries`]), as sorted `/`-separated
+    /// root-relative paths.
+    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+        self.walk_entries(root).map(|walked| walked.files)
+    }
+
+    /// Every file below `root`, as sorted `/`-separated root-relative paths, and which of
+    /// them are symbolic links: regular files, and every link (whatever it leads to: the
+    /// analysis follows one leading to a workspace file and reports any other by name
+    /// when a target names it). Links are never followed into directories.
     ///
     /// Skips hidden entries (names starting with `.`), directories named `.once`,
     /// `target` or `node_modules`, and whatever `.gitignore` files exclude.
-    fn walk(&self, root: &Path) -> io::Result<Vec<String>>;
+    fn walk_entries(&self, root: &Path) -> io::Result<Walked>;
 
     fn host_platform(&self) -> HostPlatform;
 
@@ -81,6 +92,17 @@ pub trait System: Send + Sync + fmt::Debug {
     /// does); `None` when nothing is there.
     fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>>;
 
+    /// The metadata fingerprint of `path` itself, not following a final symbolic link (a
+    /// link's stamp has the kind [`EntryKind::Symlink`]); `None` when nothing is there.
+    fn link_stamp(&self, path: &Path) -> io::Result<Option<FileStamp>>;
+
+    /// The text of the symbolic link at `path`.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// The current time (the digest index keeps no digest of a file changed in the last
+    /// moments before it was read: [`crate::digests`]).
+    fn now(&self) -> std::time::SystemTime;
+
     /// Reads a regular file's bytes together with the stamp taken *before* reading, so the
     /// bytes are never older than the stamp. A path that is no regular file is an error
     /// (with its stamp, so a later change of kind is noticed).
@@ -91,6 +113,23 @@ pub trait System: Send + Sync + fmt::Debug {
     fn is_ignored(&self, root: &Path, relative: &str) -> bool {
         let _ = (root, relative);
         false
+    }
+}
+
+/// What a walk found: every file, links included, and the links among them; both sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Walked {
+    pub files: Vec<String>,
+    pub links: Vec<String>,
+}
+
+impl Walked {
+    /// A walk of `files` that met no link.
+    pub fn of_files(files: Vec<String>) -> Walked {
+        Walked {
+            files,
+            links: Vec::new(),
+        }
     }
 }
 
@@ -153,7 +192,7 @@ impl FileStamp {
 }
 
 /// The error of reading something that is no regular file.
-fn not_a_regular_file(path: &Path) -> io::Error {
+pub(crate) fn not_a_regular_file(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!("`{}` is not a regular file", path.display()),
@@ -170,6 +209,13 @@ fn not_a_regular_file(path: &Path) -> io::Error {
 pub struct WriteLock {
     /// The locked file (`None` for [`MemorySystem`], which has no other writers).
     _held: Option<std::fs::File>,
+}
+
+impl WriteLock {
+    /// The lock of a system without other writers.
+    pub(crate) fn unheld() -> WriteLock {
+        WriteLock { _held: None }
+    }
 }
 
 /// What a path names, without following a final symbolic link.
@@ -220,7 +266,7 @@ impl System for OsSystem {
         path.is_file()
     }
 
-    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+    fn walk_entries(&self, root: &Path) -> io::Result<Walked> {
         walk_directories(root, None)
     }
 
@@ -255,6 +301,23 @@ impl System for OsSystem {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    fn link_stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) => Ok(Some(FileStamp::of_metadata(&metadata))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+
+    #[allow(clippy::disallowed_methods, reason = "OsSystem's clock")]
+    fn now(&self) -> std::time::SystemTime {
+        std::time::SystemTime::now()
     }
 
     fn is_ignored(&self, root: &Path, relative: &str) -> bool {
@@ -420,15 +483,12 @@ pub fn machine_parallelism() -> usize {
 /// millisecond (`ignore`'s workers poll), more than a small tree takes to read.
 const SERIAL_WALK_ENTRIES: usize = 2_000;
 
-/// [`OsSystem::walk`]: every file below `root` that is not ignored, workspace-relative
-/// and sorted. `on_directory` sees every directory before its entries are read, so a
+/// [`OsSystem::walk_entries`]: every file below `root` that is not ignored (links
+/// included), workspace-relative and sorted. `on_directory` sees every directory before its entries are read, so a
 /// watch added there misses no change made to it later; such a walk runs on one thread
 /// per core. Without a hook the walk starts on the calling thread and moves to one thread
 /// per core only past [`SERIAL_WALK_ENTRIES`] entries.
-pub fn walk_directories(
-    root: &Path,
-    on_directory: Option<DirectoryHook>,
-) -> io::Result<Vec<String>> {
+pub fn walk_directories(root: &Path, on_directory: Option<DirectoryHook>) -> io::Result<Walked> {
     if !is_directory(root) {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -436,9 +496,9 @@ pub fn walk_directories(
         ));
     }
     if on_directory.is_none()
-        && let Some(files) = walk_serially(root, SERIAL_WALK_ENTRIES)
+        && let Some(walked) = walk_serially(root, SERIAL_WALK_ENTRIES)
     {
-        return Ok(files);
+        return Ok(walked);
     }
     if let Some(hook) = &on_directory {
         hook(root);
@@ -452,19 +512,32 @@ pub fn walk_directories(
         .run(|| {
             let found = &found;
             Box::new(move |entry| {
-                if let Some(relative) = walked_file(root, entry)
+                if let Some(walked) = walked_file(root, entry)
                     && let Ok(mut found) = found.lock()
                 {
-                    found.push(relative);
+                    found.push(walked);
                 }
                 ignore::WalkState::Continue
             })
         });
-    let mut files = found
+    let found = found
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    files.sort_unstable();
-    Ok(files)
+    Ok(sorted_walk(found))
+}
+
+/// The files (and the links among them) of a walk, sorted.
+pub(crate) fn sorted_walk(mut found: Vec<(String, bool)>) -> Walked {
+    found.sort_unstable();
+    let links = found
+        .iter()
+        .filter(|(_, link)| *link)
+        .map(|(path, _)| path.clone())
+        .collect();
+    Walked {
+        files: found.into_iter().map(|(path, _)| path).collect(),
+        links,
+    }
 }
 
 #[allow(clippy::disallowed_methods, reason = "OsSystem's walk")]
@@ -474,18 +547,17 @@ fn is_directory(path: &Path) -> bool {
 
 /// The files below `root` read on this thread, or `None` once more than `budget`
 /// entries were seen (the caller walks again in parallel).
-fn walk_serially(root: &Path, budget: usize) -> Option<Vec<String>> {
-    let mut files = Vec::new();
+fn walk_serially(root: &Path, budget: usize) -> Option<Walked> {
+    let mut found = Vec::new();
     for (seen, entry) in walk_builder(root, None).build().enumerate() {
         if seen > budget {
             return None;
         }
-        if let Some(relative) = walked_file(root, entry) {
-            files.push(relative);
+        if let Some(walked) = walked_file(root, entry) {
+            found.push(walked);
         }
     }
-    files.sort_unstable();
-    Some(files)
+    Some(sorted_walk(found))
 }
 
 /// The walk's rules: hidden entries and [`SKIPPED_DIRECTORIES`] skipped, `.gitignore`
@@ -525,13 +597,22 @@ fn walk_builder(root: &Path, on_directory: Option<DirectoryHook>) -> ignore::Wal
     builder
 }
 
-/// The workspace-relative path of a walked regular file.
-fn walked_file(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>) -> Option<String> {
+/// The workspace-relative path of a walked regular file or symbolic link (with `true`:
+/// it is a link). Which kind an entry is comes from the directory listing: a link costs
+/// nothing more here (the walk lists it whatever it leads to, so the file set changes
+/// only when a link is made or removed, never when what it leads to changes).
+fn walked_file(
+    root: &Path,
+    entry: Result<ignore::DirEntry, ignore::Error>,
+) -> Option<(String, bool)> {
     let entry = entry.ok()?;
-    if !entry.file_type().is_some_and(|t| t.is_file()) {
+    let kind = entry.file_type()?;
+    let link = kind.is_symlink();
+    if !link && !kind.is_file() {
         return None;
     }
-    relative_to_slash(entry.path().strip_prefix(root).ok()?)
+    let relative = relative_to_slash(entry.path().strip_prefix(root).ok()?)?;
+    Some((relative, link))
 }
 
 /// [`OsSystem::is_ignored`]: the deepest `.gitignore` with a matching rule decides (a
@@ -587,257 +668,6 @@ pub fn relative_to_slash(path: &Path) -> Option<String> {
     Some(out)
 }
 
-/// An in-memory file system for tests. Cloning shares the same files.
-#[derive(Clone, Debug)]
-pub struct MemorySystem {
-    files: Arc<RwLock<BTreeMap<PathBuf, String>>>,
-    /// Symbolic links: path → target (only reported by `entry_kind`, never followed).
-    symlinks: Arc<RwLock<BTreeMap<PathBuf, PathBuf>>>,
-    /// Per path, the generation of its last write or touch (its stamp's modification time).
-    generations: Arc<RwLock<BTreeMap<PathBuf, u64>>>,
-    next_generation: Arc<std::sync::atomic::AtomicU64>,
-    host: HostPlatform,
-}
-
-impl Default for MemorySystem {
-    fn default() -> MemorySystem {
-        MemorySystem {
-            files: Arc::default(),
-            symlinks: Arc::default(),
-            generations: Arc::default(),
-            next_generation: Arc::default(),
-            host: HostPlatform {
-                os: "linux".into(),
-                arch: "x86_64".into(),
-            },
-        }
-    }
-}
-
-impl MemorySystem {
-    pub fn with_host(host: HostPlatform) -> MemorySystem {
-        MemorySystem {
-            host,
-            ..MemorySystem::default()
-        }
-    }
-
-    pub fn write(&self, path: impl Into<PathBuf>, contents: impl Into<String>) {
-        let path = path.into();
-        self.touch(&path);
-        if let Ok(mut files) = self.files.write() {
-            files.insert(path, contents.into());
-        }
-    }
-
-    /// Changes a path's stamp without changing its contents (like `touch`).
-    pub fn touch(&self, path: &Path) {
-        let generation = self
-            .next_generation
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
-        if let Ok(mut generations) = self.generations.write() {
-            generations.insert(path.to_path_buf(), generation);
-        }
-    }
-
-    /// Records a symbolic link at `path` (for confinement tests).
-    pub fn symlink(&self, path: impl Into<PathBuf>, target: impl Into<PathBuf>) {
-        if let Ok(mut links) = self.symlinks.write() {
-            links.insert(path.into(), target.into());
-        }
-    }
-
-    /// Removes a symbolic link recorded with [`MemorySystem::symlink`].
-    pub fn remove_symlink(&self, path: &Path) {
-        self.touch(path);
-        if let Ok(mut links) = self.symlinks.write() {
-            links.remove(path);
-        }
-    }
-
-    pub fn remove(&self, path: &Path) {
-        self.touch(path);
-        if let Ok(mut files) = self.files.write() {
-            files.remove(path);
-        }
-    }
-
-    /// The absolute path of `relative` below `root`, refusing what the disk would refuse:
-    /// a symbolic link or a file on the way, a directory at the file's place.
-    fn check_confined(&self, root: &Path, relative: &str) -> io::Result<PathBuf> {
-        let refuse = |message: String| Err(io::Error::new(io::ErrorKind::InvalidInput, message));
-        let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
-        if parts.is_empty() {
-            return refuse("the path names the workspace root, not a file".to_owned());
-        }
-        let mut path = root.to_path_buf();
-        for (index, part) in parts.iter().enumerate() {
-            path.push(part);
-            let so_far = parts[..=index].join("/");
-            let last = index + 1 == parts.len();
-            match self.entry_kind(&path)? {
-                Some(EntryKind::Symlink) => {
-                    return refuse(format!(
-                        "`{so_far}` is a symbolic link; once does not write through links, which may lead outside the workspace"
-                    ));
-                }
-                Some(EntryKind::Directory) if last => {
-                    return refuse(format!(
-                        "an existing directory occupies the file path `{so_far}`"
-                    ));
-                }
-                Some(EntryKind::File) if !last => {
-                    return refuse(format!(
-                        "`{so_far}` is not a directory, but `{relative}` needs it to be one"
-                    ));
-                }
-                _ => {}
-            }
-        }
-        Ok(path)
-    }
-}
-
-impl System for MemorySystem {
-    fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        self.files
-            .read()
-            .ok()
-            .and_then(|files| files.get(path).cloned())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))
-    }
-
-    fn is_file(&self, path: &Path) -> bool {
-        self.files
-            .read()
-            .is_ok_and(|files| files.contains_key(path))
-    }
-
-    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
-        let files = self
-            .files
-            .read()
-            .map_err(|_| io::Error::other("memory system poisoned"))?;
-        let mut out = Vec::new();
-        for path in files.keys() {
-            let Ok(relative) = path.strip_prefix(root) else {
-                continue;
-            };
-            let Some(relative) = relative_to_slash(relative) else {
-                continue;
-            };
-            let parts: Vec<&str> = relative.split('/').collect();
-            let skipped = parts.iter().enumerate().any(|(i, part)| {
-                part.starts_with('.') || (i + 1 < parts.len() && SKIPPED_DIRECTORIES.contains(part))
-            });
-            if !skipped {
-                out.push(relative);
-            }
-        }
-        Ok(out)
-    }
-
-    fn host_platform(&self) -> HostPlatform {
-        self.host.clone()
-    }
-
-    fn read_bytes(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.read_to_string(path).map(String::into_bytes)
-    }
-
-    fn entry_kind(&self, path: &Path) -> io::Result<Option<EntryKind>> {
-        if self
-            .symlinks
-            .read()
-            .is_ok_and(|links| links.contains_key(path))
-        {
-            return Ok(Some(EntryKind::Symlink));
-        }
-        let files = self
-            .files
-            .read()
-            .map_err(|_| io::Error::other("memory system poisoned"))?;
-        if files.contains_key(path) {
-            return Ok(Some(EntryKind::File));
-        }
-        let is_directory =
-            files.keys().any(|f| f.starts_with(path) && f != path) || path.parent().is_none();
-        Ok(is_directory.then_some(EntryKind::Directory))
-    }
-
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        Ok(path.to_path_buf())
-    }
-
-    fn read_confined(&self, root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
-        let path = self.check_confined(root, relative)?;
-        match self.read_bytes(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn lock_writes(&self, _root: &Path) -> io::Result<WriteLock> {
-        Ok(WriteLock { _held: None })
-    }
-
-    fn write_confined(
-        &self,
-        _lock: &WriteLock,
-        root: &Path,
-        relative: &str,
-        contents: &[u8],
-    ) -> io::Result<bool> {
-        let path = self.check_confined(root, relative)?;
-        let text = String::from_utf8(contents.to_vec())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))?;
-        let existed = self.is_file(&path);
-        self.write(path, text);
-        Ok(existed)
-    }
-
-    fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
-        let Some(kind) = self.entry_kind(path)? else {
-            return Ok(None);
-        };
-        let size = self
-            .files
-            .read()
-            .ok()
-            .and_then(|files| files.get(path).map(|text| text.len() as u64))
-            .unwrap_or(0);
-        let generation = self
-            .generations
-            .read()
-            .ok()
-            .and_then(|generations| generations.get(path).copied())
-            .unwrap_or(0);
-        Ok(Some(FileStamp {
-            kind,
-            size,
-            mtime_ns: i128::from(generation),
-            ctime_ns: i128::from(generation),
-            inode: 0,
-            mode: 0o644,
-        }))
-    }
-
-    fn read_stamped(&self, path: &Path) -> StampedRead {
-        let stamp = self.stamp(path).ok().flatten();
-        let contents = match stamp {
-            Some(FileStamp {
-                kind: EntryKind::File,
-                ..
-            }) => self.read_bytes(path),
-            Some(_) => Err(not_a_regular_file(path)),
-            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
-        };
-        StampedRead { contents, stamp }
-    }
-}
-
 #[cfg(all(test, unix))]
 #[allow(
     clippy::disallowed_methods,
@@ -890,7 +720,8 @@ mod walk_tests {
     }
 
     /// The serial walk, the parallel walk (a hook forces it) and the fallback from one to
-    /// the other find the same files under the same rules.
+    /// the other find the same files under the same rules: links are listed (and
+    /// marked), whatever they lead to, and never followed.
     #[test]
     fn serial_and_parallel_walks_agree() {
         let dir = tempfile::tempdir().unwrap();
@@ -910,27 +741,46 @@ mod walk_tests {
         ] {
             write(root, file, "");
         }
+        for (link, target) in [
+            ("app/linked.rs", "src/main.rs"),
+            ("app/dangling.rs", "nothing.rs"),
+            ("app/outside", "/etc/hostname"),
+            ("app/dir", "src"),
+            ("app/.hidden-link", "src/main.rs"),
+            ("app/build/ignored", "../src/main.rs"),
+        ] {
+            std::os::unix::fs::symlink(target, root.join(link)).unwrap();
+        }
         let expected = [
+            "app/dangling.rs",
+            "app/dir",
             "app/keep.log",
+            "app/linked.rs",
+            "app/outside",
             "app/src/main.rs",
             "lib/deep/er/file.txt",
             "once.toml",
         ];
-        assert_eq!(walk_serially(root, 1_000).unwrap(), expected);
-        assert_eq!(walk_directories(root, None).unwrap(), expected);
+        let links = ["app/dangling.rs", "app/dir", "app/linked.rs", "app/outside"];
+        let serial = walk_serially(root, 1_000).unwrap();
+        assert_eq!(serial.files, expected);
+        assert_eq!(serial.links, links);
+        assert_eq!(walk_directories(root, None).unwrap(), serial);
         let hooked = Arc::new(Mutex::new(Vec::new()));
         let seen = hooked.clone();
         let hook: super::DirectoryHook = Arc::new(move |path: &Path| {
             seen.lock().unwrap().push(path.to_path_buf());
         });
-        assert_eq!(walk_directories(root, Some(hook)).unwrap(), expected);
+        assert_eq!(walk_directories(root, Some(hook)).unwrap(), serial);
         assert!(hooked.lock().unwrap().contains(&root.join("lib/deep/er")));
         // Past its budget the serial walk gives up; the walk then goes on in parallel.
         assert_eq!(walk_serially(root, 3), None);
         for index in 0..SERIAL_WALK_ENTRIES {
             write(root, &format!("many/{}/f{index}", index % 50), "");
         }
-        let all = walk_directories(root, None).unwrap();
+        let walked = walk_directories(root, None).unwrap();
+        assert_eq!(walked.links, links);
+        let all = walked.files;
         assert_eq!(all.len(), expected.len() + SERIAL_WALK_ENTRIES);
         assert!(all.is_sorted());
         assert!(

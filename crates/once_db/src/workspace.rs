@@ -34,9 +34,14 @@ pub struct Package {
     #[returns(copy)]
     pub manifest: File,
     /// Package-relative paths of the files the package owns: every file below its
-    /// directory that no nested package owns. Sorted.
+    /// directory that no nested package owns, symbolic links included (see
+    /// [`crate::links`]). Sorted.
     #[returns(ref)]
     pub files: Vec<String>,
+    /// The symbolic links among `files` (package-relative, sorted): the analysis checks
+    /// where each leads, the only files it examines before anything reads them.
+    #[returns(ref)]
+    pub links: Vec<String>,
 }
 
 impl Package {

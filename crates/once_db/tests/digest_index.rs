@@ -1,7 +1,8 @@
 //! The persistent digest index: a new process reuses the digests of files whose stamp is
 //! unchanged (proven by the count of bytes hashed), re-hashes touched and racily clean
-//! files (a racy entry is never written, so touching the index trusts none), ignores,
-//! reports and rebuilds a corrupted index, and stays valid under concurrent saves.
+//! files (a racy entry is never written, so touching the index trusts none), keeps no
+//! digest of a file that changed just before it was read, ignores, reports and rebuilds
+//! a corrupted index, and stays valid under concurrent saves.
 
 #![allow(
     clippy::disallowed_methods,
@@ -28,8 +29,16 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// A workspace on disk whose files were last modified a minute ago (older than any index
-/// written by the test, so the racy rule trusts their entries).
+/// written by the test, so the racy rule trusts their entries) and last changed (their
+/// change time, which cannot be set) more than the settling time ago.
 fn workspace() -> tempfile::TempDir {
+    let dir = unsettled_workspace();
+    std::thread::sleep(SETTLED);
+    dir
+}
+
+/// [`workspace`] without waiting: every file changed a moment ago.
+fn unsettled_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temporary directory");
     for (path, text) in FILES {
         let path = dir.path().join(path);
@@ -39,6 +48,9 @@ fn workspace() -> tempfile::TempDir {
     }
     dir
 }
+
+/// Longer than `once_db::digests::SETTLED_NS`.
+const SETTLED: Duration = Duration::from_millis(2_100);
 
 fn set_modified(path: &Path, time: SystemTime) {
     let file = std::fs::File::options()
@@ -104,6 +116,32 @@ fn a_new_process_reuses_the_index_and_rehashes_only_touched_files() {
     assert_eq!(third.bytes_hashed(), FILES[3].1.len() as u64);
 }
 
+/// A digest read within the settling time of the file's last change (its change time:
+/// a write in the same timestamp tick would not change the stamp) is not kept, so a later
+/// process hashes the file again rather than trust a digest of what may have been
+/// rewritten since.
+#[test]
+fn a_digest_read_just_after_the_file_changed_is_not_kept() {
+    let dir = unsettled_workspace();
+    let first = process(dir.path());
+    let expected = digests(&first);
+    assert_eq!(
+        first.save_digest_index().ok(),
+        Some(false),
+        "nothing settled to keep"
+    );
+    let second = process(dir.path());
+    assert_eq!(digests(&second), expected);
+    assert_eq!(second.bytes_hashed(), total_bytes());
+    std::thread::sleep(SETTLED);
+    let third = process(dir.path());
+    assert_eq!(digests(&third), expected);
+    assert_eq!(third.save_digest_index().ok(), Some(true));
+    let fourth = process(dir.path());
+    assert_eq!(digests(&fourth), expected);
+    assert_eq!(fourth.bytes_hashed(), 0);
+}
+
 #[test]
 fn a_file_modified_in_the_index_tick_or_later_is_rehashed() {
     let dir = workspace();
@@ -122,8 +160,9 @@ fn a_file_modified_in_the_index_tick_or_later_is_rehashed() {
     );
 
     // The index file's time moved past the file's (a `touch`, a copy): the entry that
-    // was racy when it was hashed is still not trusted, since it was never written.
-    assert_eq!(second.save_digest_index().ok(), Some(true));
+    // was racy when it was hashed is still not trusted, since it was never written (the
+    // file changes "in the future", so its digest never settles: nothing new to save).
+    assert_eq!(second.save_digest_index().ok(), Some(false));
     set_modified(
         &dir.path().join(DIGEST_INDEX_PATH),
         SystemTime::now() + Duration::from_secs(7200),

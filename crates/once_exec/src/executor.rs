@@ -34,6 +34,7 @@ use once_model::label::TargetLabel;
 use rustc_hash::FxHashMap;
 
 use crate::environment::{DEFAULT_PATH, HostEnvironment, KEYED_VARIABLES};
+use crate::inputs::SourceStamps;
 use crate::key::{KeyParts, ToolIdentity, action_key};
 use crate::outputs::{OutputStamps, RestoreError, WorkspaceRoot};
 use crate::record::{ActionRecord, OutputEntry, StreamDigest, output_digests};
@@ -600,6 +601,8 @@ pub struct Executor<'a> {
     scope: OutputScope,
     /// `(before, after)` action ids beyond the edges outputs make.
     order: Vec<(String, String)>,
+    /// The stamps the source files' digests in the static keys were read with.
+    source_stamps: SourceStamps,
 }
 
 struct Scheduler {
@@ -648,7 +651,17 @@ impl<'a> Executor<'a> {
             callback_panic: Mutex::new(None),
             scope: OutputScope::BuildDirectory,
             order: Vec::new(),
+            source_stamps: SourceStamps::default(),
         }
+    }
+
+    /// The stamps the digests of the plan's source files were read with (what analysis
+    /// answers with each source input's digest): an action whose source input no longer
+    /// has its stamp when it has run is not recorded ([`crate::inputs`]). An input
+    /// without one here is stamped just before its action runs.
+    pub fn with_source_stamps(mut self, stamps: SourceStamps) -> Self {
+        self.source_stamps = stamps;
+        self
     }
 
     /// Where the plan's actions may declare outputs ([`OutputScope::BuildDirectory`] by
@@ -1040,10 +1053,15 @@ impl<'a> Executor<'a> {
         if let (ActionStep::Run(command), None) = (&action.step, &environment) {
             environment = Some(host.action_environment(&command.env, &self.workspace_root));
         }
+        let produced: Vec<&str> = dependency_outputs
+            .iter()
+            .map(|(path, _)| path.as_str())
+            .collect();
         let prepared = Prepared {
             program: program.as_deref(),
             fingerprint: tool_fingerprint.as_ref(),
             environment: environment.as_ref(),
+            produced: &produced,
         };
         // An action without outputs writes nothing another could clash with: taking the
         // lock of the empty set would serialise every such action in the workspace.
@@ -1405,6 +1423,16 @@ impl<'a> Executor<'a> {
                 .and_then(|()| workspace.make_parent(output))
                 .map_err(|e| format!("cannot prepare the output `{output}`: {e}"))?;
         }
+        // What the key says of the sources, to compare with once the action has run (only
+        // a result that would be recorded needs it).
+        let sources = key.map(|_| {
+            crate::inputs::baseline(
+                workspace.handle(),
+                &action.inputs,
+                prepared.produced,
+                &self.source_stamps,
+            )
+        });
         let stream_error =
             |e: io::Error| format!("cannot capture the action's output streams: {e}");
         let (ran, streams) = if matches!(action.step, ActionStep::Run(_)) {
@@ -1509,7 +1537,16 @@ impl<'a> Executor<'a> {
                 ),
             );
         }
-        if let Some(key) = key.filter(|_| changed_program.is_none()) {
+        // A source edited since its digest was keyed: the outputs stay for this build, but
+        // the result is not recorded under a key that does not describe what was read.
+        let changed_sources = sources
+            .as_ref()
+            .map(|sources| crate::inputs::changed(workspace.handle(), sources))
+            .unwrap_or_default();
+        if !changed_sources.is_empty() {
+            warn(result, crate::inputs::changed_warning(&changed_sources));
+        }
+        if let Some(key) = key.filter(|_| changed_program.is_none() && changed_sources.is_empty()) {
             let record = ActionRecord {
                 exit_code: result.exit_code.unwrap_or(0),
                 duration: started.elapsed(),
@@ -1638,6 +1675,8 @@ struct Prepared<'p> {
     /// The fingerprint of `program` its identity in the key was read with.
     fingerprint: Option<&'p Fingerprint>,
     environment: Option<&'p std::collections::BTreeMap<String, String>>,
+    /// The outputs of other actions the action consumes (keyed by their digests).
+    produced: &'p [&'p str],
 }
 
 /// A record found for a key: when it was last used, and whether it came from the

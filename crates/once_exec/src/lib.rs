@@ -26,6 +26,7 @@
 //! - `stage`: the `copy` step (files, links as links, directory trees);
 //! - [`environment`]: the scrubbed environment and its allowlist;
 //! - [`depfile`]: compilers' dependency files checked against declared inputs;
+//! - [`inputs`]: source inputs checked again after an action ran ([`SourceStamps`]);
 //! - [`tools`]: finding programs and caching their digests;
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
@@ -45,6 +46,7 @@ pub mod evidence;
 pub mod executor;
 pub mod fake;
 mod handles;
+pub mod inputs;
 pub mod key;
 pub mod last_plan;
 pub mod materialize;
@@ -67,6 +69,7 @@ pub use executor::{
     ExecutionReport, Executor, ONCE_PROGRAM, OutputScope, PlanError, PlannedAction, Progress,
 };
 pub use fake::{FakeOutcome, FakeRunner};
+pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
 pub use plan_memo::PlanMemoFile;
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};

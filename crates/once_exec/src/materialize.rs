@@ -1,7 +1,8 @@
 //! `# once output-symlinks "materialize-external"`: after a script runs, a symbolic link
 //! in one of its declared outputs that leads out of that output's tree is replaced by a
 //! copy of what it points to, so the stored result holds the bytes, not a pointer to a
-//! file the cache does not own.
+//! file the cache does not own. The same confined resolution finds the file a source
+//! that is a link is copied from ([`resolve_source`]).
 //!
 //! For each declared output `D` (a file, a directory or itself a link), every link found
 //! under `D` without following any is resolved to its **canonical target**: each
@@ -107,6 +108,48 @@ pub fn materialize_external_links(
             .map_err(|e| handles::with_context(e, format_args!("output link `{}`", link.path())))?;
     }
     Ok(count)
+}
+
+/// The workspace path the source file `path` is read from: `path` itself unless it is a
+/// symbolic link, else the file its links lead to, each looked up from the root's handle
+/// as for output links (never out of the workspace). A link leading out of the
+/// workspace, nowhere, or to something other than a regular file is an error naming it
+/// (analysis refuses such sources: one met here changed after it was planned).
+pub fn resolve_source<'p>(
+    root: BorrowedFd<'_>,
+    root_path: &Path,
+    path: &'p str,
+) -> io::Result<std::borrow::Cow<'p, str>> {
+    let (parent, name) = split(path);
+    let Some(directory) = open_path(root, parent)? else {
+        return Ok(std::borrow::Cow::Borrowed(path));
+    };
+    match handles::stat_entry(&directory, name)? {
+        Some(stat) if handles::file_type(&stat) == FileType::Symlink => {}
+        _ => return Ok(std::borrow::Cow::Borrowed(path)),
+    }
+    let text = link_text(&directory, name, path)?;
+    let refused = |why: String| {
+        io::Error::other(format!(
+            "the source `{path}` is a symbolic link to `{text}`, {why}; once follows links to \
+             files of the workspace only"
+        ))
+    };
+    let target = Resolver::new(root, root_path)
+        .resolve(parent, name)
+        .map_err(|unresolved| {
+            refused(match unresolved {
+                Unresolved::Outside => "outside the workspace".to_owned(),
+                Unresolved::Dangling => "which does not exist".to_owned(),
+                Unresolved::Cycle => format!("more than {MAX_LINK_HOPS} links in a row"),
+                Unresolved::Special(_) => "which is not a regular file".to_owned(),
+                Unresolved::Io(error) => format!("which cannot be resolved ({error})"),
+            })
+        })?;
+    if target.kind != FileType::RegularFile {
+        return Err(refused("which is not a regular file".to_owned()));
+    }
+    Ok(std::borrow::Cow::Owned(target.path))
 }
 
 /// A link found in an output: the directory holding it (workspace-relative), its name and

@@ -134,6 +134,11 @@ impl WorkspaceRoot {
         })
     }
 
+    /// The root's handle.
+    pub(crate) fn handle(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.handle.as_fd()
+    }
+
     /// The directory `relative`, reached from the root without following links (made
     /// with its parents when `create`); `None` when missing.
     pub(crate) fn directory(&self, relative: &str, create: bool) -> io::Result<Option<OwnedFd>> {

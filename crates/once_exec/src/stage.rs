@@ -5,7 +5,8 @@
 //! - a regular file is copied with its permission bits;
 //! - a symbolic link that is another action's output (under `.once/out`) is staged as a
 //!   link with the same text, as outputs keep their links; a source that is a link is
-//!   read as a file (the manifest's rules for sources decide whether it may be one);
+//!   copied from the workspace file it leads to (analysis refuses source links that lead
+//!   anywhere else; [`crate::materialize::resolve_source`] resolves it confined);
 //! - a directory is copied whole: files with their permission bits, directories, and
 //!   links as links.
 //!
@@ -47,6 +48,14 @@ pub(crate) fn stage(
             let text = link_text(&source, name, from)?;
             check_link(from, to, &text, boundary)?;
             workspace.symlink(&text, to)
+        }
+        // A source that is a link: the workspace file it leads to (its key holds that
+        // file's digest and mode), found through the root's handle without leaving it.
+        FileType::Symlink => {
+            let target =
+                crate::materialize::resolve_source(workspace.handle(), &workspace.path, from)?;
+            let (bytes, mode) = workspace.read_file(&target)?;
+            workspace.write_file(to, &bytes, mode)
         }
         FileType::Directory => {
             let inner = handles::open_directory(&source, name)?.ok_or_else(missing)?;

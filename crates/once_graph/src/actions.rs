@@ -5,8 +5,9 @@
 //! direct dependencies, the kind's tools), calls the kind's Starlark implementation and
 //! returns plain [`TargetActions`]. It reads the package's resolved targets and file list
 //! and its dependencies' plans, never file contents, so editing a source file re-plans
-//! nothing; [`action_static_keys`] reads the digests of the source files the actions
-//! name, so the same edit re-keys only the actions that read that file.
+//! nothing; [`action_static_keys`] reads the digests and permission bits of the source
+//! files the actions name, so the same edit (or `chmod`) re-keys only the actions that
+//! read that file.
 //!
 //! A one-shot front end lends the database a [`once_db::PlanMemo`]: [`target_actions`]
 //! then answers from it when an earlier process planned the same request with the same
@@ -16,7 +17,10 @@
 //! a failed query; a dependency cycle plans the targets on it without their dependencies'
 //! outputs (the cycle itself is reported by `dependency_cycles`).
 
-use once_db::{Db, LineIndex, Package, Sha256Digest, Workspace, file_digest, source_text};
+use once_db::{
+    Db, DigestError, FileStamp, LineIndex, Package, Sha256Digest, Workspace, source_file,
+    source_text,
+};
 use once_model::action::{ActionStep, OUT_DIR, TargetActions, build_dir};
 use once_model::{
     AttrValue, Diagnostic, DiagnosticCode, KindOrigin, LineCol, TargetLabel, TextRange,
@@ -313,7 +317,7 @@ fn implementation_diagnostic(
 }
 
 /// The version of the static key encoding; part of every key.
-pub const ACTION_KEY_FORMAT: &str = "once.action.static.v1";
+pub const ACTION_KEY_FORMAT: &str = "once.action.static.v2";
 
 #[salsa::tracked(returns(ref))]
 fn static_keys_of<'db>(
@@ -381,8 +385,11 @@ fn static_keys_of<'db>(
                     encoder.field("input.produced", "");
                     continue;
                 }
-                match source_input_digest(db, input) {
-                    Ok(digest) => encoder.field("input.digest", &digest.to_hex()),
+                match source_input(db, input).key {
+                    Ok((digest, permissions)) => {
+                        encoder.field("input.digest", &digest.to_hex());
+                        encoder.field("input.permissions", &format!("{permissions:o}"));
+                    }
                     Err(error) => encoder.field("input.missing", &error),
                 }
             }
@@ -397,12 +404,30 @@ fn static_keys_of<'db>(
         .collect()
 }
 
-/// The digest of an action's input that is a workspace file (not a build output), as
-/// its static key holds it: the file's content digest, or why it has none.
-pub fn source_input_digest(db: &dyn Db, path: &str) -> Result<Sha256Digest, String> {
-    match file_digest(db, db.file_for_path(path)) {
-        Ok(digest) => Ok(*digest),
-        Err(error) => Err(error.to_string()),
+/// What an action's static key holds of an input that is a workspace file (not a build
+/// output), and the stamp of the file it was read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceInput {
+    /// The content's digest and the permission bits (`mode & 0o7777`), or why the file
+    /// has none (missing, a directory, a link once does not follow, …).
+    pub key: Result<(Sha256Digest, u32), String>,
+    /// The stamp of the file the key was read from (a followed link's target's):
+    /// `Some(None)` when nothing was there, `None` when that is not known (a directory,
+    /// an unreadable file, a link not followed).
+    pub stamp: Option<Option<FileStamp>>,
+}
+
+/// [`SourceInput`] of the workspace file `path`.
+pub fn source_input(db: &dyn Db, path: &str) -> SourceInput {
+    match source_file(db, db.file_for_path(path)) {
+        Ok(source) => SourceInput {
+            key: Ok((source.digest, source.permissions)),
+            stamp: Some(Some(source.stamp)),
+        },
+        Err(error) => SourceInput {
+            key: Err(error.to_string()),
+            stamp: (*error == DigestError::Missing).then_some(None),
+        },
     }
 }
 

@@ -100,7 +100,31 @@ pub fn owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
             found.extend(file_owners(db, workspace, &file));
         }
     }
+    // A file symbolic links lead to is read through them as well (the links' readers are
+    // keyed by it).
+    for link in links_leading_to(db, workspace, &path) {
+        found.extend(file_owners(db, workspace, &link));
+    }
     found
+}
+
+/// The workspace's symbolic links that lead to `path` or to a file below it (links are
+/// few: each package lists its own).
+fn links_leading_to(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<String> {
+    let mut links = Vec::new();
+    for package in workspace.packages(db) {
+        for link in package.links(db) {
+            let full = Package::join(package.path(db), link);
+            let target = once_db::link_target(db, db.file_for_path(&full));
+            if target
+                .followed()
+                .is_some_and(|target| once_model::paths::is_under(target, path))
+            {
+                links.push(full);
+            }
+        }
+    }
+    links
 }
 
 /// The package-relative paths a target names in `path`-typed attributes (`hdrs`, `main`,

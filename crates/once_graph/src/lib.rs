@@ -38,8 +38,8 @@ pub mod validate;
 pub mod text;
 
 pub use actions::{
-    ACTION_KEY_FORMAT, PlanKey, TargetPlan, action_static_keys, is_build_output,
-    source_input_digest, target_actions,
+    ACTION_KEY_FORMAT, PlanKey, SourceInput, TargetPlan, action_static_keys, is_build_output,
+    source_input, target_actions,
 };
 pub use affected::{
     AffectedTest, ChangedPaths, Owner, Ownership, TestTarget, affected_tests, in_some_package,

@@ -176,7 +176,7 @@ pub fn workspace_modules_digest(db: &dyn Db, workspace: Workspace) -> Option<Sha
 }
 
 /// The version of [`plan_inputs_digest`]'s encoding; part of the digest.
-pub const PLAN_INPUTS_FORMAT: &str = "once.plan.inputs.v1";
+pub const PLAN_INPUTS_FORMAT: &str = "once.plan.inputs.v2";
 
 /// Everything a plan of this workspace reads except the digests of the files its
 /// actions read, as one digest: the root, the host platform, every package (its path,
@@ -211,6 +211,11 @@ pub fn plan_inputs_digest(db: &dyn Db, workspace: Workspace) -> Option<Sha256Dig
         key.field("package.files", &files.len().to_string());
         for file in files {
             key.field("package.file", file);
+        }
+        // Which files are links decides what resolution checks (where they lead is in the
+        // digests of the plan's inputs).
+        for link in package.links(db) {
+            key.field("package.link", link);
         }
     }
     Some(Sha256Digest::of(&key.bytes))

@@ -26,6 +26,10 @@ use crate::manifests::{
 use crate::settings::{Configuration, workspace_settings};
 use crate::text::closest;
 
+mod sources;
+pub use sources::PackageFiles;
+use sources::refused_links;
+
 /// One visibility rule.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum VisibilityRule {
@@ -134,17 +138,20 @@ pub fn resolved_targets(db: &dyn Db, package: Package) -> ResolvedPackage {
     let manifest = manifest(db, package);
     let catalog = kind_catalog(db, workspace);
     let configuration = &workspace_settings(db, workspace).configuration;
-    let files = package.files(db);
+    let files = PackageFiles {
+        files: package.files(db),
+        refused_links: refused_links(db, package),
+    };
     resolve_manifest(manifest, catalog, configuration, Some(files))
 }
 
-/// Resolves every target of a manifest. `files` are the package's files for source checks;
-/// `None` skips those checks.
+/// Resolves every target of a manifest. `files` are the package's files for source and
+/// path checks; `None` skips those checks.
 pub fn resolve_manifest(
     manifest: &Manifest,
     catalog: &KindCatalog,
     configuration: &Configuration,
-    files: Option<&[String]>,
+    files: Option<PackageFiles<'_>>,
 ) -> ResolvedPackage {
     let mut out = ResolvedPackage::default();
     let mut seen: FxHashSet<String> = FxHashSet::default();
@@ -226,7 +233,7 @@ impl TargetChecker<'_> {
         .push(format!("Add a `default = {example}` branch"));
     }
 
-    fn check(&mut self, index: usize, files: Option<&[String]>) -> Option<ResolvedTarget> {
+    fn check(&mut self, index: usize, files: Option<PackageFiles<'_>>) -> Option<ResolvedTarget> {
         let package = self.manifest.package.as_str();
         // Name.
         let name = match &self.decl.name {
@@ -331,7 +338,7 @@ impl TargetChecker<'_> {
         let srcs = self.check_srcs(files);
         let deps = self.check_dependencies(kind);
         let attrs = match kind {
-            Some(kind) => self.check_attrs(kind),
+            Some(kind) => self.check_attrs(kind, files),
             None => self
                 .decl
                 .attrs
@@ -410,7 +417,7 @@ impl TargetChecker<'_> {
         Visibility { rules }
     }
 
-    fn check_srcs(&mut self, files: Option<&[String]>) -> Vec<String> {
+    fn check_srcs(&mut self, files: Option<PackageFiles<'_>>) -> Vec<String> {
         let package = self.manifest.package.clone();
         let mut srcs = Vec::new();
         for pattern in &self.decl.srcs {
@@ -428,8 +435,15 @@ impl TargetChecker<'_> {
                     continue;
                 }
             };
+            if let Some(files) = files {
+                for (link, why) in files.refused_links {
+                    if matcher.matches(link) {
+                        self.report_refused_link(&package, link, why, pattern.range, "srcs");
+                    }
+                }
+            }
             if let Some(files) = files
-                && !matcher.matches_any(files)
+                && !matcher.matches_any(files.files)
             {
                 let place = if package.is_empty() {
                     "the root package".to_owned()
@@ -632,7 +646,11 @@ impl TargetChecker<'_> {
         deps
     }
 
-    fn check_attrs(&mut self, kind: &KindSchema) -> Vec<(String, AttrValue)> {
+    fn check_attrs(
+        &mut self,
+        kind: &KindSchema,
+        files: Option<PackageFiles<'_>>,
+    ) -> Vec<(String, AttrValue)> {
         let mut values = Vec::new();
         for (name, value) in &self.decl.attrs {
             let attribute = format!("attrs.{}", name.value);
@@ -672,6 +690,9 @@ impl TargetChecker<'_> {
             match &value.value {
                 Configurable::Value(v) => {
                     if self.check_attr_value(spec, &attribute, v, None) {
+                        if let Some(files) = files {
+                            self.check_attr_paths(spec, &attribute, v, None, files);
+                        }
                         values.push((name.value.clone(), v.value.clone()));
                     }
                 }
@@ -695,12 +716,12 @@ impl TargetChecker<'_> {
                     }
                     let mut all_valid = true;
                     for branch in branches {
-                        all_valid &= self.check_attr_value(
-                            spec,
-                            &attribute,
-                            &branch.value,
-                            Some(&branch.token.value),
-                        );
+                        let token = Some(branch.token.value.as_str());
+                        let valid = self.check_attr_value(spec, &attribute, &branch.value, token);
+                        if valid && let Some(files) = files {
+                            self.check_attr_paths(spec, &attribute, &branch.value, token, files);
+                        }
+                        all_valid &= valid;
                     }
                     let tokens = branches.iter().map(|b| b.token.value.as_str());
                     match self.configuration.choose(tokens) {

@@ -152,19 +152,19 @@ fn plans_follow_the_graph() {
         ],
         expect![[r#"
             tools/Gen build implemented=true
-              tools/Gen#build/check b70adf0e857d: run ["bash", "-c", "for f in \"$@\"; do bash -n \"$f\" || exit 1; done", "bash", "tools/gen.sh"]
+              tools/Gen#build/check 3c2b6f1dd95a: run ["bash", "-c", "for f in \"$@\"; do bash -n \"$f\" || exit 1; done", "bash", "tools/gen.sh"]
                 in:  tools/gen.sh
-              tools/Gen#build/1 6dac810e66b8: copy tools/gen.sh -> .once/out/tools/Gen/gen.sh
+              tools/Gen#build/1 7e58a41e6661: copy tools/gen.sh -> .once/out/tools/Gen/gen.sh
                 in:  tools/gen.sh
               default: .once/out/tools/Gen/gen.sh
             data/Files build implemented=true
               default: data/a.txt data/b.txt
             data/Out build implemented=true
-              data/Out#build/cmd 5706bf7b5b48: run ["sh", "-c", "mkdir -p \"$OUT\" || exit 1\nPATH=\"$PWD/../.once/out/tools/Gen:$PATH\"\nexport PATH\ngen.sh > $OUT/out.txt"] cwd=data OUT="../.once/out/data/Out/out"
+              data/Out#build/cmd fb6bc55166eb: run ["sh", "-c", "mkdir -p \"$OUT\" || exit 1\nPATH=\"$PWD/../.once/out/tools/Gen:$PATH\"\nexport PATH\ngen.sh > $OUT/out.txt"] cwd=data OUT="../.once/out/data/Out/out"
                 in:  data/a.txt data/b.txt .once/out/tools/Gen/gen.sh
               default: .once/out/data/Out/out/out.txt
             data/Stamp build implemented=true
-              data/Stamp#build/0 525aeb566cb1: write .once/out/data/Stamp/stamp.txt "stamp\ndata/b.txt\n.once/out/data/Out/out/out.txt"
+              data/Stamp#build/0 fb099d333ece: write .once/out/data/Stamp/stamp.txt "stamp\ndata/b.txt\n.once/out/data/Out/out/out.txt"
               default: .once/out/data/Stamp/stamp.txt
             data/Stamp run implemented=true
               default: 
@@ -337,85 +337,85 @@ fn language_kinds_plan_their_toolchains() {
     }
     expect![[r#"
         c/Lib build implemented=true
-          c/Lib#build/0 5c211882496e: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-MD", "-MF", ".once/out/c/Lib/obj/lib.c.d", "-I.", "-Ic/include", "-DX=1"]
+          c/Lib#build/0 ea3c9921089d: run ["cc", "-c", "c/lib.c", "-o", ".once/out/c/Lib/obj/lib.c.o", "-MD", "-MF", ".once/out/c/Lib/obj/lib.c.d", "-I.", "-Ic/include", "-DX=1"]
             in:  c/lib.c c/include/lib/lib.h
-          c/Lib#build/archive 75cf4eff8fba: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
+          c/Lib#build/archive fc55a35e3843: run ["ar", "rcs", ".once/out/c/Lib/libLib.a", ".once/out/c/Lib/obj/lib.c.o"]
             in:  .once/out/c/Lib/obj/lib.c.o
-          c/Lib#build/compile_flags 4fa1a72c7d1c: write .once/out/c/Lib/c_linkable/compile.rsp "-Ic/include\n-DX=1\n"
-          c/Lib#build/link_flags f7dca3bf8081: write .once/out/c/Lib/c_linkable/link.rsp ""
+          c/Lib#build/compile_flags 781714753269: write .once/out/c/Lib/c_linkable/compile.rsp "-Ic/include\n-DX=1\n"
+          c/Lib#build/link_flags 5f2090f59a69: write .once/out/c/Lib/c_linkable/link.rsp ""
           default: .once/out/c/Lib/libLib.a c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp .once/out/c/Lib/c_linkable/link.rsp
         py/Lib build implemented=true
-          py/Lib#build/compile a1e0e51c0ccc: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/src/lib/__init__.py", ".once/out/py/Lib/pyc/src/lib/__init__.pyc"]
+          py/Lib#build/compile ca1ef12a46f6: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/src/lib/__init__.py", ".once/out/py/Lib/pyc/src/lib/__init__.pyc"]
             in:  py/src/lib/__init__.py
-          py/Lib#build/1 a56a1d3ce695: copy py/src/lib/__init__.py -> .once/out/py/Lib/site/lib/__init__.py
+          py/Lib#build/1 241d63ab7919: copy py/src/lib/__init__.py -> .once/out/py/Lib/site/lib/__init__.py
             in:  py/src/lib/__init__.py
           default: .once/out/py/Lib/site/lib/__init__.py
         js/Lib build implemented=true
-          js/Lib#build/name 9638056bdf29: run ["node", "-e", "const fs = require(\"fs\");\nconst [manifest, out] = process.argv.slice(1);\nconst name = JSON.parse(fs.readFileSync(manifest, \"utf8\")).name;\nif (typeof name !== \"string\" || name === \"\") {\n  console.error(`${manifest} has no \\`name\\`; set the target's \\`package_name\\``);\n  process.exit(1);\n}\nfs.writeFileSync(out, name);\n", "js/package.json", ".once/out/js/Lib/package_name"]
+          js/Lib#build/name 0320a0e9bea9: run ["node", "-e", "const fs = require(\"fs\");\nconst [manifest, out] = process.argv.slice(1);\nconst name = JSON.parse(fs.readFileSync(manifest, \"utf8\")).name;\nif (typeof name !== \"string\" || name === \"\") {\n  console.error(`${manifest} has no \\`name\\`; set the target's \\`package_name\\``);\n  process.exit(1);\n}\nfs.writeFileSync(out, name);\n", "js/package.json", ".once/out/js/Lib/package_name"]
             in:  js/package.json
-          js/Lib#build/check 9109c707ac2a: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/index.js"]
+          js/Lib#build/check 7a9609a50814: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/index.js"]
             in:  js/index.js
-          js/Lib#build/stage-0 e4c879d16651: copy js/index.js -> .once/out/js/Lib/package/index.js
+          js/Lib#build/stage-0 c90f4911e29b: copy js/index.js -> .once/out/js/Lib/package/index.js
             in:  js/index.js
-          js/Lib#build/stage-1 4a52960fb831: copy js/package.json -> .once/out/js/Lib/package/package.json
+          js/Lib#build/stage-1 43a3abafda53: copy js/package.json -> .once/out/js/Lib/package/package.json
             in:  js/package.json
           default: .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
         go/Lib build implemented=true
-          go/Lib#build/compile a16cb4949e41: run ["go", "build", "."] cwd=go GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
+          go/Lib#build/compile 619d01c4523d: run ["go", "build", "."] cwd=go GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
             in:  go/lib/lib.go
           default: go/lib/lib.go
         rs/Lib build implemented=true
-          rs/Lib#build/cargo 22450bb8df0d: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
+          rs/Lib#build/cargo f43bc81a412a: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
             in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
           default: rs/src/lib.rs rs/Cargo.toml
         c/App build implemented=true
-          c/App#build/0 e166fffccc5b: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-MD", "-MF", ".once/out/c/App/obj/main.cpp.d", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
+          c/App#build/0 f3d092d5e4f5: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-MD", "-MF", ".once/out/c/App/obj/main.cpp.d", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
             in:  c/main.cpp c/include/lib/lib.h .once/out/c/Lib/c_linkable/compile.rsp
-          c/App#build/link 7bd7d30e446a: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "@.once/out/c/Lib/c_linkable/link.rsp", "-lm"]
+          c/App#build/link 4530d8c122f4: run ["c++", "-o", ".once/out/c/App/App", ".once/out/c/App/obj/main.cpp.o", ".once/out/c/Lib/libLib.a", "@.once/out/c/Lib/c_linkable/link.rsp", "-lm"]
             in:  .once/out/c/App/obj/main.cpp.o .once/out/c/Lib/libLib.a .once/out/c/Lib/c_linkable/link.rsp
           default: .once/out/c/App/App
         c/App run implemented=true
-          c/App#run/run 662de7d34c34: run ["../.once/out/c/App/App", "--fast"] cwd=c
+          c/App#run/run f626654200a9: run ["../.once/out/c/App/App", "--fast"] cwd=c
             in:  .once/out/c/App/App
           default: 
         py/App build implemented=true
-          py/App#build/compile 5c07d6cc92c1: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/app.py", ".once/out/py/App/pyc/app.pyc"]
+          py/App#build/compile cee308b0b9a8: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "py/app.py", ".once/out/py/App/pyc/app.pyc"]
             in:  py/app.py
-          py/App#build/1 05c237a67f76: copy py/app.py -> .once/out/py/App/site/app.py
+          py/App#build/1 aa9265cc7ffd: copy py/app.py -> .once/out/py/App/site/app.py
             in:  py/app.py
           default: .once/out/py/App/site/app.py .once/out/py/Lib/site/lib/__init__.py
         py/App run implemented=true
-          py/App#run/run 8f36f4587b1f: run ["python3", "-X", "dev", "app.py"] cwd=py PYTHONPATH="../.once/out/py/App/site:../.once/out/py/Lib/site"
+          py/App#run/run 32c8ace86c59: run ["python3", "-X", "dev", "app.py"] cwd=py PYTHONPATH="../.once/out/py/App/site:../.once/out/py/Lib/site"
             in:  py/app.py .once/out/py/App/site/app.py .once/out/py/Lib/site/lib/__init__.py
           default: 
         js/App build implemented=true
-          js/App#build/check e53934ae7846: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/main.mjs"]
+          js/App#build/check 4aed0b3bebcf: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/main.mjs"]
             in:  js/main.mjs
-          js/App#build/stage-0 aa5de4c80534: copy js/main.mjs -> .once/out/js/App/package/main.mjs
+          js/App#build/stage-0 fccfccce8e68: copy js/main.mjs -> .once/out/js/App/package/main.mjs
             in:  js/main.mjs
-          js/App#build/link 1199be204266: run ["node", "-e", "const fs = require(\"fs\");\nconst path = require(\"path\");\nconst [dir, ...pairs] = process.argv.slice(1);\nfs.mkdirSync(dir, { recursive: true });\nfor (let i = 0; i < pairs.length; i += 2) {\n  const name = fs.readFileSync(pairs[i], \"utf8\").trim();\n  const link = path.join(dir, name);\n  fs.mkdirSync(path.dirname(link), { recursive: true });\n  fs.symlinkSync(path.relative(path.dirname(link), pairs[i + 1]), link);\n}\n", ".once/out/js/App/package/node_modules", ".once/out/js/Lib/package_name", ".once/out/js/Lib/package"]
+          js/App#build/link 56813b01ab03: run ["node", "-e", "const fs = require(\"fs\");\nconst path = require(\"path\");\nconst [dir, ...pairs] = process.argv.slice(1);\nfs.mkdirSync(dir, { recursive: true });\nfor (let i = 0; i < pairs.length; i += 2) {\n  const name = fs.readFileSync(pairs[i], \"utf8\").trim();\n  const link = path.join(dir, name);\n  fs.mkdirSync(path.dirname(link), { recursive: true });\n  fs.symlinkSync(path.relative(path.dirname(link), pairs[i + 1]), link);\n}\n", ".once/out/js/App/package/node_modules", ".once/out/js/Lib/package_name", ".once/out/js/Lib/package"]
             in:  .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
-          js/App#build/resolve bc380f1634c8: run ["node", "--input-type=module", "-e", "import fs from \"node:fs\";\nfor (const file of process.argv.slice(1)) {\n  const name = fs.readFileSync(file, \"utf8\").trim();\n  try {\n    import.meta.resolve(name);\n  } catch (error) {\n    console.error(`cannot import \"${name}\": ${error.message}`);\n    process.exit(1);\n  }\n}\n", "../../../../../.once/out/js/Lib/package_name"] cwd=.once/out/js/App/package
+          js/App#build/resolve 1d5f96ce8a87: run ["node", "--input-type=module", "-e", "import fs from \"node:fs\";\nfor (const file of process.argv.slice(1)) {\n  const name = fs.readFileSync(file, \"utf8\").trim();\n  try {\n    import.meta.resolve(name);\n  } catch (error) {\n    console.error(`cannot import \"${name}\": ${error.message}`);\n    process.exit(1);\n  }\n}\n", "../../../../../.once/out/js/Lib/package_name"] cwd=.once/out/js/App/package
             in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
           default: .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
         js/App run implemented=true
-          js/App#run/run 49df113706d8: run ["node", "../.once/out/js/App/package/main.mjs"] cwd=js
+          js/App#run/run 80cfcc75128b: run ["node", "../.once/out/js/App/package/main.mjs"] cwd=js
             in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
           default: 
         go/cmd/App build implemented=true
-          go/cmd/App#build/link d7890e1d9226: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
+          go/cmd/App#build/link 1f7a7bdde3af: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
             in:  go/cmd/main.go go/lib/lib.go
           default: .once/out/go/cmd/App/App
         go/cmd/App run implemented=true
-          go/cmd/App#run/run ce864fdb7d71: run ["../../.once/out/go/cmd/App/App"] cwd=go/cmd
+          go/cmd/App#run/run 8686f191d6b4: run ["../../.once/out/go/cmd/App/App"] cwd=go/cmd
             in:  .once/out/go/cmd/App/App
           default: 
         rs/App build implemented=true
-          rs/App#build/cargo 06425ce722fb: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+          rs/App#build/cargo 990bb04e210a: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
             in:  rs/Cargo.toml rs/src/main.rs rs/src/lib.rs rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
           default: .once/out/rs/App/app
         rs/App run implemented=true
-          rs/App#run/run 38ec4bfff729: run ["../.once/out/rs/App/app"] cwd=rs
+          rs/App#run/run 40e1acdfa355: run ["../.once/out/rs/App/app"] cwd=rs
             in:  .once/out/rs/App/app
           default: 
     "#]]

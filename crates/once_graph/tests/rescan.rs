@@ -251,7 +251,10 @@ fn editing_one_source_file_reruns_its_digest_and_nothing_manifest_related() {
     let executed = log.take();
     assert_eq!(
         executed,
-        [format!("file_digest({:?})", sources[1].as_id())],
+        [
+            format!("source_file({:?})", sources[1].as_id()),
+            format!("file_digest({:?})", sources[1].as_id())
+        ],
         "only the edited file's digest reruns"
     );
 
@@ -262,6 +265,9 @@ fn editing_one_source_file_reruns_its_digest_and_nothing_manifest_related() {
     assert_ne!(digests(&db)[2], after[2]);
     assert_eq!(
         log.take(),
-        [format!("file_digest({:?})", sources[2].as_id())]
+        [
+            format!("source_file({:?})", sources[2].as_id()),
+            format!("file_digest({:?})", sources[2].as_id())
+        ]
     );
 }

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, System, WriteLock};
+use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, System, Walked, WriteLock};
 
 /// Open buffers over a base system. Cloning shares the buffers.
 #[derive(Clone, Debug)]
@@ -96,8 +96,8 @@ impl System for Overlay {
         self.buffers.read().is_ok_and(|b| b.contains_key(path)) || self.base.is_file(path)
     }
 
-    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
-        let mut files = self.base.walk(root)?;
+    fn walk_entries(&self, root: &Path) -> io::Result<Walked> {
+        let Walked { mut files, links } = self.base.walk_entries(root)?;
         if let Ok(buffers) = self.buffers.read() {
             for path in buffers.keys() {
                 let Ok(relative) = path.strip_prefix(root) else {
@@ -114,7 +114,17 @@ impl System for Overlay {
         }
         files.sort_unstable();
         files.dedup();
-        Ok(files)
+        // An open buffer is a file, whatever the disk has at its path.
+        let links = links
+            .into_iter()
+            .filter(|link| {
+                !self
+                    .buffers
+                    .read()
+                    .is_ok_and(|b| b.contains_key(&root.join(link)))
+            })
+            .collect();
+        Ok(Walked { files, links })
     }
 
     fn host_platform(&self) -> HostPlatform {
@@ -170,6 +180,21 @@ impl System for Overlay {
             Some(text) => Ok(Some(self.buffer_stamp(path, &text))),
             None => self.base.stamp(path),
         }
+    }
+
+    fn link_stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        match self.buffer(path) {
+            Some(text) => Ok(Some(self.buffer_stamp(path, &text))),
+            None => self.base.link_stamp(path),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.base.read_link(path)
+    }
+
+    fn now(&self) -> std::time::SystemTime {
+        self.base.now()
     }
 
     fn read_stamped(&self, path: &Path) -> StampedRead {

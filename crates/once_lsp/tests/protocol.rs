@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lsp_server::{Connection, Message, Notification, Request, RequestId};
 use once_analysis::{
-    EntryKind, FileStamp, HostPlatform, MemorySystem, StampedRead, System, WriteLock,
+    EntryKind, FileStamp, HostPlatform, MemorySystem, StampedRead, System, Walked, WriteLock,
 };
 use once_fixture::Fixture;
 use serde_json::{Value, json};
@@ -494,7 +494,7 @@ fn the_client_watches_every_file_and_sources_reach_the_database() {
 struct WalkPanics(MemorySystem);
 
 impl System for WalkPanics {
-    fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
+    fn walk_entries(&self, root: &Path) -> io::Result<Walked> {
         panic!("walking `{}` blew up", root.display())
     }
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
@@ -532,6 +532,15 @@ impl System for WalkPanics {
     }
     fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
         self.0.stamp(path)
+    }
+    fn link_stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+        self.0.link_stamp(path)
+    }
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.0.read_link(path)
+    }
+    fn now(&self) -> std::time::SystemTime {
+        self.0.now()
     }
     fn read_stamped(&self, path: &Path) -> StampedRead {
         self.0.read_stamped(path)

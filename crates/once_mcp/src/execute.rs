@@ -282,7 +282,7 @@ pub fn plan_exec_script(
     let _ = analysis.save_digest_index();
     Ok(Ok(ExecutionJob::Script {
         path: plan.script.clone(),
-        job: once_build::scripts::ScriptJob::of_script(plan),
+        job: once_build::scripts::ScriptJob::of_script(analysis, plan)?,
     }))
 }
 
@@ -426,6 +426,7 @@ fn start_runtime(
     let report = Executor::new(root, &store)
         .with_options(ExecOptions::default())
         .with_cancel(cancel)
+        .with_source_stamps(plan.source_stamps.clone())
         .on_progress(&callback)
         .run(&before)
         .map_err(|e| format!("cannot run the plan: {e}"))?;
@@ -490,6 +491,7 @@ fn run_capability(
     let report = Executor::new(root, &store)
         .with_options(ExecOptions::default())
         .with_cancel(cancel)
+        .with_source_stamps(plan.source_stamps.clone())
         .on_progress(&callback)
         .run(&plan.actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;

@@ -921,7 +921,7 @@ fn log(message: &str) {
 mod tests {
     use std::path::Path;
 
-    use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, WriteLock};
+    use once_analysis::{EntryKind, FileStamp, HostPlatform, StampedRead, Walked, WriteLock};
 
     use super::*;
 
@@ -939,8 +939,8 @@ mod tests {
         fn is_file(&self, path: &Path) -> bool {
             OsSystem.is_file(path)
         }
-        fn walk(&self, root: &Path) -> io::Result<Vec<String>> {
-            OsSystem.walk(root)
+        fn walk_entries(&self, root: &Path) -> io::Result<Walked> {
+            OsSystem.walk_entries(root)
         }
         fn host_platform(&self) -> HostPlatform {
             OsSystem.host_platform()
@@ -968,6 +968,15 @@ mod tests {
         }
         fn stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
             OsSystem.stamp(path)
+        }
+        fn link_stamp(&self, path: &Path) -> io::Result<Option<FileStamp>> {
+            OsSystem.link_stamp(path)
+        }
+        fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+            OsSystem.read_link(path)
+        }
+        fn now(&self) -> std::time::SystemTime {
+            OsSystem.now()
         }
         fn read_stamped(&self, path: &Path) -> StampedRead {
             panic!("reading `{}` blew up", path.display())

@@ -173,6 +173,17 @@ diagnostic_codes! {
     /// A `srcs` pattern matches no file of the package. Files of nested packages do not
     /// count: they belong to those packages.
     MissingSource = "missing_source", Warning;
+    /// A `path` attribute (`inputs`, `hdrs`, `script_path`, `main`, …) names a file or
+    /// directory the package does not have, or a path that leaves the package. Unlike a
+    /// `srcs` pattern that matches nothing, this is an error: the kind reads what the
+    /// attribute names, and a build without it would run with something missing.
+    MissingFile = "missing_file", Error;
+    /// A source (matched by `srcs` or named by a `path` attribute) is a symbolic link once
+    /// does not follow: one leading out of the workspace, to nothing, to a directory, to a
+    /// file the workspace walk does not list (hidden, ignored, below `.once`, `target` or
+    /// `node_modules`) or to something that is not a regular file. A link to a file of the
+    /// workspace is followed, and actions reading it are keyed by that file.
+    InvalidSourceLink = "invalid_source_link", Error;
     /// A project module (a `.star` file matched by `[modules] paths`) failed to evaluate:
     /// a Starlark syntax or runtime error, a broken declaration-helper rule, a failed
     /// `load()` of another module, or a step or memory limit. The range is the failing

@@ -62,7 +62,8 @@ pub enum AttrType {
     Float,
     /// A reference to another target, resolved like `deps` entries.
     Label,
-    /// A package-relative file path.
+    /// A package-relative path of a file (or a directory holding files) the package has:
+    /// resolution reports one it does not have (`missing_file`).
     Path,
     List(Box<AttrType>),
     /// A table with string keys.

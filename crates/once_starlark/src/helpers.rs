@@ -410,7 +410,7 @@ pub(crate) fn attr_namespace(builder: &mut GlobalsBuilder) {
         )
     }
 
-    /// A package-relative file path.
+    /// A package-relative path of a file the package has (checked by resolution).
     fn path<'v>(
         #[starlark(default = "")] docs: &str,
         #[starlark(require = named, default = false)] required: bool,
@@ -451,7 +451,7 @@ pub(crate) fn attr_namespace(builder: &mut GlobalsBuilder) {
         make_attr(ty, docs, required, default, configurable, Vec::new())
     }
 
-    /// A list of package-relative file paths.
+    /// A list of package-relative paths of files the package has.
     fn path_list<'v>(
         #[starlark(default = "")] docs: &str,
         #[starlark(require = named, default = false)] required: bool,

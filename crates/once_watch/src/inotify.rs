@@ -16,14 +16,18 @@ use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
-use notify::event::{CreateKind, DataChange, Flag, ModifyKind, RemoveKind, RenameMode};
+use notify::event::{
+    CreateKind, DataChange, Flag, MetadataKind, ModifyKind, RemoveKind, RenameMode,
+};
 use notify::{Event, EventKind};
 
-/// What a directory watch reports: entries created, deleted, written or renamed, and the
-/// directory itself going away.
+/// What a directory watch reports: entries created, deleted, written, renamed or given
+/// other metadata (a `chmod`: permission bits are in action keys), and the directory
+/// itself going away.
 const WATCH_MASK: WatchMask = WatchMask::CREATE
     .union(WatchMask::DELETE)
     .union(WatchMask::MODIFY)
+    .union(WatchMask::ATTRIB)
     .union(WatchMask::MOVED_FROM)
     .union(WatchMask::MOVED_TO)
     .union(WatchMask::DELETE_SELF)
@@ -158,6 +162,8 @@ impl Reader {
             EventKind::Modify(ModifyKind::Name(RenameMode::To))
         } else if mask.contains(EventMask::MODIFY) {
             EventKind::Modify(ModifyKind::Data(DataChange::Content))
+        } else if mask.contains(EventMask::ATTRIB) && !is_dir {
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any))
         } else {
             return None;
         };

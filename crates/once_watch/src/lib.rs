@@ -37,7 +37,7 @@ use notify::event::{CreateKind, ModifyKind, RemoveKind};
 use notify::{Event, EventKind};
 
 use once_db::ChangeEvent;
-use once_db::system::{DirectoryHook, SKIPPED_DIRECTORIES, walk_directories};
+use once_db::system::{DirectoryHook, SKIPPED_DIRECTORIES, Walked, walk_directories};
 
 /// How long `sync` waits for its own marker before falling back to a rescan.
 const FENCE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -135,7 +135,7 @@ impl WorkspaceWatcher {
     /// missed; returns the watcher and the walk's files (one walk instead of a walk to
     /// find the directories and another to load). Without a working watcher, every
     /// `sync` is a rescan.
-    pub fn watch_and_walk(root: &Path) -> (WorkspaceWatcher, io::Result<Vec<String>>) {
+    pub fn watch_and_walk(root: &Path) -> (WorkspaceWatcher, io::Result<Walked>) {
         let (sender, events) = sync_channel(EVENT_QUEUE_CAPACITY);
         let backend = Backend::new(sender).map(Mutex::new).map(Arc::new);
         let watched = Arc::new(Mutex::new(Vec::new()));
@@ -303,7 +303,13 @@ impl WorkspaceWatcher {
                     Entry::File => changes.push(ChangeEvent::Created(path)),
                     Entry::Missing => changes.push(ChangeEvent::Deleted(path)),
                 },
-                EventKind::Modify(ModifyKind::Metadata(_)) | EventKind::Access(_) => {}
+                // A file's permission bits are in the keys of the actions reading it.
+                EventKind::Modify(ModifyKind::Metadata(_)) => {
+                    if !batch.rescan && entry(&path) == Entry::File {
+                        changes.push(ChangeEvent::Changed(path));
+                    }
+                }
+                EventKind::Access(_) => {}
                 EventKind::Modify(_) | EventKind::Any | EventKind::Other => {
                     if !batch.rescan {
                         changes.push(ChangeEvent::Changed(path));
@@ -473,6 +479,15 @@ mod tests {
             check(&mut watcher, &root, &["changed a/once.toml"]);
             check(&mut watcher, &root, &[]);
         }
+        // A `chmod` is a change: permission bits are in action keys.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let permissions = std::fs::Permissions::from_mode(0o755);
+            std::fs::set_permissions(root.join("a/once.toml"), permissions).unwrap();
+            check(&mut watcher, &root, &["changed a/once.toml"]);
+            check(&mut watcher, &root, &[]);
+        }
         std::fs::write(root.join("a/new.txt"), "x").unwrap();
         std::fs::remove_file(root.join("a/new.txt")).unwrap();
         let changes = watcher.sync();
@@ -524,7 +539,7 @@ mod tests {
         }
         std::fs::create_dir_all(root.join("a/empty")).unwrap();
         let (mut watcher, files) = WorkspaceWatcher::watch_and_walk(&root);
-        assert_eq!(files.unwrap(), OsSystem.walk(&root).unwrap());
+        assert_eq!(files.unwrap(), OsSystem.walk_entries(&root).unwrap());
         if !watcher.is_active() {
             check(&mut watcher, &root, &["rescan"]);
             return;

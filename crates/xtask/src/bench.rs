@@ -66,6 +66,13 @@ pub fn generate_workspace(root: &Path, packages: usize, per_package: usize) -> a
     Ok(())
 }
 
+/// Waits until files written a moment ago have settled for the digest index: it keeps no
+/// digest of a file changed within two seconds of being read (`once_db::digests`), so a
+/// benchmark of a warm index waits that long after writing its workspace.
+pub(crate) fn settle_for_digest_index() {
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+}
+
 /// Removes `root` if it exists and creates it empty (generators start from nothing).
 pub(crate) fn recreate_dir(root: &Path) -> anyhow::Result<()> {
     if root.exists() {

@@ -62,8 +62,13 @@ fn copy_dir(from: &Path, to: &Path) {
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let target = to.join(entry.file_name());
-        if entry.file_type().expect("no file type").is_dir() {
+        let file_type = entry.file_type().expect("no file type");
+        if file_type.is_dir() {
             copy_dir(&entry.path(), &target);
+        } else if file_type.is_symlink() {
+            // A link stays a link (fixtures hold links once does not follow).
+            let text = std::fs::read_link(entry.path()).expect("cannot read a test_data link");
+            std::os::unix::fs::symlink(text, &target).expect("cannot copy a test_data link");
         } else {
             std::fs::copy(entry.path(), &target).expect("cannot copy a test_data file");
         }

@@ -272,8 +272,9 @@ fn digests(once: &Path, workspace: &Path, scratch: &Path, runs: usize) -> anyhow
     let args = arguments("inputs");
     let targets_args = arguments("targets");
     let index = workspace.join(".once/digests");
-    // The first answer lists the files; it also writes the index.
+    // The first answer lists the files; it also writes the index (of settled files).
     let _ = std::fs::remove_file(&index);
+    super::settle_for_digest_index();
     let (_, output) = timed(Command::new(once).args(&args))?;
     anyhow::ensure!(
         output.status.success(),

@@ -347,6 +347,7 @@ pub fn cached_demo(
         .with_context(|| format!("no `once` binary at {}", once.display()))?;
     super::recreate_dir(dir)?;
     copy_tree(demo, dir)?;
+    super::settle_for_digest_index();
     let root = dir.canonicalize()?;
     let (_, first) = timed(
         Command::new(&once)
