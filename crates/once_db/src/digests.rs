@@ -155,6 +155,10 @@ pub fn file_digest(db: &dyn Db, file: File) -> FileDigest {
     }
 }
 
+/// Set in [`SourceFile::permissions`] of a source reached through a symbolic link (above
+/// every permission bit).
+pub const LINKED: u32 = 0o100_000;
+
 /// The digest and permission bits of a file ([`SourceFile`]), or why it has none; re-run
 /// only when the file's revision changes. Reuses the persistent index's digest when the
 /// file's stamp matches a trusted entry. A symbolic link the workspace follows
@@ -174,7 +178,17 @@ pub fn source_file(db: &dyn Db, file: File) -> Result<SourceFile, DigestError> {
         if stamp.kind == EntryKind::Symlink {
             db.record_seen(file, Some(stamp));
             return match crate::links::link_target(db, file) {
-                LinkTarget::File(target) => source_file(db, db.file_for_path(target)).clone(),
+                // Reached through a link: an action can tell (`ls -l`, `test -L`), so
+                // the permissions carry [`LINKED`] and a file and a link to the same
+                // content key apart.
+                LinkTarget::File(target) => {
+                    source_file(db, db.file_for_path(target))
+                        .clone()
+                        .map(|source| SourceFile {
+                            permissions: source.permissions | LINKED,
+                            ..source
+                        })
+                }
                 refused => Err(DigestError::Link(refused.clone())),
             };
         }
