@@ -5,6 +5,8 @@
 //! - the lossless tree prints back the text byte for byte, and every error range of the
 //!   parse and of the value reader lies inside the text on character boundaries, sorted;
 //! - the value reader's value ranges lie inside the text too;
+//! - the formatter gives text with the same errors that reads the same values, and
+//!   formatting it again changes nothing;
 //! - the `toml` crate (the oracle of `crates/once_syntax/tests/oracle.rs`) accepts every
 //!   document we read without errors, with the same keys and scalar values;
 //! - loading the workspace, validating it and listing its targets never panics, and every
@@ -75,7 +77,59 @@ fn check_syntax(text: &str) -> bool {
     }
     check_table_ranges(text, &document.root);
     compare_with_oracle(text, &document);
+    check_formatting(text, &document);
     !document.errors.is_empty()
+}
+
+/// The formatter (`once edit`'s and the editor's, which leaves text with syntax errors
+/// alone): what it gives has the same errors and reads the same values, and formatting
+/// it again changes nothing.
+fn check_formatting(text: &str, document: &once_syntax::value::Document) {
+    let Some(formatted) = once_analysis::format_manifest(text) else {
+        return;
+    };
+    let reformatted = once_syntax::value::document(&once_syntax::parse(&formatted));
+    let messages = |d: &once_syntax::value::Document| -> Vec<String> {
+        d.errors.iter().map(|e| e.message.clone()).collect()
+    };
+    assert_eq!(
+        messages(&reformatted),
+        messages(document),
+        "formatting {text:?} gave {formatted:?}, which has other errors"
+    );
+    if document.errors.is_empty() {
+        assert_eq!(
+            table_shape(&reformatted.root),
+            table_shape(&document.root),
+            "formatting {text:?} gave {formatted:?}, which reads other values"
+        );
+    }
+    assert_eq!(
+        once_analysis::format_manifest(&formatted).as_deref(),
+        Some(formatted.as_str()),
+        "formatting {text:?} twice differs from formatting it once"
+    );
+}
+
+/// A table's keys and values without their ranges.
+fn table_shape(table: &Table) -> String {
+    let entries: Vec<String> = table
+        .entries
+        .iter()
+        .map(|entry| format!("{:?}={}", entry.key, value_shape(&entry.value.kind)))
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
+fn value_shape(value: &ValueKind) -> String {
+    match value {
+        ValueKind::Array(items) => {
+            let items: Vec<String> = items.iter().map(|v| value_shape(&v.kind)).collect();
+            format!("[{}]", items.join(","))
+        }
+        ValueKind::Table(table) => table_shape(table),
+        scalar => format!("{scalar:?}"),
+    }
 }
 
 fn check_table_ranges(text: &str, table: &Table) {
