@@ -108,6 +108,25 @@ pub const LAYERS: &[(&str, Allowed)] = &[
         Allowed::Only(&["once_exec", "once_model", "once_db"]),
     ),
     ("once_cli", Allowed::Any),
+    // The fuzz targets: plain functions over the crates whose parsers they exercise
+    // (`fuzz/` calls them under libFuzzer); nothing depends on it.
+    (
+        "once_fuzz",
+        Allowed::Only(&[
+            "once_syntax",
+            "once_model",
+            "once_starlark",
+            "once_db",
+            "once_graph",
+            "once_analysis",
+            "once_build",
+            "once_exec",
+            "once_evidence",
+            "once_test_results",
+            "once_mcp",
+            "once_lsp",
+        ]),
+    ),
     ("xtask", Allowed::Any),
 ];
 

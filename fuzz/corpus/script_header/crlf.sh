@@ -1,0 +1,4 @@
+#!/bin/sh
+# once input "crlf.txt"
+# once output "out.txt"
+echo hi

@@ -1,0 +1,2 @@
+#!/usr/bin/env -S
+# once input "a.txt"

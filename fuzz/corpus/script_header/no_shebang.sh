@@ -1,0 +1,2 @@
+# once input "a.txt"
+echo hi

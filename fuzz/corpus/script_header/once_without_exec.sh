@@ -1,0 +1,2 @@
+#!/usr/bin/env once build
+# once input "a.txt"
