@@ -102,7 +102,10 @@ fn target_actions(host: &AnalysisHost) -> TargetActions {
 /// Every seed, written by today's writers: (file name, bytes).
 fn written_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut seeds = Vec::new();
-    seeds.push(("action-record.txt", record().encode().into_bytes()));
+    seeds.push((
+        "action-record.txt",
+        record().encode(&once_db::Sha256Digest::of(b"once.fuzz.record.key")),
+    ));
     let host = workspace();
     let value = encode_target_actions(&target_actions(&host));
     seeds.push(("memo-value.bin", value.clone()));
@@ -215,7 +218,7 @@ fn accepted(name: &str, bytes: &[u8]) -> bool {
     let salt = Sha256Digest::of(b"once-fuzz");
     match name {
         "action-record.txt" => {
-            std::str::from_utf8(bytes).is_ok_and(|text| ActionRecord::decode(text).is_some())
+            ActionRecord::decode(&once_db::Sha256Digest::of(b"once.fuzz.record.key"), bytes).is_ok()
         }
         "memo-value.bin" => decode_target_actions(bytes).is_some(),
         "plan-memo.bin" => PlanMemoFile::from_bytes(salt, Some(bytes)).stored_len() == 2,
