@@ -1,7 +1,7 @@
 //! The executing tools (`once_build_target`, `once_run_target`, `once_run_tests`,
 //! `once_start_target`, `once_stop_runtime`, `once_exec_script`): a job made on the worker ([`plan_build`],
-//! [`plan_run`], [`plan_tests`], [`plan_start`] from a database snapshot; [`plan_stop`]
-//! from the arguments alone), then run by [`execute`] on a background thread without the
+//! [`plan_run`], [`plan_tests`], [`plan_start`] from a database snapshot; a stop from its
+//! arguments alone, `crate::tools::StopRuntime`), then run by [`execute`] on a background thread without the
 //! database, reporting each finished action (each finished test target for tests) and
 //! stopping (every process group killed) when cancelled.
 //!
@@ -19,9 +19,9 @@ use once_build::{Plan, TargetRecord};
 use once_exec::{CancelHandle, ExecOptions, Executor, Progress, Store};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::tools::{ToolError, string_argument, string_list_argument};
+use crate::tools::{RunTests, ToolError};
 
 /// What a call planned, ready to run without the database.
 #[derive(Clone, Debug)]
@@ -116,10 +116,9 @@ pub struct ExecutionResult {
 
 fn plan_capability(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    target: String,
     capability: &str,
 ) -> Cancellable<Result<(String, Plan), ToolError>> {
-    let target = string_argument(arguments, "target");
     let ids = match once_build::resolve_targets(
         analysis,
         std::slice::from_ref(&target),
@@ -140,18 +139,18 @@ fn plan_capability(
 /// `once_build_target`: plans the target's `build`.
 pub fn plan_build(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    target: String,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    Ok(plan_capability(analysis, arguments, "build")?
+    Ok(plan_capability(analysis, target, "build")?
         .map(|(target, plan)| ExecutionJob::Capability { target, plan }))
 }
 
 /// `once_run_target`: plans the target's `run` (after its `build`).
 pub fn plan_run(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    target: String,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    Ok(plan_capability(analysis, arguments, "run")?
+    Ok(plan_capability(analysis, target, "run")?
         .map(|(target, plan)| ExecutionJob::Capability { target, plan }))
 }
 
@@ -159,19 +158,15 @@ pub fn plan_run(
 /// every test) and plans their `test` capability.
 pub fn plan_tests(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    arguments: RunTests,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let mut targets: Vec<String> = arguments
-        .get("target")
-        .and_then(Value::as_str)
-        .map(|t| vec![t.to_owned()])
-        .unwrap_or_default();
-    for target in string_list_argument(arguments, "targets") {
+    let mut targets: Vec<String> = arguments.target.into_iter().collect();
+    for target in arguments.targets {
         if !targets.contains(&target) {
             targets.push(target);
         }
     }
-    let changed = string_list_argument(arguments, "changed_paths");
+    let changed = arguments.changed_paths;
     let request = if !targets.is_empty() {
         Request::Targets(&targets)
     } else if !changed.is_empty() {
@@ -236,36 +231,19 @@ fn execute_tests(
 /// `once_start_target`: plans the target's `run`; the program is started in a session.
 pub fn plan_start(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    target: String,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    Ok(plan_capability(analysis, arguments, "run")?
+    Ok(plan_capability(analysis, target, "run")?
         .map(|(target, plan)| ExecutionJob::StartRuntime { target, plan }))
-}
-
-/// `once_stop_runtime`: nothing to plan; the session id and the grace period.
-pub fn plan_stop(
-    _analysis: &Analysis,
-    arguments: &Map<String, Value>,
-) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let session_id = string_argument(arguments, "session_id");
-    let grace = arguments
-        .get("timeout_seconds")
-        .and_then(Value::as_f64)
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(once_runtime::stop::DEFAULT_GRACE, |s| {
-            std::time::Duration::from_secs_f64(s.min(3600.0))
-        });
-    Ok(Ok(ExecutionJob::StopRuntime { session_id, grace }))
 }
 
 /// `once_exec_script`: validates the script and plans it with its needs (an invalid
 /// header or a `needs` cycle is a tool error naming each problem).
 pub fn plan_exec_script(
     analysis: &Analysis,
-    arguments: &Map<String, Value>,
+    path: String,
+    args: Vec<String>,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let path = string_argument(arguments, "path");
-    let args = string_list_argument(arguments, "args");
     let request = once_analysis::ScriptRequest {
         path: path.clone(),
         args,

@@ -1,10 +1,10 @@
-//! A small JSON Schema subset: builders for the tools' input schemas, the output schemas
-//! derived from the record types ([`output_schema`]), and a validator that enforces them
-//! (tool arguments are checked against the same schema `tools/list` advertises, so
-//! "strict" is enforced, not just advertised; tests check real results against the
-//! output schemas).
+//! The tools' schemas, derived from types: the output schemas from the record types
+//! ([`output_schema`]), the input schemas from the argument types
+//! (`crate::tools::arguments`), both by [`derived_schema`]; and [`validate`], a validator
+//! of a small JSON Schema subset that the tests use as an oracle (real answers checked
+//! against the advertised output schemas).
 //!
-//! Supported keywords: `type` (a name or a list of names), `properties`, `required`,
+//! The validator's keywords: `type` (a name or a list of names), `properties`, `required`,
 //! `additionalProperties` (`false` or a schema), `items`, `enum`, `minimum`, `maximum`,
 //! `minLength`, `description`, `default`; `format` is informative (output schemas carry only
 //! the formats JSON Schema defines, so that strict validators compile them).
@@ -13,7 +13,7 @@ use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// `structuredContent` of a tool: `{"result": …, "warnings"?: […], "next_cursor"?: …}`.
 /// `warnings` are inputs the answer could not use (`once_query_affected_tests`: changed
@@ -36,16 +36,21 @@ pub struct StructuredContent<T> {
 /// closed string sets as `enum`, unsigned integers with `minimum: 0`, and every record
 /// object closed (`additionalProperties: false`; maps keep their value schema).
 pub fn output_schema<T: JsonSchema>() -> Value {
+    derived_schema::<StructuredContent<T>>(Contract::Serialize)
+}
+
+/// The schema of `T` as it serialises or deserialises (`contract`), made as both the
+/// output and the input schemas are: every subschema inline, no titles, only standard
+/// formats, record objects closed, optional fields not nullable.
+pub fn derived_schema<T: JsonSchema>(contract: Contract) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
     settings.meta_schema = None;
-    settings.contract = Contract::Serialize;
+    settings.contract = contract;
     let generator = settings
         .with_transform(RecursiveTransform(close_record_objects))
         .into_generator();
-    generator
-        .into_root_schema_for::<StructuredContent<T>>()
-        .to_value()
+    generator.into_root_schema_for::<T>().to_value()
 }
 
 /// The schema of one record type on its own, derived as the output schemas' `result` is
@@ -145,54 +150,9 @@ fn close_record_objects(schema: &mut Schema) {
     }
 }
 
-pub fn string(description: &str) -> Value {
-    json!({ "type": "string", "description": description })
-}
-
-pub fn plain_string() -> Value {
-    json!({ "type": "string" })
-}
-
-pub fn nullable_string() -> Value {
-    json!({ "type": ["string", "null"] })
-}
-
-pub fn boolean() -> Value {
-    json!({ "type": "boolean" })
-}
-
-pub fn integer() -> Value {
-    json!({ "type": "integer", "minimum": 0 })
-}
-
-pub fn array(items: Value) -> Value {
-    json!({ "type": "array", "items": items })
-}
-
-pub fn strings() -> Value {
-    array(plain_string())
-}
-
-/// An object with exactly these properties; `required` lists the mandatory ones.
-pub fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
-    let properties: Map<String, Value> = properties
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), v.clone()))
-        .collect();
-    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
-}
-
-/// An object with arbitrary keys whose values match `values`.
-pub fn map_of(values: Value) -> Value {
-    json!({ "type": "object", "additionalProperties": values })
-}
-
-/// Any JSON value.
-pub fn any() -> Value {
-    json!({})
-}
-
-/// Validates `value` against `schema`; returns every problem, each as `path: message`.
+/// Validates `value` against `schema`; returns every problem, each as `path: message`. A
+/// test oracle: the tests check real answers against the advertised output schemas (tool
+/// arguments are read by their types, `crate::tools::arguments`).
 pub fn validate(schema: &Value, value: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     check(schema, value, "", &mut problems);
@@ -325,6 +285,37 @@ fn check(schema: &Value, value: &Value, path: &str, problems: &mut Vec<String>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Map, json};
+
+    fn string(description: &str) -> Value {
+        json!({ "type": "string", "description": description })
+    }
+
+    fn plain_string() -> Value {
+        json!({ "type": "string" })
+    }
+
+    fn array(items: Value) -> Value {
+        json!({ "type": "array", "items": items })
+    }
+
+    fn strings() -> Value {
+        array(plain_string())
+    }
+
+    /// An object with exactly these properties; `required` lists the mandatory ones.
+    fn object(properties: &[(&str, Value)], required: &[&str]) -> Value {
+        let properties: Map<String, Value> = properties
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+    }
+
+    /// An object with arbitrary keys whose values match `values`.
+    fn map_of(values: Value) -> Value {
+        json!({ "type": "object", "additionalProperties": values })
+    }
 
     /// A record with each kind of field the derivation handles.
     #[derive(Serialize, JsonSchema)]

@@ -735,12 +735,9 @@ impl Worker {
                 "`{name}` changes the workspace and is disabled: start the server with `once mcp --allow-run` to enable it"
             )));
         }
-        let problems =
-            crate::schema::validate(&tool.input_schema, &Value::Object(arguments.clone()));
-        if !problems.is_empty() {
+        if let Err(problem) = (tool.check)(&arguments) {
             return Ok(tool_error(format!(
-                "Input validation error: invalid arguments for `{name}`: {}",
-                problems.join("; ")
+                "Input validation error: invalid arguments for `{name}`: {problem}"
             )));
         }
         self.host.apply_changes(&self.watcher.sync());
