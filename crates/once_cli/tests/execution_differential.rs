@@ -489,7 +489,7 @@ fn an_incremental_build_equals_a_clean_build_after_every_step() {
     let seed: u64 = std::env::var("ONCE_EXEC_DIFF_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0f_0e_ce);
+        .unwrap_or(0x005e_ed0f_0ece);
     let live = tempfile::tempdir().unwrap();
     let root = live.path();
     initial_workspace(root);
@@ -511,9 +511,6 @@ fn an_incremental_build_equals_a_clean_build_after_every_step() {
             // Else the comparison is vacuous: every target builds from the initial tree.
             assert_eq!(code, 0, "the initial build failed: {value}\n{stderr}");
             assert_eq!(incremental.targets.len(), 6, "{incremental:#?}");
-        }
-        if std::env::var_os("ONCE_EXEC_DIFF_TRACE").is_some() {
-            eprintln!("step {number}: {}\n{incremental:?}", log[log.len() - 1]);
         }
         if incremental != clean || code != clean_code {
             let recent = log.len().saturating_sub(12);
