@@ -232,11 +232,6 @@ fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
     }
 }
 
-/// The exit code a result stands for (one table for `once exec` and MCP).
-fn exit_code(result: &ActionResult) -> u8 {
-    once_build::scripts::exit_code(result)
-}
-
 /// Writes a captured stream whole (from the store) to `out`.
 fn replay(store: &Store, stream: &once_exec::CapturedStream, mut out: &mut dyn std::io::Write) {
     let Some(digest) = &stream.digest else {
@@ -329,7 +324,7 @@ fn finish(
             lowered.job.main,
             failed.message.as_deref().unwrap_or("failed")
         );
-        return Ok(Outcome::Exit(exit_code(failed)));
+        return Ok(Outcome::Exit(once_build::scripts::exit_code(failed)));
     }
     let result = report
         .result(&lowered.job.main)
@@ -356,7 +351,7 @@ fn finish(
     }
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
-    let code = exit_code(result);
+    let code = once_build::scripts::exit_code(result);
     // The program's code, unless once failed the action after it succeeded.
     let reported = once_build::scripts::reported_exit_code(result);
     match format {

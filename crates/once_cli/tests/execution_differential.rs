@@ -22,7 +22,7 @@ use std::time::Duration;
 
 #[path = "support/binary.rs"]
 mod binary;
-use binary::{text, write};
+use binary::{copy_tree, text, write};
 
 use serde_json::Value;
 
@@ -305,27 +305,6 @@ fn collect(root: &Path, path: &str, entries: &mut BTreeMap<String, Entry>) {
         },
     };
     entries.insert(path.to_owned(), entry);
-}
-
-/// Copies the workspace's tree without `.once`: files with their modes, links as links.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == ".once" {
-            continue;
-        }
-        let (source, target) = (entry.path(), to.join(&name));
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&source, &target);
-        } else {
-            std::fs::copy(&source, &target).unwrap();
-        }
-    }
 }
 
 /// Replaces `path` (a file or link) with a file holding `contents`, keeping its mode when

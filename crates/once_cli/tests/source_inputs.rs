@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/binary.rs"]
 mod binary;
-use binary::{once, text, write};
+use binary::{copy_tree, once, text, write};
 
 use serde_json::Value;
 
@@ -86,30 +86,9 @@ impl Scratch {
     /// store): what an incremental build must equal. Answers the copy (kept alive).
     fn clean_build(&self, targets: &[&str]) -> (tempfile::TempDir, Build) {
         let copy = tempfile::tempdir().unwrap();
-        copy_workspace(&self.root, copy.path());
+        copy_tree(&self.root, copy.path());
         let build = build_at(copy.path(), targets);
         (copy, build)
-    }
-}
-
-/// Copies a workspace without `.once`, symbolic links as links.
-fn copy_workspace(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == ".once" {
-            continue;
-        }
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            let target = std::fs::read_link(entry.path()).unwrap();
-            std::os::unix::fs::symlink(target, to.join(&name)).unwrap();
-        } else if kind.is_dir() {
-            copy_workspace(&entry.path(), &to.join(&name));
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).unwrap();
-        }
     }
 }
 

@@ -155,6 +155,26 @@ pub struct FileStamp {
 }
 
 impl FileStamp {
+    /// The stamp of a `stat` (what [`FileStamp::of_metadata`] makes of the same file's
+    /// metadata), for code that stats through directory handles.
+    #[cfg(unix)]
+    pub fn of_stat(stat: &rustix::fs::Stat) -> FileStamp {
+        let kind = match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+            rustix::fs::FileType::RegularFile => EntryKind::File,
+            rustix::fs::FileType::Directory => EntryKind::Directory,
+            rustix::fs::FileType::Symlink => EntryKind::Symlink,
+            _ => EntryKind::Other,
+        };
+        FileStamp {
+            kind,
+            size: stat.st_size.max(0) as u64,
+            mtime_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+            ctime_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
+            inode: stat.st_ino,
+            mode: stat.st_mode,
+        }
+    }
+
     /// The stamp of `std::fs` metadata (of a followed path or an open handle).
     pub fn of_metadata(metadata: &std::fs::Metadata) -> FileStamp {
         let kind = EntryKind::of_file_type(metadata.file_type());

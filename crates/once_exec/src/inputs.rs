@@ -24,9 +24,9 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
-use once_db::{EntryKind, FileStamp};
+use once_db::FileStamp;
 use once_model::paths::is_under;
-use rustix::fs::{AtFlags, FileType, Stat, statat};
+use rustix::fs::{AtFlags, statat};
 use rustix::io::Errno;
 
 /// The stamp each source file of a plan was read with when its digest entered a static
@@ -113,28 +113,9 @@ pub(crate) fn changed_warning(changed: &[String]) -> String {
 /// symbolic links as reading does; `None` when nothing is there.
 pub(crate) fn stamp_now(root: impl AsFd, relative: &str) -> io::Result<Option<FileStamp>> {
     match statat(root, relative, AtFlags::empty()) {
-        Ok(stat) => Ok(Some(file_stamp(&stat))),
+        Ok(stat) => Ok(Some(FileStamp::of_stat(&stat))),
         Err(Errno::NOENT) => Ok(None),
         Err(error) => Err(error.into()),
-    }
-}
-
-/// The stamp of a `stat`, field for field what `once_db::FileStamp::of_metadata` makes of
-/// the same file's metadata (analysis stamps through `std::fs`).
-pub(crate) fn file_stamp(stat: &Stat) -> FileStamp {
-    let kind = match FileType::from_raw_mode(stat.st_mode) {
-        FileType::RegularFile => EntryKind::File,
-        FileType::Directory => EntryKind::Directory,
-        FileType::Symlink => EntryKind::Symlink,
-        _ => EntryKind::Other,
-    };
-    FileStamp {
-        kind,
-        size: stat.st_size.max(0) as u64,
-        mtime_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
-        ctime_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
-        inode: stat.st_ino,
-        mode: stat.st_mode,
     }
 }
 

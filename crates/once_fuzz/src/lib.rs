@@ -38,6 +38,7 @@ mod lsp;
 mod manifest;
 mod mcp;
 pub mod mutate;
+mod output;
 mod scratch;
 mod script;
 mod starlark;

@@ -15,10 +15,12 @@
 //!   it caught in a handler).
 
 use std::cell::Cell;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crate::output::SharedOutput;
 
 use once_analysis::MemorySystem;
 use once_lsp::transport::{self, Frame, FrameReader, Incoming, MAX_MESSAGE_BYTES};
@@ -221,20 +223,4 @@ fn check_server(data: &[u8], frames: usize) {
         replies <= frames,
         "{replies} replies to {frames} frames of input"
     );
-}
-
-/// The transport's output, shared with the harness that reads it afterwards.
-#[derive(Clone, Default)]
-struct SharedOutput(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedOutput {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut output = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        output.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

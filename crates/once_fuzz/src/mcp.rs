@@ -18,8 +18,8 @@
 //! locally).
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+
+use crate::output::SharedOutput;
 
 use once_mcp::jsonrpc::{self, Message};
 use serde_json::Value;
@@ -269,20 +269,4 @@ fn check_response<'v>(response: &'v Value, line: &str) -> &'v Value {
         _ => panic!("a response needs exactly one of `result` and `error`: {line}"),
     }
     id
-}
-
-/// The server's output, shared with the harness that reads it afterwards.
-#[derive(Clone, Default)]
-struct SharedOutput(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedOutput {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut output = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        output.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

@@ -31,7 +31,8 @@ pub fn write(root: &Path, path: &str, contents: &str) {
     std::fs::write(path, contents).unwrap();
 }
 
-/// Copies the tree `from` to `to`, leaving out `.once`.
+/// Copies the tree `from` to `to`, leaving out `.once`: files with their modes,
+/// symbolic links as links (a workspace's links are part of what a build reads).
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -40,10 +41,14 @@ pub fn copy_tree(from: &Path, to: &Path) {
         if name == ".once" {
             continue;
         }
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &to.join(&name));
+        let (source, target) = (entry.path(), to.join(&name));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&source, &target);
         } else {
-            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+            std::fs::copy(&source, &target).unwrap();
         }
     }
 }

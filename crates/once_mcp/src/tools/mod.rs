@@ -225,16 +225,14 @@ impl Tool {
         output_schema: Value,
         annotations: Annotations,
     ) -> Tool {
-        Tool {
+        Tool::of::<A>(
             name,
             title,
             description,
-            input_schema: arguments::input_schema::<A>(),
-            check: arguments::check::<A>,
             output_schema,
             annotations,
-            handler: ToolHandler::ReadOnly(query::<A>),
-        }
+            ToolHandler::ReadOnly(query::<A>),
+        )
     }
 
     fn edit<A: Edit>(
@@ -244,16 +242,14 @@ impl Tool {
         output_schema: Value,
         annotations: Annotations,
     ) -> Tool {
-        Tool {
+        Tool::of::<A>(
             name,
             title,
             description,
-            input_schema: arguments::input_schema::<A>(),
-            check: arguments::check::<A>,
             output_schema,
             annotations,
-            handler: ToolHandler::Editing(edit::<A>),
-        }
+            ToolHandler::Editing(edit::<A>),
+        )
     }
 
     fn execution<A: Execution>(
@@ -263,6 +259,26 @@ impl Tool {
         output_schema: Value,
         annotations: Annotations,
     ) -> Tool {
+        Tool::of::<A>(
+            name,
+            title,
+            description,
+            output_schema,
+            annotations,
+            ToolHandler::Executing(execution::<A>),
+        )
+    }
+
+    /// A tool taking `A`, its input schema and check derived from `A`; `handler` reads
+    /// the arguments into `A` too.
+    fn of<A: DeserializeOwned + JsonSchema>(
+        name: &'static str,
+        title: &'static str,
+        description: String,
+        output_schema: Value,
+        annotations: Annotations,
+        handler: ToolHandler,
+    ) -> Tool {
         Tool {
             name,
             title,
@@ -271,7 +287,7 @@ impl Tool {
             check: arguments::check::<A>,
             output_schema,
             annotations,
-            handler: ToolHandler::Executing(execution::<A>),
+            handler,
         }
     }
 
