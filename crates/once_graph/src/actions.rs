@@ -90,7 +90,7 @@ pub fn action_static_keys<'db>(
 fn plan_cycle<'db>(
     db: &'db dyn Db,
     _id: salsa::Id,
-    _workspace: Workspace,
+    workspace: Workspace,
     key: PlanKey<'db>,
 ) -> TargetPlan {
     let id = key.target(db);
@@ -103,6 +103,14 @@ fn plan_cycle<'db>(
         ),
     )
     .with_repair("Break the cycle `once query validate-workspace` reports".to_owned());
+    // At the target's declaration, so the problem a refused build reports is one a
+    // client can navigate to (the cycle's own diagnostic points at one of its edges).
+    if let Some((package, target)) = find(db, workspace, id) {
+        let manifest = crate::manifest(db, package);
+        if let Some(declaration) = manifest.targets.get(target.declaration) {
+            diagnostic = diagnostic.at(manifest.file.clone(), declaration.anchor());
+        }
+    }
     diagnostic.target = Some(id.clone());
     TargetPlan {
         diagnostics: vec![diagnostic],

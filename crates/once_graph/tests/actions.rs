@@ -452,10 +452,10 @@ fn dependency_cycles_plan_without_panicking() {
     expect![[r#"
         a/A build implemented=false
           default: 
-          dependency_cycle  None: `build` of `a/A` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+          dependency_cycle a/once.toml Some(TextRange { start: 18, end: 21 }): `build` of `a/A` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
         b/B build implemented=false
           default: 
-          dependency_cycle  None: `build` of `b/B` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
+          dependency_cycle b/once.toml Some(TextRange { start: 18, end: 21 }): `build` of `b/B` is not planned: the target is on a dependency cycle, so the outputs of its dependencies are undefined
     "#]]
     .assert_eq(&out);
 }
