@@ -27,12 +27,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+pub mod digests;
 pub mod execution;
 pub mod harness;
 pub mod lsp;
+pub mod nx;
 pub mod scripts;
 pub mod synth;
 pub mod tests;
+pub mod warm;
 pub mod worst_cases;
 
 /// Writes a workspace of `packages` packages with `per_package` targets each.

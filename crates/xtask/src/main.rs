@@ -197,7 +197,7 @@ fn bench_command(args: &[&str]) -> anyhow::Result<String> {
 }
 
 fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
-    bench::harness::run_digests(&bench_options(args)?)
+    bench::digests::run_digests(&bench_options(args)?)
 }
 
 fn bench_exec(args: &[&str]) -> anyhow::Result<String> {
