@@ -179,7 +179,9 @@ fn check_server(data: &[u8], frames: usize) {
     // Ends when the input ends (the reader hangs up) or the client sends `exit`.
     let _ = once_lsp::run_with_system(&connection, Some(PathBuf::from("/ws")), Arc::new(system));
     drop(connection);
-    threads.join();
+    // The reader too: it may still be answering a framing error itself, and a thread left
+    // running past the input is reported as a leak.
+    threads.join_with_reader();
     let written = output.0.lock().map(|o| o.clone()).unwrap_or_default();
     let mut rest = &written[..];
     let mut replies = 0usize;

@@ -35,12 +35,22 @@ const CONTENT_LENGTH: &[u8] = b"content-length:";
 /// The transport's threads; [`IoThreads::join`] waits until every reply was written.
 pub struct IoThreads {
     writer: JoinHandle<()>,
+    reader: JoinHandle<()>,
 }
 
 impl IoThreads {
     /// Waits for the writer to drain (it ends once the [`Connection`] is dropped). The
     /// reader is not joined: after anything but `exit` it may be blocked on input.
     pub fn join(self) {
+        let _ = self.writer.join();
+    }
+
+    /// Waits for both threads, for an input that ends by itself (an in-memory one): the
+    /// reader stops at the end of the input, at `exit`, or at its first message after the
+    /// [`Connection`] was dropped, and only then has every error reply it answers itself
+    /// been written. On stdin this can wait for as long as the client keeps it open.
+    pub fn join_with_reader(self) {
+        let _ = self.reader.join();
         let _ = self.writer.join();
     }
 }
@@ -70,14 +80,14 @@ pub fn spawn(
                 }
             })?
     };
-    std::thread::Builder::new()
+    let reader = std::thread::Builder::new()
         .name("once-lsp-reader".into())
         .spawn(move || read_loop(FrameReader::new(input), &incoming_sender, &output))?;
     let connection = Connection {
         sender: outgoing,
         receiver: incoming,
     };
-    Ok((connection, IoThreads { writer }))
+    Ok((connection, IoThreads { writer, reader }))
 }
 
 type SharedOutput = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -804,5 +814,40 @@ mod tests {
             panic!("invalid UTF-8 is accepted");
         };
         assert_eq!(n.params, "a\u{FFFD}b");
+    }
+
+    /// A writer the test reads back after the threads ended.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The reader answers bodies that are not JSON itself, after the connection is gone
+    /// too: joining it (an in-memory input ends) waits for every such reply, so nothing
+    /// is read back half-written and no thread outlives the input (libFuzzer's leak
+    /// check reported the reader's thread-locals when it did).
+    #[test]
+    fn joining_the_reader_waits_for_the_replies_it_writes_itself() {
+        let input: String = (0..300).map(|_| frame("not json")).collect();
+        let output = Shared::default();
+        let (connection, threads) =
+            spawn(io::Cursor::new(input.into_bytes()), output.clone()).unwrap();
+        drop(connection);
+        threads.join_with_reader();
+        let written = String::from_utf8(output.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(written.matches("Content-Length:").count(), 300);
+        assert_eq!(written.matches("-32700").count(), 300, "{written}");
     }
 }
