@@ -41,6 +41,7 @@ pub use once_db::{
     OsSystem, StampedRead, System, Walked, find_workspace_root, is_excluded_from_walk,
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
+pub use once_graph::kinds::prelude_catalog;
 pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
 pub use once_graph::{AffectedTest, SourceInput, TestTarget, is_build_output};
 pub use once_model::LineCol;

@@ -1,6 +1,7 @@
 //! The last plan of a request, reused while nothing it was planned from changed: a
-//! one-shot `once build` or `once run` asked again of an unchanged workspace reads the
-//! plan it made last time instead of parsing every manifest, resolving every target
+//! one-shot `once build`, `once run`, `once test` or `once runtime start` asked again of
+//! an unchanged workspace reads the plan it made last time (for tests, with the selection
+//! it was made for) instead of parsing every manifest, resolving every target
 //! and planning each (through the memo) again. The bytes live in the store
 //! (`once_exec::last_plan`); this module decides what they hold and when they count.
 //!
@@ -28,10 +29,11 @@ use once_db::Sha256Digest;
 use once_exec::last_plan::LastPlan;
 use once_exec::{PlannedAction, Store};
 
+use crate::testing::{SelectedTest, Selection, SelectionMode};
 use crate::{Plan, PlannedTarget};
 
 /// The first field of every value; another version's value is not read.
-const VALUE_FORMAT: &str = "once.last-plan.v2";
+const VALUE_FORMAT: &str = "once.last-plan.v3";
 
 /// What a last plan keeps of a file its actions read: its digest and permission bits, or
 /// why it has none.
@@ -74,6 +76,7 @@ fn source_inputs(plan: &Plan) -> Vec<String> {
 pub struct Stored {
     file: LastPlan,
     plan: Plan,
+    selection: Option<Selection>,
     inputs: Vec<(String, SourceKey)>,
 }
 
@@ -83,20 +86,26 @@ impl Stored {
     /// loaded: whether it still holds is [`Stored::reuse`]'s question).
     pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<Stored> {
         let file = LastPlan::load(store, workspace_root, request)?;
-        let (plan, inputs) = decode(file.value())?;
-        Some(Stored { file, plan, inputs })
+        let (plan, selection, inputs) = decode(file.value())?;
+        Some(Stored {
+            file,
+            plan,
+            selection,
+            inputs,
+        })
     }
 
-    /// The plan, if it was saved under `key` ([`key_of`] now) and every file its actions
-    /// read has the digest and permission bits it had when it was made (with the stamps
-    /// they were read with now, for the executor); its use is then recorded in the store
-    /// (unused last plans are removed after a week).
+    /// The plan (and the test selection it was made for), if it was saved under `key`
+    /// ([`key_of`] now) and every file its actions read has the digest and permission
+    /// bits it had when it was made (with the stamps they were read with now, for the
+    /// executor); its use is then recorded in the store (unused last plans are removed
+    /// after a week).
     pub fn reuse(
         self,
         analysis: &Analysis,
         store: &Store,
         key: &Sha256Digest,
-    ) -> Cancellable<Option<Plan>> {
+    ) -> Cancellable<Option<(Plan, Option<Selection>)>> {
         if !self.file.saved_under(key) {
             return Ok(None);
         }
@@ -113,13 +122,14 @@ impl Stored {
         self.file.renew(store);
         let mut plan = self.plan;
         plan.source_stamps = crate::source_stamps(&paths, &now);
-        Ok(Some(plan))
+        Ok(Some((plan, self.selection)))
     }
 }
 
-/// Keeps `plan` (made by `analysis` for `request`, whose key is `key`) as the last plan
-/// of `request` in the workspace at `workspace_root`, unless it has problems. Failing to
-/// write it only costs planning next time.
+/// Keeps `plan` (made by `analysis` for `request`, whose key is `key`, with the test
+/// selection it was made for) as the last plan of `request` in the workspace at
+/// `workspace_root`, unless it has problems. Failing to write it only costs planning
+/// next time.
 pub fn remember(
     analysis: &Analysis,
     store: &Store,
@@ -127,8 +137,9 @@ pub fn remember(
     request: &str,
     key: &Sha256Digest,
     plan: &Plan,
+    selection: Option<&Selection>,
 ) -> Cancellable<()> {
-    if let Some(value) = value_of(analysis, plan)? {
+    if let Some(value) = value_of(analysis, plan, selection)? {
         let _ = LastPlan::save(store, workspace_root, request, key, &value);
     }
     Ok(())
@@ -136,7 +147,11 @@ pub fn remember(
 
 /// What to remember of `plan` (made by `analysis`), or `None` for a plan that is not
 /// remembered (it has problems).
-fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
+fn value_of(
+    analysis: &Analysis,
+    plan: &Plan,
+    selection: Option<&Selection>,
+) -> Cancellable<Option<Vec<u8>>> {
     if !plan.problems.is_empty() {
         return Ok(None);
     }
@@ -147,10 +162,10 @@ fn value_of(analysis: &Analysis, plan: &Plan) -> Cancellable<Option<Vec<u8>>> {
         .zip(now)
         .map(|(path, input)| (path, input.key))
         .collect();
-    Ok(Some(encode(plan, &inputs)))
+    Ok(Some(encode(plan, selection, &inputs)))
 }
 
-fn encode(plan: &Plan, inputs: &[(String, SourceKey)]) -> Vec<u8> {
+fn encode(plan: &Plan, selection: Option<&Selection>, inputs: &[(String, SourceKey)]) -> Vec<u8> {
     let mut out = ValueWriter::default();
     out.str(VALUE_FORMAT);
     // Destructured without `..`: a field added to a plan fails to compile here.
@@ -202,6 +217,7 @@ fn encode(plan: &Plan, inputs: &[(String, SourceKey)]) -> Vec<u8> {
         out.str(target);
         out.str(kind);
     }
+    encode_selection(&mut out, selection);
     out.u64(inputs.len() as u64);
     for (path, digest) in inputs {
         out.str(path);
@@ -220,7 +236,62 @@ fn encode(plan: &Plan, inputs: &[(String, SourceKey)]) -> Vec<u8> {
     out.0
 }
 
-fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, SourceKey)>)> {
+/// A test selection (destructured without `..`, like the plan).
+fn encode_selection(out: &mut ValueWriter, selection: Option<&Selection>) {
+    let Some(Selection {
+        mode,
+        changed_paths,
+        tests,
+        warnings,
+    }) = selection
+    else {
+        out.u8(0);
+        return;
+    };
+    out.u8(match mode {
+        SelectionMode::Explicit => 1,
+        SelectionMode::Affected => 2,
+        SelectionMode::Full => 3,
+    });
+    out.strs(changed_paths);
+    out.u64(tests.len() as u64);
+    for SelectedTest { id, kind, reasons } in tests {
+        out.str(id);
+        out.str(kind);
+        out.strs(reasons);
+    }
+    out.strs(warnings);
+}
+
+fn decode_selection(input: &mut ValueReader<'_>) -> Option<Option<Selection>> {
+    let mode = match input.u8()? {
+        0 => return Some(None),
+        1 => SelectionMode::Explicit,
+        2 => SelectionMode::Affected,
+        3 => SelectionMode::Full,
+        _ => return None,
+    };
+    let changed_paths = input.strs()?;
+    let count = input.count()?;
+    let mut tests = Vec::with_capacity(count);
+    for _ in 0..count {
+        tests.push(SelectedTest {
+            id: input.str()?,
+            kind: input.str()?,
+            reasons: input.strs()?,
+        });
+    }
+    Some(Some(Selection {
+        mode,
+        changed_paths,
+        tests,
+        warnings: input.strs()?,
+    }))
+}
+
+type Decoded = (Plan, Option<Selection>, Vec<(String, SourceKey)>);
+
+fn decode(bytes: &[u8]) -> Option<Decoded> {
     let mut input = ValueReader::new(bytes);
     if input.str()? != VALUE_FORMAT {
         return None;
@@ -257,6 +328,7 @@ fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, SourceKey)>)> {
         let target = input.str()?;
         kinds.insert(target, input.str()?);
     }
+    let selection = decode_selection(&mut input)?;
     let count = input.count()?;
     let mut inputs = Vec::with_capacity(count);
     for _ in 0..count {
@@ -279,7 +351,7 @@ fn decode(bytes: &[u8]) -> Option<(Plan, Vec<(String, SourceKey)>)> {
         kinds,
         source_stamps: Default::default(),
     };
-    input.is_empty().then_some((plan, inputs))
+    input.is_empty().then_some((plan, selection, inputs))
 }
 
 #[cfg(test)]
@@ -351,9 +423,23 @@ mod tests {
             ),
             ("pkg/gone.txt".to_owned(), Err("no such file".to_owned())),
         ];
-        let bytes = encode(&plan, &inputs);
-        let (decoded, decoded_inputs) = decode(&bytes).expect("a complete value");
+        let selection = Selection {
+            mode: SelectionMode::Affected,
+            changed_paths: vec!["pkg/in.txt".to_owned()],
+            tests: vec![SelectedTest {
+                id: "pkg/T".to_owned(),
+                kind: "command".to_owned(),
+                reasons: vec!["reads pkg/in.txt".to_owned()],
+            }],
+            warnings: vec!["w".to_owned()],
+        };
+        let bytes = encode(&plan, Some(&selection), &inputs);
+        let (decoded, decoded_selection, decoded_inputs) =
+            decode(&bytes).expect("a complete value");
         assert_eq!(format!("{decoded:?}"), format!("{plan:?}"));
+        assert_eq!(decoded_selection, Some(selection));
+        let (_, none, _) = decode(&encode(&plan, None, &inputs)).expect("a complete value");
+        assert_eq!(none, None);
         assert_eq!(decoded.actions, plan.actions);
         assert_eq!(decoded_inputs, inputs);
         for length in 0..bytes.len() {

@@ -18,6 +18,7 @@
 
 pub mod last_plan;
 pub mod scripts;
+pub mod session;
 pub mod test_results;
 pub mod testing;
 

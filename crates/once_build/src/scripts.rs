@@ -121,27 +121,14 @@ pub fn needs_to_show<'r>(job: &ScriptJob, report: &'r ExecutionReport) -> Vec<&'
         .collect()
 }
 
-/// The exit code a script's result stands for, for `once exec` and MCP `once_exec_script`
-/// alike: the program's (its low 8 bits), 128 + N when signal N killed it, 130 when it was
-/// cancelled, and 1 when it did not get as far as running or failed after its program
-/// succeeded (a declared output it did not write, an output link refused).
-pub fn exit_code(result: &ActionResult) -> u8 {
-    match (result.status, result.exit_code, result.signal) {
-        (ActionStatus::Cancelled, _, _) => 130,
-        (_, _, Some(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(255),
-        (ActionStatus::Failed, Some(0), None) => 1,
-        (_, Some(code), None) => (code & 0xff) as u8,
-        (ActionStatus::Succeeded, None, None) => 0,
-        (_, None, None) => 1,
-    }
-}
-
 /// The exit code a script's record reports (`once exec --format json`'s trailer, MCP's
 /// `record.exit_code`): the program's, unless `once` failed the action after the program
-/// succeeded (then [`exit_code`]'s 1); `None` when the program did not exit with a code.
+/// succeeded (then 1, as [`crate::session::exit::of_action`] says); `None` when the
+/// program did not exit with a code.
 pub fn reported_exit_code(result: &ActionResult) -> Option<i32> {
+    let code = crate::session::exit::of_action(result);
     match result.exit_code {
-        Some(0) if exit_code(result) != 0 => Some(i32::from(exit_code(result))),
+        Some(0) if code != 0 => Some(code),
         other => other,
     }
 }

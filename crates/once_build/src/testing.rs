@@ -31,12 +31,23 @@ use serde::Serialize;
 
 use crate::{Plan, TargetRecord};
 
+/// How the tests were selected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectionMode {
+    /// Named targets.
+    Explicit,
+    /// The tests changed paths affect.
+    Affected,
+    /// Every test.
+    Full,
+}
+
 /// Which tests were selected, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Selection {
     /// `explicit` (named targets), `affected` (changed paths) or `full` (every test).
-    #[schemars(extend("enum" = ["explicit", "affected", "full"]))]
-    pub mode: &'static str,
+    pub mode: SelectionMode,
     pub changed_paths: Vec<String>,
     pub tests: Vec<SelectedTest>,
     /// Changed paths outside the workspace or in no package (then every test is selected).
@@ -79,7 +90,7 @@ pub fn select(
                 Err(message) => return Ok(Err(message)),
             };
             Selection {
-                mode: "explicit",
+                mode: SelectionMode::Explicit,
                 changed_paths: Vec::new(),
                 tests: ids
                     .into_iter()
@@ -95,7 +106,11 @@ pub fn select(
         Request::Changed(paths) => {
             let affected = analysis.affected_tests(paths)?;
             Selection {
-                mode: if paths.is_empty() { "full" } else { "affected" },
+                mode: if paths.is_empty() {
+                    SelectionMode::Full
+                } else {
+                    SelectionMode::Affected
+                },
                 changed_paths: paths.to_vec(),
                 tests: affected
                     .tests
@@ -110,7 +125,7 @@ pub fn select(
             }
         }
         Request::All => Selection {
-            mode: "full",
+            mode: SelectionMode::Full,
             changed_paths: Vec::new(),
             tests: tests
                 .iter()

@@ -69,6 +69,10 @@ pub enum Command {
         /// builds and runs).
         #[arg(long)]
         allow_run: bool,
+        /// The store the executing tools use (default: `.once/cache` in the workspace),
+        /// as `--store` of `once build`, `run`, `test` and `exec`.
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
     },
     /// Change manifests: apply target edits, materialize starter examples.
     #[command(subcommand)]
@@ -118,8 +122,9 @@ pub enum Command {
         command: Vec<String>,
     },
     /// Build what a target's `run` capability needs, then run it with the terminal
-    /// attached; ARGS after `--` go to the program. Exits 1 when the build or the program
-    /// fails, 128 + N when signal N reached `once` (it is passed on to the program).
+    /// attached; ARGS after `--` go to the program. Exits with the program's exit code
+    /// (1 when the build fails), 128 + N when signal N reached `once` (it is passed on to
+    /// the program).
     Run {
         /// The target id, such as `apps/greeter/Greeter`.
         target: String,
@@ -141,7 +146,8 @@ pub enum Command {
         /// the selection of `once query affected-tests`.
         #[arg(long, value_name = "PATH", conflicts_with = "all")]
         changed: Vec<String>,
-        /// Run every test target.
+        /// Run every test target (also what `once test` runs when neither targets nor
+        /// `--changed` are given).
         #[arg(long)]
         all: bool,
         /// How many actions run at once (default: the number of cores).

@@ -1,19 +1,19 @@
-//! `once build PATTERN…` and `once run TARGET [-- ARGS…]`: plan from an analysis
-//! snapshot (`once_build`), drop it, execute with `once_exec`, print one record per
-//! target. Exit codes: 0 success, 1 a build or run failed, 2 usage or I/O errors.
+//! `once build PATTERN…` and `once run TARGET [-- ARGS…]`: plan cold and execute through
+//! the driver (`once_build::session`), render its records. Exit codes are the driver's
+//! table (`once_build::session::exit`): 0 success, 1 a build failed, the program's own
+//! code once `once run` ran it; 2 usage or I/O errors.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
 
-use anyhow::{Context as _, anyhow, bail};
-use once_analysis::{AnalysisHost, OsSystem};
-use once_build::{Plan, TargetRecord, last_plan};
-use once_exec::{
-    CancelHandle, ExecOptions, ExecutionReport, Executor, PlanMemoFile, Progress, Store,
-};
+use anyhow::{Context as _, anyhow};
+use once_build::session::planning::{self, PlanRequest, PlanSource, Planned};
+use once_build::session::{self, Observer, Session};
+use once_build::{Plan, TargetRecord};
+use once_exec::{CancelHandle, ExecOptions, Progress, Store};
 use once_model::action::ActionStep;
 use serde_json::json;
 
@@ -104,160 +104,49 @@ fn received_signal() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
-/// Starts decoding the built-in kind catalog (once per process) on its own thread, so it
-/// overlaps opening the store and loading the workspace: resolving targets needs it, and
-/// decoding it is a measurable part of a short `once build` or `once test`.
-pub(crate) fn decode_kind_catalog_in_background() {
-    std::thread::spawn(|| {
-        let _ = once_starlark::prelude_kinds();
-    });
-}
-
-/// Plans `capability` for the targets `patterns` name; the database is gone on return.
-///
-/// The plan the same request made last time is reused while nothing it was planned from
-/// changed (`once_build::last_plan`): then no manifest is parsed and nothing planned.
-/// Otherwise plans an earlier process made from the same inputs come from the store's
-/// plan memo (`once_exec::plan_memo`) without starting Starlark; new ones are added to
-/// it, and the new plan is remembered for next time.
-///
-/// `ends_with_process`: the process exits once the plan ran (`once build`), so the
-/// database is left to the exit instead of freed: it holds every file, manifest and plan
-/// of the workspace, and freeing it took a no-op build of 10,000 targets about a
-/// quarter of a second on the path to the first action. A process that goes on (`once
-/// run` with its program attached, the runtime) frees it.
-pub(crate) fn plan_targets(
+/// Plans `request` in a one-shot process (`once_build::session::planning`, cold: the
+/// last plan and the plan memo of the store); the database is gone on return.
+/// `ends_with_process`: the process exits once the plan ran, so the database is left to
+/// the exit instead of freed.
+pub(crate) fn plan_cold(
     root: &Path,
     store: &Store,
-    patterns: &[String],
-    capability: &str,
+    request: &PlanRequest<'_>,
     ends_with_process: bool,
-) -> anyhow::Result<Plan> {
-    let request = last_plan::request(patterns, capability);
-    // The last plan is read while the workspace is walked; without one (a first build,
-    // or after `once cache clean`) the plan memo is read then too, as it will be needed.
-    let (last, memo, host) = std::thread::scope(|scope| {
-        let stored = scope.spawn(|| {
-            let last = last_plan::Stored::load(store, root, &request);
-            let memo = if last.is_none() {
-                Some(PlanMemoFile::load(store).map(Arc::new))
-            } else {
-                None
-            };
-            (last, memo)
-        });
-        let host = AnalysisHost::load(Arc::new(OsSystem), root.to_path_buf());
-        // A file that could not be read (a panic is a bug) only costs planning again.
-        let (last, memo) = stored.join().unwrap_or((None, None));
-        (last, memo, host)
-    });
-    let analysis = host.analysis();
-    let key = answer(last_plan::key_of(&analysis, &request))?;
-    if let (Some(last), Some(key)) = (last, &key)
-        && let Some(plan) = answer(last.reuse(&analysis, store, key))?
-    {
-        // Digests stamped anew (a file touched, its content the same) only save work
-        // next time.
-        note_digest_index_damage(&analysis, store);
-        let _ = analysis.save_digest_index();
-        drop(analysis);
-        leave(host, ends_with_process);
-        return Ok(plan);
-    }
-    drop(analysis);
-    decode_kind_catalog_in_background();
-    let memo = memo.unwrap_or_else(|| PlanMemoFile::load(store).map(Arc::new));
-    let mut host = host;
-    if let Some(memo) = &memo {
-        host.set_plan_memo(memo.clone());
-    }
-    let analysis = host.analysis();
-    // A pattern of every target below a package lists the workspace's targets: every
-    // package's manifest and targets are resolved on every core first, as for `once
-    // query targets` (on one thread this was a seventh of a no-op build of 10,000
-    // targets). Only a head start: resolving below computes whatever it did not.
-    //
-    // With a large memo (a large workspace) the digest index is read meanwhile (else
-    // planning's first digest reads it while the other planning threads' first digests
-    // wait), then the dependency graph made as the packages are resolved.
-    let large = memo
-        .as_ref()
-        .is_some_and(|memo| memo.stored_len() > LARGE_MEMO_ENTRIES);
-    let every_target = patterns
-        .iter()
-        .any(|pattern| pattern.trim().ends_with(once_build::RECURSIVE_SUFFIX));
-    std::thread::scope(|scope| {
-        if large {
-            let snapshot = analysis.clone();
-            scope.spawn(move || {
-                snapshot.prepare_digest_index();
-                if every_target {
-                    let _ = snapshot.prime_dependency_graph();
-                }
-            });
-        }
-        if every_target {
-            let _ = analysis.prime_targets(crate::query::analysis_threads()?);
-        }
-        anyhow::Ok(())
-    })?;
-    let ids = answer(once_build::resolve_targets(
-        &analysis,
-        patterns,
-        capability,
-        listing_hint,
-    ))?
-    .map_err(|e| anyhow!(e))?;
-    if ids.is_empty() {
-        bail!(
-            "{} names no target with a `{capability}` capability",
-            patterns.join(" ")
-        );
-    }
-    let plan = answer(once_build::plan(&analysis, &ids, capability))?.map_err(|e| anyhow!(e))?;
-    // The digest index, the plan memo and the last plan only save work next time;
-    // failing to write them changes nothing.
-    if let Some(key) = &key {
-        answer(last_plan::remember(
-            &analysis, store, root, &request, key, &plan,
-        ))?;
-    }
-    note_digest_index_damage(&analysis, store);
-    let _ = analysis.save_digest_index();
-    drop(analysis);
-    leave(host, ends_with_process);
-    if let Some(memo) = memo {
-        let _ = memo.save(store);
-    }
-    Ok(plan)
-}
-
-/// Keeps the warning of a damaged digest index with the store's, so the execution's
-/// report carries it to the user (`once_build::execution_warnings`).
-fn note_digest_index_damage(analysis: &once_analysis::Analysis, store: &Store) {
-    if let Some(warning) = analysis.digest_index_damage() {
-        store.warn(warning);
-    }
-}
-
-/// A plan memo with more entries than this is a large workspace's (about 1,000 targets).
-const LARGE_MEMO_ENTRIES: usize = 1000;
-
-/// Frees the database, unless the process ends next (see [`plan_targets`]).
-fn leave(host: AnalysisHost, ends_with_process: bool) {
-    if ends_with_process {
-        std::mem::forget(host);
-    } else {
-        drop(host);
-    }
-}
-
-pub(crate) fn open_store(root: &Path, exec: &ExecArgs) -> anyhow::Result<Store> {
-    let path = match &exec.store {
-        Some(path) => path.clone(),
-        None => Store::default_path(root),
+) -> anyhow::Result<Planned> {
+    let source = PlanSource::Cold {
+        root,
+        store,
+        threads: crate::query::analysis_threads()?,
+        ends_with_process,
     };
-    Store::open(&path).with_context(|| format!("cannot open the store `{}`", path.display()))
+    answer(planning::plan(source, request, listing_hint))?.map_err(|e| anyhow!(e))
+}
+
+/// The session of an executing command: the workspace's store (`--store`, else
+/// `.once/store`) and the execution options of its flags.
+pub(crate) fn open_session(root: &Path, exec: &ExecArgs) -> anyhow::Result<Session> {
+    Session::open(root, exec.store.as_deref(), options(exec)).map_err(|e| anyhow!(e))
+}
+
+/// What `code` (from `once_build::session::exit`) is as the process's outcome, unless a
+/// termination signal stopped `once` (then 128 + it).
+pub(crate) fn outcome_of(code: i32) -> Outcome {
+    match received_signal() {
+        Some(signal) => Outcome::Interrupted(signal),
+        None => match code {
+            0 => Outcome::Success,
+            1 => Outcome::Invalid,
+            code => Outcome::Exit(u8::try_from(code).unwrap_or(1)),
+        },
+    }
+}
+
+/// Prints what the execution met without failing (`once: warning: …`).
+pub(crate) fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("once: warning: {}", printable(warning));
+    }
 }
 
 fn options(exec: &ExecArgs) -> ExecOptions {
@@ -271,9 +160,10 @@ fn options(exec: &ExecArgs) -> ExecOptions {
     options
 }
 
-/// The live progress line on a terminal: `[done/total] building TARGET (kind)` and the
-/// actions running. The executor reports ends only, so "running" is every unfinished
-/// action whose producers have finished, at most `jobs` of them.
+/// The live progress line on a terminal, an observer of the session: `[done/total]
+/// building TARGET (kind)` and the actions running. The executor reports ends only, so
+/// "running" is every unfinished action whose producers have finished, at most `jobs`
+/// of them.
 struct ProgressLine<'p> {
     plan: &'p Plan,
     actions: &'p [once_exec::PlannedAction],
@@ -385,6 +275,12 @@ impl<'p> ProgressLine<'p> {
     }
 }
 
+impl Observer for ProgressLine<'_> {
+    fn action_finished(&self, progress: &Progress<'_>) {
+        self.update(progress);
+    }
+}
+
 pub(crate) fn terminal_width() -> usize {
     std::env::var("COLUMNS")
         .ok()
@@ -393,73 +289,22 @@ pub(crate) fn terminal_width() -> usize {
         .unwrap_or(100)
 }
 
-/// Runs the plan's actions (all of them, or those `keep` selects) and records their
-/// evidence.
-pub(crate) fn execute(
-    root: &Path,
-    store: &Store,
+/// The progress line of `plan`'s `actions` when stderr is a terminal (human output).
+fn progress_line<'p>(
+    plan: &'p Plan,
+    actions: &'p [once_exec::PlannedAction],
     exec: &ExecArgs,
-    plan: &Plan,
-    actions: &[once_exec::PlannedAction],
     format: Format,
-) -> anyhow::Result<ExecutionReport> {
-    let report = execute_unrecorded(root, store, exec, plan, actions, format)?;
-    record_evidence(root, plan, &report);
-    Ok(report)
-}
-
-/// Records the evidence of `report` (a failure is a warning).
-fn record_evidence(root: &Path, plan: &Plan, report: &ExecutionReport) {
-    if let Some(warning) = once_build::record_evidence(root, plan, report) {
-        eprintln!("once: warning: {warning}");
-    }
-}
-
-/// [`execute`] without recording the evidence: the caller does.
-fn execute_unrecorded(
-    root: &Path,
-    store: &Store,
-    exec: &ExecArgs,
-    plan: &Plan,
-    actions: &[once_exec::PlannedAction],
-    format: Format,
-) -> anyhow::Result<ExecutionReport> {
-    let options = options(exec);
+) -> Option<ProgressLine<'p>> {
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
-    // Only a terminal shows the line (its producers are worked out for every action).
-    let line = live.then(|| {
-        let jobs = options
+    live.then(|| {
+        let jobs = options(exec)
             .jobs
             .unwrap_or_else(once_exec::executor::machine_parallelism);
-        ProgressLine::new(plan, actions, jobs)
-    });
-    let callback = |progress: &Progress<'_>| {
-        if let Some(line) = &line {
-            line.update(progress);
-        }
-    };
-    let cancel = CancelHandle::new();
-    set_interruptible(Interruptible::Execution(cancel.clone()));
-    let mut executor = Executor::new(root, store)
-        .with_options(options)
-        .with_cancel(cancel.clone())
-        .with_source_stamps(plan.source_stamps.clone());
-    if let Some(line) = &line {
+        let line = ProgressLine::new(plan, actions, jobs);
         line.show(0, None);
-        executor = executor.on_progress(&callback);
-    }
-    let report = executor
-        .run(actions)
-        .map_err(|e| anyhow!("cannot run the plan: {e}"));
-    if let Some(line) = &line {
-        line.clear();
-    }
-    if let Ok(report) = &report {
-        for warning in once_build::execution_warnings(report) {
-            eprintln!("once: warning: {}", printable(&warning));
-        }
-    }
-    report
+        line
+    })
 }
 
 /// The JSON answer of `once build` and `once run` once the plan ran, written straight
@@ -496,57 +341,65 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
             eprintln!("  {}", printable(problem));
         }
     }
-    Ok(Outcome::Invalid)
+    Ok(outcome_of(session::exit::REFUSED))
 }
 
 /// `once build PATTERN…`.
 pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
-    let store = open_store(&root, exec)?;
-    let plan = plan_targets(&root, &store, patterns, "build", true)?;
+    let session = open_session(&root, exec)?;
+    let request = PlanRequest::Capability {
+        patterns,
+        capability: "build",
+    };
+    let plan = plan_cold(&root, session.store(), &request, true)?.plan;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
-    let report = execute_unrecorded(&root, &store, exec, &plan, &plan.actions, args.format)?;
-    // The evidence is recorded while the answer is made (each is a few percent of a
-    // no-op build of 10,000 targets, and both only read the plan and the report); the
-    // answer is printed once the evidence is recorded, so whoever reads it can query it.
-    let (records, answer) = std::thread::scope(|scope| {
-        scope.spawn(|| record_evidence(&root, &plan, &report));
-        let records = once_build::records(&plan, &report);
-        let answer = (args.format == Format::Json).then(|| {
-            serde_json::to_vec(&Answer {
-                success: report.succeeded(),
-                capability: "build",
-                exit_code: None,
-                targets: &records,
-                problems: &[],
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
+    let line = progress_line(&plan, &plan.actions, exec, args.format);
+    let observer = line.as_ref().map(|line| line as &dyn Observer);
+    // The JSON answer is made while the evidence is recorded (each is a few percent of a
+    // no-op build of 10,000 targets, and both only read the plan and the report); it is
+    // printed once the evidence is recorded, so whoever reads it can query it.
+    let json = args.format == Format::Json;
+    let (built, answer) = session
+        .build(&plan, observer, |records, report| {
+            json.then(|| {
+                serde_json::to_vec(&Answer {
+                    success: report.succeeded(),
+                    capability: "build",
+                    exit_code: None,
+                    targets: records,
+                    problems: &[],
+                })
             })
-        });
-        (records, answer)
-    });
-    let success = report.succeeded();
+        })
+        .map_err(|e| anyhow!(e))?;
+    if let Some(line) = &line {
+        line.clear();
+    }
+    set_interruptible(Interruptible::Nothing);
+    print_warnings(&built.warnings);
     if let Some(answer) = answer {
         let answer = answer.context("cannot encode the JSON answer")?;
         print_json_bytes(&answer)?;
     } else {
-        print_records(&records);
-        let (hit, miss, bypass, not_ok) = once_build::action_counts(&report);
+        print_records(&built.records);
+        let success = built.succeeded();
+        let (hit, miss, bypass, not_ok) = once_build::action_counts(&built.report);
+        let actions = built.report.results.len();
         let summary = format!(
             "{} {} {} ({} {}: {hit} hit, {miss} miss, {bypass} bypass{})",
             if success { "built" } else { "failed to build" },
-            records.len(),
-            if records.len() == 1 {
+            built.records.len(),
+            if built.records.len() == 1 {
                 "target"
             } else {
                 "targets"
             },
-            report.results.len(),
-            if report.results.len() == 1 {
-                "action"
-            } else {
-                "actions"
-            },
+            actions,
+            if actions == 1 { "action" } else { "actions" },
             if not_ok > 0 {
                 format!(", {not_ok} failed or not run")
             } else {
@@ -555,15 +408,12 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
         );
         println!("{summary}");
     }
+    let code = built.exit_code(&plan);
     // The process ends with the build: what it holds is left to the exit, not freed
     // (10,000 actions' plan, results and records took a no-op build of 10,000 targets
     // about a twentieth of its time to free).
-    std::mem::forget((plan, report, records));
-    Ok(if success {
-        Outcome::Success
-    } else {
-        Outcome::Invalid
-    })
+    planning::leave_to_exit((plan, built, session));
+    Ok(outcome_of(code))
 }
 
 /// One line per target with its cache state; a failure's command, exit code and output.
@@ -637,7 +487,8 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
 }
 
 /// `once run TARGET [-- ARGS…]`: builds what the run capability needs, then runs its
-/// uncached commands with the terminal attached (ARGS appended to the last one).
+/// uncached commands with the terminal attached (ARGS appended to the last one). Exits
+/// with the program's exit code once it ran (`once_build::session::exit`).
 pub fn run(
     args: &Args,
     target: &str,
@@ -645,8 +496,13 @@ pub fn run(
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
-    let store = open_store(&root, exec)?;
-    let plan = plan_targets(&root, &store, &[target.to_owned()], "run", false)?;
+    let session = open_session(&root, exec)?;
+    let patterns = [target.to_owned()];
+    let request = PlanRequest::Capability {
+        patterns: &patterns,
+        capability: "run",
+    };
+    let plan = plan_cold(&root, session.store(), &request, false)?.plan;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
@@ -655,17 +511,25 @@ pub fn run(
         .first()
         .map(|t| t.actions.clone())
         .unwrap_or_default();
-    let (before, attached) = plan.split_program();
-    let mut report = execute(&root, &store, exec, &plan, &before, args.format)?;
-    if !report.succeeded() {
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
+    let (before, _) = plan.split_program();
+    let line = progress_line(&plan, &before, exec, args.format);
+    let prepared = session.prepare_run(&plan, line.as_ref().map(|line| line as &dyn Observer));
+    if let Some(line) = &line {
+        line.clear();
+    }
+    set_interruptible(Interruptible::Nothing);
+    let mut prepared = prepared.map_err(|e| anyhow!(e))?;
+    print_warnings(&prepared.warnings);
+    if !prepared.report.succeeded() {
         // The program is not started: its actions are skipped, for the failure before.
-        for planned in &attached {
+        for planned in &prepared.program {
             let mut skipped = attached_result(&planned.action.id, once_exec::ActionStatus::Skipped);
             skipped.cache = None;
             skipped.message = Some("not started: what it needs failed to build".to_owned());
-            report.results.push(skipped);
+            prepared.report.results.push(skipped);
         }
-        let records = once_build::records(&plan, &report);
+        let (records, code) = prepared.finish(&plan);
         if args.format == Format::Json {
             print_json(
                 &json!({ "success": false, "capability": "run", "targets": records, "problems": [] }),
@@ -677,22 +541,21 @@ pub fn run(
                 printable(target)
             );
         }
-        return Ok(Outcome::Invalid);
+        return Ok(outcome_of(code));
     }
     // A run the kind declares cacheable went through the executor: replay its output.
     if args.format == Format::Human {
         for id in &own {
-            if let Some(result) = report.result(id) {
+            if let Some(result) = prepared.report.result(id) {
                 let _ = std::io::stdout().write_all(&result.stdout.tail);
                 let _ = std::io::stderr().write_all(&result.stderr.tail);
             }
         }
     }
     let host = once_exec::HostEnvironment::from_process();
-    let last = attached.len().saturating_sub(1);
-    let mut success = true;
+    let last = prepared.program.len().saturating_sub(1);
     let mut exit_code = None;
-    for (index, planned) in attached.iter().enumerate() {
+    for (index, planned) in prepared.program.iter().enumerate() {
         let ActionStep::Run(command) = &planned.action.step else {
             continue;
         };
@@ -736,6 +599,7 @@ pub fn run(
             },
         );
         result.exit_code = code;
+        result.signal = std::os::unix::process::ExitStatusExt::signal(&status);
         result.duration = started.elapsed();
         if !ok {
             result.message = Some(match code {
@@ -743,13 +607,13 @@ pub fn run(
                 None => "the program was killed by a signal".to_owned(),
             });
         }
-        report.results.push(result);
+        prepared.report.results.push(result);
         if !ok || received_signal().is_some() {
-            success = false;
             break;
         }
     }
-    let records = once_build::records(&plan, &report);
+    let (records, code) = prepared.finish(&plan);
+    let success = code == session::exit::SUCCESS;
     if args.format == Format::Json {
         print_json(&Answer {
             success,
@@ -768,11 +632,7 @@ pub fn run(
             }
         );
     }
-    Ok(match received_signal() {
-        Some(signal) => Outcome::Interrupted(signal),
-        None if success => Outcome::Success,
-        None => Outcome::Invalid,
-    })
+    Ok(outcome_of(code))
 }
 
 /// Runs the attached program to its end; a termination signal `once` receives meanwhile

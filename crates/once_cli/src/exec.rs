@@ -26,11 +26,12 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow, bail};
 use once_analysis::{AnalysisHost, CommandRequest, OsSystem, ScriptRequest};
 use once_build::scripts::{self, ScriptJob};
-use once_exec::{ActionResult, ActionStatus, CancelHandle, ExecutionReport, Store};
+use once_build::session::{ScriptRun, Session};
+use once_exec::{ActionResult, ActionStatus, ExecOptions, Store};
 
 use crate::Outcome;
 use crate::args::{Args, Format};
-use crate::build::{Interruptible, answer, set_interruptible};
+use crate::build::{Interruptible, answer, outcome_of, set_interruptible};
 
 /// The command line of `once exec`.
 pub struct ExecRequest<'a> {
@@ -67,14 +68,20 @@ pub fn exec(args: &Args, request: &ExecRequest<'_>) -> anyhow::Result<Outcome> {
     if request.verify_reproducible {
         return verify_reproducible(args, request, &lowered);
     }
-    let store_path = request
-        .store
-        .map_or_else(|| Store::default_path(&lowered.root), Path::to_path_buf);
-    let store = Store::open(&store_path)
-        .with_context(|| format!("cannot open the store `{}`", store_path.display()))?;
-    let report = run(&lowered, &store)?;
-    record_evidence(&lowered, &report);
-    finish(args.format, request.quiet, &lowered, &store, &report)
+    let session = open_session(&lowered.root, request.store, true)?;
+    let run = run(&session, &lowered)?;
+    finish(args.format, request.quiet, &lowered, session.store(), &run)
+}
+
+/// The session `once exec` runs in: the store `--store` names (else the workspace's).
+/// `--verify-reproducible`'s trials record no evidence.
+fn open_session(root: &Path, store: Option<&Path>, evidence: bool) -> anyhow::Result<Session> {
+    let session = Session::open(root, store, ExecOptions::default()).map_err(|e| anyhow!(e))?;
+    Ok(if evidence {
+        session
+    } else {
+        session.without_evidence()
+    })
 }
 
 /// How much of a file named on the command line is read to find its `once` directives.
@@ -215,21 +222,11 @@ fn lower_command(args: &Args, cwd: &Path, request: &ExecRequest<'_>) -> anyhow::
     Ok(Lowered { root, job })
 }
 
-fn run(lowered: &Lowered, store: &Store) -> anyhow::Result<ExecutionReport> {
-    let cancel = CancelHandle::new();
-    set_interruptible(Interruptible::Execution(cancel.clone()));
-    let report = scripts::run(&lowered.root, store, &lowered.job, cancel, None);
+fn run(session: &Session, lowered: &Lowered) -> anyhow::Result<ScriptRun> {
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
+    let run = session.exec_script(&lowered.job, None);
     set_interruptible(Interruptible::Nothing);
-    report.map_err(|e| anyhow!(e))
-}
-
-/// One `once.evidence.v1` record per action that ran or was reused, its subject the
-/// action digest (`once query evidence --subject <digest>`).
-fn record_evidence(lowered: &Lowered, report: &ExecutionReport) {
-    let records = scripts::evidence_records(&lowered.job, report);
-    if let Some(warning) = scripts::record_evidence(&lowered.root, &records) {
-        eprintln!("once: warning: {warning}");
-    }
+    run.map_err(|e| anyhow!(e))
 }
 
 /// Writes a captured stream whole (from the store) to `out`.
@@ -293,8 +290,9 @@ fn finish(
     quiet: bool,
     lowered: &Lowered,
     store: &Store,
-    report: &ExecutionReport,
+    run: &ScriptRun,
 ) -> anyhow::Result<Outcome> {
+    let report = &run.report;
     // Needs that ran in this execution: what they printed goes to stderr, each under a
     // header (stdout stays the requested program's own); a hit shows nothing, `-q` none.
     if !quiet {
@@ -309,11 +307,7 @@ fn finish(
     }
     // A need that failed: its streams (on stderr: the requested script did not run) and
     // why, and its exit code.
-    if let Some(failed) = report
-        .results
-        .iter()
-        .find(|r| r.id != lowered.job.main && r.status == ActionStatus::Failed)
-    {
+    if let Some(failed) = run.failed_need() {
         let mut stderr = std::io::stderr().lock();
         replay(store, &failed.stdout, &mut stderr);
         replay(store, &failed.stderr, &mut stderr);
@@ -324,13 +318,13 @@ fn finish(
             lowered.job.main,
             failed.message.as_deref().unwrap_or("failed")
         );
-        return Ok(Outcome::Exit(once_build::scripts::exit_code(failed)));
+        return Ok(outcome_of(run.exit_code()));
     }
-    let result = report
-        .result(&lowered.job.main)
+    let result = run
+        .main_result()
         .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.job.main))?;
     if result.status == ActionStatus::Cancelled {
-        return Ok(Outcome::Exit(130));
+        return Ok(outcome_of(run.exit_code()));
     }
     {
         let mut stdout = std::io::stdout().lock();
@@ -345,13 +339,14 @@ fn finish(
         let _ = writeln!(stderr, "once: error: {note}");
     }
     // What the execution met without failing (a source edited while the script ran: its
-    // result not cached; a corrupt blob rebuilt), as `once build` shows it.
-    for warning in once_build::execution_warnings(report) {
-        let _ = writeln!(stderr, "once: warning: {warning}");
-    }
+    // result not cached; a corrupt blob rebuilt; evidence not recorded), as `once build`
+    // shows it.
+    drop(stderr);
+    crate::build::print_warnings(&run.warnings);
+    let mut stderr = std::io::stderr().lock();
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
-    let code = once_build::scripts::exit_code(result);
+    let code = run.exit_code();
     // The program's code, unless once failed the action after it succeeded.
     let reported = once_build::scripts::reported_exit_code(result);
     match format {
@@ -373,7 +368,7 @@ fn finish(
         }
         Format::Human => {}
     }
-    Ok(Outcome::Exit(code))
+    Ok(outcome_of(code))
 }
 
 /// One difference between two trials.
@@ -399,14 +394,13 @@ fn verify_reproducible(
             .join(".once")
             .join("verify")
             .join(format!("{}-{trial}", std::process::id()));
-        let store = Store::open(&directory)
-            .with_context(|| format!("cannot open the store `{}`", directory.display()))?;
-        let report = run(lowered, &store);
-        drop(store);
+        let session = open_session(&lowered.root, Some(&directory), false)?;
+        let run = run(&session, lowered);
+        drop(session);
         let _ = std::fs::remove_dir_all(&directory);
-        let report = report?;
-        let result = report
-            .result(&lowered.job.main)
+        let run = run?;
+        let result = run
+            .main_result()
             .cloned()
             .ok_or_else(|| anyhow!("the execution has no result for `{}`", lowered.job.main))?;
         if result.status == ActionStatus::Skipped || result.status == ActionStatus::Cancelled {

@@ -83,7 +83,7 @@ fn run() -> ExitCode {
         Command::Test {
             targets,
             changed,
-            all,
+            all: _,
             jobs,
             rerun,
             attempts,
@@ -93,7 +93,6 @@ fn run() -> ExitCode {
             &test::TestArgs {
                 targets,
                 changed,
-                all: *all,
                 jobs: *jobs,
                 rerun: *rerun,
                 attempts: *attempts,
@@ -129,8 +128,12 @@ fn run() -> ExitCode {
         Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
             .map(|()| Outcome::Success)
             .map_err(Into::into),
-        Command::Mcp { allow_run } => query::workspace_root(&args).and_then(|root| {
+        Command::Mcp { allow_run, store } => query::workspace_root(&args).and_then(|root| {
             let config = once_mcp::ServerConfig {
+                // Relative to where `once mcp` started, as every `--store`.
+                store: store.as_ref().map(|store| {
+                    std::env::current_dir().map_or_else(|_| store.clone(), |cwd| cwd.join(store))
+                }),
                 root,
                 allow_run: *allow_run,
                 threads: query::analysis_threads()?,

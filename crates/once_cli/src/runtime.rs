@@ -12,9 +12,13 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Args, ExecArgs, Format, Runtime};
-use crate::build::{execute, open_store, plan_targets, print_records, refuse};
+use crate::build::{
+    Interruptible, open_session, outcome_of, plan_cold, print_records, print_warnings, refuse,
+    set_interruptible,
+};
 use crate::human::printable;
 use crate::query::{print_json, workspace_root};
+use once_build::session::planning::PlanRequest;
 
 pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
@@ -192,8 +196,13 @@ fn start(
     extra: &[String],
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
-    let store = open_store(root, exec)?;
-    let plan = plan_targets(root, &store, &[target.to_owned()], "run", false)?;
+    let session = open_session(root, exec)?;
+    let patterns = [target.to_owned()];
+    let request = PlanRequest::Capability {
+        patterns: &patterns,
+        capability: "run",
+    };
+    let plan = plan_cold(root, session.store(), &request, false)?.plan;
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }
@@ -201,39 +210,34 @@ fn start(
         .targets
         .first()
         .map_or_else(|| target.to_owned(), |t| t.id.clone());
-    let (before, programs) = plan.split_program();
-    if programs.is_empty() {
-        bail!(
-            "`{id}`'s `run` capability declares no uncached command: there is no program to start in a session"
-        );
-    }
-    let report = execute(root, &store, exec, &plan, &before, args.format)?;
-    if !report.succeeded() {
-        let records = once_build::records(&plan, &report);
-        if args.format == Format::Json {
-            print_json(
-                &json!({ "success": false, "capability": "run", "targets": records, "problems": [] }),
-            )?;
-        } else {
-            print_records(&records);
-            println!(
-                "not started: what `{}` needs failed to build",
-                printable(&id)
-            );
-        }
-        return Ok(Outcome::Invalid);
-    }
-    let host = once_exec::HostEnvironment::from_process();
-    let specs =
-        once_runtime::program_specs(root, &programs, &host, extra).map_err(|e| anyhow!(e))?;
     let supervisor =
         std::env::current_exe().context("cannot find the `once` executable to supervise")?;
-    let record = once_runtime::start_session(root, &id, &specs, &supervisor)
-        .context("cannot start the runtime session")?;
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
+    let started = session.start_runtime(&id, &plan, extra, &supervisor, None);
+    set_interruptible(Interruptible::Nothing);
+    let started = started.map_err(|e| anyhow!(e))?;
+    print_warnings(&started.warnings);
+    let record = match &started.session {
+        Ok(record) => record,
+        Err(_) => {
+            if args.format == Format::Json {
+                print_json(
+                    &json!({ "success": false, "capability": "run", "targets": started.records, "problems": [] }),
+                )?;
+            } else {
+                print_records(&started.records);
+                println!(
+                    "not started: what `{}` needs failed to build",
+                    printable(&id)
+                );
+            }
+            return Ok(outcome_of(started.exit_code()));
+        }
+    };
     if args.format == Format::Json {
-        print_json(&record)?;
+        print_json(record)?;
     } else {
-        print_record(&record);
+        print_record(record);
         println!(
             "  follow:     once runtime logs {} --follow",
             printable(&record.session_id)
@@ -243,7 +247,7 @@ fn start(
             printable(&record.session_id)
         );
     }
-    Ok(Outcome::Success)
+    Ok(outcome_of(started.exit_code()))
 }
 
 fn logs(

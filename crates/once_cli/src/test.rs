@@ -1,32 +1,31 @@
-//! `once test [TARGET…] [--changed PATH…] [--all]`: selects test targets, plans their
-//! `test` capability from an analysis snapshot (dropped before anything runs), runs it
-//! through `once_build::testing` and prints one line per target with its failing cases.
-//! Exit codes: 0 every test passed, 1 one failed, 2 usage or I/O errors.
+//! `once test [TARGET…] [--changed PATH…] [--all]`: selects test targets and plans their
+//! `test` capability cold (reusing the last plan of the same selection), runs it through
+//! the driver (`once_build::session`) and prints one line per target with its failing
+//! cases. Exit codes: 0 every test passed, 1 one failed, 2 usage or I/O errors.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, anyhow, bail};
-use once_analysis::{AnalysisHost, OsSystem};
-use once_build::testing::{Request, Selection, TestOptions, TestProgress, TestRun};
-use once_exec::{CancelHandle, PlanMemoFile, Store};
+use anyhow::anyhow;
+use once_build::session::planning::{PlanRequest, TestRequest};
+use once_build::session::{Observer, Session};
+use once_build::testing::{Selection, TestOptions, TestProgress, TestRun};
+use once_exec::ExecOptions;
 use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{Args, Format};
 use crate::build::{
-    Interruptible, answer, decode_kind_catalog_in_background, set_interruptible, terminal_width,
+    Interruptible, outcome_of, plan_cold, print_warnings, set_interruptible, terminal_width,
 };
 use crate::human::printable;
-use crate::query::{listing_hint, print_json, workspace_root};
+use crate::query::{print_json, workspace_root};
 
 /// The command line of `once test`.
 pub struct TestArgs<'a> {
     pub targets: &'a [String],
     pub changed: &'a [String],
-    pub all: bool,
     pub jobs: Option<usize>,
     pub rerun: bool,
     pub attempts: Option<u32>,
@@ -37,49 +36,23 @@ pub struct TestArgs<'a> {
 const MESSAGE_LINES: usize = 6;
 
 pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
-    let request = if !test.targets.is_empty() {
-        Request::Targets(test.targets)
-    } else if !test.changed.is_empty() {
-        Request::Changed(test.changed)
-    } else if test.all {
-        Request::All
-    } else {
-        bail!("name the tests to run: TARGET…, --changed PATH… or --all");
-    };
-    decode_kind_catalog_in_background();
+    // One rule for every front end (`once_build::session::planning::TestRequest`):
+    // named targets, else the tests the changed paths affect, else every test (what
+    // `--all` says explicitly).
+    let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec());
     let root = workspace_root(args)?;
-    let store_path = match test.store {
-        Some(path) => path.to_path_buf(),
-        None => Store::default_path(&root),
-    };
-    let store = Store::open(&store_path)
-        .with_context(|| format!("cannot open the store `{}`", store_path.display()))?;
-    // Plans an earlier process made from the same inputs come from the store's memo.
-    let memo = PlanMemoFile::load(&store).map(Arc::new);
-    let (selection, plan) = {
-        let mut host = AnalysisHost::load(Arc::new(OsSystem), root.clone());
-        if let Some(memo) = &memo {
-            host.set_plan_memo(memo.clone());
-        }
-        let analysis = host.analysis();
-        let selection = answer(once_build::testing::select(
-            &analysis,
-            &request,
-            listing_hint,
-        ))?
-        .map_err(|e| anyhow!(e))?;
-        let ids: Vec<String> = selection.tests.iter().map(|t| t.id.clone()).collect();
-        let plan = answer(once_build::plan(&analysis, &ids, "test"))?.map_err(|e| anyhow!(e))?;
-        let _ = analysis.save_digest_index();
-        (selection, plan)
-    };
-    if let Some(memo) = memo {
-        let _ = memo.save(&store);
-    }
+    let session =
+        Session::open(&root, test.store, ExecOptions::default()).map_err(|e| anyhow!(e))?;
+    let planned = plan_cold(&root, session.store(), &PlanRequest::Tests(&request), true)?;
+    let plan = planned.plan;
+    let selection = planned
+        .selection
+        .ok_or_else(|| anyhow!("internal error: a test plan without its selection"))?;
     if !plan.problems.is_empty() {
         if args.format == Format::Json {
             print_json(&json!({
                 "success": false,
+                "exit_code": once_build::session::exit::REFUSED,
                 "selection": selection,
                 "runs": [],
                 "problems": plan.problems,
@@ -91,7 +64,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
                 eprintln!("  {}", printable(problem));
             }
         }
-        return Ok(Outcome::Invalid);
+        return Ok(outcome_of(once_build::session::exit::REFUSED));
     }
     if args.format == Format::Human {
         print_selection(&selection);
@@ -101,48 +74,46 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
         rerun: test.rerun,
         attempts: test.attempts,
     };
-    let cancel = CancelHandle::new();
-    set_interruptible(Interruptible::Execution(cancel.clone()));
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
     let live = args.format == Format::Human && std::io::stderr().is_terminal();
-    let progress = |p: &TestProgress<'_>| {
-        if live {
-            let line = format!("[{}/{}] {} {}", p.done, p.total, p.status, p.target);
-            let line: String = printable(&line)
-                .chars()
-                .take(terminal_width().saturating_sub(1))
-                .collect();
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\r\x1b[K{line}");
-            let _ = stderr.flush();
-        }
-    };
+    let line = live.then_some(TestLine);
     let started = Instant::now();
-    let outcome = once_build::testing::run(&root, &store, &plan, &options, &cancel, &progress);
+    let outcome = session.test(&plan, &options, line.as_ref().map(|l| l as &dyn Observer));
     set_interruptible(Interruptible::Nothing);
     if live {
         let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
     }
-    let (runs, warnings) = outcome.map_err(|e| anyhow!(e))?;
-    for warning in &warnings {
-        eprintln!("once: warning: {}", printable(warning));
-    }
-    let success = runs.iter().all(TestRun::passed);
+    let tested = outcome.map_err(|e| anyhow!(e))?;
+    print_warnings(&tested.warnings);
     if args.format == Format::Json {
         print_json(&json!({
-            "success": success,
+            "success": tested.succeeded(),
+            "exit_code": tested.exit_code(),
             "selection": selection,
-            "runs": runs,
+            "runs": tested.runs,
             "problems": [],
-            "warnings": warnings,
+            "warnings": tested.warnings,
         }))?;
     } else {
-        print_runs(&runs, started.elapsed());
+        print_runs(&tested.runs, started.elapsed());
     }
-    Ok(if success {
-        Outcome::Success
-    } else {
-        Outcome::Invalid
-    })
+    Ok(outcome_of(tested.exit_code()))
+}
+
+/// The live progress line of `once test` on a terminal: `[done/total] STATUS TARGET`.
+struct TestLine;
+
+impl Observer for TestLine {
+    fn test_finished(&self, p: &TestProgress<'_>) {
+        let line = format!("[{}/{}] {} {}", p.done, p.total, p.status, p.target);
+        let line: String = printable(&line)
+            .chars()
+            .take(terminal_width().saturating_sub(1))
+            .collect();
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[K{line}");
+        let _ = stderr.flush();
+    }
 }
 
 /// The tests `--changed` selected and why (named targets need no explanation).
@@ -150,7 +121,7 @@ fn print_selection(selection: &Selection) {
     for warning in &selection.warnings {
         eprintln!("once: warning: {}", printable(warning));
     }
-    if selection.mode == "affected" {
+    if selection.mode == once_build::testing::SelectionMode::Affected {
         println!(
             "{} affected by {}:",
             count(selection.tests.len(), "test"),

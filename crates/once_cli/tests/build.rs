@@ -416,8 +416,9 @@ fn run_builds_first_then_runs_with_the_arguments() {
     let output = once(root, &["run", "tools/Hello", "--", "extra"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "hello fixed extra\n");
+    // `once run` exits with the program's own code.
     let output = once(root, &["run", "tools/Hello", "--", "fail"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(7));
     assert_eq!(text(&output.stdout), "hello fixed fail\n");
     assert!(
         text(&output.stderr).contains("`tools/Hello` failed: exit code 7"),
@@ -496,10 +497,11 @@ fn a_terminal_gets_a_live_progress_line() {
 
 /// SIGINT (Ctrl-C) or SIGTERM to `once build` kills the actions it runs (each in a
 /// process group of its own, which the terminal's signal does not reach) before it
-/// exits 1, reporting the target cancelled.
+/// exits 128 + the signal, as a shell reports a command it interrupted, reporting the
+/// target cancelled.
 #[test]
 fn a_signal_to_once_build_kills_its_actions() {
-    for signal in ["-INT", "-TERM"] {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         write(root, "once.toml", "[workspace]\n");
@@ -525,7 +527,7 @@ fn a_signal_to_once_build_kills_its_actions() {
         assert!(status.success());
         let output = child.wait_with_output().unwrap();
         assert!(sent.elapsed() < std::time::Duration::from_secs(2));
-        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert_eq!(output.status.code(), Some(code), "{}", text(&output.stderr));
         assert!(
             text(&output.stdout).contains("slow/Slow (command): CANCELLED"),
             "{}",

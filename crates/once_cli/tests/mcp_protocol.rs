@@ -1295,3 +1295,126 @@ fn exec_script_exits_as_once_exec_does() {
     }
     assert_eq!(server.finish(), 0);
 }
+
+/// The CLI and the MCP tools are two renderings of one driver: the same exit-code table
+/// (`once run`'s program code, a failed build, a failed test, a refused plan), the same
+/// test selection when nothing is named (every test), and the store `--store` names.
+/// Each front end works on its own copy of the workspace.
+#[test]
+fn the_cli_and_the_tools_share_one_driver() {
+    let files = [
+        (
+            "once.toml",
+            "[workspace]\ninclude = [\"tools\", \"checks\", \"broken\", \"bad\"]\n",
+        ),
+        (
+            "tools/once.toml",
+            "[[target]]\nname = \"Seven\"\nkind = \"script\"\nsrcs = [\"seven.sh\"]\n\n[target.attrs]\nscript_path = \"seven.sh\"\nscript_runtime = \"sh\"\n",
+        ),
+        ("tools/seven.sh", "echo seven\nexit 7\n"),
+        (
+            "checks/once.toml",
+            "[[target]]\nname = \"Passes\"\nkind = \"sh_test\"\nsrcs = [\"passes.sh\"]\n\n[target.attrs]\nmain = \"passes.sh\"\n\n\
+             [[target]]\nname = \"Fails\"\nkind = \"sh_test\"\nsrcs = [\"fails.sh\"]\n\n[target.attrs]\nmain = \"fails.sh\"\n",
+        ),
+        ("checks/passes.sh", "true\n"),
+        ("checks/fails.sh", "exit 1\n"),
+        (
+            "broken/once.toml",
+            "[[target]]\nname = \"Broken\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"exit 4\"\noutputs = [\"x\"]\n",
+        ),
+        (
+            "bad/once.toml",
+            "[[target]]\nname = \"Bad\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"echo ok > $OUT/o.txt\" garbage\noutputs = [\"o.txt\"]\n",
+        ),
+    ];
+    let copy = || {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    };
+    let cli_workspace = copy();
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(cli_workspace.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let store = tempfile::tempdir().unwrap();
+    let store_dir = store.path().join("shared-store");
+    let mcp_workspace = copy();
+    let mcp_root = mcp_workspace.path().to_path_buf();
+    let mut server = Server::start_in(
+        mcp_workspace,
+        &["--allow-run", "--store", store_dir.to_str().unwrap()],
+    );
+    server.initialize("2025-11-25");
+    let mut id = 0;
+    let mut call = |tool: &str, arguments: Value| {
+        id += 1;
+        server.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } }));
+        let (_, reply) = until_reply(&server, id);
+        reply["result"]["structuredContent"]["result"].clone()
+    };
+
+    // `once run` exits with the program's code; `once_run_target` reports it.
+    let run = cli(&["run", "tools/Seven"]);
+    assert_eq!(run.status.code(), Some(7), "{run:?}");
+    let result = call("once_run_target", json!({ "target": "tools/Seven" }));
+    assert_eq!(result["exit_code"], 7, "{result}");
+    assert_eq!(result["stdout"], "seven\n", "{result}");
+
+    // A failed build: 1 for both.
+    let build = cli(&["build", "broken/Broken"]);
+    assert_eq!(build.status.code(), Some(1));
+    let result = call("once_build_target", json!({ "target": "broken/Broken" }));
+    assert_eq!(result["exit_code"], 1, "{result}");
+    assert_eq!(result["record"]["status"], "failed", "{result}");
+
+    // A manifest with a syntax error is refused: nothing of it runs, 1 for both.
+    let refused = cli(&["build", "bad/Bad"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let reply = call("once_build_target", json!({ "target": "bad/Bad" }));
+    assert_eq!(reply["exit_code"], 1, "{reply}");
+    assert_eq!(
+        reply["problems"],
+        json!(["bad/once.toml:6: expected a line end, found `garbage` [syntax_error]"]),
+        "{reply}"
+    );
+    assert!(!cli_workspace.path().join(".once/out/bad").exists());
+
+    // Nothing named: every test, for both, with the same selection and code.
+    let tests = cli(&["test", "--format", "json"]);
+    assert_eq!(tests.status.code(), Some(1), "{tests:?}");
+    let tests: Value = serde_json::from_slice(&tests.stdout).unwrap();
+    let result = call("once_run_tests", json!({}));
+    assert_eq!(result["selection"], tests["selection"], "{result}\n{tests}");
+    assert_eq!(result["selection"]["mode"], "full");
+    let ids: Vec<&str> = result["selection"]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["checks/Fails", "checks/Passes"]);
+    assert_eq!(result["exit_code"], 1, "{result}");
+    assert_eq!(tests["exit_code"], 1, "{tests}");
+
+    // The server's store is the one `--store` named; the workspace has none.
+    assert!(
+        store_dir.read_dir().unwrap().next().is_some(),
+        "nothing in the store `--store` named"
+    );
+    assert!(
+        !mcp_root.join(".once/cache").exists(),
+        "the server used the workspace's store despite --store"
+    );
+    assert!(cli_workspace.path().join(".once/cache").is_dir());
+    assert_eq!(server.finish(), 0);
+}

@@ -462,3 +462,46 @@ fn damaged_last_plans_are_ignored_each_request_has_its_own_and_clean_removes_the
     assert!(planned);
     assert_eq!(states(&clean), ["miss", "miss", "miss"]);
 }
+
+/// `once test` keeps the last plan of its selection as `once build` does: asked again
+/// of an unchanged workspace it plans nothing (the memo is not rewritten even when
+/// removed) and answers the same selection; an edit plans again.
+#[test]
+fn once_test_reuses_the_last_plan_of_its_selection() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\ninclude = [\"t\"]\n");
+    write(
+        root,
+        "t/once.toml",
+        "[[target]]\nname = \"Check\"\nkind = \"sh_test\"\nsrcs = [\"*.sh\"]\n\n\
+         [target.attrs]\nmain = \"check.sh\"\n",
+    );
+    write(root, "t/check.sh", "test 1 -eq 1\n");
+    let run = |args: &[&str]| {
+        let _ = std::fs::remove_file(root.join(".once/cache/plans"));
+        let mut all = vec!["test", "--format", "json"];
+        all.extend_from_slice(args);
+        let output = once(root, &all);
+        let value: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&output.stderr)));
+        (value, memo(root).is_some())
+    };
+    for selection in [&["t/Check"][..], &[][..], &["--changed", "t/check.sh"][..]] {
+        let (first, planned) = run(selection);
+        assert!(planned, "{selection:?}: the first run planned");
+        let (second, planned) = run(selection);
+        assert!(
+            !planned,
+            "{selection:?}: planned again with nothing changed"
+        );
+        assert_eq!(second["selection"], first["selection"], "{selection:?}");
+        assert_eq!(second["runs"][0]["cache"], "hit", "{second}");
+    }
+    assert_eq!(last_plans(root).len(), 3, "one last plan per selection");
+    write(root, "t/check.sh", "test 1 -eq 2\n");
+    let (edited, planned) = run(&["t/Check"]);
+    assert!(planned);
+    assert_eq!(edited["success"], false, "{edited}");
+    assert_eq!(edited["exit_code"], 1, "{edited}");
+}

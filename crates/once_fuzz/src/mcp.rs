@@ -77,6 +77,7 @@ pub fn mcp_framing(data: &[u8]) {
         root,
         allow_run: false,
         threads: 1,
+        store: None,
     };
     once_mcp::run(
         config,

@@ -136,8 +136,16 @@ fn written_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .unwrap()
         .unwrap();
     let key = Sha256Digest::of(b"last");
-    once_build::last_plan::remember(&analysis, &store, Path::new("/ws"), "build", &key, &plan)
-        .unwrap();
+    once_build::last_plan::remember(
+        &analysis,
+        &store,
+        Path::new("/ws"),
+        "build",
+        &key,
+        &plan,
+        None,
+    )
+    .unwrap();
     let last = LastPlan::load(&store, Path::new("/ws"), "build").expect("a last plan");
     seeds.push(("last-plan-value.bin", last.value().to_vec()));
     let last_file = std::fs::read_dir(store.path())

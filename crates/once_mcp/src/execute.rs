@@ -14,9 +14,11 @@
 use std::path::Path;
 
 use once_analysis::{Analysis, Cancellable};
-use once_build::testing::{Request, Selection, TestOptions, TestProgress, TestRun};
+use once_build::session::planning::{self, PlanRequest, PlanSource, TestRequest};
+use once_build::session::{Observer, Session};
+use once_build::testing::{Selection, TestOptions, TestProgress, TestRun};
 use once_build::{Plan, TargetRecord};
-use once_exec::{CancelHandle, ExecOptions, Executor, Progress, Store};
+use once_exec::{CancelHandle, ExecOptions, Progress};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -84,6 +86,9 @@ pub struct ScriptResult {
 pub struct TestsResult {
     /// Whether every selected test passed (`passed` or `flaky`).
     pub success: bool,
+    /// What `once test` exits with for the same selection: 0 every test passed, 1 one
+    /// failed or nothing ran (planning errors), 130 cancelled.
+    pub exit_code: i32,
     /// What was selected and why.
     pub selection: Selection,
     /// One run per selected test target, each with its normalized results.
@@ -101,8 +106,9 @@ pub struct ExecutionResult {
     pub target: String,
     #[schemars(extend("enum" = ["build", "run"]))]
     pub capability: String,
-    /// What `once build`/`once run` would exit with: 0 success, 1 failed; for a run that
-    /// got to the program, the program's exit code.
+    /// What `once build`/`once run` would exit with: 0 success, 1 failed (or refused);
+    /// for a run that got to the program, the program's exit code (128 + N when signal
+    /// N killed it, 1 when it exited 0 but its action failed).
     pub exit_code: i32,
     pub success: bool,
     pub record: TargetRecord,
@@ -114,26 +120,29 @@ pub struct ExecutionResult {
     pub problems: Vec<String>,
 }
 
+/// Plans `capability` of `target` from the snapshot, as `once build`/`once run` would.
 fn plan_capability(
     analysis: &Analysis,
     target: String,
     capability: &str,
 ) -> Cancellable<Result<(String, Plan), ToolError>> {
-    let ids = match once_build::resolve_targets(
-        analysis,
-        std::slice::from_ref(&target),
+    let request = PlanRequest::Capability {
+        patterns: std::slice::from_ref(&target),
         capability,
+    };
+    let planned = planning::plan(
+        PlanSource::Warm(analysis),
+        &request,
         crate::tools::listing_hint,
-    )? {
-        Ok(ids) => ids,
-        Err(message) => return Ok(Err(message)),
-    };
-    let plan = match once_build::plan(analysis, &ids, capability)? {
-        Ok(plan) => plan,
-        Err(message) => return Ok(Err(message)),
-    };
-    let _ = analysis.save_digest_index();
-    Ok(Ok((ids.into_iter().next().unwrap_or(target), plan)))
+    )?;
+    Ok(planned.map(|planned| {
+        let id = planned
+            .plan
+            .targets
+            .first()
+            .map_or(target, |planned_target| planned_target.id.clone());
+        (id, planned.plan)
+    }))
 }
 
 /// `once_build_target`: plans the target's `build`.
@@ -160,71 +169,46 @@ pub fn plan_tests(
     analysis: &Analysis,
     arguments: RunTests,
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
-    let mut targets: Vec<String> = arguments.target.into_iter().collect();
-    for target in arguments.targets {
-        if !targets.contains(&target) {
-            targets.push(target);
-        }
-    }
-    let changed = arguments.changed_paths;
-    let request = if !targets.is_empty() {
-        Request::Targets(&targets)
-    } else if !changed.is_empty() {
-        Request::Changed(&changed)
-    } else {
-        Request::All
-    };
-    let selection =
-        match once_build::testing::select(analysis, &request, crate::tools::listing_hint)? {
-            Ok(selection) => selection,
-            Err(message) => return Ok(Err(message)),
-        };
-    let ids: Vec<String> = selection.tests.iter().map(|t| t.id.clone()).collect();
-    let plan = match once_build::plan(analysis, &ids, "test")? {
-        Ok(plan) => plan,
+    let request = TestRequest::new(
+        arguments.target.into_iter().chain(arguments.targets),
+        arguments.changed_paths,
+    );
+    let planned = match planning::plan(
+        PlanSource::Warm(analysis),
+        &PlanRequest::Tests(&request),
+        crate::tools::listing_hint,
+    )? {
+        Ok(planned) => planned,
         Err(message) => return Ok(Err(message)),
     };
-    let _ = analysis.save_digest_index();
-    Ok(Ok(ExecutionJob::Tests { selection, plan }))
+    Ok(match planned.selection {
+        Some(selection) => Ok(ExecutionJob::Tests {
+            selection,
+            plan: planned.plan,
+        }),
+        None => Err("internal error: a test plan without its selection".to_owned()),
+    })
 }
 
-/// Runs the selected tests; `progress` gets each finished test target.
+/// Runs the selected tests; the observer hears of each finished test target.
 fn execute_tests(
-    root: &Path,
+    session: &Session,
     plan: &Plan,
     selection: &Selection,
-    cancel: CancelHandle,
-    progress: &(dyn Fn(usize, usize, &str) + Sync),
-) -> Result<Value, ToolError> {
-    let answer = |result: TestsResult| serde_json::to_value(result).map_err(|e| e.to_string());
-    if !plan.problems.is_empty() {
-        return answer(TestsResult {
-            success: false,
-            selection: selection.clone(),
-            runs: Vec::new(),
-            problems: plan.problems.clone(),
-            warnings: Vec::new(),
-        });
-    }
-    let store_path = Store::default_path(root);
-    let store = Store::open(&store_path)
-        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
-    let report =
-        |p: &TestProgress<'_>| progress(p.done, p.total, &format!("{} {}", p.status, p.target));
-    let (runs, warnings) = once_build::testing::run(
-        root,
-        &store,
-        plan,
-        &TestOptions::default(),
-        &cancel,
-        &report,
-    )?;
-    answer(TestsResult {
-        success: runs.iter().all(TestRun::passed),
+    observer: &McpProgress<'_>,
+) -> Result<TestsResult, ToolError> {
+    let tested = session.test(plan, &TestOptions::default(), Some(observer))?;
+    Ok(TestsResult {
+        success: tested.succeeded(),
+        exit_code: tested.exit_code(),
         selection: selection.clone(),
-        runs,
-        problems: Vec::new(),
-        warnings,
+        problems: if tested.refused {
+            plan.problems.clone()
+        } else {
+            Vec::new()
+        },
+        runs: tested.runs,
+        warnings: tested.warnings,
     })
 }
 
@@ -266,33 +250,20 @@ pub fn plan_exec_script(
 
 /// Runs a script job and answers its record.
 fn run_script(
-    root: &Path,
+    session: &Session,
     path: &str,
     job: &once_build::scripts::ScriptJob,
-    cancel: CancelHandle,
-    progress: &(dyn Fn(usize, usize, &str) + Sync),
+    observer: &McpProgress<'_>,
 ) -> Result<ScriptResult, ToolError> {
-    let store_path = Store::default_path(root);
-    let store = Store::open(&store_path)
-        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
-    let callback = |p: &Progress<'_>| progress(p.done, p.total, &p.message);
-    let report = once_build::scripts::run(root, &store, job, cancel, Some(&callback))?;
-    let records = once_build::scripts::evidence_records(job, &report);
-    let warning = once_build::scripts::record_evidence(root, &records);
-    let main = report
-        .result(&job.main)
+    let run = session.exec_script(job, Some(observer))?;
+    let main = run
+        .main_result()
         .ok_or_else(|| format!("internal error: no result for `{}`", job.main))?;
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    let failed_need = report
-        .results
-        .iter()
-        .find(|r| r.id != job.main && r.status == once_exec::ActionStatus::Failed);
-    // The table `once exec` exits with.
-    let code = |r: &once_exec::ActionResult| i32::from(once_build::scripts::exit_code(r));
     // As `once exec` writes its stderr: the output of the needs that ran (each under a
     // header), then the script's (or a failed need's output and why).
     let mut needs_output = String::new();
-    for need in once_build::scripts::needs_to_show(job, &report) {
+    for need in once_build::scripts::needs_to_show(job, &run.report) {
         needs_output.push_str(&once_build::scripts::need_header(job, need));
         for stream in [&need.stdout, &need.stderr] {
             needs_output.push_str(&text(&stream.tail));
@@ -301,9 +272,8 @@ fn run_script(
             needs_output.push('\n');
         }
     }
-    let (exit_code, stdout, mut stderr) = match failed_need {
+    let (stdout, mut stderr) = match run.failed_need() {
         Some(need) => (
-            code(need),
             String::new(),
             format!(
                 "{needs_output}{}{}once: error: the script `{}` that `{}` needs failed: {}\n",
@@ -320,17 +290,17 @@ fn run_script(
             if let Some(note) = once_build::scripts::failure_note(main) {
                 stderr.push_str(&format!("once: error: {note}\n"));
             }
-            (code(main), text(&main.stdout.tail), stderr)
+            (text(&main.stdout.tail), stderr)
         }
     };
-    if let Some(warning) = warning {
+    for warning in &run.warnings {
         stderr.push_str(&format!("once: warning: {warning}\n"));
     }
     let digest = main.key.map(|k| k.to_hex());
     Ok(ScriptResult {
         path: path.to_owned(),
-        success: report.succeeded(),
-        exit_code,
+        success: run.report.succeeded(),
+        exit_code: run.exit_code(),
         stdout,
         stderr,
         record: ScriptRecord {
@@ -339,7 +309,8 @@ fn run_script(
             exit_code: once_build::scripts::reported_exit_code(main),
         },
         evidence_subject: digest,
-        evidence: records
+        evidence: run
+            .evidence
             .iter()
             .filter(|r| r.evidence.action.as_deref() == Some(job.main.as_str()))
             .map(once_json::evidence_record)
@@ -347,166 +318,113 @@ fn run_script(
     })
 }
 
-/// Runs the job in the workspace at `root` and answers the tool's result; `progress`
-/// gets each finished action (`done`, `total`, message). Cancelling `cancel` kills every
+/// What a tool's caller hears while it executes: `notifications/progress` with the
+/// finished count, the total and a message.
+struct McpProgress<'a>(&'a (dyn Fn(usize, usize, &str) + Sync));
+
+impl Observer for McpProgress<'_> {
+    fn action_finished(&self, progress: &Progress<'_>) {
+        (self.0)(progress.done, progress.total, &progress.message);
+    }
+
+    fn test_finished(&self, progress: &TestProgress<'_>) {
+        (self.0)(
+            progress.done,
+            progress.total,
+            &format!("{} {}", progress.status, progress.target),
+        );
+    }
+}
+
+/// Runs the job in the workspace at `root`, with the store at `store` (the server's
+/// `--store`, else the workspace's), and answers the tool's result; `progress` gets
+/// each finished action (`done`, `total`, message). Cancelling `cancel` kills every
 /// running process group (a started session is not the call's: it is stopped with
 /// `once_stop_runtime`).
 pub fn execute(
     root: &Path,
+    store: Option<&Path>,
     job: &ExecutionJob,
     cancel: CancelHandle,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
 ) -> Result<Value, ToolError> {
     let to_value = |value: Result<Value, serde_json::Error>| value.map_err(|e| e.to_string());
+    if let ExecutionJob::StopRuntime { session_id, grace } = job {
+        return to_value(serde_json::to_value(
+            once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?,
+        ));
+    }
+    let session = Session::open(root, store, ExecOptions::default())?.with_cancel(cancel);
+    let observer = McpProgress(progress);
     match job {
         ExecutionJob::Capability { target, plan } => to_value(serde_json::to_value(
-            run_capability(root, target, plan, cancel, progress)?,
+            run_capability(&session, target, plan, &observer)?,
         )),
-        ExecutionJob::Tests { selection, plan } => {
-            execute_tests(root, plan, selection, cancel, progress)
-        }
-        ExecutionJob::StartRuntime { target, plan } => to_value(serde_json::to_value(
-            start_runtime(root, target, plan, cancel, progress)?,
-        )),
-        ExecutionJob::StopRuntime { session_id, grace } => to_value(serde_json::to_value(
-            once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?,
-        )),
-        ExecutionJob::Script { path, job } => to_value(serde_json::to_value(run_script(
-            root, path, job, cancel, progress,
+        ExecutionJob::Tests { selection, plan } => to_value(serde_json::to_value(execute_tests(
+            &session, plan, selection, &observer,
         )?)),
+        ExecutionJob::StartRuntime { target, plan } => {
+            let supervisor = std::env::current_exe()
+                .map_err(|e| format!("cannot find the `once` executable to supervise: {e}"))?;
+            let started = session.start_runtime(target, plan, &[], &supervisor, Some(&observer))?;
+            to_value(serde_json::to_value(started.session?))
+        }
+        ExecutionJob::Script { path, job } => to_value(serde_json::to_value(run_script(
+            &session, path, job, &observer,
+        )?)),
+        ExecutionJob::StopRuntime { .. } => Err("internal error: a stop reached a session".into()),
     }
 }
 
-/// Builds what `target`'s run needs, then starts its program in a runtime session.
-fn start_runtime(
-    root: &Path,
-    target: &str,
-    plan: &Plan,
-    cancel: CancelHandle,
-    progress: &(dyn Fn(usize, usize, &str) + Sync),
-) -> Result<once_runtime::SessionRecord, ToolError> {
-    if !plan.problems.is_empty() {
-        return Err(format!(
-            "cannot run `{target}`; nothing was started: {}",
-            plan.problems.join("; ")
-        ));
-    }
-    let (before, programs) = plan.split_program();
-    if programs.is_empty() {
-        return Err(format!(
-            "`{target}`'s `run` capability declares no uncached command: there is no program to start in a session"
-        ));
-    }
-    let store_path = Store::default_path(root);
-    let store = Store::open(&store_path)
-        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
-    let callback = |p: &Progress<'_>| progress(p.done, p.total, &p.message);
-    let report = Executor::new(root, &store)
-        .with_options(ExecOptions::default())
-        .with_cancel(cancel)
-        .with_source_stamps(plan.source_stamps.clone())
-        .on_progress(&callback)
-        .run(&before)
-        .map_err(|e| format!("cannot run the plan: {e}"))?;
-    let _ = once_build::record_evidence(root, plan, &report);
-    if !report.succeeded() {
-        let failure = once_build::records(plan, &report)
-            .into_iter()
-            .find_map(|record| record.failure)
-            .map_or_else(String::new, |f| {
-                format!(
-                    ": `{}` failed ({}){}",
-                    f.action,
-                    f.message,
-                    if f.stderr_tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n{}", f.stderr_tail)
-                    }
-                )
-            });
-        return Err(format!(
-            "not started: what `{target}` needs failed to build{failure}"
-        ));
-    }
-    let host = once_exec::HostEnvironment::from_process();
-    let specs = once_runtime::program_specs(root, &programs, &host, &[])?;
-    let supervisor = std::env::current_exe()
-        .map_err(|e| format!("cannot find the `once` executable to supervise: {e}"))?;
-    once_runtime::start_session(root, target, &specs, &supervisor)
-        .map_err(|e| format!("cannot start the runtime session: {e}"))
-}
-
-/// Builds or runs `target` through the executor.
+/// Builds or runs `target` through the executor (a run's program captured).
 fn run_capability(
-    root: &Path,
+    session: &Session,
     target: &str,
     plan: &Plan,
-    cancel: CancelHandle,
-    progress: &(dyn Fn(usize, usize, &str) + Sync),
+    observer: &McpProgress<'_>,
 ) -> Result<ExecutionResult, ToolError> {
-    let capability = plan.capability.clone();
-    if !plan.problems.is_empty() {
-        let record = once_build::refused_records(plan)
-            .into_iter()
-            .next()
-            .ok_or_else(|| "internal error: the plan has no target".to_owned())?;
-        return Ok(ExecutionResult {
-            target: target.to_owned(),
-            capability,
-            exit_code: 1,
-            success: false,
-            record,
-            stdout: String::new(),
-            stderr: String::new(),
-            problems: plan.problems.clone(),
-        });
-    }
-    let store_path = Store::default_path(root);
-    let store = Store::open(&store_path)
-        .map_err(|e| format!("cannot open the store `{}`: {e}", store_path.display()))?;
-    let callback = |p: &Progress<'_>| progress(p.done, p.total, &p.message);
-    let report = Executor::new(root, &store)
-        .with_options(ExecOptions::default())
-        .with_cancel(cancel)
-        .with_source_stamps(plan.source_stamps.clone())
-        .on_progress(&callback)
-        .run(&plan.actions)
-        .map_err(|e| format!("cannot run the plan: {e}"))?;
-    let evidence_warning = once_build::record_evidence(root, plan, &report);
-    let record = once_build::records(plan, &report)
+    let (built, (stdout, stderr)) = session.build(plan, Some(observer), |records, report| {
+        let own: Vec<&once_exec::ActionResult> = records
+            .first()
+            .map(|record| {
+                record
+                    .actions
+                    .iter()
+                    .filter_map(|a| report.result(&a.id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let text = |pick: fn(&once_exec::ActionResult) -> &[u8]| {
+            own.iter()
+                .map(|r| String::from_utf8_lossy(pick(r)).into_owned())
+                .collect::<String>()
+        };
+        (text(|r| &r.stdout.tail), text(|r| &r.stderr.tail))
+    })?;
+    let exit_code = built.exit_code(plan);
+    let success = built.succeeded();
+    let stderr = built.warnings.iter().fold(stderr, |mut stderr, warning| {
+        stderr.push_str(&format!("once: warning: {warning}\n"));
+        stderr
+    });
+    let record = built
+        .records
         .into_iter()
         .next()
         .ok_or_else(|| "internal error: the plan has no target".to_owned())?;
-    let own: Vec<&once_exec::ActionResult> = record
-        .actions
-        .iter()
-        .filter_map(|a| report.result(&a.id))
-        .collect();
-    let text = |pick: fn(&once_exec::ActionResult) -> &[u8]| {
-        own.iter()
-            .map(|r| String::from_utf8_lossy(pick(r)).into_owned())
-            .collect::<String>()
-    };
-    let success = report.succeeded();
-    let program_exit = (capability == "run")
-        .then(|| own.last().and_then(|r| r.exit_code))
-        .flatten();
     Ok(ExecutionResult {
         target: target.to_owned(),
-        capability,
-        exit_code: program_exit.unwrap_or(if success { 0 } else { 1 }),
+        capability: plan.capability.clone(),
+        exit_code,
         success,
-        stdout: text(|r| &r.stdout.tail),
-        stderr: once_build::execution_warnings(&report)
-            .into_iter()
-            .chain(evidence_warning)
-            .fold(text(|r| &r.stderr.tail), |mut stderr, warning| {
-                stderr.push_str(&format!("once: warning: {warning}\n"));
-                stderr
-            }),
         record,
-        problems: Vec::new(),
+        stdout,
+        stderr,
+        problems: if built.refused {
+            plan.problems.clone()
+        } else {
+            Vec::new()
+        },
     })
 }
 

@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub allow_run: bool,
     /// Threads that compute the packages when the workspace loads.
     pub threads: usize,
+    /// The store the executing tools use (`once mcp --store`); `None` for the
+    /// workspace's own (`.once/cache`), as every CLI command that executes.
+    pub store: Option<PathBuf>,
 }
 
 /// The request the worker is running, so that the reader can cancel it.
@@ -804,6 +807,7 @@ impl Worker {
         }
         let shared = self.shared.clone();
         let root = self.config.root.clone();
+        let store = self.config.store.clone();
         let request_id = id.clone();
         let params = params.clone();
         let version = version.to_owned();
@@ -831,7 +835,7 @@ impl Worker {
                 }
             };
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                crate::execute::execute(&root, &job, cancel, &progress)
+                crate::execute::execute(&root, store.as_deref(), &job, cancel, &progress)
             }));
             lock(&shared.background).remove(&key);
             if lock(&shared.pending).finish(&request_id) {
@@ -1019,6 +1023,7 @@ mod tests {
             root: dir.path().to_path_buf(),
             allow_run: false,
             threads: 2,
+            store: None,
         };
         let input = concat!(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,

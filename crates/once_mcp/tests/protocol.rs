@@ -86,6 +86,7 @@ impl Server {
             root: workspace.path().to_path_buf(),
             allow_run: false,
             threads: 2,
+            store: None,
         };
         let (input, chunks) = channel();
         let (sender, lines) = channel();

@@ -122,6 +122,7 @@ once mcp --workspace /absolute/path/to/repo --allow-run   # also enable state-ch
 ```
 
 The state-changing tools, which write into the workspace or build and run its targets, are only listed with `--allow-run` (see [Tools](#tools)).
+They execute through the same driver as `once build`, `once run`, `once test`, `once exec` and `once runtime start`: the same store (`.once/cache` in the workspace, or the directory `--store DIR` names, as `--store` of those commands), the same test selection when nothing is named (every test), and the same exit codes in their `exit_code` fields ([cli.md](cli.md#exit-codes)).
 
 Without `--workspace` or `-C`, the root comes from `ONCE_WORKSPACE`, else the nearest ancestor of the current directory whose `once.toml` has a `[workspace]` table.
 A missing or non-directory workspace is reported on stderr and the process exits with status 2.

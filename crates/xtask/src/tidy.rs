@@ -99,6 +99,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_db",
             "once_evidence",
             "once_test_results",
+            "once_runtime",
         ]),
     ),
     // Runtime sessions: the supervisor, the session store and logs, over once_exec's

@@ -230,9 +230,9 @@ pub(super) fn run_tests() -> Tool {
                 Executes Once's generic test capability for either explicit `target` / `targets` or the targets selected by `changed_paths` (the selection of `once_query_affected_tests`, with its reasons); with none of them, every test target. \
                 Each test's build runs first; test targets run in parallel; a passing test whose inputs did not change is a cache hit that restores its results (`cache: \"hit\"`), failures are never cached. \
                 To verify an edit, call `once_query_affected_tests` to preview selection, call `once_run_tests` to execute, then read the normalized `once.test_results.v1` results included in each run record (`runs[].results`: status, summary, every case with its file, line, attempts and failure message). \
-                Failed tests are returned as normal tool content with `success: false` rather than a tool protocol error, so agents can inspect failures and iterate; an unknown target or one without a `test` capability is a tool error. \
+                Failed tests are returned as normal tool content with `success: false` and `exit_code` 1 (what `once test` exits with: 0 every test passed, 1 one failed or nothing could be planned, 130 cancelled) rather than a tool protocol error, so agents can inspect failures and iterate; an unknown target or one without a `test` capability is a tool error. \
                 Available only when the server starts with `once mcp --allow-run`. It runs as a background job: with a `progressToken` in the request's `_meta`, a `notifications/progress` is sent as each test target finishes (`message` such as `failed py/PyTest`), and `notifications/cancelled` kills the test processes (their process groups); no reply is sent then. \
-                The matching command-line operation is `once test <targets…> --format json` (or `--changed <path>…`, `--all`)."
+                The matching command-line operation is `once test <targets…> --format json` (or `--changed <path>…`; with neither, every test, as here)."
                 .into(),
         output_schema::<crate::execute::TestsResult>(),
         EXECUTE,

@@ -1,0 +1,475 @@
+//! The one execution driver: every front end (the CLI's `build`, `run`, `test`, `exec`
+//! and `runtime start`, the MCP tools that build, run, test, execute scripts and start
+//! sessions) plans through [`planning::plan`] and executes through a [`Session`], then
+//! only renders the typed outcome it gets back.
+//!
+//! A [`Session`] is a workspace root, its opened store ([`store_path`] is the one rule
+//! for where the store is), the execution options and a cancel handle. Each method
+//! takes what was planned and an [`Observer`], runs it with `once_exec`, records the
+//! evidence, and returns an outcome with its records, its warnings and
+//! `exit_code()`, so what each front end exits with (or reports as `exit_code`) is
+//! decided here, once: see [`exit`] for the table.
+
+pub mod exit;
+pub mod planning;
+
+use std::path::{Path, PathBuf};
+
+use once_exec::{
+    ActionStatus, CancelHandle, ExecOptions, ExecutionReport, Executor, PlannedAction, Progress,
+    Store,
+};
+
+use crate::scripts::ScriptJob;
+use crate::testing::{TestOptions, TestProgress, TestRun};
+use crate::{Plan, TargetRecord};
+
+/// What a front end is told while a session runs: each finished action, each finished
+/// test target. Both default to nothing.
+pub trait Observer: Sync {
+    /// An action ended (ran, was a hit, failed, was skipped or cancelled).
+    fn action_finished(&self, _progress: &Progress<'_>) {}
+    /// Every test action of a test target ended.
+    fn test_finished(&self, _progress: &TestProgress<'_>) {}
+}
+
+/// The observer that wants nothing.
+pub struct Unobserved;
+
+impl Observer for Unobserved {}
+
+/// Where the store of the workspace at `root` is: the directory given (`--store`, on
+/// every command that executes and on `once mcp`), else `.once/cache` in the workspace.
+pub fn store_path(root: &Path, explicit: Option<&Path>) -> PathBuf {
+    explicit.map_or_else(|| Store::default_path(root), Path::to_path_buf)
+}
+
+/// A workspace, its store and how to execute in it.
+pub struct Session {
+    root: PathBuf,
+    store: Store,
+    options: ExecOptions,
+    cancel: CancelHandle,
+    evidence: bool,
+}
+
+impl Session {
+    /// Opens the store ([`store_path`]) of the workspace at `root`.
+    pub fn open(
+        root: &Path,
+        store: Option<&Path>,
+        options: ExecOptions,
+    ) -> Result<Session, String> {
+        let path = store_path(root, store);
+        let store = Store::open(&path)
+            .map_err(|e| format!("cannot open the store `{}`: {e}", path.display()))?;
+        Ok(Session::with_store(root, store, options))
+    }
+
+    /// A session over a store opened already.
+    pub fn with_store(root: &Path, store: Store, options: ExecOptions) -> Session {
+        Session {
+            root: root.to_path_buf(),
+            store,
+            options,
+            cancel: CancelHandle::new(),
+            evidence: true,
+        }
+    }
+
+    /// A session that records no evidence (`once exec --verify-reproducible`'s trials,
+    /// each in a throwaway store: their runs say nothing about the workspace's cache).
+    pub fn without_evidence(mut self) -> Session {
+        self.evidence = false;
+        self
+    }
+
+    /// Cancels what the session runs from now on, when cancelled (every process group
+    /// killed): a signal handler, an MCP cancellation.
+    pub fn with_cancel(mut self, cancel: CancelHandle) -> Session {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Runs `actions` of `plan` with the session's options (no evidence recorded).
+    fn execute(
+        &self,
+        plan: &Plan,
+        actions: &[PlannedAction],
+        observer: Option<&dyn Observer>,
+    ) -> Result<ExecutionReport, String> {
+        let callback = |progress: &Progress<'_>| {
+            if let Some(observer) = observer {
+                observer.action_finished(progress);
+            }
+        };
+        let mut executor = Executor::new(&self.root, &self.store)
+            .with_options(self.options.clone())
+            .with_cancel(self.cancel.clone())
+            .with_source_stamps(plan.source_stamps.clone());
+        if observer.is_some() {
+            executor = executor.on_progress(&callback);
+        }
+        executor
+            .run(actions)
+            .map_err(|e| format!("cannot run the plan: {e}"))
+    }
+
+    /// Builds (or runs, for a `run` plan whose program goes through the executor:
+    /// captured, as MCP's `once_run_target` does) every action of `plan`, records the
+    /// evidence and the records. `render` gets the records while the evidence is
+    /// recorded (both only read), and its answer comes back with the outcome. A plan
+    /// with problems is refused: nothing runs.
+    pub fn build<R: Send>(
+        &self,
+        plan: &Plan,
+        observer: Option<&dyn Observer>,
+        render: impl FnOnce(&[TargetRecord], &ExecutionReport) -> R + Send,
+    ) -> Result<(Built, R), String> {
+        if !plan.problems.is_empty() {
+            let records = crate::refused_records(plan);
+            let report = ExecutionReport {
+                results: Vec::new(),
+                warnings: Vec::new(),
+            };
+            let rendered = render(&records, &report);
+            return Ok((
+                Built {
+                    records,
+                    report,
+                    warnings: Vec::new(),
+                    refused: true,
+                    program: false,
+                },
+                rendered,
+            ));
+        }
+        let report = self.execute(plan, &plan.actions, observer)?;
+        let mut warnings = crate::execution_warnings(&report);
+        let (evidence, records, rendered) = std::thread::scope(|scope| {
+            let evidence = scope.spawn(|| {
+                self.evidence
+                    .then(|| crate::record_evidence(&self.root, plan, &report))
+                    .flatten()
+            });
+            let records = crate::records(plan, &report);
+            let rendered = render(&records, &report);
+            (evidence.join().ok().flatten(), records, rendered)
+        });
+        warnings.extend(evidence);
+        Ok((
+            Built {
+                records,
+                report,
+                warnings,
+                refused: false,
+                program: plan.capability == "run",
+            },
+            rendered,
+        ))
+    }
+
+    /// The first half of a `run` whose program the front end starts itself (`once run`
+    /// attached to the terminal): builds everything but the target's own uncached `run`
+    /// commands and records the evidence. When it succeeded, the front end runs
+    /// [`Prepared::program`] and adds each command's result to the report, then
+    /// [`Prepared::finish`]es.
+    pub fn prepare_run(
+        &self,
+        plan: &Plan,
+        observer: Option<&dyn Observer>,
+    ) -> Result<Prepared, String> {
+        let (before, program) = plan.split_program();
+        let report = self.execute(plan, &before, observer)?;
+        let mut warnings = crate::execution_warnings(&report);
+        if self.evidence {
+            warnings.extend(crate::record_evidence(&self.root, plan, &report));
+        }
+        Ok(Prepared {
+            report,
+            program,
+            warnings,
+        })
+    }
+
+    /// Runs the tests `plan` plans (its `test` capability), reads their results and
+    /// retries failing cases (`crate::testing::run`). A plan with problems is refused.
+    pub fn test(
+        &self,
+        plan: &Plan,
+        options: &TestOptions,
+        observer: Option<&dyn Observer>,
+    ) -> Result<Tested, String> {
+        if !plan.problems.is_empty() {
+            return Ok(Tested {
+                runs: Vec::new(),
+                warnings: Vec::new(),
+                refused: true,
+                cancelled: false,
+            });
+        }
+        let progress = |progress: &TestProgress<'_>| {
+            if let Some(observer) = observer {
+                observer.test_finished(progress);
+            }
+        };
+        let (runs, warnings) = crate::testing::run(
+            &self.root,
+            &self.store,
+            plan,
+            options,
+            &self.cancel,
+            &progress,
+        )?;
+        Ok(Tested {
+            cancelled: self.cancel.is_cancelled(),
+            runs,
+            warnings,
+            refused: false,
+        })
+    }
+
+    /// Runs an annotated script (or a literal command) and the scripts it needs, with
+    /// outputs in the workspace, and records the evidence.
+    pub fn exec_script(
+        &self,
+        job: &ScriptJob,
+        observer: Option<&dyn Observer>,
+    ) -> Result<ScriptRun, String> {
+        let callback = |progress: &Progress<'_>| {
+            if let Some(observer) = observer {
+                observer.action_finished(progress);
+            }
+        };
+        let report = crate::scripts::run(
+            &self.root,
+            &self.store,
+            job,
+            self.cancel.clone(),
+            observer.map(|_| &callback as &(dyn Fn(&Progress<'_>) + Sync)),
+        )?;
+        let evidence = crate::scripts::evidence_records(job, &report);
+        let mut warnings = crate::execution_warnings(&report);
+        if self.evidence {
+            warnings.extend(crate::scripts::record_evidence(&self.root, &evidence));
+        }
+        Ok(ScriptRun {
+            main: job.main.clone(),
+            report,
+            evidence,
+            warnings,
+        })
+    }
+
+    /// Builds what `target`'s `run` needs, then starts its program in a runtime session
+    /// under a detached supervisor (`supervisor`: the `once` executable); the session
+    /// outlives the call. An error says why nothing was built or started (plan
+    /// problems, no program to start, the session not startable); a build that failed
+    /// is [`Started::session`]'s error, with the records.
+    pub fn start_runtime(
+        &self,
+        target: &str,
+        plan: &Plan,
+        extra_args: &[String],
+        supervisor: &Path,
+        observer: Option<&dyn Observer>,
+    ) -> Result<Started, String> {
+        if !plan.problems.is_empty() {
+            return Err(format!(
+                "cannot run `{target}`; nothing was started: {}",
+                plan.problems.join("; ")
+            ));
+        }
+        if plan.split_program().1.is_empty() {
+            return Err(format!(
+                "`{target}`'s `run` capability declares no uncached command: there is no program to start in a session"
+            ));
+        }
+        let prepared = self.prepare_run(plan, observer)?;
+        let records = crate::records(plan, &prepared.report);
+        if !prepared.report.succeeded() {
+            let failure = records
+                .iter()
+                .find_map(|record| record.failure.as_ref())
+                .map_or_else(String::new, |f| {
+                    format!(
+                        ": `{}` failed ({}){}",
+                        f.action,
+                        f.message,
+                        if f.stderr_tail.is_empty() {
+                            String::new()
+                        } else {
+                            format!("\n{}", f.stderr_tail)
+                        }
+                    )
+                });
+            return Ok(Started {
+                session: Err(format!(
+                    "not started: what `{target}` needs failed to build{failure}"
+                )),
+                records,
+                warnings: prepared.warnings,
+            });
+        }
+        let host = once_exec::HostEnvironment::from_process();
+        let specs = once_runtime::program_specs(&self.root, &prepared.program, &host, extra_args)
+            .map_err(|e| e.to_string())?;
+        let session = once_runtime::start_session(&self.root, target, &specs, supervisor)
+            .map_err(|e| format!("cannot start the runtime session: {e}"))?;
+        Ok(Started {
+            session: Ok(session),
+            records,
+            warnings: prepared.warnings,
+        })
+    }
+}
+
+/// What [`Session::build`] did.
+#[derive(Debug)]
+pub struct Built {
+    /// One record per requested target.
+    pub records: Vec<TargetRecord>,
+    pub report: ExecutionReport,
+    /// What the execution met without failing, and evidence not recorded.
+    pub warnings: Vec<String>,
+    /// The plan had problems: nothing ran.
+    pub refused: bool,
+    /// The plan was a `run`, its program among the actions: the exit code is its.
+    program: bool,
+}
+
+impl Built {
+    pub fn succeeded(&self) -> bool {
+        !self.refused && self.report.succeeded()
+    }
+
+    /// What `once build` exits with, and `once run` and MCP's `once_run_target` when
+    /// the program ran through the executor: see [`exit`].
+    pub fn exit_code(&self, plan: &Plan) -> i32 {
+        if self.refused {
+            return exit::REFUSED;
+        }
+        if self.program {
+            exit::of_run(plan, &self.report)
+        } else {
+            exit::of_build(&self.report)
+        }
+    }
+}
+
+/// What [`Session::prepare_run`] did, and the program left to the front end.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The report of what was built; the front end adds the program's results.
+    pub report: ExecutionReport,
+    /// The target's own uncached `run` commands, in order (run only when the report
+    /// succeeded).
+    pub program: Vec<PlannedAction>,
+    pub warnings: Vec<String>,
+}
+
+impl Prepared {
+    /// The records of the run, and what `once run` exits with ([`exit::of_run`]).
+    pub fn finish(&self, plan: &Plan) -> (Vec<TargetRecord>, i32) {
+        (
+            crate::records(plan, &self.report),
+            exit::of_run(plan, &self.report),
+        )
+    }
+}
+
+/// What [`Session::test`] did.
+#[derive(Debug)]
+pub struct Tested {
+    pub runs: Vec<TestRun>,
+    pub warnings: Vec<String>,
+    pub refused: bool,
+    pub cancelled: bool,
+}
+
+impl Tested {
+    /// Whether every selected test passed (`passed` or `flaky`).
+    pub fn succeeded(&self) -> bool {
+        !self.refused && !self.cancelled && self.runs.iter().all(TestRun::passed)
+    }
+
+    /// What `once test` exits with: see [`exit`].
+    pub fn exit_code(&self) -> i32 {
+        if self.refused {
+            exit::REFUSED
+        } else if self.cancelled {
+            exit::CANCELLED
+        } else if self.succeeded() {
+            exit::SUCCESS
+        } else {
+            exit::FAILED
+        }
+    }
+}
+
+/// What [`Session::exec_script`] did.
+#[derive(Debug)]
+pub struct ScriptRun {
+    /// The id of the requested script's action.
+    pub main: String,
+    pub report: ExecutionReport,
+    /// The evidence records of the run (each action's subject its digest).
+    pub evidence: Vec<once_evidence::EvidenceRecord>,
+    pub warnings: Vec<String>,
+}
+
+impl ScriptRun {
+    /// A needed script that failed (the requested one then did not run).
+    pub fn failed_need(&self) -> Option<&once_exec::ActionResult> {
+        self.report
+            .results
+            .iter()
+            .find(|r| r.id != self.main && r.status == ActionStatus::Failed)
+    }
+
+    /// The requested script's result.
+    pub fn main_result(&self) -> Option<&once_exec::ActionResult> {
+        self.report.result(&self.main)
+    }
+
+    /// What `once exec` exits with, and MCP's `once_exec_script` reports: see [`exit`].
+    pub fn exit_code(&self) -> i32 {
+        match (self.failed_need(), self.main_result()) {
+            (Some(need), _) => exit::of_action(need),
+            (None, Some(main)) => exit::of_action(main),
+            (None, None) => exit::FAILED,
+        }
+    }
+}
+
+/// What [`Session::start_runtime`] did once it could build.
+#[derive(Debug)]
+pub struct Started {
+    /// The session's record, or why it was not started.
+    pub session: Result<once_runtime::SessionRecord, String>,
+    pub records: Vec<TargetRecord>,
+    pub warnings: Vec<String>,
+}
+
+impl Started {
+    /// What `once runtime start` exits with: see [`exit`].
+    pub fn exit_code(&self) -> i32 {
+        if self.session.is_ok() {
+            exit::SUCCESS
+        } else {
+            exit::FAILED
+        }
+    }
+}
