@@ -21,6 +21,7 @@ mod modules_doc;
 mod no_io;
 mod reference;
 mod schema;
+mod spawns;
 mod tidy;
 
 use std::path::{Path, PathBuf};

@@ -439,6 +439,7 @@ pub fn check_source(path: &str, text: &str) -> Vec<String> {
         }
     }
     problems.extend(crate::no_io::check_opt_outs(path, text));
+    problems.extend(crate::spawns::check_spawns(path, text));
     problems
 }
 
