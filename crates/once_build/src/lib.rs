@@ -17,21 +17,22 @@
 //! evidence`); failing to store them is a warning, never the build's outcome.
 
 pub mod last_plan;
+pub mod record;
 pub mod scripts;
 pub mod session;
 pub mod test_results;
 pub mod testing;
 
+pub use record::{
+    ActionState, ActionSummary, CacheResult, Failure, PlanDiagnostic, PlanProblem, TAIL_LINES,
+    TargetRecord, TargetStatus, records, refused_records, shell_words, tail,
+};
+
 use std::collections::HashSet;
-use std::time::Duration;
 
 use once_analysis::{Analysis, Cancellable, SourceInput};
-use once_exec::{
-    ActionResult, ActionStatus, CacheState, ExecutionReport, PlannedAction, SourceStamps,
-};
+use once_exec::{ActionStatus, CacheState, ExecutionReport, PlannedAction, SourceStamps};
 use once_model::action::ActionStep;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 /// The syntax of a pattern naming every target below a package: `PKG/...`.
 pub const RECURSIVE_SUFFIX: &str = "...";
@@ -126,9 +127,9 @@ pub struct Plan {
     pub targets: Vec<PlannedTarget>,
     /// Every action of every requested target's plan, each once, dependencies first.
     pub actions: Vec<PlannedAction>,
-    /// Planning problems (implementation errors, dependency cycles), one line each; a
-    /// plan with problems is not executed.
-    pub problems: Vec<String>,
+    /// Planning problems (errors in manifests, implementation errors, dependency
+    /// cycles), each located where it is; a plan with problems is not executed.
+    pub problems: Vec<PlanProblem>,
     /// The kind of every target the plan has actions of, by id.
     pub kinds: std::collections::HashMap<String, String>,
     /// The stamp each source file the actions read had when its digest entered their
@@ -138,6 +139,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The problems as every front end prints them, one line each.
+    pub fn problem_lines(&self) -> Vec<String> {
+        self.problems.iter().map(|p| p.line.clone()).collect()
+    }
+
     /// Splits a `run` plan for a front end that starts the program itself (`once run`
     /// attached to the terminal, `once runtime start` under a supervisor): the actions
     /// the executor runs first (everything but the first target's own uncached `run`
@@ -228,30 +234,9 @@ pub fn plan(
         // copied (10,000 actions with their command lines, inputs and outputs).
         for step in action_plan.steps {
             for located in &step.diagnostics {
-                let d = &located.diagnostic;
-                if d.severity == once_model::Severity::Error {
-                    let line = located
-                        .range
-                        .as_ref()
-                        .map(|r| format!(":{}", r.start.line))
-                        .unwrap_or_default();
-                    // An error of a whole manifest (a syntax error) names no target:
-                    // it refuses every target of its package, and is said once.
-                    let prefix = match &d.target {
-                        Some(target) if *target == step.target => {
-                            format!("{target} {}: ", step.capability)
-                        }
-                        Some(target) => format!("{target}: "),
-                        None => String::new(),
-                    };
-                    let problem = format!(
-                        "{prefix}{}{}: {} [{}]",
-                        d.file.as_deref().unwrap_or("?"),
-                        line,
-                        d.message,
-                        d.code
-                    );
-                    if seen_problems.insert(problem.clone()) {
+                if located.diagnostic.severity == once_model::Severity::Error {
+                    let problem = PlanProblem::new(&step.target, &step.capability, located);
+                    if seen_problems.insert(problem.line.clone()) {
                         plan.problems.push(problem);
                     }
                 }
@@ -338,248 +323,6 @@ pub fn record_evidence(
     once_exec::evidence::record_evidence(root, &plan.actions, report)
         .err()
         .map(|err| format!("the evidence of this execution was not recorded: {err}"))
-}
-
-/// How one requested target ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct TargetRecord {
-    pub target: String,
-    pub kind: String,
-    pub capability: String,
-    /// Whether the kind implements the capability; one that does not plans nothing, and
-    /// its target completes with nothing to run.
-    pub implemented: bool,
-    /// `completed`, `failed` (one of its actions failed), `skipped` (an action it needs
-    /// failed first) or `cancelled`.
-    #[schemars(extend("enum" = ["completed", "failed", "skipped", "cancelled"]))]
-    pub status: &'static str,
-    /// `hit` when every action of the target's capability was reused, `miss` when one
-    /// ran and was stored, `bypass` when one ran uncached (and none was a miss); `null`
-    /// when the capability declares no action or none ran.
-    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
-    pub cache: Option<&'static str>,
-    /// The key of the capability's last action (`null` without actions).
-    pub action_digest: Option<String>,
-    pub output_groups: Vec<String>,
-    pub required_outputs: Vec<String>,
-    /// The files the capability hands to dependents (its default outputs).
-    pub outputs: Vec<String>,
-    /// Each action of the target's capability.
-    pub actions: Vec<ActionSummary>,
-    /// Why the target did not complete: the first failed action (its own, or the one of
-    /// a dependency that stopped it).
-    pub failure: Option<Failure>,
-}
-
-/// One action of a target's capability.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct ActionSummary {
-    pub id: String,
-    /// `succeeded`, `failed`, `skipped` or `cancelled`.
-    #[schemars(extend("enum" = ["succeeded", "failed", "skipped", "cancelled"]))]
-    pub status: &'static str,
-    /// `hit`, `miss` or `bypass`; `null` when it neither ran nor was reused (skipped, cancelled).
-    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
-    pub cache: Option<&'static str>,
-    pub key: Option<String>,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-}
-
-/// A failed action: what it ran, how it ended and the end of its output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Failure {
-    pub action: String,
-    /// The command line (`argv` joined, shell-quoted), or what the step does.
-    pub command: String,
-    pub exit_code: Option<i32>,
-    pub message: String,
-    /// The last lines of its stdout and stderr.
-    pub stdout_tail: String,
-    pub stderr_tail: String,
-}
-
-/// How many lines of a failed action's streams a record keeps.
-pub const TAIL_LINES: usize = 20;
-
-fn status_name(status: ActionStatus) -> &'static str {
-    match status {
-        ActionStatus::Succeeded => "succeeded",
-        ActionStatus::Failed => "failed",
-        ActionStatus::Skipped => "skipped",
-        ActionStatus::Cancelled => "cancelled",
-    }
-}
-
-/// The last `lines` lines of `bytes`, as text.
-pub fn tail(bytes: &[u8], lines: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let all: Vec<&str> = text.lines().collect();
-    let start = all.len().saturating_sub(lines);
-    let mut out = all[start..].join("\n");
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out
-}
-
-/// A shell-quoted command line.
-pub fn shell_words(argv: &[String]) -> String {
-    argv.iter()
-        .map(|word| {
-            if !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn failure(plan: &Plan, result: &ActionResult) -> Failure {
-    let action = plan.actions.iter().find(|a| a.action.id == result.id);
-    let command = match action.map(|a| &a.action.step) {
-        Some(ActionStep::Run(command)) => {
-            let words = shell_words(&command.argv);
-            if command.cwd.is_empty() {
-                words
-            } else {
-                format!(
-                    "(cd {} && {words})",
-                    shell_words(std::slice::from_ref(&command.cwd))
-                )
-            }
-        }
-        Some(ActionStep::WriteFile { path, .. }) => format!("write {path}"),
-        Some(ActionStep::Copy { from, to }) => format!("copy {from} {to}"),
-        Some(ActionStep::Symlink { link, .. }) => format!("symlink {link}"),
-        Some(ActionStep::MakeDir { path }) => format!("mkdir {path}"),
-        None => String::new(),
-    };
-    Failure {
-        action: result.id.clone(),
-        command,
-        exit_code: result.exit_code,
-        message: result
-            .message
-            .clone()
-            .unwrap_or_else(|| format!("action `{}` failed", result.id)),
-        stdout_tail: tail(&result.stdout.tail, TAIL_LINES),
-        stderr_tail: tail(&result.stderr.tail, TAIL_LINES),
-    }
-}
-
-fn duration_ms(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// One record per requested target, in the plan's order.
-pub fn records(plan: &Plan, report: &ExecutionReport) -> Vec<TargetRecord> {
-    let first_failure = report
-        .results
-        .iter()
-        .find(|r| r.status == ActionStatus::Failed);
-    // By id, once: looking each one up in the list would be quadratic in the plan.
-    let by_id: std::collections::HashMap<&str, &ActionResult> = report
-        .results
-        .iter()
-        .map(|result| (result.id.as_str(), result))
-        .collect();
-    plan.targets
-        .iter()
-        .map(|target| {
-            let results: Vec<&ActionResult> = target
-                .actions
-                .iter()
-                .filter_map(|id| by_id.get(id.as_str()).copied())
-                .collect();
-            let has = |status| results.iter().any(|r| r.status == status);
-            let has_cache = |state| results.iter().any(|r| r.cache == Some(state));
-            let (status, failed) = if let Some(own) =
-                results.iter().find(|r| r.status == ActionStatus::Failed)
-            {
-                ("failed", Some(failure(plan, own)))
-            } else if has(ActionStatus::Cancelled) {
-                ("cancelled", None)
-            } else if let Some(skipped) = results.iter().find(|r| r.status == ActionStatus::Skipped)
-            {
-                // The report of the failure that kept it from running, not just its id.
-                let cause = skipped
-                    .cause
-                    .as_deref()
-                    .and_then(|id| by_id.get(id).copied())
-                    .or(first_failure);
-                ("skipped", cause.map(|f| failure(plan, f)))
-            } else {
-                ("completed", None)
-            };
-            let cache = if has_cache(CacheState::Miss) {
-                Some("miss")
-            } else if has_cache(CacheState::Bypass) {
-                Some("bypass")
-            } else if !results.is_empty()
-                && results.iter().all(|r| r.cache == Some(CacheState::Hit))
-            {
-                Some("hit")
-            } else {
-                None
-            };
-            TargetRecord {
-                target: target.id.clone(),
-                kind: target.kind.clone(),
-                capability: plan.capability.clone(),
-                implemented: target.implemented,
-                status,
-                cache,
-                action_digest: results.last().and_then(|r| r.key).map(|k| k.to_hex()),
-                output_groups: target.output_groups.clone(),
-                required_outputs: target.required_outputs.clone(),
-                outputs: target.default_outputs.clone(),
-                actions: results
-                    .iter()
-                    .map(|r| ActionSummary {
-                        id: r.id.clone(),
-                        status: status_name(r.status),
-                        cache: r.cache.map(CacheState::as_str),
-                        key: r.key.map(|k| k.to_hex()),
-                        exit_code: r.exit_code,
-                        duration_ms: duration_ms(r.duration),
-                    })
-                    .collect(),
-                failure: failed,
-            }
-        })
-        .collect()
-}
-
-/// The records of a plan refused for its problems: every target `failed`, nothing run.
-pub fn refused_records(plan: &Plan) -> Vec<TargetRecord> {
-    records(
-        plan,
-        &ExecutionReport {
-            results: Vec::new(),
-            warnings: Vec::new(),
-        },
-    )
-    .into_iter()
-    .map(|mut record| {
-        record.status = "failed";
-        record.failure = Some(Failure {
-            action: String::new(),
-            command: String::new(),
-            exit_code: None,
-            message: format!("not planned: {}", plan.problems.join("; ")),
-            stdout_tail: String::new(),
-            stderr_tail: String::new(),
-        });
-        record
-    })
-    .collect()
 }
 
 /// Counts of a report's actions by cache state: `(hit, miss, bypass, failed)`.

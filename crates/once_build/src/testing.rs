@@ -29,7 +29,8 @@ use once_test_results::{
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::{Plan, TargetRecord};
+use crate::record::TargetStatus as RecordStatus;
+use crate::{CacheResult, Plan, TargetRecord};
 
 /// How the tests were selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -161,8 +162,11 @@ pub struct TestRun {
     /// `passed`, `flaky` (passed after a retry), `failed`, `timed_out`, `error` (no
     /// results: what the test needs failed to build, or the runner left no record) or
     /// `cancelled`.
-    #[schemars(extend("enum" = ["passed", "flaky", "failed", "timed_out", "error", "cancelled"]))]
-    pub status: &'static str,
+    #[schemars(
+        with = "String",
+        extend("enum" = ["passed", "flaky", "failed", "timed_out", "error", "cancelled"])
+    )]
+    pub status: TestRunStatus,
     /// Whether the target passed (`passed` or `flaky`).
     pub success: bool,
     /// 0 when it passed, 1 otherwise.
@@ -170,8 +174,8 @@ pub struct TestRun {
     /// `hit` when the passing results were restored from the cache, `miss` when the test
     /// ran and its pass was stored, `bypass` when it ran uncached (`--rerun`, a failure,
     /// retries); `null` when it did not get to run.
-    #[schemars(extend("enum" = ["hit", "miss", "bypass", null]))]
-    pub cache: Option<&'static str>,
+    #[schemars(with = "Option<String>", extend("enum" = ["hit", "miss", "bypass", null]))]
+    pub cache: Option<CacheResult>,
     /// Time spent on the test actions of this run (a hit's restore time).
     pub duration_ms: u64,
     /// How many times the test ran (retries of failing cases included).
@@ -193,6 +197,20 @@ impl TestRun {
     pub fn passed(&self) -> bool {
         self.success
     }
+}
+
+/// How a test target's run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestRunStatus {
+    Passed,
+    /// Passed after a retry.
+    Flaky,
+    Failed,
+    TimedOut,
+    /// No results: what the test needs failed to build, or the runner left no record.
+    Error,
+    Cancelled,
 }
 
 /// What the adapter of a test action was told: its format, runner and files.
@@ -441,7 +459,7 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
     let mut run = TestRun {
         target: record.target.clone(),
         kind: record.kind.clone(),
-        status: "error",
+        status: TestRunStatus::Error,
         success: false,
         exit_code: 1,
         cache: None,
@@ -473,7 +491,7 @@ fn collect(root: &Path, plan: &Plan, report: &ExecutionReport, record: TargetRec
             .push_str(&String::from_utf8_lossy(&result.stderr.tail));
         match result.status {
             ActionStatus::Cancelled => {
-                run.status = "cancelled";
+                run.status = TestRunStatus::Cancelled;
                 run.error = Some("cancelled".to_owned());
                 return run;
             }
@@ -548,12 +566,12 @@ fn collect_own_record(root: &Path, mut run: TestRun) -> TestRun {
     }
     run.cache = run.record.cache;
     match run.record.status {
-        "completed" | "failed" => {}
-        "cancelled" => {
-            run.status = "cancelled";
+        RecordStatus::Completed | RecordStatus::Failed => {}
+        RecordStatus::Cancelled => {
+            run.status = TestRunStatus::Cancelled;
             return run;
         }
-        _ => {
+        RecordStatus::Skipped => {
             run.error = Some(match &run.record.failure {
                 Some(failure) => {
                     format!("not run: `{}` failed: {}", failure.action, failure.message)
@@ -565,11 +583,11 @@ fn collect_own_record(root: &Path, mut run: TestRun) -> TestRun {
     }
     match read_results(root, &run.target, &run.results_path) {
         Ok(results) => {
-            let failed_action = run.record.status == "failed";
+            let failed_action = run.record.status == RecordStatus::Failed;
             set_results(&mut run, results);
             // A failed action fails the test whatever its record says.
             if failed_action && run.success {
-                run.status = "failed";
+                run.status = TestRunStatus::Failed;
                 run.success = false;
                 run.exit_code = 1;
             }
@@ -586,10 +604,10 @@ fn collect_own_record(root: &Path, mut run: TestRun) -> TestRun {
 
 fn set_results(run: &mut TestRun, results: TestResults) {
     run.status = match results.status {
-        TargetStatus::Passed => "passed",
-        TargetStatus::Flaky => "flaky",
-        TargetStatus::Failed => "failed",
-        TargetStatus::TimedOut => "timed_out",
+        TargetStatus::Passed => TestRunStatus::Passed,
+        TargetStatus::Flaky => TestRunStatus::Flaky,
+        TargetStatus::Failed => TestRunStatus::Failed,
+        TargetStatus::TimedOut => TestRunStatus::TimedOut,
     };
     run.success = results.succeeded();
     run.exit_code = if run.success { 0 } else { 1 };
@@ -722,7 +740,7 @@ fn retry(
         }
         run.duration_ms += millis(started.elapsed());
         run.attempts += 1;
-        run.cache = Some("bypass");
+        run.cache = Some(CacheResult::Bypass);
         match combine(root, &run.target, &run.results_path, records) {
             Ok(merged) => set_results(run, merged),
             Err(error) => {
@@ -886,6 +904,28 @@ mod tests {
             &["once", "__test-adapter", "--results-format", "nope", "--"],
             "",
             None,
+        );
+    }
+
+    /// The names the run's schema lists are the names serde writes, every variant's.
+    #[test]
+    fn the_run_schema_lists_every_status_by_its_serialised_name() {
+        let schema = serde_json::to_value(schemars::schema_for!(TestRun)).unwrap();
+        use TestRunStatus as S;
+        let written: Vec<serde_json::Value> = [
+            S::Passed,
+            S::Flaky,
+            S::Failed,
+            S::TimedOut,
+            S::Error,
+            S::Cancelled,
+        ]
+        .iter()
+        .map(|status| serde_json::to_value(status).unwrap())
+        .collect();
+        assert_eq!(
+            schema["properties"]["status"]["enum"].as_array().unwrap(),
+            &written
         );
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use anyhow::{Context as _, anyhow};
 use once_build::session::planning::{self, PlanRequest, PlanSource, Planned};
 use once_build::session::{self, Observer, Session};
-use once_build::{Plan, TargetRecord};
+use once_build::{Plan, TargetRecord, TargetStatus};
 use once_exec::{CancelHandle, ExecOptions, Progress, Store};
 use once_model::action::ActionStep;
 use serde_json::json;
@@ -321,6 +321,8 @@ struct Answer<'a> {
     exit_code: Option<Option<i32>>,
     targets: &'a [TargetRecord],
     problems: &'a [String],
+    /// The same problems, each with its code, file and range.
+    diagnostics: &'a [once_build::PlanDiagnostic],
 }
 
 /// Prints the plan's problems; a plan with problems is not executed.
@@ -330,7 +332,8 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
             "success": false,
             "capability": plan.capability,
             "targets": [],
-            "problems": plan.problems,
+            "problems": plan.problem_lines(),
+            "diagnostics": plan.problems.iter().map(|p| p.located()).collect::<Vec<_>>(),
         }))?;
     } else {
         eprintln!(
@@ -338,7 +341,7 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
             plan.capability
         );
         for problem in &plan.problems {
-            eprintln!("  {}", printable(problem));
+            eprintln!("  {}", printable(&problem.line));
         }
     }
     Ok(outcome_of(session::exit::REFUSED))
@@ -372,6 +375,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
                     exit_code: None,
                     targets: records,
                     problems: &[],
+                    diagnostics: &[],
                 })
             })
         })
@@ -426,13 +430,15 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
     let mut shown = std::collections::HashSet::new();
     for record in records {
         let state = match (record.status, record.cache) {
-            ("completed", Some(cache)) => cache.to_owned(),
-            ("completed", None) if !record.implemented => format!(
+            (TargetStatus::Completed, Some(cache)) => cache.as_str().to_owned(),
+            (TargetStatus::Completed, None) if !record.implemented => format!(
                 "nothing to run (the kind does not implement `{}`)",
                 record.capability
             ),
-            ("completed", None) => "nothing to run".to_owned(),
-            (status, _) => status.to_uppercase(),
+            (TargetStatus::Completed, None) => "nothing to run".to_owned(),
+            (TargetStatus::Failed, _) => "FAILED".to_owned(),
+            (TargetStatus::Skipped, _) => "SKIPPED".to_owned(),
+            (TargetStatus::Cancelled, _) => "CANCELLED".to_owned(),
         };
         let _ = writeln!(
             out,
@@ -443,7 +449,7 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
         let Some(failure) = &record.failure else {
             continue;
         };
-        if record.status == "skipped" {
+        if record.status == TargetStatus::Skipped {
             let _ = write!(out, "  not built: `{}` failed", printable(&failure.action));
             if !shown.insert(failure.action.as_str()) {
                 let _ = writeln!(out, " (above)");
@@ -532,7 +538,7 @@ pub fn run(
         let (records, code) = prepared.finish(&plan);
         if args.format == Format::Json {
             print_json(
-                &json!({ "success": false, "capability": "run", "targets": records, "problems": [] }),
+                &json!({ "success": false, "capability": "run", "targets": records, "problems": [], "diagnostics": [] }),
             )?;
         } else {
             print_records(&records);
@@ -621,6 +627,7 @@ pub fn run(
             exit_code: Some(exit_code),
             targets: &records,
             problems: &[],
+            diagnostics: &[],
         })?;
     } else if !success {
         eprintln!(

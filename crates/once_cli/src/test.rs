@@ -8,9 +8,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use once_build::CacheResult;
 use once_build::session::planning::{PlanRequest, TestRequest};
 use once_build::session::{Observer, Session};
-use once_build::testing::{Selection, TestOptions, TestProgress, TestRun};
+use once_build::testing::{Selection, TestOptions, TestProgress, TestRun, TestRunStatus};
 use once_exec::ExecOptions;
 use serde_json::json;
 
@@ -55,13 +56,14 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
                 "exit_code": once_build::session::exit::REFUSED,
                 "selection": selection,
                 "runs": [],
-                "problems": plan.problems,
+                "problems": plan.problem_lines(),
+                "diagnostics": plan.problems.iter().map(|p| p.located()).collect::<Vec<_>>(),
                 "warnings": [],
             }))?;
         } else {
             eprintln!("once: cannot test what was asked; nothing ran:");
             for problem in &plan.problems {
-                eprintln!("  {}", printable(problem));
+                eprintln!("  {}", printable(&problem.line));
             }
         }
         return Ok(outcome_of(once_build::session::exit::REFUSED));
@@ -92,6 +94,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
             "selection": selection,
             "runs": tested.runs,
             "problems": [],
+            "diagnostics": [],
             "warnings": tested.warnings,
         }))?;
     } else {
@@ -155,18 +158,18 @@ fn print_runs(runs: &[TestRun], elapsed: std::time::Duration) {
     let mut cached = 0;
     for run in runs {
         let label = match (run.status, run.cache) {
-            ("passed", Some("hit")) => "CACHED",
-            ("passed", _) => "PASS",
-            ("flaky", _) => "FLAKY",
-            ("timed_out", _) => "TIMEOUT",
-            ("cancelled", _) => "CANCELLED",
-            ("error", _) => "ERROR",
-            _ => "FAIL",
+            (TestRunStatus::Passed, Some(CacheResult::Hit)) => "CACHED",
+            (TestRunStatus::Passed, _) => "PASS",
+            (TestRunStatus::Flaky, _) => "FLAKY",
+            (TestRunStatus::TimedOut, _) => "TIMEOUT",
+            (TestRunStatus::Cancelled, _) => "CANCELLED",
+            (TestRunStatus::Error, _) => "ERROR",
+            (TestRunStatus::Failed, _) => "FAIL",
         };
         if run.success {
             passed += 1;
         }
-        if run.cache == Some("hit") {
+        if run.cache == Some(CacheResult::Hit) {
             cached += 1;
         }
         let mut line = format!(

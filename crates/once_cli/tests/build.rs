@@ -167,7 +167,16 @@ fn a_second_build_hits_an_edit_misses_and_identical_outputs_cut_off() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(fields, ["success", "capability", "targets", "problems"]);
+    assert_eq!(
+        fields,
+        [
+            "success",
+            "capability",
+            "targets",
+            "problems",
+            "diagnostics"
+        ]
+    );
     assert_eq!(
         cache_states(&first),
         states(&[
@@ -440,7 +449,14 @@ fn run_builds_first_then_runs_with_the_arguments() {
         .collect();
     assert_eq!(
         fields,
-        ["success", "capability", "exit_code", "targets", "problems"]
+        [
+            "success",
+            "capability",
+            "exit_code",
+            "targets",
+            "problems",
+            "diagnostics"
+        ]
     );
     assert_eq!(record["targets"][0]["cache"], "bypass");
     assert_eq!(record["targets"][0]["capability"], "run");

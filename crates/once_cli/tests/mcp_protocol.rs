@@ -886,7 +886,7 @@ fn builds_report_progress_hit_the_cache_and_fail_as_normal_results() {
         .clone();
     assert_eq!(build["annotations"]["readOnlyHint"], json!(false));
     let schema = &build["outputSchema"]["properties"]["result"];
-    assert_eq!(schema["required"].as_array().unwrap().len(), 8, "{schema}");
+    assert_eq!(schema["required"].as_array().unwrap().len(), 9, "{schema}");
 
     server.send(
         json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -1388,6 +1388,19 @@ fn the_cli_and_the_tools_share_one_driver() {
         "{reply}"
     );
     assert!(!cli_workspace.path().join(".once/out/bad").exists());
+    // Located, for both: the code, the file and the range of the error.
+    let refused = cli(&["build", "bad/Bad", "--format", "json"]);
+    let refused: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(refused["problems"], reply["problems"], "{refused}");
+    assert_eq!(refused["diagnostics"], reply["diagnostics"], "{refused}");
+    let located = &reply["diagnostics"][0];
+    assert_eq!(located["code"], "syntax_error", "{reply}");
+    assert_eq!(located["file"], "bad/once.toml", "{reply}");
+    assert_eq!(located["range"]["start"]["line"], 6, "{reply}");
+    assert!(
+        located["range"]["start"]["column"].as_u64().unwrap() > 1,
+        "{reply}"
+    );
 
     // Nothing named: every test, for both, with the same selection and code.
     let tests = cli(&["test", "--format", "json"]);

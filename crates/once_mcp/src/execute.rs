@@ -17,7 +17,7 @@ use once_analysis::{Analysis, Cancellable};
 use once_build::session::planning::{self, PlanRequest, PlanSource, TestRequest};
 use once_build::session::{Observer, Session};
 use once_build::testing::{Selection, TestOptions, TestProgress, TestRun};
-use once_build::{Plan, TargetRecord};
+use once_build::{Plan, PlanDiagnostic, TargetRecord};
 use once_exec::{CancelHandle, ExecOptions, Progress};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -93,8 +93,10 @@ pub struct TestsResult {
     pub selection: Selection,
     /// One run per selected test target, each with its normalized results.
     pub runs: Vec<TestRun>,
-    /// Why nothing ran (planning errors); empty otherwise.
+    /// Why nothing ran (planning errors), one line each; empty otherwise.
     pub problems: Vec<String>,
+    /// The same problems, each with its code, file and range.
+    pub diagnostics: Vec<PlanDiagnostic>,
     /// Problems that did not change the outcome (evidence not recorded, a retry that
     /// left no results).
     pub warnings: Vec<String>,
@@ -116,8 +118,10 @@ pub struct ExecutionResult {
     /// actions (for a run: the program's).
     pub stdout: String,
     pub stderr: String,
-    /// Why nothing ran (planning errors); empty otherwise.
+    /// Why nothing ran (planning errors), one line each; empty otherwise.
     pub problems: Vec<String>,
+    /// The same problems, each with its code, file and range.
+    pub diagnostics: Vec<PlanDiagnostic>,
 }
 
 /// Plans `capability` of `target` from the snapshot, as `once build`/`once run` would.
@@ -202,11 +206,8 @@ fn execute_tests(
         success: tested.succeeded(),
         exit_code: tested.exit_code(),
         selection: selection.clone(),
-        problems: if tested.refused {
-            plan.problems.clone()
-        } else {
-            Vec::new()
-        },
+        problems: refusal(tested.refused, plan).0,
+        diagnostics: refusal(tested.refused, plan).1,
         runs: tested.runs,
         warnings: tested.warnings,
     })
@@ -376,6 +377,19 @@ pub fn execute(
     }
 }
 
+/// Why a refused plan was refused: its problems as lines and located (nothing for a plan
+/// that ran).
+fn refusal(refused: bool, plan: &Plan) -> (Vec<String>, Vec<PlanDiagnostic>) {
+    if refused {
+        (
+            plan.problem_lines(),
+            plan.problems.iter().map(|p| p.located()).collect(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    }
+}
+
 /// Builds or runs `target` through the executor (a run's program captured).
 fn run_capability(
     session: &Session,
@@ -420,18 +434,15 @@ fn run_capability(
         record,
         stdout,
         stderr,
-        problems: if built.refused {
-            plan.problems.clone()
-        } else {
-            Vec::new()
-        },
+        problems: refusal(built.refused, plan).0,
+        diagnostics: refusal(built.refused, plan).1,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use once_build::{ActionSummary, Failure};
+    use once_build::{ActionState, ActionSummary, CacheResult, Failure, TargetStatus};
 
     fn result(full: bool) -> ExecutionResult {
         let some = |text: &str| full.then(|| text.to_owned());
@@ -445,16 +456,16 @@ mod tests {
                 kind: "command".into(),
                 capability: "build".into(),
                 implemented: true,
-                status: "failed",
-                cache: full.then_some("miss"),
+                status: TargetStatus::Failed,
+                cache: full.then_some(CacheResult::Miss),
                 action_digest: some("00"),
                 output_groups: vec!["default".into()],
                 required_outputs: vec!["default".into()],
                 outputs: vec![".once/out/a/A/x".into()],
                 actions: vec![ActionSummary {
                     id: "a/A#build/cmd".into(),
-                    status: "failed",
-                    cache: full.then_some("bypass"),
+                    status: ActionState::Failed,
+                    cache: full.then_some(CacheResult::Bypass),
                     key: some("00"),
                     exit_code: full.then_some(3),
                     duration_ms: 5,
@@ -471,6 +482,16 @@ mod tests {
             stdout: String::new(),
             stderr: "no\n".into(),
             problems: vec!["p".into()],
+            diagnostics: vec![PlanDiagnostic {
+                code: "syntax_error".into(),
+                message: "m".into(),
+                file: some("a/once.toml"),
+                range: full.then_some(once_build::record::ProblemRange {
+                    start: once_build::record::ProblemPosition { line: 1, column: 1 },
+                    end: once_build::record::ProblemPosition { line: 1, column: 2 },
+                }),
+                target: some("a/A"),
+            }],
         }
     }
 

@@ -289,7 +289,7 @@ impl Session {
         if !plan.problems.is_empty() {
             return Err(format!(
                 "cannot run `{target}`; nothing was started: {}",
-                plan.problems.join("; ")
+                plan.problem_lines().join("; ")
             ));
         }
         if plan.split_program().1.is_empty() {
