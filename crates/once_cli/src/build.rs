@@ -3,7 +3,6 @@
 //! table (`once_build::session::exit`): 0 success, 1 a build failed, the program's own
 //! code once `once run` ran it; 2 usage or I/O errors.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 use std::sync::Mutex;
@@ -161,89 +160,49 @@ fn options(exec: &ExecArgs) -> ExecOptions {
 }
 
 /// The live progress line on a terminal, an observer of the session: `[done/total]
-/// building TARGET (kind)` and the actions running. The executor reports ends only, so
-/// "running" is every unfinished action whose producers have finished, at most `jobs`
-/// of them.
+/// building TARGET (kind)` and the actions running (those the executor took up and has
+/// not finished, as it says).
 struct ProgressLine<'p> {
     plan: &'p Plan,
-    actions: &'p [once_exec::PlannedAction],
-    jobs: usize,
-    /// Per action: the actions producing its inputs.
-    producers: Vec<Vec<usize>>,
-    finished: Mutex<Vec<bool>>,
+    total: usize,
+    /// The ids of the actions running, in the order they started.
+    running: Mutex<Vec<String>>,
+    /// The last `done` shown.
+    done: std::sync::atomic::AtomicUsize,
     shown: AtomicBool,
 }
 
 impl<'p> ProgressLine<'p> {
-    fn new(plan: &'p Plan, actions: &'p [once_exec::PlannedAction], jobs: usize) -> Self {
-        let mut by_output = HashMap::new();
-        for (index, planned) in actions.iter().enumerate() {
-            for output in &planned.action.outputs {
-                by_output.insert(output.as_str(), index);
-            }
-        }
-        let producers = actions
-            .iter()
-            .map(|planned| {
-                let mut found = Vec::new();
-                for input in &planned.action.inputs {
-                    // The input itself, or a declared directory above it.
-                    let mut path = input.as_str();
-                    loop {
-                        if let Some(&producer) = by_output.get(path) {
-                            found.push(producer);
-                            break;
-                        }
-                        match path.rfind('/') {
-                            Some(slash) => path = &path[..slash],
-                            None => break,
-                        }
-                    }
-                }
-                found
-            })
-            .collect();
+    fn new(plan: &'p Plan, total: usize) -> Self {
         ProgressLine {
             plan,
-            actions,
-            jobs: jobs.max(1),
-            producers,
-            finished: Mutex::new(vec![false; actions.len()]),
+            total,
+            running: Mutex::new(Vec::new()),
+            done: std::sync::atomic::AtomicUsize::new(0),
             shown: AtomicBool::new(false),
         }
     }
 
     fn show(&self, done: usize, last: Option<&str>) {
-        let finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
-        let running: Vec<&str> = (0..self.actions.len())
-            .filter(|&i| !finished[i] && self.producers[i].iter().all(|&p| finished[p]))
-            .take(self.jobs)
-            .map(|i| self.actions[i].action.id.as_str())
-            .collect();
-        drop(finished);
-        let current = running
-            .first()
-            .copied()
-            .or(last)
-            .and_then(|id| self.actions.iter().find(|a| a.action.id == id))
-            .map(|a| &a.action);
-        let mut line = format!("[{done}/{}]", self.actions.len());
-        if let Some(action) = current {
-            let kind = self
-                .plan
-                .kinds
-                .get(&action.target)
-                .map_or("", String::as_str);
-            let verb = if action.capability == "build" {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let current = running.first().map(String::as_str).or(last);
+        let mut line = format!("[{done}/{}]", self.total);
+        if let Some(id) = current {
+            // An action id is `TARGET#CAPABILITY/NAME`.
+            let (target, rest) = id.split_once('#').unwrap_or((id, ""));
+            let capability = rest.split('/').next().unwrap_or("");
+            let kind = self.plan.kinds.get(target).map_or("", String::as_str);
+            let verb = if capability == "build" {
                 "building".to_owned()
             } else {
-                format!("{}:", action.capability)
+                format!("{capability}:")
             };
-            line.push_str(&format!(" {verb} {} ({kind})", action.target));
+            line.push_str(&format!(" {verb} {target} ({kind})"));
         }
         if !running.is_empty() {
             line.push_str(&format!(" · running {}", running.join(", ")));
         }
+        drop(running);
         let width = terminal_width();
         let line: String = printable(&line)
             .chars()
@@ -253,17 +212,6 @@ impl<'p> ProgressLine<'p> {
         let _ = write!(stderr, "\r\x1b[K{line}");
         let _ = stderr.flush();
         self.shown.store(true, Ordering::Relaxed);
-    }
-
-    fn update(&self, progress: &Progress<'_>) {
-        if let Some(index) = self
-            .actions
-            .iter()
-            .position(|a| a.action.id == progress.result.id)
-        {
-            self.finished.lock().unwrap_or_else(|e| e.into_inner())[index] = true;
-        }
-        self.show(progress.done, Some(&progress.result.id));
     }
 
     fn clear(&self) {
@@ -276,8 +224,22 @@ impl<'p> ProgressLine<'p> {
 }
 
 impl Observer for ProgressLine<'_> {
+    fn action_started(&self, id: &str) {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id.to_owned());
+        self.show(self.done.load(Ordering::Relaxed), Some(id));
+    }
+
     fn action_finished(&self, progress: &Progress<'_>) {
-        self.update(progress);
+        let id = progress.result.id.as_str();
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|running| running != id);
+        self.done.store(progress.done, Ordering::Relaxed);
+        self.show(progress.done, Some(id));
     }
 }
 
@@ -292,16 +254,12 @@ pub(crate) fn terminal_width() -> usize {
 /// The progress line of `plan`'s `actions` when stderr is a terminal (human output).
 fn progress_line<'p>(
     plan: &'p Plan,
-    actions: &'p [once_exec::PlannedAction],
-    exec: &ExecArgs,
+    actions: &[once_exec::PlannedAction],
     format: Format,
 ) -> Option<ProgressLine<'p>> {
     let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
     live.then(|| {
-        let jobs = options(exec)
-            .jobs
-            .unwrap_or_else(once_exec::executor::machine_parallelism);
-        let line = ProgressLine::new(plan, actions, jobs);
+        let line = ProgressLine::new(plan, actions.len());
         line.show(0, None);
         line
     })
@@ -360,7 +318,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
         return refuse(&plan, args.format);
     }
     set_interruptible(Interruptible::Execution(session.cancel_handle()));
-    let line = progress_line(&plan, &plan.actions, exec, args.format);
+    let line = progress_line(&plan, &plan.actions, args.format);
     let observer = line.as_ref().map(|line| line as &dyn Observer);
     // The JSON answer is made while the evidence is recorded (each is a few percent of a
     // no-op build of 10,000 targets, and both only read the plan and the report); it is
@@ -519,7 +477,7 @@ pub fn run(
         .unwrap_or_default();
     set_interruptible(Interruptible::Execution(session.cancel_handle()));
     let (before, _) = plan.split_program();
-    let line = progress_line(&plan, &before, exec, args.format);
+    let line = progress_line(&plan, &before, args.format);
     let prepared = session.prepare_run(&plan, line.as_ref().map(|line| line as &dyn Observer));
     if let Some(line) = &line {
         line.clear();

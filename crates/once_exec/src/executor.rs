@@ -587,6 +587,8 @@ fn plan_graph(
 static SYSTEM_RUNNER: SystemRunner = SystemRunner;
 
 type ProgressCallback<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
+/// Told the id of each action a worker takes up.
+type StartCallback<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// Runs plans against a workspace and a store.
 pub struct Executor<'a> {
@@ -596,6 +598,7 @@ pub struct Executor<'a> {
     options: ExecOptions,
     cancel: CancelHandle,
     progress: Option<ProgressCallback<'a>>,
+    started: Option<StartCallback<'a>>,
     /// A panic of the progress callback, re-raised once every process is gone.
     callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     scope: OutputScope,
@@ -648,6 +651,7 @@ impl<'a> Executor<'a> {
             options: ExecOptions::default(),
             cancel: CancelHandle::new(),
             progress: None,
+            started: None,
             callback_panic: Mutex::new(None),
             scope: OutputScope::BuildDirectory,
             order: Vec::new(),
@@ -700,6 +704,15 @@ impl<'a> Executor<'a> {
     /// killed) and [`Executor::run`] re-raises the panic once nothing runs any more.
     pub fn on_progress(mut self, progress: ProgressCallback<'a>) -> Self {
         self.progress = Some(progress);
+        self
+    }
+
+    /// Calls `started` with an action's id when a worker takes it up (before its cache
+    /// is looked up; a hit ends soon after), from that worker and without the
+    /// scheduler's lock, so a front end knows what runs without guessing from the plan.
+    /// A panic is handled as [`Executor::on_progress`]'s.
+    pub fn on_start(mut self, started: StartCallback<'a>) -> Self {
+        self.started = Some(started);
         self
     }
 
@@ -844,17 +857,28 @@ impl<'a> Executor<'a> {
             (ActionStatus::Skipped, _) => format!("skipped {}", result.id),
             (ActionStatus::Cancelled, _) => format!("cancelled {}", result.id),
         };
-        let reported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        self.call_front_end(|| {
             progress(&Progress {
                 done: scheduler.done,
                 total,
                 message,
                 result,
-            })
-        }));
-        // A front end's bug must not leave processes running: cancel everything, and
-        // re-raise the panic when they are gone.
-        if let Err(panic) = reported {
+            });
+        });
+    }
+
+    /// Tells the front end an action was taken up.
+    fn announce_start(&self, id: &str) {
+        if let Some(started) = self.started {
+            self.call_front_end(|| started(id));
+        }
+    }
+
+    /// Calls a front end's callback. Its bug must not leave processes running: a panic
+    /// cancels everything, and is re-raised when they are gone.
+    fn call_front_end(&self, callback: impl FnOnce()) {
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback));
+        if let Err(panic) = called {
             self.cancel.cancel();
             let mut slot = self
                 .callback_panic
@@ -902,6 +926,7 @@ impl<'a> Executor<'a> {
                     .collect();
                 (index, dependency_outputs)
             };
+            self.announce_start(&run.plan[index].action.id);
             // A bug in one action must not leave the others waiting for it forever.
             let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 self.process(run, &run.plan[index], &dependency_outputs)

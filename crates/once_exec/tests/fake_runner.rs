@@ -530,6 +530,51 @@ fn progress_is_reported_once_per_action_with_done_and_total() {
     );
 }
 
+/// A start is announced for each action a worker takes up, before its end; a skipped
+/// action never starts, and a hit starts too (its cache is looked up).
+#[test]
+fn each_action_taken_up_is_announced_before_it_ends() {
+    let fixture = Fixture::new();
+    let plan = [
+        action("bad", &[], &["bad"]),
+        action("after", &["bad"], &["after"]),
+        action("fine", &[], &["fine"]),
+    ];
+    let runner = writer(&["bad"]);
+    let seen = Mutex::new(Vec::new());
+    let started = |id: &str| seen.lock().unwrap().push(format!("start {id}"));
+    let ended = |progress: &Progress<'_>| {
+        seen.lock()
+            .unwrap()
+            .push(format!("end {}", progress.result.id));
+    };
+    let run = || {
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .with_options(options(1, true))
+            .on_start(&started)
+            .on_progress(&ended)
+            .run(&plan)
+            .unwrap()
+    };
+    run();
+    let expected = [
+        "start T#build/bad",
+        "end T#build/bad",
+        "end T#build/after",
+        "start T#build/fine",
+        "end T#build/fine",
+    ];
+    assert_eq!(std::mem::take(&mut *seen.lock().unwrap()), expected);
+    // Again: `fine` is a hit, still taken up and announced.
+    let report = run();
+    assert_eq!(
+        report.result("T#build/fine").unwrap().cache,
+        Some(CacheState::Hit)
+    );
+    assert_eq!(seen.into_inner().unwrap(), expected);
+}
+
 #[test]
 fn streams_keep_their_end_in_memory_and_all_of_it_in_the_store() {
     let fixture = Fixture::new();

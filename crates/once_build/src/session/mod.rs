@@ -24,9 +24,11 @@ use crate::scripts::ScriptJob;
 use crate::testing::{TestOptions, TestProgress, TestRun};
 use crate::{Plan, TargetRecord};
 
-/// What a front end is told while a session runs: each finished action, each finished
-/// test target. Both default to nothing.
+/// What a front end is told while a session runs: each action taken up and finished,
+/// each finished test target. All default to nothing.
 pub trait Observer: Sync {
+    /// A worker took up an action (its cache is looked up next; a hit ends soon after).
+    fn action_started(&self, _id: &str) {}
     /// An action ended (ran, was a hit, failed, was skipped or cancelled).
     fn action_finished(&self, _progress: &Progress<'_>) {}
     /// Every test action of a test target ended.
@@ -115,12 +117,17 @@ impl Session {
                 observer.action_finished(progress);
             }
         };
+        let started = |id: &str| {
+            if let Some(observer) = observer {
+                observer.action_started(id);
+            }
+        };
         let mut executor = Executor::new(&self.root, &self.store)
             .with_options(self.options.clone())
             .with_cancel(self.cancel.clone())
             .with_source_stamps(plan.source_stamps.clone());
         if observer.is_some() {
-            executor = executor.on_progress(&callback);
+            executor = executor.on_progress(&callback).on_start(&started);
         }
         executor
             .run(actions)
