@@ -13,6 +13,7 @@
 pub mod execute;
 pub mod jsonrpc;
 pub mod lifecycle;
+mod pending;
 pub mod schema;
 pub mod server;
 pub mod tools;
