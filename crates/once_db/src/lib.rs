@@ -19,16 +19,11 @@
 
 pub mod changes;
 #[cfg(unix)]
-#[allow(
-    clippy::disallowed_methods,
-    clippy::disallowed_types,
-    reason = "OsSystem's confined reads, writes and write lock: the real disk behind `System`"
-)]
-pub mod confined;
+pub use once_host::confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;
-pub mod framed;
+pub use once_model::framed;
 pub mod links;
 pub mod memory;
 pub mod package_filter;

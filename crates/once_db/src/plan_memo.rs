@@ -9,13 +9,4 @@
 //! storage to the front end (`once_exec::plan_memo` keeps it in the store). Servers with
 //! a warm database (`once lsp`, `once mcp`) install none.
 
-use crate::digests::Sha256Digest;
-
-/// Planned values by key, kept by the caller between processes.
-pub trait PlanMemo: Send + Sync {
-    /// The value recorded under `key` (by this process or an earlier one), if any.
-    fn lookup(&self, key: &Sha256Digest) -> Option<std::sync::Arc<[u8]>>;
-
-    /// Remembers `value` under `key` (a later [`PlanMemo::lookup`] may return it).
-    fn record(&self, key: Sha256Digest, value: Vec<u8>);
-}
+pub use once_model::plan_memo::PlanMemo;

@@ -1,7 +1,7 @@
 //! The evidence database, `.once/once.sqlite`: opening it safely, its schema, writing and
 //! querying records.
 //!
-//! - **Confined.** `.once` is opened (and made, for writers) with `once_db::confined`,
+//! - **Confined.** `.once` is opened (and made, for writers) with `once_host::confined`,
 //!   one component at a time without following links, so a `.once` that is a symbolic
 //!   link is refused. SQLite itself opens by path: it is asked not to follow a link for
 //!   the database file (`SQLITE_OPEN_NOFOLLOW`), and after opening, `.once` is checked to
@@ -33,8 +33,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use once_db::Sha256Digest;
-use once_db::confined;
+use once_host::confined;
+use once_model::Sha256Digest;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension as _, TransactionBehavior};
 
 use crate::record::{ActionEvidence, CacheOutcome, EvidenceRecord, EvidenceStatus, Subject};

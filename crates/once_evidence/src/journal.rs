@@ -32,8 +32,8 @@ use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
 
-use once_db::Sha256Digest;
-use once_db::confined;
+use once_host::confined;
+use once_model::Sha256Digest;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 
 use crate::database::{EvidenceError, EvidenceStore, RETAINED_RECORDS, StoredRow};

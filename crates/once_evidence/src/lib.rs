@@ -26,7 +26,7 @@ mod journal;
 mod record;
 
 /// The digest type of records' fields.
-pub use once_db::Sha256Digest;
+pub use once_model::Sha256Digest;
 
 pub use database::{
     DATABASE_PATH, DEFAULT_LIMIT, EvidenceError, EvidenceStore, MAX_LIMIT, RETAINED_RECORDS,

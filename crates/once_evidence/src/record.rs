@@ -8,7 +8,7 @@
 //! milliseconds, have different ids; two identical records made in the same millisecond
 //! are the same record (the database keeps one).
 
-use once_db::Sha256Digest;
+use once_model::Sha256Digest;
 
 /// The `schema` field of every record.
 pub const EVIDENCE_SCHEMA: &str = "once.evidence.v1";

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use once_db::Sha256Digest;
 use once_evidence::{
     ActionEvidence, CacheOutcome, DATABASE_PATH, EvidenceError, EvidenceRecord, EvidenceStatus,
     EvidenceStore, JOURNAL_PATH, RETAINED_RECORDS, Subject, append_to_journal, query_workspace,
 };
+use once_model::Sha256Digest;
 
 fn target_evidence(id: &str, capability: &str, key: &str) -> ActionEvidence {
     ActionEvidence {

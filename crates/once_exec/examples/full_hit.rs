@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use once_db::Sha256Digest;
 use once_exec::{CacheState, ExecOptions, Executor, PlannedAction, Store};
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep, Command};
 
 const MIB: [u32; 15] = [1, 2, 4, 8, 16, 1, 2, 4, 8, 16, 1, 2, 4, 8, 7];

@@ -1,12 +1,12 @@
 //! File operations relative to directory handles, never following a symbolic link: the
 //! small set the store and the output restorer share, on top of
-//! [`once_db::confined`]'s directory walk and temporary files.
+//! [`once_host::confined`]'s directory walk and temporary files.
 
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, OwnedFd};
 
-use once_db::confined::create_temporary;
+use once_host::confined::create_temporary;
 use rustix::fs::{
     AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, Stat, fchmod, flock, mkdirat, openat,
     renameat, statat, unlinkat,

@@ -39,7 +39,7 @@
 
 use std::collections::BTreeMap;
 
-use once_db::Sha256Digest;
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep};
 use sha2::{Digest as _, Sha256};
 

@@ -6,7 +6,7 @@
 //!
 //! This module only keeps the bytes: what they hold, and when they may be used, is the
 //! caller's (`once_build::last_plan`). The file holds one entry in the store's format of
-//! keyed entries (see `plan_memo`), framed ([`once_db::framed`]): its key is the caller's
+//! keyed entries (see `plan_memo`), framed ([`once_model::framed`]): its key is the caller's
 //! key salted with [`program_identity`] (a plan depends on the binary's prelude and
 //! encodings, so a rebuilt binary never reads an older one's plan), and a file that is
 //! not intact is ignored as a whole and removed with a warning. Writes are atomic (a complete temporary file
@@ -20,8 +20,8 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format};
 
 use crate::plan_memo::{
     MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, program_identity, unix_seconds,

@@ -33,7 +33,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use once_db::confined::{TEMPORARY_PREFIX, create_temporary};
+use once_host::confined::{TEMPORARY_PREFIX, create_temporary};
 use rustix::fs::{AtFlags, FileType, Mode, fchmod, fstat, mkdirat, readlinkat, renameat, unlinkat};
 
 use crate::handles;
@@ -608,7 +608,7 @@ fn temporary_directory(directory: &OwnedFd) -> io::Result<String> {
 /// Opens the workspace directory `relative` (`""`: the root) from `root` without
 /// following links; `None` when missing.
 fn open_path(root: BorrowedFd<'_>, relative: &str) -> io::Result<Option<OwnedFd>> {
-    once_db::confined::open_directory_at(root, relative, false)
+    once_host::confined::open_directory_at(root, relative, false)
 }
 
 fn components(path: &str) -> impl Iterator<Item = &str> {
@@ -678,7 +678,7 @@ mod tests {
         }
 
         fn materialize(&self, output: &str) -> io::Result<usize> {
-            let root = once_db::confined::open_root(&self.root).expect("the root");
+            let root = once_host::confined::open_root(&self.root).expect("the root");
             materialize_external_links(root.as_fd(), &self.root, output)
         }
 

@@ -3,7 +3,7 @@
 //!
 //! Every operation starts from a handle of the workspace root and reaches the output's
 //! directory one component at a time without following links
-//! ([`once_db::confined::open_directory_at`]); files are written to a temporary file in
+//! ([`once_host::confined::open_directory_at`]); files are written to a temporary file in
 //! their directory and renamed into place.
 //!
 //! **Restore strategy: a hard link to a sealed blob, else a checked copy.** An output
@@ -39,9 +39,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use once_db::Sha256Digest;
-use once_db::confined::{create_temporary, open_directory_at, open_root};
-use once_db::framed::{Damage, Format, Unframed};
+use once_host::confined::{create_temporary, open_directory_at, open_root};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format, Unframed};
 use rustix::fs::{
     AtFlags, FileType, Mode, Stat, fchmod, fstat, readlinkat, renameat, symlinkat, unlinkat,
 };
@@ -57,7 +57,7 @@ pub const LOCKS_DIR: &str = ".once/locks";
 /// The stamp file, relative to the workspace root.
 pub const STAMPS_FILE: &str = ".once/output-stamps";
 
-/// The stamp file's framing ([`once_db::framed`]).
+/// The stamp file's framing ([`once_model::framed`]).
 const STAMPS_FORMAT: Format = Format {
     name: "once-output-stamps",
     version: 2,

@@ -1,5 +1,5 @@
 //! The planning memo of one-shot commands, kept in the store's `plans` file: the
-//! [`once_db::PlanMemo`] that `once build`, `once test` and `once run` lend planning, so
+//! [`once_model::PlanMemo`] that `once build`, `once test` and `once run` lend planning, so
 //! that a new process re-plans only the targets whose plan inputs changed (the key and
 //! the value's encoding are `once_graph::plan_memo`'s).
 //!
@@ -11,7 +11,7 @@
 //! it never reuses what an older binary planned; without an identity there is no memo.
 //!
 //! **The file** is read once per process and rewritten only when this process planned
-//! something new: framed ([`once_db::framed`]: a header line, the entries, a checksum
+//! something new: framed ([`once_model::framed`]: a header line, the entries, a checksum
 //! line), per entry its salted key (32 bytes), when it was last used (seconds since the
 //! epoch, little-endian `u64`), the value's length (little-endian `u32`) and the value.
 //! A file of another version is ignored as a whole (every plan is a miss and the next
@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format, Unframed};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format, Unframed};
 use rustc_hash::FxHashMap;
 
 use crate::store::Store;
@@ -197,7 +197,7 @@ pub(crate) fn salted(salt: &Sha256Digest, key: &Sha256Digest) -> Sha256Digest {
     Sha256Digest::of(&bytes)
 }
 
-impl once_db::PlanMemo for PlanMemoFile {
+impl once_model::PlanMemo for PlanMemoFile {
     fn lookup(&self, key: &Sha256Digest) -> Option<Arc<[u8]>> {
         let key = self.salted(key);
         if let Some(stored) = self.stored.get(&key) {
@@ -242,7 +242,7 @@ pub(crate) fn unix_seconds(time: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The body of a file of keyed entries (framed by the caller, [`once_db::framed`]), each
+/// The body of a file of keyed entries (framed by the caller, [`once_model::framed`]), each
 /// with the time it was last used (seconds since the epoch): per entry its key (32
 /// bytes), the time (little-endian `u64`), the value's length (little-endian `u32`) and
 /// the value. Values longer than a `u32` are left out.
@@ -285,7 +285,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Option<Vec<(Sha256Digest, u64, &[u8
 #[cfg(test)]
 mod tests {
     use super::*;
-    use once_db::PlanMemo as _;
+    use once_model::PlanMemo as _;
     use std::time::Duration;
 
     fn at(seconds: u64) -> SystemTime {

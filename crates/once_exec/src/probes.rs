@@ -22,8 +22,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format};
 
 use crate::key::KeyHasher;
 use crate::probe_stamps::{Stamp, probe_stamps, probe_stamps_with};
@@ -36,7 +36,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The file at the store's top level that keeps probe answers and their stamps.
 pub const PROBES_FILE: &str = "probes";
 
-/// The `probes` file's framing ([`once_db::framed`]): a damaged file is removed with a
+/// The `probes` file's framing ([`once_model::framed`]): a damaged file is removed with a
 /// warning, and every probe runs again.
 const FORMAT: Format = Format {
     name: "once-probe-answers",

@@ -3,7 +3,7 @@
 //! A record says what a successful run of an action produced: its exit code, how long
 //! it took, the digests of its captured streams and every output entry (a file with its
 //! mode, size and content digest, a directory, or a symbolic link with its target). It is
-//! stored as text, framed ([`once_db::framed`]) with a checksum bound to the action key:
+//! stored as text, framed ([`once_model::framed`]) with a checksum bound to the action key:
 //!
 //! ```text
 //! once-action-result 2
@@ -24,8 +24,8 @@
 
 use std::time::Duration;
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format, Unframed};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format, Unframed};
 
 use crate::key::KeyHasher;
 

@@ -16,7 +16,7 @@
 //! afterwards nothing is a hit that the record files do not make one.
 //!
 //! **The file** is rewritten at the end of an execution that added or renewed entries
-//! (in the store's format of keyed entries, see `plan_memo`, framed: [`once_db::framed`]),
+//! (in the store's format of keyed entries, see `plan_memo`, framed: [`once_model::framed`]),
 //! keeping the entries used in the last week; the rewrite also removes the index files of
 //! workspaces not built for a week. A file that is not intact is ignored as a whole (and
 //! removed with a warning); each entry is a record file's bytes with the record's own
@@ -31,8 +31,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format};
 use rustc_hash::FxHashMap;
 
 use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, unix_seconds};

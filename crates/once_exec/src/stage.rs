@@ -19,13 +19,13 @@
 //! descend, following several staged links in a row stays inside too.
 //!
 //! Everything goes through directory handles without following links
-//! ([`once_db::confined`]); files reach their names by a rename from a temporary file.
+//! ([`once_host::confined`]); files reach their names by a rename from a temporary file.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 
-use once_db::confined::create_temporary;
+use once_host::confined::create_temporary;
 use once_model::action::OUT_DIR;
 use rustix::fs::{AtFlags, FileType, Mode, fchmod, readlinkat, renameat, symlinkat, unlinkat};
 

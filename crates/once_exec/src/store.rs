@@ -48,8 +48,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::confined::{TEMPORARY_PREFIX, create_temporary, open_directory_at, open_root};
+use once_host::confined::{TEMPORARY_PREFIX, create_temporary, open_directory_at, open_root};
+use once_model::Sha256Digest;
 use rustix::fs::{
     AtFlags, FileType, FlockOperation, Mode, OFlags, Stat, Timespec, Timestamps, fchmod, flock,
     fstat, futimens, linkat, openat, renameat, statat, unlinkat,

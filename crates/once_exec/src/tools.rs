@@ -9,7 +9,7 @@
 //! size, modification and change times, mode); an entry is reused only while the
 //! fingerprint is the same, and a file changed in the last two seconds is hashed again
 //! each time (a change within one timestamp tick would not show in the fingerprint). The
-//! file is framed ([`once_db::framed`]): a damaged one is removed with a warning, and
+//! file is framed ([`once_model::framed`]): a damaged one is removed with a warning, and
 //! every program is hashed again.
 
 use std::collections::HashMap;
@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format};
 use sha2::{Digest as _, Sha256};
 
 use crate::key::ToolIdentity;

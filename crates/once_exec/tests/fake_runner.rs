@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use once_db::Sha256Digest;
 use once_exec::{
     ActionStatus, CacheState, ExecOptions, ExecutionReport, Executor, FakeOutcome, FakeRunner,
     HostEnvironment, OutputScope, PlanError, PlannedAction, Progress, Store,
 };
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep, Command};
 
 /// An action of target `T` named `name` that runs `true <name>` (the fake decides what

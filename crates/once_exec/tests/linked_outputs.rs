@@ -10,13 +10,13 @@ use std::io::{Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use once_db::Sha256Digest;
 use once_exec::record::OutputKind;
 use once_exec::store::SEAL_SECONDS;
 use once_exec::{
     ActionResult, CacheState, ExecOptions, ExecutionReport, Executor, HostEnvironment,
     PlannedAction, Store,
 };
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep, Command};
 
 /// An action of target `T` running `sh -c script` from the workspace root, counting its

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use once_db::Sha256Digest;
 use once_exec::record::OutputKind;
 use once_exec::{
     ActionStatus, CacheState, CancelHandle, ExecOptions, ExecutionReport, Executor,
     HostEnvironment, PlannedAction, Store,
 };
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep, Command};
 
 /// An action of target `T` running `sh -c script` from the workspace root.

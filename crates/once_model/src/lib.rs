@@ -15,8 +15,11 @@
 
 pub mod action;
 pub mod diagnostic;
+pub mod digest;
+pub mod framed;
 pub mod label;
 pub mod paths;
+pub mod plan_memo;
 pub mod schema;
 pub mod script;
 pub mod text;
@@ -25,10 +28,12 @@ pub mod vocabulary;
 
 pub use action::{Action, ActionStep, Command, TargetActions, build_dir};
 pub use diagnostic::{Diagnostic, DiagnosticCode, Fix, FixEdit, Severity, SeverityCounts};
+pub use digest::Sha256Digest;
 pub use label::{
     LabelError, TargetLabel, escape_invisible, first_invisible, is_invisible, is_valid_target_name,
     resolve_reference,
 };
+pub use plan_memo::PlanMemo;
 pub use schema::{
     AttrSpec, AttrType, Capability, DependencyRole, Example, ExampleFile, ExampleSummary,
     KindOrigin, KindSchema, SourceReference, ToolSpec, TypeMismatch,

@@ -148,7 +148,7 @@ pub fn now_unix_ms() -> u64 {
 /// directory that was opened, so every file reached through it stays inside it whatever
 /// happens to the workspace's path meanwhile (a component swapped for a symbolic link
 /// cannot redirect a write). Every runtime directory is opened from the workspace root
-/// one component at a time without following links (`once_db::confined`).
+/// one component at a time without following links (`once_host::confined`).
 #[derive(Debug)]
 pub struct DirHandle {
     _fd: std::os::fd::OwnedFd,
@@ -179,9 +179,9 @@ impl std::ops::Deref for DirHandle {
 /// `create`; `None` when it does not exist. A `.once` or `.once/runtime` that is a
 /// symbolic link is refused.
 pub fn runtime_dir(root: &Path, create: bool) -> io::Result<Option<DirHandle>> {
-    let root_fd = once_db::confined::open_root(root)?;
+    let root_fd = once_host::confined::open_root(root)?;
     use std::os::fd::AsFd as _;
-    let opened = once_db::confined::open_directory_at(root_fd.as_fd(), RUNTIME_DIR, create)
+    let opened = once_host::confined::open_directory_at(root_fd.as_fd(), RUNTIME_DIR, create)
         .map_err(|e| {
             io::Error::new(
                 e.kind(),

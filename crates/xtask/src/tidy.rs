@@ -27,7 +27,13 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ("once_syntax", Allowed::Only(&[])),
     ("once_model", Allowed::Only(&[])),
     ("once_starlark", Allowed::Only(&["once_model"])),
-    ("once_db", Allowed::Only(&["once_syntax", "once_model"])),
+    // What once reads and writes of its host below the database: confined file access,
+    // file stamps, the machine's parallelism.
+    ("once_host", Allowed::Only(&[])),
+    (
+        "once_db",
+        Allowed::Only(&["once_syntax", "once_model", "once_host"]),
+    ),
     // Inline test fixtures loaded into a `MemorySystem`: a dev-dependency of the crates
     // whose tests build workspaces.
     ("once_fixture", Allowed::Only(&["once_db"])),
@@ -80,13 +86,13 @@ pub const LAYERS: &[(&str, Allowed)] = &[
         "once_lsp",
         Allowed::Only(&["once_analysis", "once_json", "once_watch", "once_fixture"]),
     ),
-    // The evidence database: SQLite, reached through once_db's confined paths.
-    ("once_evidence", Allowed::Only(&["once_db"])),
+    // The evidence database: SQLite, reached through once_host's confined paths.
+    ("once_evidence", Allowed::Only(&["once_model", "once_host"])),
     // Normalized test results: pure parsers and records, a leaf.
     ("once_test_results", Allowed::Only(&[])),
     (
         "once_exec",
-        Allowed::Only(&["once_model", "once_db", "once_evidence"]),
+        Allowed::Only(&["once_model", "once_host", "once_evidence"]),
     ),
     // Planning (from an analysis snapshot) joined to execution, shared by the CLI and the
     // MCP server's executing tools.
@@ -106,7 +112,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     // program lookup and environment.
     (
         "once_runtime",
-        Allowed::Only(&["once_exec", "once_model", "once_db"]),
+        Allowed::Only(&["once_exec", "once_model", "once_host"]),
     ),
     ("once_cli", Allowed::Any),
     // The fuzz targets: plain functions over the crates whose parsers they exercise

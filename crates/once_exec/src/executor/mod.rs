@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use once_db::Sha256Digest;
+use once_model::Sha256Digest;
 use once_model::action::{Action, ActionStep, OUT_DIR, OutputSymlinks, build_dir};
 use once_model::label::TargetLabel;
 use rustc_hash::FxHashMap;
@@ -109,7 +109,7 @@ impl Default for ExecOptions {
 }
 
 /// How many actions this machine runs at once by default.
-pub use once_db::system::machine_parallelism;
+pub use once_host::machine_parallelism;
 
 static SYSTEM_RUNNER: SystemRunner = SystemRunner;
 

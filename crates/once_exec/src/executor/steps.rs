@@ -13,7 +13,7 @@ pub(super) fn absolute(root: &Path, relative: &str) -> PathBuf {
 }
 
 /// Says that the record of the action's key was damaged (and removed by the store).
-pub(super) fn warn_damaged_record(result: &mut ActionResult, damage: once_db::framed::Damage) {
+pub(super) fn warn_damaged_record(result: &mut ActionResult, damage: once_model::framed::Damage) {
     warn(
         result,
         format!(

@@ -1,13 +1,13 @@
 //! The store's files other than blobs: the action records by key, and the small files
 //! at its top level (`tools`, `probes`, `plans`, record indexes, last plans), framed and
-//! checked on read ([`once_db::framed`]): a damaged one is removed, and a warning kept
+//! checked on read ([`once_model::framed`]): a damaged one is removed, and a warning kept
 //! for the front end ([`Store::take_warnings`]).
 
 use std::io::{self, Read as _};
 use std::time::{Duration, SystemTime};
 
-use once_db::Sha256Digest;
-use once_db::framed::{Damage, Format, Unframed};
+use once_model::Sha256Digest;
+use once_model::framed::{Damage, Format, Unframed};
 use rustix::fs::{AtFlags, FileType, fstat, unlinkat};
 use rustix::io::Errno;
 
@@ -151,7 +151,7 @@ impl Store {
         handles::read_file(&self.root, name)
     }
 
-    /// The body of the framed file `name` at the store's top level ([`once_db::framed`],
+    /// The body of the framed file `name` at the store's top level ([`once_model::framed`],
     /// bound to its name), or `None`: missing, another version's (left to be replaced),
     /// or damaged, which is removed with a warning ([`Store::take_warnings`]).
     pub fn read_framed(&self, name: &str, format: Format) -> Option<FramedBody> {

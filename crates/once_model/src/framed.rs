@@ -26,7 +26,7 @@
 
 use sha2::{Digest as _, Sha256};
 
-use crate::digests::Sha256Digest;
+use crate::digest::Sha256Digest;
 
 /// The last line's first word.
 const CHECKSUM_WORD: &[u8] = b"checksum ";

@@ -1,4 +1,4 @@
-//! [`OsSystem`](crate::OsSystem)'s confined file access: every step relative to a
+//! Confined file access (what `once_db::OsSystem`, the store and the executor write and read with): every step relative to a
 //! directory handle of the workspace root, never following a symbolic link.
 //!
 //! A path is never checked first and used later. Each component below the root is opened
@@ -187,7 +187,7 @@ fn split_file(relative: &str) -> io::Result<(Vec<&str>, &str)> {
 
 /// Reads the regular file `relative` below `root` without following links; `None` when
 /// it (or a directory above it) does not exist. Like every read of a user path, at most
-/// [`crate::system::MAX_READ_BYTES`].
+/// [`crate::MAX_READ_BYTES`].
 pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>> {
     let (directories, name) = split_file(relative)?;
     let root = open_root(root)?;
@@ -211,7 +211,7 @@ pub fn read_confined(root: &Path, relative: &str) -> io::Result<Option<Vec<u8>>>
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(refusal(&directory, name, relative, relative, Errno::INVAL));
     }
-    let limit = crate::system::MAX_READ_BYTES;
+    let limit = crate::MAX_READ_BYTES;
     let too_large = || {
         io::Error::new(
             io::ErrorKind::FileTooLarge,
@@ -442,15 +442,5 @@ mod tests {
             read_confined(root, "a/b/file/x/y").unwrap_err().to_string(),
             "`a/b/file` is not a directory, but `a/b/file/x/y` needs it to be one"
         );
-    }
-
-    #[test]
-    fn temporary_files_are_never_discovered() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("pkg")).unwrap();
-        std::fs::write(dir.path().join("pkg/once.toml"), "").unwrap();
-        std::fs::write(dir.path().join("pkg/.once-write-4242-0"), "").unwrap();
-        let walked = crate::system::walk_directories(dir.path(), None).unwrap();
-        assert_eq!(walked.files, ["pkg/once.toml"]);
     }
 }
