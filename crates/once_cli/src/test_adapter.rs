@@ -21,7 +21,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Mutex;
 
 use anyhow::Context as _;
@@ -78,8 +78,6 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
     }
     let mut log = std::fs::File::create(args.log)
         .with_context(|| format!("cannot create `{}`", args.log.display()))?;
-    let mut command = Command::new(program);
-    command.args(rest).stdin(Stdio::null());
     let mut kept = once_exec::piped::Bounded::new(PARSED_OUTPUT_LIMIT);
     // Passed through and logged as it comes; the runner's group is killed when it exits
     // and its output read for a bounded time after, so a background child it left
@@ -91,8 +89,9 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
                 let _ = log.write_all(chunk);
             }
         };
-        once_exec::piped::run_piped(
-            &mut command,
+        once_exec::piped::run_program(
+            program,
+            rest,
             None,
             &mut |chunk| {
                 let mut out = std::io::stdout().lock();
@@ -339,8 +338,9 @@ fn list_cases(
     let (program, rest) = command.split_first().ok_or("no test command")?;
     let mut stdout = once_exec::piped::Bounded::new(PARSED_OUTPUT_LIMIT);
     let mut stderr = once_exec::piped::Bounded::new(64 << 10);
-    let exit = once_exec::piped::run_piped(
-        Command::new(program).args(rest).stdin(Stdio::null()),
+    let exit = once_exec::piped::run_program(
+        program,
+        rest,
         None,
         &mut |chunk| stdout.take(chunk),
         &mut |chunk| stderr.take(chunk),

@@ -56,6 +56,21 @@ impl PipedExit {
     }
 }
 
+/// Runs `program` with `args` in the current directory and environment, standard input
+/// closed, as [`run_piped`] runs a command: for front ends, which start processes only
+/// through this crate (the tidy's one-runner rule).
+pub fn run_program(
+    program: &str,
+    args: &[String],
+    timeout: Option<Duration>,
+    stdout: Sink<'_>,
+    stderr: Sink<'_>,
+) -> io::Result<PipedExit> {
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    run_piped(&mut command, timeout, stdout, stderr)
+}
+
 /// Runs `command` (its program, arguments, environment, working directory and standard
 /// input as the caller set them; its standard output and error are replaced by pipes)
 /// as the leader of its own process group, passing what it writes to `stdout` and

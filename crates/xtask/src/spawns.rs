@@ -20,10 +20,6 @@ pub const OPT_OUT_FILES: &[(&str, &str)] = &[
         "pending: the Starlark child",
     ),
     (
-        "crates/once_cli/src/test_adapter.rs",
-        "pending: test adapter",
-    ),
-    (
         "crates/once_runtime/src/supervisor.rs",
         "pending: supervisor",
     ),
