@@ -32,7 +32,7 @@ pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
         Runtime::Status { session_id } => {
             let record = once_runtime::read_session(&root, session_id)?;
             if json {
-                print_json(&record)?;
+                print_json(&once_json::session_record(&record))?;
             } else {
                 print_record(&record);
             }
@@ -42,7 +42,9 @@ pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
             let records =
                 once_runtime::list_sessions(&root).context("cannot read the runtime sessions")?;
             if json {
-                print_json(&json!({ "sessions": records }))?;
+                print_json(
+                    &json!({ "sessions": records.iter().map(once_json::session_record).collect::<Vec<_>>() }),
+                )?;
             } else if records.is_empty() {
                 println!("no runtime sessions");
             } else {
@@ -108,9 +110,11 @@ pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
             }
             if json {
                 if *all {
-                    print_json(&json!({ "sessions": records }))?;
+                    print_json(
+                        &json!({ "sessions": records.iter().map(once_json::session_record).collect::<Vec<_>>() }),
+                    )?;
                 } else if let Some(record) = records.first() {
-                    print_json(record)?;
+                    print_json(&once_json::session_record(record))?;
                 }
             } else if *all && records.is_empty() {
                 println!("no running sessions");
@@ -222,7 +226,7 @@ fn start(
         Err(_) => {
             if args.format == Format::Json {
                 print_json(
-                    &json!({ "success": false, "capability": "run", "targets": started.records, "problems": [] }),
+                    &json!({ "success": false, "capability": "run", "targets": started.records, "problems": [], "diagnostics": [] }),
                 )?;
             } else {
                 print_records(&started.records);
@@ -235,7 +239,7 @@ fn start(
         }
     };
     if args.format == Format::Json {
-        print_json(record)?;
+        print_json(&once_json::session_record(record))?;
     } else {
         print_record(record);
         println!(

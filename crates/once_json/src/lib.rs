@@ -11,12 +11,14 @@ mod external_source;
 mod kinds;
 mod modules;
 mod plans;
+mod runtime;
 mod scripts;
 
 pub use diagnostics::*;
 pub use edits::*;
 pub use kinds::*;
 pub use plans::*;
+pub use runtime::{SessionRecordDto, session_record};
 
 pub use evidence::{EvidenceRecordDto, EvidenceSubjectDto, evidence_record};
 

@@ -351,9 +351,9 @@ pub fn execute(
 ) -> Result<Value, ToolError> {
     let to_value = |value: Result<Value, serde_json::Error>| value.map_err(|e| e.to_string());
     if let ExecutionJob::StopRuntime { session_id, grace } = job {
-        return to_value(serde_json::to_value(
-            once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?,
-        ));
+        let record =
+            once_runtime::stop_session(root, session_id, *grace).map_err(|e| e.to_string())?;
+        return to_value(serde_json::to_value(once_json::session_record(&record)));
     }
     let session = Session::open(root, store, ExecOptions::default())?.with_cancel(cancel);
     let observer = McpProgress(progress);
@@ -368,7 +368,9 @@ pub fn execute(
             let supervisor = std::env::current_exe()
                 .map_err(|e| format!("cannot find the `once` executable to supervise: {e}"))?;
             let started = session.start_runtime(target, plan, &[], &supervisor, Some(&observer))?;
-            to_value(serde_json::to_value(started.session?))
+            to_value(serde_json::to_value(once_json::session_record(
+                &started.session?,
+            )))
         }
         ExecutionJob::Script { path, job } => to_value(serde_json::to_value(run_script(
             &session, path, job, &observer,

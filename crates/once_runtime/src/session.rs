@@ -87,9 +87,10 @@ impl SessionStatus {
     }
 }
 
-/// The `session.json` record, which is also what the status tools answer. Optional
-/// fields are absent until they are known.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// The `session.json` record, the disk format (the CLI and the MCP tools answer its wire
+/// counterpart, `once_json::SessionRecordDto`). Optional fields are absent until they
+/// are known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// `<target with other characters than [A-Za-z0-9_-] replaced by '-'>-<pid>-<unix ms>`.
     pub session_id: String,

@@ -66,7 +66,13 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     // The JSON records shared by the CLI and the MCP server.
     (
         "once_json",
-        Allowed::Only(&["once_analysis", "once_model", "once_fetch", "once_evidence"]),
+        Allowed::Only(&[
+            "once_analysis",
+            "once_model",
+            "once_fetch",
+            "once_evidence",
+            "once_runtime",
+        ]),
     ),
     (
         "once_mcp",

@@ -132,7 +132,7 @@ impl Query for RuntimeStatus {
     fn answer(self, analysis: &Analysis) -> Cancellable<Result<ToolOutput, ToolError>> {
         Ok(
             once_runtime::read_session(&analysis.root(), &self.session_id)
-                .map(|record| page_none(once_json::to_value(&record)))
+                .map(|record| page_none(once_json::to_value(&once_json::session_record(&record))))
                 .map_err(|e| e.to_string()),
         )
     }
@@ -252,7 +252,7 @@ pub(super) fn start_target() -> Tool {
                 Follow it with `once_runtime_status` and `once_runtime_logs`, end it with `once_stop_runtime`. \
                 A failed build is a tool error and starts nothing. The matching command-line operation is `once runtime start <target> --format json`."
                 .into(),
-        output_schema::<once_runtime::SessionRecord>(),
+        output_schema::<once_json::SessionRecordDto>(),
         EXECUTE,
     )
 }
@@ -268,7 +268,7 @@ pub(super) fn runtime_status() -> Tool {
                 A session whose supervisor is gone is found out here: it is reported `failed` with the reason (and what is left of its program killed), never left `running`. \
                 Read-only: sessions started from the command line can be followed without `--allow-run`. The matching command-line operation is `once runtime status <session_id> --format json`."
                 .into(),
-        output_schema::<once_runtime::SessionRecord>(),
+        output_schema::<once_json::SessionRecordDto>(),
         QUERY,
     )
 }
@@ -306,7 +306,7 @@ pub(super) fn stop_runtime() -> Tool {
                 Stopping a finished session returns its record unchanged; concurrent stops are safe and return the same end. \
                 The matching command-line operation is `once runtime stop <session_id> --format json`."
                 .into(),
-        output_schema::<once_runtime::SessionRecord>(),
+        output_schema::<once_json::SessionRecordDto>(),
         STOP,
     )
 }
