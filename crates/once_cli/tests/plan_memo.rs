@@ -303,10 +303,8 @@ fn another_binary_plans_again() {
     );
 }
 
-/// `once test` plans through the memo too: a second run reuses its plans (the memo is
-/// not rewritten) and its cached result; a new `srcs` file is picked up.
-#[test]
-fn once_test_plans_from_the_memo() {
+/// A workspace with one `sh_test`, `t/Check`, whose srcs are `t/*.sh`.
+fn sh_test_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "once.toml", "[workspace]\ninclude = [\"t\"]\n");
@@ -317,6 +315,15 @@ fn once_test_plans_from_the_memo() {
          [target.attrs]\nmain = \"check.sh\"\n",
     );
     write(root, "t/check.sh", "test 1 -eq 1\n");
+    dir
+}
+
+/// `once test` plans through the memo too: a second run reuses its plans (the memo is
+/// not rewritten) and its cached result; a new `srcs` file is picked up.
+#[test]
+fn once_test_plans_from_the_memo() {
+    let dir = sh_test_workspace();
+    let root = dir.path();
     let run = || {
         let output = once(root, &["test", "--format", "json", "t/Check"]);
         let value: Value = serde_json::from_slice(&output.stdout)
@@ -468,16 +475,8 @@ fn damaged_last_plans_are_ignored_each_request_has_its_own_and_clean_removes_the
 /// removed) and answers the same selection; an edit plans again.
 #[test]
 fn once_test_reuses_the_last_plan_of_its_selection() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = sh_test_workspace();
     let root = dir.path();
-    write(root, "once.toml", "[workspace]\ninclude = [\"t\"]\n");
-    write(
-        root,
-        "t/once.toml",
-        "[[target]]\nname = \"Check\"\nkind = \"sh_test\"\nsrcs = [\"*.sh\"]\n\n\
-         [target.attrs]\nmain = \"check.sh\"\n",
-    );
-    write(root, "t/check.sh", "test 1 -eq 1\n");
     let run = |args: &[&str]| {
         let _ = std::fs::remove_file(root.join(".once/cache/plans"));
         let mut all = vec!["test", "--format", "json"];

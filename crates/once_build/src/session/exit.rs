@@ -88,8 +88,7 @@ fn cancelled(report: &ExecutionReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use once_exec::{CacheState, CapturedStream};
-    use std::time::Duration;
+    use once_exec::CacheState;
 
     fn result(
         id: &str,
@@ -97,23 +96,11 @@ mod tests {
         code: Option<i32>,
         signal: Option<i32>,
     ) -> ActionResult {
-        ActionResult {
-            id: id.to_owned(),
-            status,
-            cache: Some(CacheState::Miss),
-            key: None,
-            exit_code: code,
-            duration: Duration::ZERO,
-            outputs: Vec::new(),
-            entries: Vec::new(),
-            stdout: CapturedStream::default(),
-            stderr: CapturedStream::default(),
-            message: None,
-            cause: None,
-            warnings: Vec::new(),
-            timed_out: false,
-            signal,
-        }
+        let mut result = ActionResult::new(id, status);
+        result.cache = Some(CacheState::Miss);
+        result.exit_code = code;
+        result.signal = signal;
+        result
     }
 
     fn run_plan() -> Plan {

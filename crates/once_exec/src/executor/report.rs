@@ -82,7 +82,8 @@ pub struct ActionResult {
 }
 
 impl ActionResult {
-    pub(super) fn new(id: &str, status: ActionStatus) -> ActionResult {
+    /// A result with nothing but its id and status (no cache state, streams or outputs).
+    pub fn new(id: &str, status: ActionStatus) -> ActionResult {
         ActionResult {
             id: id.to_owned(),
             status,
