@@ -144,6 +144,11 @@ impl Plan {
         self.problems.iter().map(|p| p.line.clone()).collect()
     }
 
+    /// The problems as the JSON answers carry them, located.
+    pub fn problem_diagnostics(&self) -> Vec<PlanDiagnostic> {
+        self.problems.iter().map(PlanProblem::located).collect()
+    }
+
     /// Splits a `run` plan for a front end that starts the program itself (`once run`
     /// attached to the terminal, `once runtime start` under a supervisor): the actions
     /// the executor runs first (everything but the first target's own uncached `run`

@@ -291,7 +291,7 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
             "capability": plan.capability,
             "targets": [],
             "problems": plan.problem_lines(),
-            "diagnostics": plan.problems.iter().map(|p| p.located()).collect::<Vec<_>>(),
+            "diagnostics": plan.problem_diagnostics(),
         }))?;
     } else {
         eprintln!(

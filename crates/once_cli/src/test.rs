@@ -57,7 +57,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
                 "selection": selection,
                 "runs": [],
                 "problems": plan.problem_lines(),
-                "diagnostics": plan.problems.iter().map(|p| p.located()).collect::<Vec<_>>(),
+                "diagnostics": plan.problem_diagnostics(),
                 "warnings": [],
             }))?;
         } else {

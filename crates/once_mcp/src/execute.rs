@@ -206,8 +206,16 @@ fn execute_tests(
         success: tested.succeeded(),
         exit_code: tested.exit_code(),
         selection: selection.clone(),
-        problems: refusal(tested.refused, plan).0,
-        diagnostics: refusal(tested.refused, plan).1,
+        problems: if tested.refused {
+            plan.problem_lines()
+        } else {
+            Vec::new()
+        },
+        diagnostics: if tested.refused {
+            plan.problem_diagnostics()
+        } else {
+            Vec::new()
+        },
         runs: tested.runs,
         warnings: tested.warnings,
     })
@@ -379,19 +387,6 @@ pub fn execute(
     }
 }
 
-/// Why a refused plan was refused: its problems as lines and located (nothing for a plan
-/// that ran).
-fn refusal(refused: bool, plan: &Plan) -> (Vec<String>, Vec<PlanDiagnostic>) {
-    if refused {
-        (
-            plan.problem_lines(),
-            plan.problems.iter().map(|p| p.located()).collect(),
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    }
-}
-
 /// Builds or runs `target` through the executor (a run's program captured).
 fn run_capability(
     session: &Session,
@@ -436,8 +431,16 @@ fn run_capability(
         record,
         stdout,
         stderr,
-        problems: refusal(built.refused, plan).0,
-        diagnostics: refusal(built.refused, plan).1,
+        problems: if built.refused {
+            plan.problem_lines()
+        } else {
+            Vec::new()
+        },
+        diagnostics: if built.refused {
+            plan.problem_diagnostics()
+        } else {
+            Vec::new()
+        },
     })
 }
 
