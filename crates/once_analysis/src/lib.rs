@@ -42,7 +42,6 @@ pub use once_db::{
 };
 pub use once_db::{FileWrite, WriteError, WriteLock};
 pub use once_graph::kinds::prelude_catalog;
-pub use once_graph::plan_memo::{ValueReader, ValueWriter, decode_action, encode_action};
 pub use once_graph::{AffectedTest, SourceInput, TestTarget, is_build_output};
 pub use once_model::LineCol;
 pub use plans::{ActionPlan, PlannedAction, PlannedCapability};

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{Context as _, anyhow};
-use once_build::session::planning::{self, PlanRequest, PlanSource, Planned};
+use once_build::plan_cache::{self as planning, PlanRequest, PlanSource, Planned};
 use once_build::session::{self, Observer, Session};
 use once_build::{Plan, TargetRecord, TargetStatus};
 use once_exec::{CancelHandle, ExecOptions, Progress, Store};
@@ -31,12 +31,9 @@ pub(crate) fn answer<T>(value: once_analysis::Cancellable<T>) -> anyhow::Result<
 pub(crate) enum Interruptible {
     Nothing,
     Execution(CancelHandle),
-    /// The program's process id, and its process group when it has one of its own (no
-    /// terminal: it is not in the terminal's foreground group).
-    Program {
-        pid: u32,
-        own_group: bool,
-    },
+    /// The program, and its process group when it has one of its own (no terminal: it is
+    /// not in the terminal's foreground group).
+    Program(once_exec::launch::AttachedProcess),
 }
 
 static INTERRUPTIBLE: Mutex<Interruptible> = Mutex::new(Interruptible::Nothing);
@@ -65,17 +62,11 @@ pub(crate) fn set_interruptible(what: Interruptible) {
                     match &*interruptible() {
                         Interruptible::Nothing => {}
                         Interruptible::Execution(cancel) => cancel.cancel(),
-                        Interruptible::Program { pid, own_group } => {
-                            signal_program(
-                                *pid,
-                                *own_group,
-                                if first {
-                                    signal
-                                } else {
-                                    signal_hook::consts::SIGKILL
-                                },
-                            );
-                        }
+                        Interruptible::Program(process) => process.signal(if first {
+                            signal
+                        } else {
+                            signal_hook::consts::SIGKILL
+                        }),
                     }
                 }
             });
@@ -83,27 +74,12 @@ pub(crate) fn set_interruptible(what: Interruptible) {
     *interruptible() = what;
 }
 
-/// Sends `signal` to the attached program (its whole group when it has its own).
-fn signal_program(pid: u32, own_group: bool, signal: i32) {
-    let (Some(pid), Some(signal)) = (
-        rustix::process::Pid::from_raw(pid.cast_signed()),
-        rustix::process::Signal::from_named_raw(signal),
-    ) else {
-        return;
-    };
-    let _ = if own_group {
-        rustix::process::kill_process_group(pid, signal)
-    } else {
-        rustix::process::kill_process(pid, signal)
-    };
-}
-
 /// The termination signal `once` received, if any (its exit status is then 128 + it).
 fn received_signal() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
 }
 
-/// Plans `request` in a one-shot process (`once_build::session::planning`, cold: the
+/// Plans `request` in a one-shot process (`once_build::plan_cache`, cold: the
 /// last plan and the plan memo of the store); the database is gone on return.
 /// `ends_with_process`: the process exits once the plan ran, so the database is left to
 /// the exit instead of freed.
@@ -532,25 +508,39 @@ pub fn run(
         let path = environment.get("PATH").cloned().unwrap_or_default();
         let program = once_exec::tools::resolve_program(&command.argv[0], &path, &cwd)
             .map_err(|e| anyhow!("cannot run `{}`: {e}", planned.action.id))?;
-        let mut child = std::process::Command::new(&program);
-        child
-            .args(&command.argv[1..])
-            .env_clear()
-            .envs(&environment)
-            .current_dir(&cwd);
+        let mut argv = vec![program.to_string_lossy().into_owned()];
+        argv.extend_from_slice(&command.argv[1..]);
         if index == last {
-            child.args(extra);
+            argv.extend_from_slice(extra);
         }
         // Without a terminal the program gets a process group of its own, so a signal
         // reaches everything it started; on a terminal it stays in the foreground group
         // (it reads the terminal, and the terminal's ^C reaches it directly).
-        let own_group = !std::io::stdin().is_terminal();
-        if own_group {
-            std::os::unix::process::CommandExt::process_group(&mut child, 0);
-        }
+        let group = if std::io::stdin().is_terminal() {
+            once_exec::launch::AttachedGroup::Terminal
+        } else {
+            once_exec::launch::AttachedGroup::Own
+        };
+        let attached = once_exec::launch::Program {
+            path: &program,
+            argv: &argv,
+            env: &environment,
+            cwd: &cwd,
+        };
         let started = std::time::Instant::now();
-        let status = run_attached(&mut child, own_group)
-            .with_context(|| format!("cannot start `{}`", program.display()))?;
+        let status = once_exec::launch::run_attached(
+            &attached,
+            group,
+            &mut |process| {
+                set_interruptible(Interruptible::Program(process));
+                // A signal that came before the program started is its too.
+                if let Some(signal) = received_signal() {
+                    process.signal(signal);
+                }
+            },
+            &mut || set_interruptible(Interruptible::Nothing),
+        )
+        .with_context(|| format!("cannot start `{}`", program.display()))?;
         let code = status.code();
         exit_code = code;
         let ok = code.is_some_and(|c| command.success_exit_codes.contains(&c));
@@ -598,38 +588,6 @@ pub fn run(
         );
     }
     Ok(outcome_of(code))
-}
-
-/// Runs the attached program to its end; a termination signal `once` receives meanwhile
-/// is forwarded to it (to its whole group when it has one). With a group of its own, the
-/// group is killed when the program exits (nothing it left running survives, as for an
-/// action) and the [`once_exec::reaper`] kills it if `once` is killed first.
-fn run_attached(
-    child: &mut std::process::Command,
-    own_group: bool,
-) -> std::io::Result<std::process::ExitStatus> {
-    let mut process = child.spawn()?;
-    let pid = process.id();
-    set_interruptible(Interruptible::Program { pid, own_group });
-    let group = rustix::process::Pid::from_raw(pid.cast_signed()).filter(|_| own_group);
-    if let Some(group) = group {
-        once_exec::reaper::watch(group);
-    }
-    if let Some(signal) = received_signal() {
-        signal_program(pid, own_group, signal);
-    }
-    if let Some(group) = group {
-        // Wait without reaping, so the group's id cannot be reused before it is killed.
-        while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(
-            rustix::process::WaitId::Pid(group),
-            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
-        ) {}
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        once_exec::reaper::forget(group);
-    }
-    let status = process.wait();
-    set_interruptible(Interruptible::Nothing);
-    status
 }
 
 /// The result of an action `once run` runs itself, attached to the terminal: uncached,

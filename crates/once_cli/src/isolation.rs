@@ -20,7 +20,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,14 +54,12 @@ impl ProcessIsolation {
     }
 
     fn spawn(&self) -> std::io::Result<Child> {
-        Command::new(&self.executable)
-            .arg("__evaluate-module")
+        once_exec::launch::start_companion(
+            &self.executable,
+            &["__evaluate-module"],
             // mimalloc reserves 1 GiB of address space up front by default.
-            .env("MIMALLOC_ARENA_RESERVE", "64MiB")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
+            &[("MIMALLOC_ARENA_RESERVE", "64MiB")],
+        )
     }
 }
 

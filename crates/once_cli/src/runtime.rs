@@ -18,7 +18,7 @@ use crate::build::{
 };
 use crate::human::printable;
 use crate::query::{print_json, workspace_root};
-use once_build::session::planning::PlanRequest;
+use once_build::plan_cache::PlanRequest;
 
 pub fn run(args: &Args, runtime: &Runtime) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use once_build::CacheResult;
-use once_build::session::planning::{PlanRequest, TestRequest};
+use once_build::plan_cache::{PlanRequest, TestRequest};
 use once_build::session::{Observer, Session};
 use once_build::testing::{Selection, TestOptions, TestProgress, TestRun, TestRunStatus};
 use once_exec::ExecOptions;
@@ -37,7 +37,7 @@ pub struct TestArgs<'a> {
 const MESSAGE_LINES: usize = 6;
 
 pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
-    // One rule for every front end (`once_build::session::planning::TestRequest`):
+    // One rule for every front end (`once_build::plan_cache::TestRequest`):
     // named targets, else the tests the changed paths affect, else every test (what
     // `--all` says explicitly).
     let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec());

@@ -144,14 +144,14 @@ fn plan(value: &Value) -> Vec<(String, String)> {
 
 /// The memo file's bytes and modification time (`None` when missing).
 fn memo(root: &Path) -> Option<(Vec<u8>, SystemTime)> {
-    let path = root.join(".once/cache/plans");
+    let path = root.join(".once/cache/derived/plans");
     let bytes = std::fs::read(&path).ok()?;
     Some((bytes, std::fs::metadata(&path).unwrap().modified().unwrap()))
 }
 
 /// The store's last plans (`once_build::last_plan`), sorted.
 fn last_plans(root: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root.join(".once/cache")) else {
+    let Ok(entries) = std::fs::read_dir(root.join(".once/cache/derived")) else {
         return Vec::new();
     };
     let mut files: Vec<_> = entries
@@ -187,7 +187,7 @@ fn build_targets(root: &Path, targets: &[&str]) -> Value {
 /// Builds [`TARGETS`] once the plan memo is gone: answers the build and whether it
 /// planned (planning writes the memo again; reusing the last plan does not).
 fn build_planned(root: &Path) -> (Value, bool) {
-    let _ = std::fs::remove_file(root.join(".once/cache/plans"));
+    let _ = std::fs::remove_file(root.join(".once/cache/derived/plans"));
     let value = build(root);
     (value, memo(root).is_some())
 }
@@ -264,7 +264,7 @@ fn a_damaged_memo_is_replaced_and_clean_removes_it() {
         changed[middle] ^= 0x20;
         changed
     }] {
-        std::fs::write(root.join(".once/cache/plans"), &damaged).unwrap();
+        std::fs::write(root.join(".once/cache/derived/plans"), &damaged).unwrap();
         // Without the last plan (`once_build::last_plan`), so the targets are planned.
         remove_last_plans(root);
         let again = build(root);
@@ -478,7 +478,7 @@ fn once_test_reuses_the_last_plan_of_its_selection() {
     let dir = sh_test_workspace();
     let root = dir.path();
     let run = |args: &[&str]| {
-        let _ = std::fs::remove_file(root.join(".once/cache/plans"));
+        let _ = std::fs::remove_file(root.join(".once/cache/derived/plans"));
         let mut all = vec!["test", "--format", "json"];
         all.extend_from_slice(args);
         let output = once(root, &all);

@@ -229,10 +229,10 @@ fn flip_a_byte(path: &Path) {
 #[test]
 fn a_damaged_store_or_workspace_file_is_a_warning_and_is_rebuilt() {
     let kinds: [(&str, Files); 6] = [
-        ("plans", |root| vec![root.join(".once/cache/plans")]),
-        ("last-plan-", |root| top_level(root, "last-plan-")),
-        ("index-", |root| top_level(root, "index-")),
-        ("tools", |root| vec![root.join(".once/cache/tools")]),
+        ("plans", |root| vec![root.join(".once/cache/derived/plans")]),
+        ("last-plan-", |root| derived_files(root, "last-plan-")),
+        ("index-", |root| derived_files(root, "index-")),
+        ("tools", |root| vec![root.join(".once/cache/derived/tools")]),
         (".once/digests", |root| vec![root.join(".once/digests")]),
         (".once/output-stamps", |root| {
             vec![root.join(".once/output-stamps")]
@@ -258,7 +258,7 @@ fn a_damaged_store_or_workspace_file_is_a_warning_and_is_rebuilt() {
         }
         if name == "plans" {
             // The plan memo is read only when the last plan cannot be reused.
-            for last in top_level(root, "last-plan-") {
+            for last in derived_files(root, "last-plan-") {
                 std::fs::remove_file(last).unwrap();
             }
         }
@@ -277,8 +277,8 @@ fn a_damaged_store_or_workspace_file_is_a_warning_and_is_rebuilt() {
     }
 }
 
-fn top_level(root: &Path, prefix: &str) -> Vec<PathBuf> {
-    std::fs::read_dir(root.join(".once/cache"))
+fn derived_files(root: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(root.join(".once/cache/derived"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| {
@@ -486,7 +486,7 @@ fn once_test_shows_the_warnings_of_damaged_store_files() {
     write(root, "p/t.sh", "exit 0\n");
     let first = once(root, &["test", "p/T"]);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
-    let indexes = top_level(root, "index-");
+    let indexes = derived_files(root, "index-");
     assert!(!indexes.is_empty());
     for index in &indexes {
         flip_a_byte(index);

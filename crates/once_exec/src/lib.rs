@@ -17,6 +17,8 @@
 //!
 //! - [`key`]: the canonical encoding of action keys;
 //! - [`executor`]: scheduling, cache lookup, execution, results and progress;
+//! - [`launch`]: the one place a process starts, for each way `once` runs one (captured,
+//!   piped, attached, grouped, companions);
 //! - [`runner`]: the [`ProcessRunner`] trait, real process groups, cancellation;
 //! - [`reaper`]: kills the running groups when this process dies first (`SIGKILL`);
 //! - [`fake`]: an in-memory runner for tests;
@@ -34,7 +36,6 @@
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
 //! - [`piped`]: helper programs (test runners, probes) read through pipes, their group
 //!   killed when they exit;
-//! - [`plan_memo`]: the plans of one-shot commands, remembered in the store;
 //! - [`evidence`]: the `once.evidence.v1` records of a report (`once_evidence`).
 //!
 //! `docs/execution.md` describes the design for users.
@@ -48,11 +49,10 @@ pub mod fake;
 mod handles;
 pub mod inputs;
 pub mod key;
-pub mod last_plan;
+pub mod launch;
 pub mod materialize;
 pub mod outputs;
 pub mod piped;
-pub mod plan_memo;
 pub mod probe_stamps;
 pub mod probes;
 pub mod reaper;
@@ -71,6 +71,5 @@ pub use executor::{
 pub use fake::{FakeOutcome, FakeRunner};
 pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
-pub use plan_memo::PlanMemoFile;
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 pub use store::{GcReport, Store, StoreStats};

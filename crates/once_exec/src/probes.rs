@@ -33,7 +33,7 @@ use crate::tools::{Fingerprint, resolve_program};
 /// The longest a probe may run.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The file at the store's top level that keeps probe answers and their stamps.
+/// The file at the store's `derived/` directory that keeps probe answers and their stamps.
 pub const PROBES_FILE: &str = "probes";
 
 /// The `probes` file's framing ([`once_model::framed`]): a damaged file is removed with a
@@ -204,7 +204,7 @@ fn load(store: &Store) -> StoredAnswers {
         return HashMap::new();
     };
     parse_answers(&body).unwrap_or_else(|| {
-        store.remove_damaged_top_level(PROBES_FILE, Damage::Unparsable);
+        store.remove_damaged_derived(PROBES_FILE, Damage::Unparsable);
         HashMap::new()
     })
 }
@@ -511,9 +511,9 @@ mod tests {
         *probes.changed.lock().unwrap() = true;
         probes.save(&store).unwrap();
         assert_eq!(load(&store).get(&key), Some(&(stamps, answer)));
-        let text = String::from_utf8(store.read_top_level(PROBES_FILE).unwrap().unwrap()).unwrap();
+        let text = String::from_utf8(store.read_derived(PROBES_FILE).unwrap().unwrap()).unwrap();
         store
-            .write_top_level(
+            .write_derived(
                 PROBES_FILE,
                 text.replace("stamp 1 2 3", "stamp 1 2 4").as_bytes(),
             )
@@ -524,6 +524,6 @@ mod tests {
             warnings.len() == 1 && warnings[0].contains("probes"),
             "{warnings:?}"
         );
-        assert_eq!(store.read_top_level(PROBES_FILE).unwrap(), None, "removed");
+        assert_eq!(store.read_derived(PROBES_FILE).unwrap(), None, "removed");
     }
 }

@@ -1,5 +1,5 @@
-//! The records a workspace's builds used, in one file per workspace at the store's top
-//! level (`index-<SHA-256 of the workspace root's path>`), so that a no-op build reads
+//! The records a workspace's builds used, in one file per workspace in the store's `derived/`
+//! directory (`index-<SHA-256 of the workspace root's path>`), so that a no-op build reads
 //! one file instead of one record file per action (opening, reading and closing 10,000
 //! record files was the largest part of the executor's work in a no-op build of 10,000
 //! targets).
@@ -16,7 +16,7 @@
 //! afterwards nothing is a hit that the record files do not make one.
 //!
 //! **The file** is rewritten at the end of an execution that added or renewed entries
-//! (in the store's format of keyed entries, see `plan_memo`, framed: [`once_model::framed`]),
+//! (in the store's format of keyed entries, see `store::keyed`, framed: [`once_model::framed`]),
 //! keeping the entries used in the last week; the rewrite also removes the index files of
 //! workspaces not built for a week. A file that is not intact is ignored as a whole (and
 //! removed with a warning); each entry is a record file's bytes with the record's own
@@ -35,8 +35,8 @@ use once_model::Sha256Digest;
 use once_model::framed::{Damage, Format};
 use rustc_hash::FxHashMap;
 
-use crate::plan_memo::{MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, unix_seconds};
 use crate::record::ActionRecord;
+use crate::store::keyed::{MAX_ENTRY_AGE_SECONDS, decode_entries, encode_entries, unix_seconds};
 use crate::store::{Store, TOUCH_GRANULARITY};
 
 /// The index files' framing.
@@ -45,7 +45,7 @@ const FORMAT: Format = Format {
     version: 2,
 };
 
-/// The prefix of the index files' names at the store's top level.
+/// The prefix of the index files' names at the store's `derived/` directory.
 pub const INDEX_PREFIX: &str = "index-";
 
 /// One workspace's index: what its file held and what this execution added.
@@ -66,7 +66,7 @@ impl RecordIndex {
         let body = store.read_framed(&name, FORMAT);
         let entries = body.as_deref().map(decode_entries);
         if let Some(None) = entries {
-            store.remove_damaged_top_level(&name, Damage::Unparsable);
+            store.remove_damaged_derived(&name, Damage::Unparsable);
         }
         let stored = entries
             .flatten()
@@ -128,15 +128,15 @@ impl RecordIndex {
                     .iter()
                     .map(|(key, (used, bytes))| (*key, *used, &bytes[..])),
             )
-            .filter(|(_, used, _)| used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now)
+            .filter(|(_, used, _)| used.saturating_add(MAX_ENTRY_AGE_SECONDS) >= now)
             .collect();
         entries.sort_unstable_by_key(|entry| entry.0);
         store.write_framed(&self.name, FORMAT, &encode_entries(&entries))?;
         // The indexes of workspaces no longer built (a workspace in use rewrites its
         // index at least once an hour of builds: its entries are renewed then).
-        store.remove_unused_top_level(
+        store.remove_unused_derived(
             INDEX_PREFIX,
-            Duration::from_secs(MAX_MEMO_AGE_SECONDS),
+            Duration::from_secs(MAX_ENTRY_AGE_SECONDS),
             SystemTime::UNIX_EPOCH + Duration::from_secs(now),
         );
         Ok(true)
@@ -198,10 +198,10 @@ mod tests {
 
         // A file with any byte changed is ignored as a whole.
         let name = format!("{INDEX_PREFIX}{}", Sha256Digest::of(b"/src/ws"));
-        let mut bytes = store.read_top_level(&name).unwrap().unwrap();
+        let mut bytes = store.read_derived(&name).unwrap().unwrap();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 1;
-        store.write_top_level(&name, &bytes).unwrap();
+        store.write_derived(&name, &bytes).unwrap();
         assert!(
             RecordIndex::load(&store, workspace)
                 .recent(&fresh, now)
@@ -212,7 +212,7 @@ mod tests {
             warnings.len() == 1 && warnings[0].contains(&name),
             "{warnings:?}"
         );
-        assert_eq!(store.read_top_level(&name).unwrap(), None, "removed");
+        assert_eq!(store.read_derived(&name).unwrap(), None, "removed");
     }
 
     /// Saving one workspace's index removes those of workspaces not built for a week.
@@ -222,7 +222,7 @@ mod tests {
         let store = Store::open(directory.path()).unwrap();
         let now = SystemTime::now();
         let file = |workspace: &str| {
-            directory.path().join(format!(
+            store.derived_path().join(format!(
                 "{INDEX_PREFIX}{}",
                 Sha256Digest::of(workspace.as_bytes())
             ))

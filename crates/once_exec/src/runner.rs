@@ -15,7 +15,6 @@ use std::fs::File;
 use std::io;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -59,15 +58,14 @@ pub struct SystemRunner;
 
 impl ProcessRunner for SystemRunner {
     fn run(&self, request: ProcessRequest<'_>) -> io::Result<ProcessExit> {
-        let mut command = std::process::Command::new(request.program);
-        if let Some((first, rest)) = request.argv.split_first() {
-            command.arg0(first).args(rest);
-        }
+        let program = crate::launch::Program {
+            path: request.program,
+            argv: request.argv,
+            env: request.env,
+            cwd: request.cwd,
+        };
+        let mut command = program.command();
         command
-            .env_clear()
-            .envs(request.env)
-            .current_dir(request.cwd)
-            .stdin(Stdio::null())
             .stdout(request.stdout)
             .stderr(request.stderr)
             .process_group(0);

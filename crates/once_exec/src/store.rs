@@ -7,10 +7,12 @@
 //! - `actions/<2 hex>/<62 hex>`: result records by action key ([`ActionRecord`]);
 //! - `locks/<3 hex>`: the lock files of action keys being executed, one per stripe of
 //!   the key space ([`lock_stripe`]);
-//! - `tools`: the digests of programs actions ran, by path and metadata
-//!   ([`crate::tools`]);
-//! - `probes`: stored toolchain-probe answers with their stamps ([`crate::probes`]);
-//! - `plans`: the plans of targets, remembered for new processes ([`crate::plan_memo`]);
+//! - `derived/`: the files the store's clients keep in it, each worked out again when it
+//!   is missing (the digests of programs, [`crate::tools`]; toolchain-probe answers,
+//!   [`crate::probes`]; the plan memo and last plans, `once_build::plan_cache`; per
+//!   workspace, record indexes, [`crate::record_index`]; their shared body format is
+//!   [`keyed`]). The store
+//!   knows none of them by name: `clean` and `gc` empty the directory;
 //! - `tmp/`: temporary files being written (streams, blobs, records);
 //! - `store.lock`: held shared by every executor while it runs, exclusively by `gc` and
 //!   `clean`.
@@ -23,7 +25,7 @@
 //! are checked against their name whenever they are read; one that does not match is
 //! removed and reported, and whatever needed it is a miss; so is anything but a regular
 //! file at a blob's name (a link, a directory), which is removed, never followed, so the
-//! blob is stored again. Records and the top-level files are framed with a checksum
+//! blob is stored again. Records and the derived files are framed with a checksum
 //! (`store/files.rs`): a damaged one is removed and reported. Nothing is `fsync`ed: a power cut
 //! can leave an empty or partial blob or record, which the checks turn into misses.
 //!
@@ -61,6 +63,7 @@ use crate::handles::{self, with_context};
 use crate::record::ActionRecord;
 
 mod files;
+pub mod keyed;
 pub use files::{FramedBody, RecordRead};
 
 /// The store's directory under the workspace root when none is configured.
@@ -70,6 +73,7 @@ const BLOBS: &str = "blobs";
 const ACTIONS: &str = "actions";
 const LOCKS: &str = "locks";
 const TEMPORARIES: &str = "tmp";
+const DERIVED: &str = "derived";
 const STORE_LOCK: &str = "store.lock";
 const COPY_CHUNK: usize = 64 * 1024;
 
@@ -99,6 +103,8 @@ pub struct Store {
     actions: OwnedFd,
     locks: OwnedFd,
     temporaries: OwnedFd,
+    /// `derived/`: the clients' files (see the module's documentation).
+    derived: OwnedFd,
     /// Damaged files met (and removed) that no action's result reports: for the front
     /// end to show ([`Store::take_warnings`]).
     warnings: std::sync::Mutex<Vec<String>>,
@@ -188,6 +194,7 @@ impl Store {
             actions: directory(ACTIONS)?,
             locks: directory(LOCKS)?,
             temporaries: directory(TEMPORARIES)?,
+            derived: directory(DERIVED)?,
             root,
             path: path.to_path_buf(),
             warnings: std::sync::Mutex::default(),
@@ -201,6 +208,11 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The directory of the derived files (`derived/`), for tests and inspection.
+    pub fn derived_path(&self) -> PathBuf {
+        self.path.join(DERIVED)
     }
 
     /// Keeps a warning for the front end (a damaged file met and removed).
@@ -239,10 +251,10 @@ impl Store {
         }
     }
 
-    /// Removes temporary files (in `tmp/` and those of top-level files); only while
+    /// Removes temporary files (in `tmp/` and those of derived files); only while
     /// nobody else uses the store.
     fn remove_temporaries(&self) {
-        for directory in [&self.temporaries, &self.root] {
+        for directory in [&self.temporaries, &self.derived] {
             if let Ok(names) = handles::entry_names(directory) {
                 for name in names {
                     if name.starts_with(TEMPORARY_PREFIX) {
@@ -644,50 +656,38 @@ impl Store {
     pub fn clean(&self) -> io::Result<StoreStats> {
         let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
         let before = self.stats()?;
-        for directory in [&self.blobs, &self.actions, &self.locks, &self.temporaries] {
+        for directory in [
+            &self.blobs,
+            &self.actions,
+            &self.locks,
+            &self.temporaries,
+            &self.derived,
+        ] {
             for name in handles::entry_names(directory)? {
                 handles::remove_entry(directory, &name)?;
             }
         }
-        for file in [
-            crate::tools::TOOLS_FILE,
-            crate::probes::PROBES_FILE,
-            crate::plan_memo::PLANS_FILE,
-        ] {
-            match unlinkat(&self.root, file, AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.remove_workspace_files()?;
         Ok(before)
     }
 
-    /// Removes every workspace's record index (`crate::record_index`) and last plans
-    /// (`crate::last_plan`): after `clean` or `gc`, only record files make hits, and
-    /// nothing is left that only a workspace gone since would have used.
-    fn remove_workspace_files(&self) -> io::Result<()> {
-        for name in handles::entry_names(&self.root)? {
-            if name.starts_with(crate::record_index::INDEX_PREFIX)
-                || name.starts_with(crate::last_plan::LAST_PLAN_PREFIX)
-            {
-                match unlinkat(&self.root, name.as_str(), AtFlags::empty()) {
-                    Ok(()) | Err(Errno::NOENT) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
+    /// Removes every derived file: each is worked out again when it is missing, and after
+    /// `clean` or `gc` nothing is left that only a workspace gone since would have used
+    /// (after them, only record files make hits).
+    fn remove_derived(&self) -> io::Result<()> {
+        for name in handles::entry_names(&self.derived)? {
+            handles::remove_entry(&self.derived, &name)?;
         }
         Ok(())
     }
 
     /// Shrinks the store to at most `max_bytes` (blobs and records), waiting until no
     /// executor uses it. Blobs no record refers to go first (oldest first), then records
-    /// from the least recently used, each taking the blobs only it referred to. Lock files
-    /// and temporary files are removed too.
+    /// from the least recently used, each taking the blobs only it referred to. Lock files,
+    /// temporary files and the derived files are removed too.
     pub fn gc(&self, max_bytes: u64) -> io::Result<GcReport> {
         let _exclusive = self.lock_store(FlockOperation::LockExclusive)?;
         self.remove_temporaries();
-        self.remove_workspace_files()?;
+        self.remove_derived()?;
         for name in handles::entry_names(&self.locks)? {
             let _ = unlinkat(&self.locks, name.as_str(), AtFlags::empty());
         }

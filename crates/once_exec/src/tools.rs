@@ -26,7 +26,7 @@ use sha2::{Digest as _, Sha256};
 use crate::key::ToolIdentity;
 use crate::store::Store;
 
-/// The file at the store's top level that keeps tool digests.
+/// The file at the store's `derived/` directory that keeps tool digests.
 pub const TOOLS_FILE: &str = "tools";
 
 const FORMAT: Format = Format {
@@ -145,7 +145,7 @@ impl ToolDigests {
                 .collect::<Option<HashMap<_, _>>>()
         });
         parsed.unwrap_or_else(|| {
-            store.remove_damaged_top_level(TOOLS_FILE, Damage::Unparsable);
+            store.remove_damaged_derived(TOOLS_FILE, Damage::Unparsable);
             HashMap::new()
         })
     }

@@ -7,7 +7,7 @@
 //!   `Store::read_record` applies), a workspace's record index (`RecordIndex::load`), the
 //!   plan memo (`PlanMemoFile::from_bytes`) and a memo value
 //!   (`decode_target_actions`), a last plan (`LastPlan::load`, and the plan inside it,
-//!   `once_build::last_plan::Stored::load`), the digest index (`.once/digests`, loaded by
+//!   `once_build::plan_cache::last_plan::Stored::load`), the digest index (`.once/digests`, loaded by
 //!   a workspace's database before its first digest) and the evidence journal (ingested
 //!   by `once_evidence::query_workspace`);
 //! - what decodes re-encodes to the same value: an action record, a memo value;
@@ -22,13 +22,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use once_analysis::{AnalysisHost, MemorySystem};
+use once_build::plan_cache::last_plan_file::LastPlan;
+use once_build::plan_cache::memo::MAX_MEMO_BYTES;
+use once_build::plan_cache::memo::PlanMemoFile;
 use once_db::{PlanMemo as _, Sha256Digest};
-use once_exec::last_plan::LastPlan;
-use once_exec::plan_memo::MAX_MEMO_BYTES;
+use once_exec::Store;
 use once_exec::record::ActionRecord;
 use once_exec::record_index::{INDEX_PREFIX, RecordIndex};
-use once_exec::{PlanMemoFile, Store};
-use once_graph::plan_memo::{decode_target_actions, encode_target_actions};
+use once_model::codec::{decode_target_actions, encode_target_actions};
 
 use crate::scratch;
 
@@ -123,7 +124,7 @@ fn record_index(store: &Store, data: &[u8]) {
         Sha256Digest::of(Path::new(ROOT).as_os_str().as_encoded_bytes())
     );
     store
-        .write_top_level(&name, data)
+        .write_derived(&name, data)
         .expect("cannot write a scratch store file");
     let index = RecordIndex::load(store, Path::new(ROOT));
     // Whatever it holds, a lookup decodes the record text it keeps.
@@ -144,7 +145,7 @@ fn last_plan(store: &Store, data: &[u8]) {
     // The input as the plan a valid last-plan file holds.
     let key = Sha256Digest::of(data);
     if LastPlan::save(store, Path::new(ROOT), REQUEST, &key, data).is_ok() {
-        let _ = once_build::last_plan::Stored::load(store, Path::new(ROOT), REQUEST);
+        let _ = once_build::plan_cache::last_plan::Stored::load(store, Path::new(ROOT), REQUEST);
         if let Some(saved) = LastPlan::load(store, Path::new(ROOT), REQUEST) {
             assert!(saved.saved_under(&key), "a last plan lost its key");
             assert_eq!(saved.value(), data, "a last plan does not read back");
@@ -157,11 +158,11 @@ fn last_plan(store: &Store, data: &[u8]) {
 fn last_plan_file(store: &Store) -> Option<PathBuf> {
     let key = Sha256Digest::of(b"seed");
     LastPlan::save(store, Path::new(ROOT), REQUEST, &key, b"").ok()?;
-    let entries = std::fs::read_dir(store.path()).ok()?;
+    let entries = std::fs::read_dir(store.derived_path()).ok()?;
     entries.flatten().map(|e| e.path()).find(|path| {
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(once_exec::last_plan::LAST_PLAN_PREFIX))
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.starts_with(once_build::plan_cache::last_plan_file::LAST_PLAN_PREFIX)
+        })
     })
 }
 

@@ -9,14 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use once_analysis::{AnalysisHost, MemorySystem};
+use once_build::plan_cache::last_plan_file::LastPlan;
+use once_build::plan_cache::memo::PlanMemoFile;
 use once_db::{PlanMemo as _, Sha256Digest};
 use once_evidence::{ActionEvidence, CacheOutcome, EvidenceRecord, EvidenceStatus, Subject};
-use once_exec::last_plan::LastPlan;
+use once_exec::Store;
 use once_exec::record::{ActionRecord, OutputEntry, OutputKind, StreamDigest};
 use once_exec::record_index::RecordIndex;
-use once_exec::{PlanMemoFile, Store};
-use once_graph::plan_memo::{decode_target_actions, encode_target_actions};
 use once_model::action::TargetActions;
+use once_model::codec::{decode_target_actions, encode_target_actions};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/store_formats")
@@ -121,7 +122,7 @@ fn written_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let index = RecordIndex::load(&store, Path::new("/ws"));
     index.remember(&Sha256Digest::of(b"key"), &record(), at());
     index.save(&store, at()).unwrap();
-    let index_file = std::fs::read_dir(store.path())
+    let index_file = std::fs::read_dir(store.derived_path())
         .unwrap()
         .flatten()
         .find(|e| e.file_name().to_string_lossy().starts_with("index-"))
@@ -136,7 +137,7 @@ fn written_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .unwrap()
         .unwrap();
     let key = Sha256Digest::of(b"last");
-    once_build::last_plan::remember(
+    once_build::plan_cache::last_plan::remember(
         &analysis,
         &store,
         Path::new("/ws"),
@@ -148,7 +149,7 @@ fn written_seeds() -> Vec<(&'static str, Vec<u8>)> {
     .unwrap();
     let last = LastPlan::load(&store, Path::new("/ws"), "build").expect("a last plan");
     seeds.push(("last-plan-value.bin", last.value().to_vec()));
-    let last_file = std::fs::read_dir(store.path())
+    let last_file = std::fs::read_dir(store.derived_path())
         .unwrap()
         .flatten()
         .find(|e| e.file_name().to_string_lossy().starts_with("last-plan-"))
@@ -238,7 +239,7 @@ fn accepted(name: &str, bytes: &[u8]) -> bool {
                 once_exec::record_index::INDEX_PREFIX,
                 Sha256Digest::of(b"/ws")
             );
-            store.write_top_level(&name, bytes).unwrap();
+            store.write_derived(&name, bytes).unwrap();
             RecordIndex::load(&store, Path::new("/ws"))
                 .recent(&Sha256Digest::of(b"key"), at())
                 .is_some_and(|(read, _)| read == record())
@@ -249,7 +250,7 @@ fn accepted(name: &str, bytes: &[u8]) -> bool {
             let key = Sha256Digest::of(b"other");
             // Written under this program's name for the request; then replaced.
             LastPlan::save(&store, Path::new("/ws"), "build", &key, b"").unwrap();
-            let file = std::fs::read_dir(store.path())
+            let file = std::fs::read_dir(store.derived_path())
                 .unwrap()
                 .flatten()
                 .find(|e| e.file_name().to_string_lossy().starts_with("last-plan-"))
@@ -262,7 +263,8 @@ fn accepted(name: &str, bytes: &[u8]) -> bool {
             let store = Store::open(dir.path()).unwrap();
             let key = Sha256Digest::of(b"value");
             LastPlan::save(&store, Path::new("/ws"), "build", &key, bytes).unwrap();
-            once_build::last_plan::Stored::load(&store, Path::new("/ws"), "build").is_some()
+            once_build::plan_cache::last_plan::Stored::load(&store, Path::new("/ws"), "build")
+                .is_some()
         }
         "digests.txt" => std::str::from_utf8(bytes).is_ok_and(once_db::digests::is_valid_index),
         "evidence.journal" => {

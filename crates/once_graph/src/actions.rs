@@ -22,16 +22,14 @@ use once_db::{
     source_text,
 };
 use once_model::action::{ActionStep, OUT_DIR, TargetActions, build_dir};
+use once_model::codec::{ValueWriter, decode_target_actions, encode_target_actions};
 use once_model::{
     AttrValue, Diagnostic, DiagnosticCode, KindOrigin, LineCol, TargetLabel, TextRange,
 };
 use once_starlark::{ModuleDiagnostic, PlanDep, PlanOutcome, PlanRequest};
 
 use crate::kinds::{DbModules, kind_catalog, module_limits};
-use crate::plan_memo::{
-    MemoOrigin, decode_target_actions, encode_target_actions, plan_memo_key,
-    workspace_modules_digest,
-};
+use crate::plan_memo::{MemoOrigin, plan_memo_key, workspace_modules_digest};
 use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
 use crate::settings::package_by_path;
 use crate::validate::planning_errors;
@@ -338,7 +336,7 @@ fn static_keys_of<'db>(
         .actions
         .iter()
         .map(|action| {
-            let mut encoder = KeyEncoder::default();
+            let mut encoder = ValueWriter::default();
             encoder.field("format", ACTION_KEY_FORMAT);
             match &action.step {
                 ActionStep::Run(command) => {
@@ -407,7 +405,7 @@ fn static_keys_of<'db>(
                 encoder.field("output", output);
             }
             encoder.field("cacheable", if action.cacheable { "true" } else { "false" });
-            Sha256Digest::of(&encoder.bytes)
+            Sha256Digest::of(&encoder.0)
         })
         .collect()
 }
@@ -443,21 +441,4 @@ pub fn source_input(db: &dyn Db, path: &str) -> SourceInput {
 pub fn is_build_output(path: &str) -> bool {
     path.strip_prefix(OUT_DIR)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
-/// The canonical encoding: each field is its name and its value, each prefixed by its
-/// length as a little-endian u64, so no two field sequences encode alike.
-#[derive(Default)]
-pub(crate) struct KeyEncoder {
-    pub(crate) bytes: Vec<u8>,
-}
-
-impl KeyEncoder {
-    pub(crate) fn field(&mut self, name: &str, value: &str) {
-        for part in [name, value] {
-            self.bytes
-                .extend_from_slice(&(part.len() as u64).to_le_bytes());
-            self.bytes.extend_from_slice(part.as_bytes());
-        }
-    }
 }

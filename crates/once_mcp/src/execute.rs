@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use once_analysis::{Analysis, Cancellable};
-use once_build::session::planning::{self, PlanRequest, PlanSource, TestRequest};
+use once_build::plan_cache::{self as planning, PlanRequest, PlanSource, TestRequest};
 use once_build::session::{Observer, Session};
 use once_build::testing::{Selection, TestOptions, TestProgress, TestRun};
 use once_build::{Plan, PlanDiagnostic, TargetRecord};

@@ -4,6 +4,8 @@
 //! `Clone + Eq + Hash` values that queries return and front ends convert.
 //!
 //! - [`action`]: the steps a target's capability declares ([`Action`]).
+//! - [`codec`]: the one length-prefixed binary encoding (files kept between processes,
+//!   the canonical encodings keys are hashed over).
 //! - [`paths`]: workspace-relative paths joined and normalised lexically.
 //! - [`label`]: canonical target labels and the reference syntax used inside manifests.
 //! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
@@ -14,6 +16,7 @@
 //! - [`vocabulary`]: the keys of a manifest's tables, their shapes and docs.
 
 pub mod action;
+pub mod codec;
 pub mod diagnostic;
 pub mod digest;
 pub mod framed;

@@ -1,6 +1,6 @@
 //! The [`PlanMemo`] trait: answers of planning remembered across processes, as opaque
 //! bytes by key. The database asks it (`once_db::plan_memo` says how); a one-shot front
-//! end keeps it (`once_exec::plan_memo`, in the store).
+//! end keeps it (`once_build::plan_cache::memo`, in the store).
 
 use crate::digest::Sha256Digest;
 

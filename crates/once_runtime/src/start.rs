@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use once_exec::HostEnvironment;
 use serde::{Deserialize, Serialize};
@@ -159,24 +159,19 @@ pub fn start_session(
         session::write_record(&dir, &record)?;
     }
     let log = std::fs::File::create(dir.join(SUPERVISOR_LOG_FILE))?;
-    let spawned = Command::new(supervisor)
-        .arg("__supervise")
-        .arg(root.join(session::RUNTIME_DIR).join(&id))
-        .env_clear()
-        .current_dir(root)
-        .stdin(Stdio::from(life))
-        .stdout(Stdio::from(log.try_clone()?))
-        .stderr(Stdio::from(log))
-        .spawn();
+    let session_dir = root.join(session::RUNTIME_DIR).join(&id);
+    // The supervisor leaves this process's session at once; whoever outlives whom, it
+    // never stays a zombie of a long-running starter (the MCP server).
+    let spawned = once_exec::launch::start_detached(
+        supervisor,
+        &["__supervise".as_ref(), session_dir.as_os_str()],
+        root,
+        Stdio::from(life),
+        Stdio::from(log.try_clone()?),
+        Stdio::from(log),
+    );
     match spawned {
-        Ok(mut child) => {
-            // The supervisor leaves this process's session at once; whoever outlives
-            // whom, it must not stay a zombie of a long-running starter (the MCP server).
-            let _ = std::thread::Builder::new()
-                .name("once-supervisor-wait".into())
-                .spawn(move || child.wait());
-            session::read_record(&dir)
-        }
+        Ok(()) => session::read_record(&dir),
         Err(e) => session::update_record(&dir, |record| {
             record.status = SessionStatus::Failed;
             record.reason = Some(format!(

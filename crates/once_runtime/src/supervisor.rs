@@ -20,9 +20,8 @@
 //!   included) and the record says `stopped_by: SIGKILL`.
 
 use std::io;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{ChildStderr, ChildStdout, Command, Stdio};
+use std::process::{ChildStderr, ChildStdout};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -258,19 +257,12 @@ fn kill_everything(group: Pid, leader: i32) {
 }
 
 fn run_program(dir: &Path, spec: &ProgramSpec, log: &mut LogWriter) -> io::Result<Ending> {
-    let mut command = Command::new(&spec.program);
-    if let Some((first, rest)) = spec.argv.split_first() {
-        command.arg0(first).args(rest);
-    }
-    command
-        .env_clear()
-        .envs(&spec.env)
-        .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = command.spawn()?;
+    let mut child = once_exec::launch::start_grouped(&once_exec::launch::Program {
+        path: &spec.program,
+        argv: &spec.argv,
+        env: &spec.env,
+        cwd: &spec.cwd,
+    })?;
     let leader = child.id().cast_signed();
     let Some(group) = Pid::from_raw(leader) else {
         return Err(io::Error::other("the program has no valid process id"));

@@ -7,24 +7,8 @@
 //! its reason. Tests under a crate's `tests/` are not checked (they drive the real binary).
 
 /// Source files outside `once_exec` that may still construct a process `Command`.
-pub const OPT_OUT_FILES: &[(&str, &str)] = &[
-    (
-        "crates/once_db/src/system.rs",
-        "test-only: its test module makes a FIFO with `mkfifo`",
-    ),
-    // Not yet moved onto the runner (issue 31 point 6, branch `processes`): each entry
-    // below is a migration still to do, not a permanent exception.
-    ("crates/once_cli/src/build.rs", "pending: `run_attached`"),
-    (
-        "crates/once_cli/src/isolation.rs",
-        "pending: the Starlark child",
-    ),
-    (
-        "crates/once_runtime/src/supervisor.rs",
-        "pending: supervisor",
-    ),
-    ("crates/once_runtime/src/start.rs", "pending: starter"),
-];
+/// None today: every process starts in `once_exec::launch`.
+pub const OPT_OUT_FILES: &[(&str, &str)] = &[];
 
 /// Whether `path` (workspace-relative) is checked by the lint.
 fn in_scope(path: &str) -> bool {
@@ -97,12 +81,13 @@ mod tests {
     }
 
     #[test]
-    fn the_runner_tests_opt_outs_and_model_commands_are_not_reported() {
+    fn the_runner_tests_and_model_commands_are_not_reported() {
         let full = "//! x\nfn f() { let _ = std::process::Command::new(\"sh\"); }\n";
         assert!(check_spawns("crates/once_exec/src/runner.rs", full).is_empty());
         assert!(check_spawns("crates/once_cli/tests/build.rs", full).is_empty());
         assert!(check_spawns("crates/xtask/src/bench.rs", full).is_empty());
-        assert!(check_spawns("crates/once_db/src/system.rs", full).is_empty());
+        // No file is exempt today (OPT_OUT_FILES is empty).
+        assert_eq!(check_spawns("crates/once_db/src/system.rs", full).len(), 1);
         // once_model's action `Command` is not a process.
         let model = "//! x\nuse once_model::action::Command;\nfn f() { Command::new(argv); }\n";
         assert!(check_spawns("crates/once_analysis/src/script_plan.rs", model).is_empty());

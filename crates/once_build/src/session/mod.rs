@@ -1,6 +1,6 @@
 //! The one execution driver: every front end (the CLI's `build`, `run`, `test`, `exec`
 //! and `runtime start`, the MCP tools that build, run, test, execute scripts and start
-//! sessions) plans through [`planning::plan`] and executes through a [`Session`], then
+//! sessions) plans through [`crate::plan_cache::plan`] and executes through a [`Session`], then
 //! only renders the typed outcome it gets back.
 //!
 //! A [`Session`] is a workspace root, its opened store ([`store_path`] is the one rule
@@ -11,7 +11,6 @@
 //! decided here, once: see [`exit`] for the table.
 
 pub mod exit;
-pub mod planning;
 
 use std::path::{Path, PathBuf};
 

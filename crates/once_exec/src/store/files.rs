@@ -1,5 +1,5 @@
 //! The store's files other than blobs: the action records by key, and the small files
-//! at its top level (`tools`, `probes`, `plans`, record indexes, last plans), framed and
+//! its clients keep in `derived/` (`tools`, `probes`, `plans`, record indexes, last plans), framed and
 //! checked on read ([`once_model::framed`]): a damaged one is removed, and a warning kept
 //! for the front end ([`Store::take_warnings`]).
 
@@ -146,16 +146,16 @@ impl Store {
         );
     }
 
-    /// Reads a small file at the store's top level (e.g. `tools`).
-    pub fn read_top_level(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        handles::read_file(&self.root, name)
+    /// Reads a small file in the store's `derived/` directory (e.g. `tools`).
+    pub fn read_derived(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        handles::read_file(&self.derived, name)
     }
 
-    /// The body of the framed file `name` at the store's top level ([`once_model::framed`],
+    /// The body of the framed file `name` in the store's `derived/` directory ([`once_model::framed`],
     /// bound to its name), or `None`: missing, another version's (left to be replaced),
     /// or damaged, which is removed with a warning ([`Store::take_warnings`]).
     pub fn read_framed(&self, name: &str, format: Format) -> Option<FramedBody> {
-        let bytes = match handles::read_file(&self.root, name) {
+        let bytes = match handles::read_file(&self.derived, name) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return None,
             Err(e) => {
@@ -164,7 +164,7 @@ impl Store {
                     Some(code) if code == Errno::ISDIR.raw_os_error() => Damage::NotAFile,
                     _ => return None,
                 };
-                self.remove_damaged_top_level(name, damage);
+                self.remove_damaged_derived(name, damage);
                 return None;
             }
         };
@@ -176,72 +176,67 @@ impl Store {
             }
             Unframed::OtherVersion => None,
             Unframed::Damaged(damage) => {
-                self.remove_damaged_top_level(name, damage);
+                self.remove_damaged_derived(name, damage);
                 None
             }
         }
     }
 
-    /// Removes the damaged top-level file `name` (whatever is there) and says so.
-    pub fn remove_damaged_top_level(&self, name: &str, damage: Damage) {
-        let _ = handles::remove_entry(&self.root, name);
+    /// Removes the damaged derived file `name` (whatever is there) and says so.
+    pub fn remove_damaged_derived(&self, name: &str, damage: Damage) {
+        let _ = handles::remove_entry(&self.derived, name);
         self.warn(format!(
             "the store file `{}` was damaged ({damage}); it was removed, and what it held \
              is worked out again",
-            self.path.join(name).display()
+            self.path.join(super::DERIVED).join(name).display()
         ));
     }
 
-    /// Replaces the framed file `name` at the store's top level with `body` atomically.
+    /// Replaces the framed file `name` in the store's `derived/` directory with `body` atomically.
     pub fn write_framed(&self, name: &str, format: Format, body: &[u8]) -> io::Result<()> {
-        self.write_top_level(name, &format.frame(name.as_bytes(), body))
+        self.write_derived(name, &format.frame(name.as_bytes(), body))
     }
 
-    /// Replaces a small file at the store's top level atomically.
-    pub fn write_top_level(&self, name: &str, contents: &[u8]) -> io::Result<()> {
-        handles::write_atomically(&self.root, name, contents, 0o644)
+    /// Replaces a small file in the store's `derived/` directory atomically.
+    pub fn write_derived(&self, name: &str, contents: &[u8]) -> io::Result<()> {
+        handles::write_atomically(&self.derived, name, contents, 0o644)
     }
 
-    /// When the file `name` at the store's top level was last modified (`None` when it
+    /// When the file `name` in the store's `derived/` directory was last modified (`None` when it
     /// is missing or not a regular file).
-    pub fn top_level_modified(&self, name: &str) -> Option<SystemTime> {
-        let stat = handles::stat_entry(&self.root, name).ok().flatten()?;
+    pub fn derived_modified(&self, name: &str) -> Option<SystemTime> {
+        let stat = handles::stat_entry(&self.derived, name).ok().flatten()?;
         (handles::file_type(&stat) == FileType::RegularFile).then(|| modification_time(&stat))
     }
 
-    /// Marks the file `name` at the store's top level as modified now, unless it was
+    /// Marks the file `name` in the store's `derived/` directory as modified now, unless it was
     /// less than [`TOUCH_GRANULARITY`](crate::store::TOUCH_GRANULARITY) before `now` (files kept per workspace are removed
-    /// when unused for a while: [`Store::remove_unused_top_level`]).
-    pub fn touch_top_level_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
+    /// when unused for a while: [`Store::remove_unused_derived`]).
+    pub fn touch_derived_if_stale(&self, name: &str, modified: SystemTime, now: SystemTime) {
         if used_recently(modified, now) {
             return;
         }
         let now = timestamps_now();
-        let _ = rustix::fs::utimensat(&self.root, name, &now, AtFlags::SYMLINK_NOFOLLOW);
+        let _ = rustix::fs::utimensat(&self.derived, name, &now, AtFlags::SYMLINK_NOFOLLOW);
     }
 
-    /// Removes the files at the store's top level whose names start with `prefix` and
+    /// Removes the files in the store's `derived/` directory whose names start with `prefix` and
     /// that were not modified in the `max_age` before `now` (the per-workspace files of
     /// workspaces no longer built: their next build only plans or reads again). Answers
     /// how many it removed.
-    pub fn remove_unused_top_level(
-        &self,
-        prefix: &str,
-        max_age: Duration,
-        now: SystemTime,
-    ) -> usize {
-        let Ok(names) = handles::entry_names(&self.root) else {
+    pub fn remove_unused_derived(&self, prefix: &str, max_age: Duration, now: SystemTime) -> usize {
+        let Ok(names) = handles::entry_names(&self.derived) else {
             return 0;
         };
         names
             .iter()
             .filter(|name| name.starts_with(prefix))
             .filter(|name| {
-                self.top_level_modified(name).is_some_and(|modified| {
+                self.derived_modified(name).is_some_and(|modified| {
                     now.duration_since(modified).is_ok_and(|age| age > max_age)
                 })
             })
-            .filter(|name| unlinkat(&self.root, name.as_str(), AtFlags::empty()).is_ok())
+            .filter(|name| unlinkat(&self.derived, name.as_str(), AtFlags::empty()).is_ok())
             .count()
     }
 }

@@ -3,7 +3,7 @@
 //! an unchanged workspace reads the plan it made last time (for tests, with the selection
 //! it was made for) instead of parsing every manifest, resolving every target
 //! and planning each (through the memo) again. The bytes live in the store
-//! (`once_exec::last_plan`); this module decides what they hold and when they count.
+//! ([`super::last_plan_file`]); this module decides what they hold and when they count.
 //!
 //! **When a remembered plan is used.** A plan is a function of the request (the
 //! capability and the patterns, as given), the binary (the store salts every key with
@@ -22,12 +22,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use once_analysis::{
-    Analysis, Cancellable, ValueReader, ValueWriter, decode_action, encode_action,
-};
+use super::last_plan_file::LastPlan;
+use once_analysis::{Analysis, Cancellable};
 use once_db::Sha256Digest;
-use once_exec::last_plan::LastPlan;
 use once_exec::{PlannedAction, Store};
+use once_model::codec::{ValueReader, ValueWriter, decode_action, encode_action};
 
 use crate::testing::{SelectedTest, Selection, SelectionMode};
 use crate::{Plan, PlannedTarget};

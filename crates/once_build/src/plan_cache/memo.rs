@@ -25,17 +25,19 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use once_model::Sha256Digest;
 use once_model::framed::{Damage, Format, Unframed};
 use rustc_hash::FxHashMap;
 
-use crate::store::Store;
-use crate::tools::Fingerprint;
+use once_exec::Store;
+use once_exec::store::keyed::{
+    MAX_ENTRY_AGE_SECONDS, decode_entries, encode_entries, program_identity, salted, unix_seconds,
+};
 
-/// The file at the store's top level that holds the memo.
+/// The file at the store's `derived/` directory that holds the memo.
 pub const PLANS_FILE: &str = "plans";
 
 /// The memo file's framing.
@@ -46,34 +48,6 @@ const FORMAT: Format = Format {
 
 /// The most bytes of values a rewrite keeps (the least recently used go first).
 pub const MAX_MEMO_BYTES: usize = 64 << 20;
-
-/// How long an entry no process used is kept (a week, in seconds): plans of edited-away
-/// revisions do not make every later process read them.
-pub const MAX_MEMO_AGE_SECONDS: u64 = 7 * 24 * 60 * 60;
-
-/// Per entry: the key, the last use and the value's length.
-const ENTRY_HEADER: usize = 32 + 8 + 4;
-
-/// What identifies the running program: a digest of `/proc/self/exe`'s fingerprint (the
-/// file the process runs, even after it was replaced or removed), read once per process;
-/// `None` when it cannot be read.
-pub fn program_identity() -> Option<Sha256Digest> {
-    static IDENTITY: OnceLock<Option<Sha256Digest>> = OnceLock::new();
-    *IDENTITY.get_or_init(|| {
-        let metadata = std::fs::metadata("/proc/self/exe")
-            .or_else(|_| std::env::current_exe().and_then(std::fs::metadata))
-            .ok()?;
-        let fingerprint = Fingerprint::of(&metadata);
-        Some(Sha256Digest::of(
-            format!(
-                "once-program {} {}",
-                env!("CARGO_PKG_VERSION"),
-                fingerprint.to_fields()
-            )
-            .as_bytes(),
-        ))
-    })
-}
 
 /// An entry read from the file.
 struct Stored {
@@ -101,7 +75,7 @@ impl PlanMemoFile {
         let body = store.read_framed(PLANS_FILE, FORMAT);
         let stored = body.as_deref().and_then(parse);
         if body.is_some() && stored.is_none() {
-            store.remove_damaged_top_level(PLANS_FILE, Damage::Unparsable);
+            store.remove_damaged_derived(PLANS_FILE, Damage::Unparsable);
         }
         Some(PlanMemoFile {
             salt,
@@ -136,7 +110,7 @@ impl PlanMemoFile {
 
     /// The file's new content when this process recorded anything: the stored entries
     /// merged with the recorded ones, those used or recorded now stamped `now`, those
-    /// unused for [`MAX_MEMO_AGE_SECONDS`] dropped, and the least recently used dropped
+    /// unused for [`MAX_ENTRY_AGE_SECONDS`] dropped, and the least recently used dropped
     /// beyond `max_bytes` of values.
     pub fn rewritten(&self, now: SystemTime, max_bytes: usize) -> Option<Vec<u8>> {
         let recorded = lock(&self.recorded);
@@ -159,7 +133,7 @@ impl PlanMemoFile {
             .chain(recorded.iter().map(|(key, value)| (*key, now, &value[..])))
             .filter(|(_, last_used, value)| {
                 u32::try_from(value.len()).is_ok()
-                    && last_used.saturating_add(MAX_MEMO_AGE_SECONDS) >= now
+                    && last_used.saturating_add(MAX_ENTRY_AGE_SECONDS) >= now
             })
             .collect();
         // The most recently used first; ties by key, so the file is deterministic.
@@ -180,21 +154,13 @@ impl PlanMemoFile {
         };
         // Shared use: `once cache clean` and `gc` wait for the rename to finish.
         let _in_use = store.start_use()?;
-        store.write_top_level(PLANS_FILE, &bytes)?;
+        store.write_derived(PLANS_FILE, &bytes)?;
         Ok(true)
     }
 
     fn salted(&self, key: &Sha256Digest) -> Sha256Digest {
         salted(&self.salt, key)
     }
-}
-
-/// `key` salted with `salt` (the program's identity in the store's per-program files).
-pub(crate) fn salted(salt: &Sha256Digest, key: &Sha256Digest) -> Sha256Digest {
-    let mut bytes = [0u8; 64];
-    bytes[..32].copy_from_slice(&salt.0);
-    bytes[32..].copy_from_slice(&key.0);
-    Sha256Digest::of(&bytes)
 }
 
 impl once_model::PlanMemo for PlanMemoFile {
@@ -234,52 +200,6 @@ fn parse(body: &[u8]) -> Option<FxHashMap<Sha256Digest, Stored>> {
             })
             .collect(),
     )
-}
-
-/// Seconds since the epoch (0 before it), as the keyed-entries files keep times.
-pub(crate) fn unix_seconds(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// The body of a file of keyed entries (framed by the caller, [`once_model::framed`]), each
-/// with the time it was last used (seconds since the epoch): per entry its key (32
-/// bytes), the time (little-endian `u64`), the value's length (little-endian `u32`) and
-/// the value. Values longer than a `u32` are left out.
-pub(crate) fn encode_entries(entries: &[(Sha256Digest, u64, &[u8])]) -> Vec<u8> {
-    let entries: Vec<_> = entries
-        .iter()
-        .filter(|(_, _, value)| u32::try_from(value.len()).is_ok())
-        .collect();
-    let size = entries
-        .iter()
-        .map(|(_, _, value)| ENTRY_HEADER + value.len())
-        .sum::<usize>();
-    let mut out = Vec::with_capacity(size);
-    for (key, last_used, value) in &entries {
-        out.extend_from_slice(&key.0);
-        out.extend_from_slice(&last_used.to_le_bytes());
-        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        out.extend_from_slice(value);
-    }
-    out
-}
-
-/// The entries of a body [`encode_entries`] wrote; `None` when it does not parse to its
-/// end.
-pub(crate) fn decode_entries(body: &[u8]) -> Option<Vec<(Sha256Digest, u64, &[u8])>> {
-    let mut rest = body;
-    let mut entries = Vec::new();
-    while !rest.is_empty() {
-        let (entry_header, tail) = rest.split_at_checked(ENTRY_HEADER)?;
-        let key = Sha256Digest(entry_header[..32].try_into().ok()?);
-        let last_used = u64::from_le_bytes(entry_header[32..40].try_into().ok()?);
-        let length = u32::from_le_bytes(entry_header[40..44].try_into().ok()?);
-        let (value, tail) = tail.split_at_checked(usize::try_from(length).ok()?)?;
-        entries.push((key, last_used, value));
-        rest = tail;
-    }
-    Some(entries)
 }
 
 #[cfg(test)]
@@ -388,7 +308,7 @@ mod tests {
         let fourth = PlanMemoFile::from_bytes(salt, Some(&bytes));
         assert!(fourth.lookup(&key("used")).is_some());
         fourth.record(key("newer"), value.clone());
-        let later = at(20 + MAX_MEMO_AGE_SECONDS + 1);
+        let later = at(20 + MAX_ENTRY_AGE_SECONDS + 1);
         let fifth = PlanMemoFile::from_bytes(salt, fourth.rewritten(later, 1000).as_deref());
         assert_eq!(fifth.stored_len(), 2, "`new` expired");
         assert!(fifth.lookup(&key("used")).is_some());
@@ -406,14 +326,14 @@ mod tests {
             !memo.save(&store).unwrap(),
             "nothing recorded, nothing written"
         );
-        assert_eq!(store.read_top_level(PLANS_FILE).unwrap(), None);
+        assert_eq!(store.read_derived(PLANS_FILE).unwrap(), None);
         memo.record(key("a"), b"plan".to_vec());
         assert!(memo.save(&store).unwrap());
         let again = PlanMemoFile::load(&store).unwrap();
         assert_eq!(again.lookup(&key("a")).as_deref(), Some(&b"plan"[..]));
 
         store
-            .write_top_level(PLANS_FILE, b"once-plan-memo 2\ngarbage")
+            .write_derived(PLANS_FILE, b"once-plan-memo 2\ngarbage")
             .unwrap();
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 0);
         let warnings = store.take_warnings();
@@ -421,9 +341,9 @@ mod tests {
             warnings.len() == 1 && warnings[0].contains("plans") && warnings[0].contains("removed"),
             "{warnings:?}"
         );
-        assert_eq!(store.read_top_level(PLANS_FILE).unwrap(), None, "removed");
+        assert_eq!(store.read_derived(PLANS_FILE).unwrap(), None, "removed");
         store
-            .write_top_level(PLANS_FILE, b"once-plan-memo 1\nan older version")
+            .write_derived(PLANS_FILE, b"once-plan-memo 1\nan older version")
             .unwrap();
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 0);
         assert!(store.take_warnings().is_empty(), "not damage");
@@ -431,7 +351,7 @@ mod tests {
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 1);
 
         store.clean().unwrap();
-        assert_eq!(store.read_top_level(PLANS_FILE).unwrap(), None);
+        assert_eq!(store.read_derived(PLANS_FILE).unwrap(), None);
         assert_eq!(PlanMemoFile::load(&store).unwrap().stored_len(), 0);
     }
 }

@@ -1,8 +1,9 @@
-//! Where plans come from: one call, [`plan`], with two sources.
+//! The plan cache, in one module: where plans come from, through one call, [`plan`],
+//! with two sources.
 //!
 //! - [`PlanSource::Cold`]: a one-shot command (`once build`, `run`, `test`, `runtime
 //!   start`). The plan the same request made last time is reused while nothing it was
-//!   planned from changed ([`crate::last_plan`]): then no manifest is parsed and
+//!   planned from changed ([`last_plan`]): then no manifest is parsed and
 //!   nothing planned. Otherwise the workspace is loaded with the store's plan memo lent
 //!   to the database (plans an earlier process made from the same inputs come from it,
 //!   without starting Starlark), the request is planned and remembered, the memo and the
@@ -13,15 +14,32 @@
 //!
 //! A request is a capability of target patterns, or a test selection
 //! ([`TestRequest`]): one rule for every front end.
+//!
+//! Its parts:
+//! - [`last_plan`]: when a remembered plan of a request counts, and what it keeps;
+//! - [`last_plan_file`]: its bytes in the store, one file per workspace and request;
+//! - [`memo`]: the plan memo of one-shot commands (each target's plan by a key over
+//!   everything its kind's implementation observes), in the store's `plans` file.
+//!
+//! The memo's key and value encoding belong to planning (`once_graph::plan_memo`, the
+//! one place that knows what an implementation can observe); the keyed-entries body and
+//! the program salt the files share are the store's (`once_exec::store::keyed`); the
+//! encoding is `once_model::codec`'s.
+
+pub mod last_plan;
+pub mod last_plan_file;
+pub mod memo;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use once_analysis::{Analysis, AnalysisHost, Cancellable, Listing, OsSystem};
-use once_exec::{PlanMemoFile, Store};
+use once_exec::Store;
 
+use self::memo::PlanMemoFile;
+
+use crate::Plan;
 use crate::testing::{Request, Selection};
-use crate::{Plan, last_plan};
 
 /// How a front end lists the candidates of a name that matched nothing (see
 /// `once_analysis::NotFound::with_hint`).

@@ -1,11 +1,11 @@
-//! The last plan a workspace's request made, one file per workspace and request at the
-//! store's top level (`last-plan-<SHA-256 of the root's path and the request>`), so that
+//! The last plan a workspace's request made, one file per workspace and request in the
+//! store's `derived/` directory (`last-plan-<SHA-256 of the root's path and the request>`), so that
 //! a build asked again of an unchanged workspace reads its plan instead of parsing,
 //! resolving and planning every target again (three quarters of a no-op build of
 //! 10,000 targets went to planning, although every target's plan came from the memo).
 //!
 //! This module only keeps the bytes: what they hold, and when they may be used, is the
-//! caller's (`once_build::last_plan`). The file holds one entry in the store's format of
+//! caller's ([`super::last_plan`]). The file holds one entry in the store's format of
 //! keyed entries (see `plan_memo`), framed ([`once_model::framed`]): its key is the caller's
 //! key salted with [`program_identity`] (a plan depends on the binary's prelude and
 //! encodings, so a rebuilt binary never reads an older one's plan), and a file that is
@@ -23,10 +23,10 @@ use std::time::{Duration, SystemTime};
 use once_model::Sha256Digest;
 use once_model::framed::{Damage, Format};
 
-use crate::plan_memo::{
-    MAX_MEMO_AGE_SECONDS, decode_entries, encode_entries, program_identity, unix_seconds,
+use once_exec::Store;
+use once_exec::store::keyed::{
+    MAX_ENTRY_AGE_SECONDS, decode_entries, encode_entries, program_identity, unix_seconds,
 };
-use crate::store::Store;
 
 /// The last-plan files' framing.
 const FORMAT: Format = Format {
@@ -34,7 +34,7 @@ const FORMAT: Format = Format {
     version: 2,
 };
 
-/// The prefix of the last-plan files' names at the store's top level.
+/// The prefix of the last-plan files' names at the store's `derived/` directory.
 pub const LAST_PLAN_PREFIX: &str = "last-plan-";
 
 /// The file of `request` (the caller's canonical spelling of what was asked) in the
@@ -48,7 +48,7 @@ fn file_name(workspace_root: &Path, request: &str) -> String {
 
 /// `key` salted with the running program's identity; `None` without one.
 fn salted(key: &Sha256Digest) -> Option<Sha256Digest> {
-    Some(crate::plan_memo::salted(&program_identity()?, key))
+    Some(once_exec::store::keyed::salted(&program_identity()?, key))
 }
 
 /// What the file of a request holds, read before its key can be checked (the key needs
@@ -65,11 +65,11 @@ impl LastPlan {
     /// intact.
     pub fn load(store: &Store, workspace_root: &Path, request: &str) -> Option<LastPlan> {
         let name = file_name(workspace_root, request);
-        let modified = store.top_level_modified(&name);
+        let modified = store.derived_modified(&name);
         let body = store.read_framed(&name, FORMAT)?;
         let mut entries = decode_entries(&body).unwrap_or_default();
         let Some((salted_key, _, value)) = entries.pop().filter(|_| entries.is_empty()) else {
-            store.remove_damaged_top_level(&name, Damage::Unparsable);
+            store.remove_damaged_derived(&name, Damage::Unparsable);
             return None;
         };
         Some(LastPlan {
@@ -84,7 +84,7 @@ impl LastPlan {
     /// than an hour ago.
     pub fn renew(&self, store: &Store) {
         if let Some(modified) = self.modified {
-            store.touch_top_level_if_stale(&self.name, modified, SystemTime::now());
+            store.touch_derived_if_stale(&self.name, modified, SystemTime::now());
         }
     }
 
@@ -115,9 +115,9 @@ impl LastPlan {
         // Shared use: `once cache clean` and `gc` wait for the rename to finish.
         let _in_use = store.start_use()?;
         store.write_framed(&file_name(workspace_root, request), FORMAT, &body)?;
-        store.remove_unused_top_level(
+        store.remove_unused_derived(
             LAST_PLAN_PREFIX,
-            Duration::from_secs(MAX_MEMO_AGE_SECONDS),
+            Duration::from_secs(MAX_ENTRY_AGE_SECONDS),
             SystemTime::now(),
         );
         Ok(())
@@ -181,21 +181,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let (one, other) = (Path::new("/w/one"), Path::new("/w/other"));
-        let file = |root: &Path, request: &str| dir.path().join(file_name(root, request));
+        let file = |root: &Path, request: &str| store.derived_path().join(file_name(root, request));
         let day = Duration::from_secs(24 * 60 * 60);
         for (root, request) in [(one, "build a"), (one, "build b"), (other, "build a")] {
             LastPlan::save(&store, root, request, &key("inputs"), b"plan").unwrap();
         }
         set_modified(&file(one, "build a"), 8 * day);
         set_modified(&file(other, "build a"), 6 * day);
-        std::fs::write(dir.path().join("kept-by-name"), "x").unwrap();
-        set_modified(&dir.path().join("kept-by-name"), 30 * day);
+        let other_file = store.derived_path().join("kept-by-name");
+        std::fs::write(&other_file, "x").unwrap();
+        set_modified(&other_file, 30 * day);
         LastPlan::save(&store, one, "build c", &key("inputs"), b"plan").unwrap();
         assert!(!file(one, "build a").exists(), "unused for 8 days");
         for (root, request) in [(one, "build b"), (one, "build c"), (other, "build a")] {
             assert!(file(root, request).exists(), "{request}");
         }
-        assert!(dir.path().join("kept-by-name").exists(), "another prefix");
+        assert!(other_file.exists(), "another prefix");
 
         // Used: renewed when an hour old or more, not before.
         set_modified(&file(other, "build a"), Duration::from_secs(10 * 60));
@@ -222,11 +223,11 @@ mod tests {
         let root = Path::new("/w");
         LastPlan::save(&store, root, "build ...", &key("inputs"), b"plan").unwrap();
         let name = file_name(root, "build ...");
-        let bytes = store.read_top_level(&name).unwrap().unwrap();
+        let bytes = store.read_derived(&name).unwrap().unwrap();
         for index in 0..bytes.len() {
             let mut changed = bytes.clone();
             changed[index] ^= 1;
-            store.write_top_level(&name, &changed).unwrap();
+            store.write_derived(&name, &changed).unwrap();
             assert!(
                 LastPlan::load(&store, root, "build ...").is_none(),
                 "byte {index} changed"
@@ -235,7 +236,7 @@ mod tests {
             let warned = !store.take_warnings().is_empty();
             assert_eq!(
                 warned,
-                store.read_top_level(&name).unwrap().is_none(),
+                store.read_derived(&name).unwrap().is_none(),
                 "byte {index} changed"
             );
         }

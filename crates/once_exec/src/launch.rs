@@ -1,0 +1,259 @@
+//! Starting programs: the one place `once` makes a process `Command`, for every way it
+//! runs one.
+//!
+//! Every process `once` puts on the machine starts here (the tidy's one-runner rule,
+//! `crates/xtask/src/spawns.rs`), so what applies to all of them (the exact environment,
+//! process groups, the retry of a start that meets a busy executable, the [`reaper`],
+//! and next the sandbox) is written once:
+//!
+//! - **captured** ([`crate::runner::SystemRunner`]): an action, its output into files;
+//! - **piped** ([`crate::piped`]): a helper whose output is read as it comes (a test
+//!   runner, a probe);
+//! - **attached** ([`run_attached`]): the program of `once run`, on the terminal;
+//! - **grouped** ([`start_grouped`]): a program in a group of its own whose output its
+//!   caller reads and whose end it waits for itself (a runtime session's program, under
+//!   its supervisor);
+//! - **companions** ([`start_companion`], [`start_detached`]): `once` itself in another
+//!   role (the isolated module evaluator, a session's supervisor).
+//!
+//! [`reaper`]: crate::reaper
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+use rustix::process::{Pid, WaitId, WaitIdOptions, kill_process_group};
+
+/// A program of the workspace, resolved: what runs, how it is called, in which
+/// environment and where.
+#[derive(Clone, Copy, Debug)]
+pub struct Program<'a> {
+    /// The program, absolute (as [`crate::tools::resolve_program`] finds it).
+    pub path: &'a Path,
+    /// The command line; `argv[0]` is passed as the program's name.
+    pub argv: &'a [String],
+    /// The complete environment: nothing else is inherited.
+    pub env: &'a BTreeMap<String, String>,
+    /// The working directory (absolute).
+    pub cwd: &'a Path,
+}
+
+impl Program<'_> {
+    /// The command that starts this program, standard input from `/dev/null`; the caller
+    /// sets the other streams and the process group.
+    pub(crate) fn command(&self) -> Command {
+        let mut command = Command::new(self.path);
+        if let Some((first, rest)) = self.argv.split_first() {
+            command.arg0(first).args(rest);
+        }
+        command
+            .env_clear()
+            .envs(self.env)
+            .current_dir(self.cwd)
+            .stdin(Stdio::null());
+        command
+    }
+}
+
+/// Where the attached program runs: in a process group of its own, or in `once`'s (the
+/// terminal's foreground group, so that it reads the terminal and the terminal's `^C`
+/// reaches it directly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachedGroup {
+    Own,
+    Terminal,
+}
+
+/// The attached program once it started: whom a signal `once` receives is forwarded to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttachedProcess {
+    pub pid: u32,
+    /// Whether `pid` leads a group of its own (a signal then goes to the whole group).
+    pub own_group: bool,
+}
+
+impl AttachedProcess {
+    /// Sends `signal` (a raw number) to the program, to its whole group when it has one.
+    pub fn signal(&self, signal: i32) {
+        let (Some(pid), Some(signal)) = (
+            Pid::from_raw(self.pid.cast_signed()),
+            rustix::process::Signal::from_named_raw(signal),
+        ) else {
+            return;
+        };
+        let _ = if self.own_group {
+            kill_process_group(pid, signal)
+        } else {
+            rustix::process::kill_process(pid, signal)
+        };
+    }
+}
+
+/// Runs `program` attached to `once`'s own standard streams (its standard input too)
+/// until it ends. `started` learns the process as soon as it runs (to forward signals to
+/// it) and `ended` once it ended. With a group of its own, the group is killed when the
+/// program exits (nothing it left running survives, as for an action), and the
+/// [`crate::reaper`] kills it if `once` is killed first.
+pub fn run_attached(
+    program: &Program<'_>,
+    group: AttachedGroup,
+    started: &mut dyn FnMut(AttachedProcess),
+    ended: &mut dyn FnMut(),
+) -> io::Result<ExitStatus> {
+    let mut command = program.command();
+    command.stdin(Stdio::inherit());
+    if group == AttachedGroup::Own {
+        command.process_group(0);
+    }
+    let mut child = crate::runner::spawn(&mut command)?;
+    let process = AttachedProcess {
+        pid: child.id(),
+        own_group: group == AttachedGroup::Own,
+    };
+    started(process);
+    let leader = Pid::from_raw(process.pid.cast_signed()).filter(|_| process.own_group);
+    if let Some(group) = leader {
+        crate::reaper::watch(group);
+        // Wait without reaping, so the group's id cannot be reused before it is killed.
+        while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(
+            WaitId::Pid(group),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {}
+        let _ = kill_process_group(group, rustix::process::Signal::KILL);
+        crate::reaper::forget(group);
+    }
+    let status = child.wait();
+    ended();
+    status
+}
+
+/// Starts `program` as the leader of a process group of its own, its standard output
+/// and error on pipes the caller reads; the caller waits for it and ends its group.
+pub fn start_grouped(program: &Program<'_>) -> io::Result<Child> {
+    let mut command = program.command();
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    crate::runner::spawn(&mut command)
+}
+
+/// Starts `once` itself (`executable`) in another role, with `args`, this process's
+/// environment and `env` on top of it, its standard input and output on pipes the
+/// caller holds and its standard error discarded (the isolated module evaluator).
+pub fn start_companion(
+    executable: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> io::Result<Child> {
+    let mut command = Command::new(executable);
+    command
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    crate::runner::spawn(&mut command)
+}
+
+/// Starts `once` itself (`executable`) with `args` in `cwd`, with an empty environment
+/// and the given streams, to outlive this process (a session's supervisor, which leaves
+/// this process's session itself). It is reaped by a thread of its own when it ends, so
+/// it never stays a zombie of a long-running caller.
+pub fn start_detached(
+    executable: &Path,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> io::Result<()> {
+    let mut command = Command::new(executable);
+    command
+        .args(args)
+        .env_clear()
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr);
+    let mut child = crate::runner::spawn(&mut command)?;
+    let _ = std::thread::Builder::new()
+        .name("once-detached-wait".into())
+        .spawn(move || child.wait());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn environment() -> BTreeMap<String, String> {
+        BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())])
+    }
+
+    #[test]
+    fn a_program_gets_exactly_its_environment_name_and_directory() {
+        let env = environment();
+        let argv = [
+            "shown-name".to_owned(),
+            "-c".to_owned(),
+            "echo \"$0 $PATH $HOME\"; pwd".to_owned(),
+        ];
+        let program = Program {
+            path: Path::new("/bin/sh"),
+            argv: &argv,
+            env: &env,
+            cwd: Path::new("/usr"),
+        };
+        let child = start_grouped(&program).expect("sh starts");
+        let output = child.wait_with_output().expect("sh ends");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "shown-name /usr/bin:/bin \n/usr\n"
+        );
+    }
+
+    /// Whether a process of this id is alive (not a zombie).
+    fn alive(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .starts_with('Z')
+        })
+    }
+
+    #[test]
+    fn an_attached_program_in_its_own_group_leaves_nothing_behind() {
+        let env = environment();
+        let directory = tempfile::tempdir().expect("a temporary directory");
+        let file = directory.path().join("pid");
+        let script = format!("sleep 600 & echo $! > '{}'", file.display());
+        let argv = ["sh".to_owned(), "-c".to_owned(), script];
+        let program = Program {
+            path: Path::new("/bin/sh"),
+            argv: &argv,
+            env: &env,
+            cwd: Path::new("/"),
+        };
+        let mut seen = None;
+        let mut ended = false;
+        let status = run_attached(
+            &program,
+            AttachedGroup::Own,
+            &mut |process| seen = Some(process),
+            &mut || ended = true,
+        )
+        .expect("sh starts");
+        assert!(status.success());
+        assert!(ended);
+        assert!(seen.expect("announced").own_group);
+        let sleeper = std::fs::read_to_string(&file).expect("the background pid");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!alive(sleeper.trim()), "the background child survived");
+    }
+}
