@@ -54,6 +54,9 @@ pub struct Session {
     evidence: bool,
 }
 
+/// From how many actions a build records its evidence on a thread beside the records.
+const PARALLEL_EVIDENCE_ACTIONS: usize = 64;
+
 impl Session {
     /// Opens the store ([`store_path`]) of the workspace at `root`.
     pub fn open(
@@ -164,16 +167,26 @@ impl Session {
         }
         let report = self.execute(plan, &plan.actions, observer)?;
         let mut warnings = crate::execution_warnings(&report);
-        let (evidence, records, rendered) = std::thread::scope(|scope| {
-            let evidence = scope.spawn(|| {
-                self.evidence
-                    .then(|| crate::record_evidence(&self.root, plan, &report))
-                    .flatten()
-            });
+        let evidence = || {
+            self.evidence
+                .then(|| crate::record_evidence(&self.root, plan, &report))
+                .flatten()
+        };
+        // A thread of its own pays only for large plans (a full hit of 10,000 actions);
+        // starting one costs a small plan's whole evidence.
+        let (evidence, records, rendered) = if plan.actions.len() >= PARALLEL_EVIDENCE_ACTIONS {
+            std::thread::scope(|scope| {
+                let evidence = scope.spawn(evidence);
+                let records = crate::records(plan, &report);
+                let rendered = render(&records, &report);
+                (evidence.join().ok().flatten(), records, rendered)
+            })
+        } else {
+            let evidence = evidence();
             let records = crate::records(plan, &report);
             let rendered = render(&records, &report);
-            (evidence.join().ok().flatten(), records, rendered)
-        });
+            (evidence, records, rendered)
+        };
         warnings.extend(evidence);
         Ok((
             Built {
