@@ -118,7 +118,7 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     let outcome = answer_query(args, query, &analysis);
     // The process ends right after: freeing every memo one by one would only cost time
     // (tens of milliseconds on a large workspace).
-    std::mem::forget(analysis);
+    once_build::plan_cache::leave_to_exit(analysis);
     outcome
 }
 
