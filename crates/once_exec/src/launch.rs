@@ -188,6 +188,7 @@ pub fn start_detached(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::piped::tests::alive;
 
     fn environment() -> BTreeMap<String, String> {
         BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())])
@@ -213,18 +214,6 @@ mod tests {
             String::from_utf8_lossy(&output.stdout),
             "shown-name /usr/bin:/bin \n/usr\n"
         );
-    }
-
-    /// Whether a process of this id is alive (not a zombie).
-    fn alive(pid: &str) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .starts_with('Z')
-        })
     }
 
     #[test]

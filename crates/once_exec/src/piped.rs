@@ -238,7 +238,7 @@ impl Bounded {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn sh(script: &str) -> Command {
@@ -272,7 +272,7 @@ mod tests {
     }
 
     /// Whether a process of this id is alive (not a zombie).
-    fn alive(pid: &str) -> bool {
+    pub(crate) fn alive(pid: &str) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
             !stat
                 .rsplit(')')
