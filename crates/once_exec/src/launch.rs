@@ -24,7 +24,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 
-use rustix::process::{Pid, WaitId, WaitIdOptions, kill_process_group};
+use rustix::process::{Pid, kill_process_group};
 
 /// A program of the workspace, resolved: what runs, how it is called, in which
 /// environment and where.
@@ -116,11 +116,7 @@ pub fn run_attached(
     let leader = Pid::from_raw(process.pid.cast_signed()).filter(|_| process.own_group);
     if let Some(group) = leader {
         crate::reaper::watch(group);
-        // Wait without reaping, so the group's id cannot be reused before it is killed.
-        while let Err(rustix::io::Errno::INTR) = rustix::process::waitid(
-            WaitId::Pid(group),
-            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-        ) {}
+        crate::runner::wait_unreaped(group);
         let _ = kill_process_group(group, rustix::process::Signal::KILL);
         crate::reaper::forget(group);
     }

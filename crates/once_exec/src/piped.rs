@@ -127,10 +127,7 @@ pub fn run_piped(
 /// group first and answers true.
 fn wait_for_leader(group: Pid, timeout: Option<Duration>) -> bool {
     let Some(limit) = timeout else {
-        while let Err(rustix::io::Errno::INTR) = waitid(
-            WaitId::Pid(group),
-            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-        ) {}
+        crate::runner::wait_unreaped(group);
         return false;
     };
     let deadline = Instant::now() + limit;

@@ -79,10 +79,7 @@ impl ProcessRunner for SystemRunner {
         let watchdog = request.timeout.map(|limit| Watchdog::start(group, limit));
         // Wait for the leader to exit without reaping it, so its id (the group's id) cannot
         // be reused before the group is killed.
-        while let Err(rustix::io::Errno::INTR) = waitid(
-            WaitId::Pid(group),
-            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-        ) {}
+        wait_unreaped(group);
         let timed_out = watchdog.is_some_and(Watchdog::stop);
         let _ = kill_process_group(group, Signal::KILL);
         request.cancel.unregister(group);
@@ -97,6 +94,15 @@ impl ProcessRunner for SystemRunner {
             (None, None) => ProcessExit::Signal(0),
         })
     }
+}
+
+/// Waits until the leader of `group` has exited, without reaping it: its id (the group's)
+/// cannot be reused until it is reaped, so the group can still be killed safely.
+pub(crate) fn wait_unreaped(group: Pid) {
+    while let Err(rustix::io::Errno::INTR) = waitid(
+        WaitId::Pid(group),
+        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+    ) {}
 }
 
 /// How many times a start failing with `ETXTBSY` is tried again.

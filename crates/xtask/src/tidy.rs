@@ -30,6 +30,9 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     // What once reads and writes of its host below the database: confined file access,
     // file stamps, the machine's parallelism.
     ("once_host", Allowed::Only(&[])),
+    // The kernel's confinement (Landlock, namespaces) installed on commands once_exec
+    // builds: a leaf, the one crate allowed unsafe code.
+    ("once_sandbox", Allowed::Only(&[])),
     (
         "once_db",
         Allowed::Only(&["once_syntax", "once_model", "once_host"]),
@@ -98,7 +101,7 @@ pub const LAYERS: &[(&str, Allowed)] = &[
     ("once_test_results", Allowed::Only(&[])),
     (
         "once_exec",
-        Allowed::Only(&["once_model", "once_host", "once_evidence"]),
+        Allowed::Only(&["once_model", "once_host", "once_evidence", "once_sandbox"]),
     ),
     // Planning (from an analysis snapshot) joined to execution, shared by the CLI and the
     // MCP server's executing tools.

@@ -172,21 +172,19 @@ impl Session {
                 .then(|| crate::record_evidence(&self.root, plan, &report))
                 .flatten()
         };
-        // A thread of its own pays only for large plans (a full hit of 10,000 actions);
-        // starting one costs a small plan's whole evidence.
-        let (evidence, records, rendered) = if plan.actions.len() >= PARALLEL_EVIDENCE_ACTIONS {
-            std::thread::scope(|scope| {
-                let evidence = scope.spawn(evidence);
-                let records = crate::records(plan, &report);
-                let rendered = render(&records, &report);
-                (evidence.join().ok().flatten(), records, rendered)
-            })
-        } else {
-            let evidence = evidence();
+        let (evidence, records, rendered) = std::thread::scope(|scope| {
+            // A thread of its own pays only for large plans (a full hit of 10,000
+            // actions); starting one costs a small plan's whole evidence.
+            let beside =
+                (plan.actions.len() >= PARALLEL_EVIDENCE_ACTIONS).then(|| scope.spawn(evidence));
             let records = crate::records(plan, &report);
             let rendered = render(&records, &report);
+            let evidence = match beside {
+                Some(thread) => thread.join().ok().flatten(),
+                None => evidence(),
+            };
             (evidence, records, rendered)
-        };
+        });
         warnings.extend(evidence);
         Ok((
             Built {
