@@ -764,6 +764,12 @@ impl Analysis {
         self.with_db(|db, ws| workspace_settings(db, ws).test_attempts)
     }
 
+    /// The root manifest's `[workspace] sandbox`: `Some(true)` for `"on"`, `Some(false)`
+    /// for `"off"`, `None` when it says nothing.
+    pub fn workspace_sandbox(&self) -> Cancellable<Option<bool>> {
+        self.with_db(|db, ws| workspace_settings(db, ws).sandbox)
+    }
+
     /// The configuration tokens `select` resolves against.
     pub fn configuration_tokens(&self) -> Cancellable<Vec<String>> {
         self.with_db(|db, ws| workspace_settings(db, ws).configuration.tokens.clone())

@@ -136,6 +136,9 @@ pub struct Plan {
     /// static keys: the executor records no result of an action whose sources changed
     /// since (`Executor::with_source_stamps`).
     pub source_stamps: SourceStamps,
+    /// The workspace's `[workspace] sandbox` (`Some(true)`: `"on"`); `--sandbox` on the
+    /// command line wins over it.
+    pub sandbox: Option<bool>,
 }
 
 impl Plan {
@@ -194,6 +197,7 @@ pub fn plan(
         problems: Vec::new(),
         kinds: std::collections::HashMap::with_capacity(ids.len()),
         source_stamps: SourceStamps::default(),
+        sandbox: analysis.workspace_sandbox()?,
     };
     let mut seen_actions = HashSet::with_capacity(ids.len());
     let mut seen_problems = HashSet::new();

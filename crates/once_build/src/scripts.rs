@@ -89,9 +89,14 @@ pub fn run(
     store: &Store,
     job: &ScriptJob,
     cancel: CancelHandle,
+    sandbox: once_exec::SandboxMode,
     progress: Option<&(dyn Fn(&Progress<'_>) + Sync)>,
 ) -> Result<ExecutionReport, String> {
     let mut executor = Executor::new(root, store)
+        .with_options(once_exec::ExecOptions {
+            sandbox,
+            ..once_exec::ExecOptions::default()
+        })
         .with_output_scope(OutputScope::Workspace)
         .with_order(job.order.clone())
         .with_cancel(cancel)

@@ -151,6 +151,9 @@ pub struct TestOptions {
     /// Attempts per failing case, the first run included (1: no retry); `None` leaves it
     /// to each target (its `attempts` attribute, else `[workspace] test_attempts`, else 1).
     pub attempts: Option<u32>,
+    /// Whether the tests run sandboxed (the session decides it from `--sandbox` and the
+    /// workspace's setting).
+    pub sandbox: once_exec::SandboxMode,
 }
 
 /// One test target's run: what `once test --format json` prints per target and what
@@ -442,6 +445,7 @@ fn exec_options(options: &TestOptions) -> ExecOptions {
     let mut exec = ExecOptions {
         // A failing test stops nothing else.
         keep_going: true,
+        sandbox: options.sandbox,
         ..ExecOptions::default()
     };
     if let Some(jobs) = options.jobs {

@@ -114,6 +114,11 @@ pub enum Command {
         /// code, streams, each output's digest); exits 1 on a divergence.
         #[arg(long)]
         verify_reproducible: bool,
+        /// `on`: every action runs confined to what it declares; `off` (the default unless
+        /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
+        /// kept apart from sandboxed ones). See docs/sandbox.md.
+        #[arg(long, value_enum, value_name = "MODE")]
+        sandbox: Option<SandboxArg>,
         /// The store's directory (default: `.once/cache` in the workspace).
         #[arg(long, value_name = "DIR")]
         store: Option<PathBuf>,
@@ -166,6 +171,11 @@ pub enum Command {
             value_parser = clap::value_parser!(u32).range(1..=20),
         )]
         attempts: Option<u32>,
+        /// `on`: every action runs confined to what it declares; `off` (the default unless
+        /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
+        /// kept apart from sandboxed ones). See docs/sandbox.md.
+        #[arg(long, value_enum, value_name = "MODE")]
+        sandbox: Option<SandboxArg>,
         /// The store's directory (default: `.once/cache` in the workspace).
         #[arg(long, value_name = "DIR")]
         store: Option<PathBuf>,
@@ -350,6 +360,28 @@ pub struct ExecArgs {
     /// The store's directory (default: `.once/cache` in the workspace).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// `on`: every action runs confined to what it declares; `off` (the default unless
+    /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
+    /// kept apart from sandboxed ones). See docs/sandbox.md.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+}
+
+/// `--sandbox on|off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    On,
+    Off,
+}
+
+impl SandboxArg {
+    /// The mode the flag asks for, `None` without it.
+    pub fn mode(flag: Option<SandboxArg>) -> Option<once_exec::SandboxMode> {
+        flag.map(|flag| match flag {
+            SandboxArg::On => once_exec::SandboxMode::On,
+            SandboxArg::Off => once_exec::SandboxMode::Off,
+        })
+    }
 }
 
 #[derive(clap::Args, Debug)]

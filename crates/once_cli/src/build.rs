@@ -101,7 +101,9 @@ pub(crate) fn plan_cold(
 /// The session of an executing command: the workspace's store (`--store`, else
 /// `.once/store`) and the execution options of its flags.
 pub(crate) fn open_session(root: &Path, exec: &ExecArgs) -> anyhow::Result<Session> {
-    Session::open(root, exec.store.as_deref(), options(exec)).map_err(|e| anyhow!(e))
+    Session::open(root, exec.store.as_deref(), options(exec))
+        .map(|session| session.with_sandbox(crate::args::SandboxArg::mode(exec.sandbox)))
+        .map_err(|e| anyhow!(e))
 }
 
 /// What `code` (from `once_build::session::exit`) is as the process's outcome, unless a

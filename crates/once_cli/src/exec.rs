@@ -40,6 +40,7 @@ pub struct ExecRequest<'a> {
     pub inputs: &'a [String],
     pub outputs: &'a [String],
     pub verify_reproducible: bool,
+    pub sandbox: Option<once_exec::SandboxMode>,
     pub store: Option<&'a Path>,
     pub command: &'a [String],
 }
@@ -68,7 +69,7 @@ pub fn exec(args: &Args, request: &ExecRequest<'_>) -> anyhow::Result<Outcome> {
     if request.verify_reproducible {
         return verify_reproducible(args, request, &lowered);
     }
-    let session = open_session(&lowered.root, request.store, true)?;
+    let session = open_session(&lowered.root, request.store, true)?.with_sandbox(request.sandbox);
     let run = run(&session, &lowered)?;
     finish(args.format, request.quiet, &lowered, session.store(), &run)
 }

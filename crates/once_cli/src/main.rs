@@ -87,6 +87,7 @@ fn run() -> ExitCode {
             jobs,
             rerun,
             attempts,
+            sandbox,
             store,
         } => test::test(
             &args,
@@ -96,6 +97,7 @@ fn run() -> ExitCode {
                 jobs: *jobs,
                 rerun: *rerun,
                 attempts: *attempts,
+                sandbox: args::SandboxArg::mode(*sandbox),
                 store: store.as_deref(),
             },
         ),
@@ -110,6 +112,7 @@ fn run() -> ExitCode {
             inputs,
             outputs,
             verify_reproducible,
+            sandbox,
             store,
             command,
         } => exec::exec(
@@ -120,6 +123,7 @@ fn run() -> ExitCode {
                 inputs,
                 outputs,
                 verify_reproducible: *verify_reproducible,
+                sandbox: args::SandboxArg::mode(*sandbox),
                 store: store.as_deref(),
                 command,
             },

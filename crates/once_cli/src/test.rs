@@ -30,6 +30,7 @@ pub struct TestArgs<'a> {
     pub jobs: Option<usize>,
     pub rerun: bool,
     pub attempts: Option<u32>,
+    pub sandbox: Option<once_exec::SandboxMode>,
     pub store: Option<&'a Path>,
 }
 
@@ -43,7 +44,9 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec());
     let root = workspace_root(args)?;
     let session =
-        Session::open(&root, test.store, ExecOptions::default()).map_err(|e| anyhow!(e))?;
+        Session::open(&root, test.store, ExecOptions::default())
+            .map_err(|e| anyhow!(e))?
+            .with_sandbox(test.sandbox);
     let planned = plan_cold(&root, session.store(), &PlanRequest::Tests(&request), true)?;
     let plan = planned.plan;
     let selection = planned
@@ -75,6 +78,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
         jobs: test.jobs,
         rerun: test.rerun,
         attempts: test.attempts,
+        ..TestOptions::default()
     };
     set_interruptible(Interruptible::Execution(session.cancel_handle()));
     let live = args.format == Format::Human && std::io::stderr().is_terminal();

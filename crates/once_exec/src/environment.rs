@@ -2,11 +2,15 @@
 //! documented allowlist taken from the environment `once` itself runs in.
 //!
 //! Nothing else leaks in: a variable set in the user's shell (`CFLAGS`, `RUSTFLAGS`, …)
-//! reaches an action only if the action declares it. Of the allowlist, the locale
-//! variables ([`KEYED_VARIABLES`]) change what tools print and how they sort, so their
-//! values are part of the action key; the others name places (`PATH` is covered by the
-//! identity of the program found on it, `HOME` and `TMPDIR` differ between users and
-//! machines that should share results) and are not.
+//! reaches an action only if the action declares it. The locale variables
+//! ([`KEYED_VARIABLES`]) change what tools print and how they sort, so their values are
+//! part of the action key, and they never come from whoever started `once`: an action
+//! gets the value it declares or the fixed default ([`HERMETIC_DEFAULTS`]: `LANG=C.UTF-8`,
+//! `TZ=UTC`; `LC_ALL` and `LC_CTYPE` unset), so a CLI started from a German shell and an
+//! MCP server started by a client that drops `LANG` share results. The allowlisted
+//! variables name places (`PATH` is covered by the identity of the program found on it,
+//! `HOME` and `TMPDIR` differ between users and machines that should share results, the
+//! toolchain homes locate rustup, Cargo and pyenv) and are not keyed.
 //!
 //! A declared value may name the workspace root as [`WORKSPACE_PLACEHOLDER`]: tools that
 //! want absolute paths for their own state (`GOCACHE=$WORKSPACE/.once/go/cache`) get them
@@ -20,11 +24,22 @@ use std::path::Path;
 /// The variables passed through from `once`'s own environment when an action does not
 /// declare them.
 pub const ALLOWLIST: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+    "PYENV_ROOT",
 ];
 
-/// The allowlisted variables whose values are part of the action key.
+/// The variables whose values are part of the action key: declared, or the defaults.
 pub const KEYED_VARIABLES: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+
+/// The values of keyed variables an action that does not declare them gets, whatever
+/// the environment `once` runs in.
+pub const HERMETIC_DEFAULTS: &[(&str, &str)] = &[("LANG", "C.UTF-8"), ("TZ", "UTC")];
 
 /// The text a declared value uses for the workspace root's absolute path; replaced when
 /// the action runs, never in the key.
@@ -74,6 +89,9 @@ impl HostEnvironment {
         workspace_root: &Path,
     ) -> BTreeMap<String, String> {
         let mut environment = self.variables.clone();
+        for (name, value) in HERMETIC_DEFAULTS {
+            environment.insert((*name).to_owned(), (*value).to_owned());
+        }
         environment
             .entry("PATH".to_owned())
             .or_insert_with(|| DEFAULT_PATH.to_owned());
@@ -101,6 +119,10 @@ impl HostEnvironment {
                 value.replace(WORKSPACE_PLACEHOLDER, &workspace_root.to_string_lossy()),
             )),
             Some(value) => Some(Cow::Borrowed(value)),
+            None if KEYED_VARIABLES.contains(&name) => HERMETIC_DEFAULTS
+                .iter()
+                .find(|(default, _)| *default == name)
+                .map(|(_, value)| Cow::Borrowed(*value)),
             None => self
                 .variables
                 .get(name)
@@ -130,8 +152,9 @@ mod tests {
         ]);
         let environment = host.action_environment(&declared, Path::new("/src/ws"));
         let names: Vec<&str> = environment.keys().map(String::as_str).collect();
-        assert_eq!(names, ["GOCACHE", "HOME", "LANG", "PATH"]);
+        assert_eq!(names, ["GOCACHE", "HOME", "LANG", "PATH", "TZ"]);
         assert_eq!(environment["LANG"], "de_DE");
+        assert_eq!(environment["TZ"], "UTC");
         assert_eq!(environment["GOCACHE"], "/src/ws/.once/go:/src/ws/x");
         // One variable at a time, as the key and the program lookup ask for them.
         for name in ["GOCACHE", "HOME", "LANG", "PATH", "CFLAGS", "TZ"] {
@@ -144,6 +167,10 @@ mod tests {
         }
         let bare = HostEnvironment::default().action_environment(&BTreeMap::new(), Path::new("/"));
         assert_eq!(bare["PATH"], DEFAULT_PATH);
+        // The caller's locale never reaches an action that does not declare one.
+        let undeclared = host.action_environment(&BTreeMap::new(), Path::new("/"));
+        assert_eq!(undeclared["LANG"], "C.UTF-8");
+        assert!(!undeclared.contains_key("LC_ALL"));
         let no_path = HostEnvironment::default();
         assert_eq!(
             no_path.action_variable(&BTreeMap::new(), "PATH", Path::new("/")),

@@ -19,9 +19,9 @@
 //! 2. `static`: the planner's static key (32 bytes);
 //! 3. `step`: the step's kind (`run`, `write`, `copy`, `symlink`, `mkdir`) and its fields
 //!    (for `run`: argv, the declared environment as sorted name/value pairs, cwd, the
-//!    success exit codes, the probe commands, the dependency file, the time limit and the
+//!    success exit codes, the probe commands, the dependency file, the time limit, the
 //!    output symlink mode, which decides whether a link leaving an output is stored as a
-//!    link or as a copy of its target);
+//!    link or as a copy of its target, and whether it may reach the network);
 //! 4. `inputs` and `outputs`: the declared paths, sorted and deduplicated;
 //! 5. `host-env`: the values of the keyed allowlisted variables
 //!    ([`crate::environment::KEYED_VARIABLES`]) the action sees, name/value pairs, an unset
@@ -32,7 +32,10 @@
 //!    to or under it), its path and its output digest ([`crate::record::OutputEntry`]),
 //!    sorted by path;
 //! 8. `probes`: for each probe of a `run` step, in order, the digest of its result (its
-//!    exit status and standard output, [`crate::probes`]).
+//!    exit status and standard output, [`crate::probes`]);
+//! 9. `sandbox`: `on` or `off` ([`crate::sandbox::SandboxMode`]): a result made
+//!    unconfined (which may have read undeclared files) is never reused by a sandboxed
+//!    build, nor the other way round.
 //!
 //! The declaration is encoded again here although the static key covers it: a planner
 //! that forgets a field can then never make two different actions share a result.
@@ -45,7 +48,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The version of the encoding below; bump it whenever the encoding or the meaning of a
 /// result record changes, so old results are never reused.
-pub const KEY_FORMAT_VERSION: u64 = 4;
+pub const KEY_FORMAT_VERSION: u64 = 5;
 
 /// The identity of a program an action runs: where it was found and what is in it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -118,6 +121,8 @@ pub struct KeyParts<'a> {
     pub dependency_outputs: Vec<(&'a str, Sha256Digest)>,
     /// The result digest of each of the command's probes, in order.
     pub probe_results: Vec<Sha256Digest>,
+    /// Whether the action runs sandboxed.
+    pub sandbox: crate::sandbox::SandboxMode,
 }
 
 /// The key of `action`: see the module documentation for the encoding.
@@ -164,6 +169,8 @@ pub fn action_key(
     for digest in &parts.probe_results {
         hasher.bytes(&digest.0);
     }
+    hasher.field("sandbox");
+    hasher.bytes(parts.sandbox.name().as_bytes());
     hasher.finish()
 }
 
@@ -197,6 +204,7 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             // 0: no time limit.
             hasher.number(command.timeout_seconds.unwrap_or(0));
             hasher.bytes(command.output_symlinks.as_str().as_bytes());
+            hasher.number(u64::from(command.network));
         }
         ActionStep::WriteFile {
             path,
@@ -366,6 +374,20 @@ mod tests {
                 &static_key,
                 &KeyParts {
                     host_env: BTreeMap::from([("LANG", "de_DE.UTF-8")]),
+                    ..parts.clone()
+                },
+            ),
+        ));
+        let mut changed = base.clone();
+        command(&mut changed).network = true;
+        variants.push(("network", action_key(&changed, &static_key, &parts)));
+        variants.push((
+            "sandbox",
+            action_key(
+                &base,
+                &static_key,
+                &KeyParts {
+                    sandbox: crate::sandbox::SandboxMode::On,
                     ..parts.clone()
                 },
             ),

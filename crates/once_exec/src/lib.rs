@@ -27,6 +27,7 @@
 //! - [`materialize`]: copies in place of output links that lead out of their output;
 //! - `stage`: the `copy` step (files, links as links, directory trees);
 //! - [`environment`]: the scrubbed environment and its allowlist;
+//! - [`sandbox`]: what an action's program may read, write and reach (`once_sandbox`);
 //! - [`depfile`]: compilers' dependency files checked against declared inputs;
 //! - [`inputs`]: source inputs checked again after an action ran ([`SourceStamps`]);
 //! - [`tools`]: finding programs and caching their digests;
@@ -59,6 +60,7 @@ pub mod reaper;
 pub mod record;
 pub mod record_index;
 pub mod runner;
+pub mod sandbox;
 mod stage;
 pub mod store;
 pub mod tools;
@@ -71,5 +73,6 @@ pub use executor::{
 pub use fake::{FakeOutcome, FakeRunner};
 pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
+pub use sandbox::SandboxMode;
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 pub use store::{GcReport, Store, StoreStats};

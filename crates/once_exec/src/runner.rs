@@ -30,6 +30,8 @@ pub struct ProcessRequest<'a> {
     pub env: &'a BTreeMap<String, String>,
     /// The working directory (absolute).
     pub cwd: &'a Path,
+    /// The sandbox the program runs in ([`crate::sandbox`]); `None`: unconfined.
+    pub confinement: Option<&'a once_sandbox::Prepared>,
     pub stdout: File,
     pub stderr: File,
     pub cancel: &'a CancelHandle,
@@ -69,6 +71,9 @@ impl ProcessRunner for SystemRunner {
             .stdout(request.stdout)
             .stderr(request.stderr)
             .process_group(0);
+        if let Some(confinement) = request.confinement {
+            confinement.install(&mut command);
+        }
         let mut child = spawn(&mut command)?;
         let group = Pid::from_raw(child.id().cast_signed());
         let Some(group) = group else {

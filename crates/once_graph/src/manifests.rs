@@ -136,6 +136,8 @@ pub struct WorkspaceDecl {
     pub tokens: Vec<Spanned<String>>,
     /// `test_attempts`, when it is an integer from 1 to 20.
     pub test_attempts: Option<Spanned<u32>>,
+    /// `sandbox`, when it is `"on"` or `"off"`.
+    pub sandbox: Option<Spanned<String>>,
 }
 
 /// The root-only `[modules]` table.
@@ -499,6 +501,23 @@ impl Reader {
                 "exclude" => workspace.exclude = self.string_list(entry, None),
                 "test_attempts" => {
                     workspace.test_attempts = self.bounded_integer(entry, 1, 20);
+                }
+                "sandbox" => {
+                    workspace.sandbox = self.string(entry, None).and_then(|value| {
+                        if matches!(value.value.as_str(), "on" | "off") {
+                            return Some(value);
+                        }
+                        let diagnostic = self.diagnostic(
+                            DiagnosticCode::InvalidFieldType,
+                            format!(
+                                "`sandbox` must be \"on\" or \"off\", not {:?}",
+                                value.value
+                            ),
+                            value.range,
+                        );
+                        diagnostic.attribute = Some("sandbox".to_owned());
+                        None
+                    });
                 }
                 "configuration" => {
                     let ValueKind::Table(configuration) = &entry.value.kind else {

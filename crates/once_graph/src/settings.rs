@@ -77,6 +77,8 @@ pub struct WorkspaceSettings {
     /// `[workspace] test_attempts`: runs of a failing test case unless a target or the
     /// command line says otherwise.
     pub test_attempts: Option<u32>,
+    /// `[workspace] sandbox`: `Some(true)` for `"on"`, `Some(false)` for `"off"`.
+    pub sandbox: Option<bool>,
 }
 
 /// The root package, if the workspace root has a `once.toml`.
@@ -127,6 +129,9 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
         configuration: Configuration::new(&os, &arch, &tokens),
         module_paths,
         test_attempts: declared.and_then(|ws| ws.test_attempts.as_ref().map(|s| s.value)),
+        sandbox: declared
+            .and_then(|ws| ws.sandbox.as_ref())
+            .map(|s| s.value == "on"),
     }
 }
 

@@ -95,6 +95,9 @@ pub struct Command {
     /// ([`OutputSymlinks::Preserve`], every target's action) or, for a link leading out of
     /// its output, replaced by a copy of what it points to (annotated scripts' default).
     pub output_symlinks: OutputSymlinks,
+    /// Whether the program may reach the network. Without it, a sandboxed program gets a
+    /// network namespace of its own holding only a loopback device.
+    pub network: bool,
 }
 
 impl Command {
@@ -109,6 +112,7 @@ impl Command {
             depfile: None,
             timeout_seconds: None,
             output_symlinks: OutputSymlinks::Preserve,
+            network: false,
         }
     }
 }

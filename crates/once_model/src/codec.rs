@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::action::{Action, ActionStep, Command, OutputSymlinks, TargetActions};
 
 /// The first field of every encoded value.
-const VALUE_FORMAT: &str = "once.plan.value.v2";
+const VALUE_FORMAT: &str = "once.plan.value.v3";
 
 /// [`TargetActions`] as bytes: every string and list length-prefixed (little-endian
 /// `u64`), every variant tagged; [`decode_target_actions`] reads it back.
@@ -56,6 +56,7 @@ pub fn encode_action(out: &mut ValueWriter, action: &Action) {
             depfile,
             timeout_seconds,
             output_symlinks,
+            network,
         }) => {
             out.u8(0);
             out.strs(argv);
@@ -91,6 +92,7 @@ pub fn encode_action(out: &mut ValueWriter, action: &Action) {
                 OutputSymlinks::Preserve => 0,
                 OutputSymlinks::MaterializeExternal => 1,
             });
+            out.u8(u8::from(*network));
         }
         ActionStep::WriteFile {
             path,
@@ -182,6 +184,7 @@ pub fn decode_action(input: &mut ValueReader<'_>) -> Option<Action> {
                 1 => OutputSymlinks::MaterializeExternal,
                 _ => return None,
             };
+            let network = input.bool()?;
             ActionStep::Run(Command {
                 argv,
                 env,
@@ -191,6 +194,7 @@ pub fn decode_action(input: &mut ValueReader<'_>) -> Option<Action> {
                 depfile,
                 timeout_seconds,
                 output_symlinks,
+                network,
             })
         }
         1 => ActionStep::WriteFile {

@@ -255,6 +255,12 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
     ),
     key(
         T::Workspace,
+        "sandbox",
+        S::String,
+        "`\"on\"`: every action runs confined to what it declares; `\"off\"` (the default for now): actions run unconfined, unsafe for caching (an undeclared read is outside the key), their results kept apart from sandboxed ones. See docs/sandbox.md.",
+    ),
+    key(
+        T::Workspace,
         "configuration",
         S::Table,
         "The configuration `select` resolves against.",

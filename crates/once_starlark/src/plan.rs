@@ -458,6 +458,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = NoneOr::None)] depfile: NoneOr<&str>,
         #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
         #[starlark(require = named, default = NoneOr::None)] timeout_seconds: NoneOr<i32>,
+        #[starlark(require = named, default = false)] network: bool,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<NoneType> {
         let state = state(eval, "run")?;
@@ -513,6 +514,7 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
             depfile,
             timeout_seconds,
             output_symlinks: once_model::action::OutputSymlinks::Preserve,
+            network,
         });
         state.push(
             id,

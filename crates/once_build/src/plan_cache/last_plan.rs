@@ -32,7 +32,7 @@ use crate::testing::{SelectedTest, Selection, SelectionMode};
 use crate::{Plan, PlannedTarget};
 
 /// The first field of every value; another version's value is not read.
-const VALUE_FORMAT: &str = "once.last-plan.v3";
+const VALUE_FORMAT: &str = "once.last-plan.v4";
 
 /// What a last plan keeps of a file its actions read: its digest and permission bits, or
 /// why it has none.
@@ -175,8 +175,14 @@ fn encode(plan: &Plan, selection: Option<&Selection>, inputs: &[(String, SourceK
         problems: _,
         kinds,
         source_stamps: _,
+        sandbox,
     } = plan;
     out.str(capability);
+    out.u8(match sandbox {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
     out.u64(targets.len() as u64);
     for target in targets {
         let PlannedTarget {
@@ -296,6 +302,12 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
         return None;
     }
     let capability = input.str()?;
+    let sandbox = match input.u8()? {
+        0 => None,
+        1 => Some(false),
+        2 => Some(true),
+        _ => return None,
+    };
     let count = input.count()?;
     let mut targets = Vec::with_capacity(count);
     for _ in 0..count {
@@ -349,6 +361,7 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
         problems: Vec::new(),
         kinds,
         source_stamps: Default::default(),
+        sandbox,
     };
     input.is_empty().then_some((plan, selection, inputs))
 }
@@ -380,6 +393,7 @@ mod tests {
             depfile: Some(".once/out/pkg/T/t.d".to_owned()),
             timeout_seconds: Some(9),
             output_symlinks: OutputSymlinks::MaterializeExternal,
+            network: true,
         };
         Plan {
             capability: "build".to_owned(),
@@ -407,6 +421,7 @@ mod tests {
             problems: Vec::new(),
             kinds: HashMap::from([("pkg/T".to_owned(), "command".to_owned())]),
             source_stamps: Default::default(),
+            sandbox: Some(false),
         }
     }
 

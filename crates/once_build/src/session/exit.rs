@@ -120,6 +120,7 @@ mod tests {
             problems: Vec::new(),
             kinds: Default::default(),
             source_stamps: Default::default(),
+            sandbox: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod exit;
 use std::path::{Path, PathBuf};
 
 use once_exec::{
+    SandboxMode,
     ActionStatus, CancelHandle, ExecOptions, ExecutionReport, Executor, PlannedAction, Progress,
     Store,
 };
@@ -52,6 +53,8 @@ pub struct Session {
     options: ExecOptions,
     cancel: CancelHandle,
     evidence: bool,
+    /// `--sandbox`: wins over the workspace's `[workspace] sandbox`.
+    sandbox: Option<SandboxMode>,
 }
 
 /// From how many actions a build records its evidence on a thread beside the records.
@@ -78,7 +81,25 @@ impl Session {
             options,
             cancel: CancelHandle::new(),
             evidence: true,
+            sandbox: None,
         }
+    }
+
+    /// Runs every action sandboxed or not whatever the workspace says (`--sandbox`);
+    /// `None` leaves it to the workspace's `[workspace] sandbox`, else the default
+    /// ([`SandboxMode::default`]).
+    pub fn with_sandbox(mut self, sandbox: Option<SandboxMode>) -> Session {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The sandbox mode of a plan whose workspace says `workspace` (`Some(true)`: on).
+    fn sandbox_mode(&self, workspace: Option<bool>) -> SandboxMode {
+        self.sandbox.unwrap_or(match workspace {
+            Some(true) => SandboxMode::On,
+            Some(false) => SandboxMode::Off,
+            None => SandboxMode::default(),
+        })
     }
 
     /// A session that records no evidence (`once exec --verify-reproducible`'s trials,
@@ -125,7 +146,10 @@ impl Session {
             }
         };
         let mut executor = Executor::new(&self.root, &self.store)
-            .with_options(self.options.clone())
+            .with_options(ExecOptions {
+                sandbox: self.sandbox_mode(plan.sandbox),
+                ..self.options.clone()
+            })
             .with_cancel(self.cancel.clone())
             .with_source_stamps(plan.source_stamps.clone());
         if observer.is_some() {
@@ -242,11 +266,15 @@ impl Session {
                 observer.test_finished(progress);
             }
         };
+        let options = TestOptions {
+            sandbox: self.sandbox_mode(plan.sandbox),
+            ..options.clone()
+        };
         let (runs, warnings) = crate::testing::run(
             &self.root,
             &self.store,
             plan,
-            options,
+            &options,
             &self.cancel,
             &progress,
         )?;
@@ -275,6 +303,7 @@ impl Session {
             &self.store,
             job,
             self.cancel.clone(),
+            self.sandbox_mode(None),
             observer.map(|_| &callback as &(dyn Fn(&Progress<'_>) + Sync)),
         )?;
         let evidence = crate::scripts::evidence_records(job, &report);

@@ -128,6 +128,7 @@ impl<'a> Executor<'a> {
                     .map(|(path, digest)| (path.as_str(), *digest))
                     .collect(),
                 probe_results,
+                sandbox: self.options.sandbox,
             },
         );
         result.key = Some(key);

@@ -39,6 +39,7 @@ pub use report::{
 };
 use schedule::*;
 use steps::*;
+pub(crate) use steps::absolute;
 
 use once_model::paths::is_under;
 use std::borrow::Cow;
@@ -91,6 +92,8 @@ pub struct ExecOptions {
     /// executable (`std::env::current_exe`) by default. Its identity enters the key like
     /// any tool's.
     pub once_program: Option<PathBuf>,
+    /// Whether programs run sandboxed ([`crate::sandbox`]).
+    pub sandbox: crate::sandbox::SandboxMode,
 }
 
 /// The `argv[0]` that names `once` itself (test actions run `once __test-adapter`).
@@ -104,6 +107,7 @@ impl Default for ExecOptions {
             host_env: HostEnvironment::from_process(),
             stream_memory_limit: 64 * 1024,
             once_program: std::env::current_exe().ok(),
+            sandbox: crate::sandbox::SandboxMode::default(),
         }
     }
 }

@@ -4,7 +4,8 @@
 
 use super::*;
 
-pub(super) fn absolute(root: &Path, relative: &str) -> PathBuf {
+/// The absolute path of the workspace-relative `relative` under `root`.
+pub(crate) fn absolute(root: &Path, relative: &str) -> PathBuf {
     let mut path = root.to_path_buf();
     for part in relative.split('/').filter(|part| !part.is_empty()) {
         path.push(part);
@@ -283,11 +284,31 @@ impl<'a> Executor<'a> {
             return Err("the program was not resolved".to_owned());
         };
         let cwd = absolute(&self.workspace_root, &command.cwd);
+        let mut sandboxed_environment;
+        let mut environment = environment;
+        let sandbox = match self.options.sandbox {
+            crate::sandbox::SandboxMode::Off => None,
+            crate::sandbox::SandboxMode::On => {
+                sandboxed_environment = environment.clone();
+                let sandbox = crate::sandbox::ActionSandbox::prepare(
+                    &self.workspace_root,
+                    action,
+                    command,
+                    program,
+                    &self.options.host_env,
+                    &mut sandboxed_environment,
+                )
+                .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
+                environment = &sandboxed_environment;
+                Some(sandbox)
+            }
+        };
         self.runner
             .run(ProcessRequest {
                 program,
                 argv: &command.argv,
                 env: environment,
+                confinement: sandbox.as_ref().map(|sandbox| &sandbox.prepared),
                 cwd: &cwd,
                 stdout: streams.stdout,
                 stderr: streams.stderr,
