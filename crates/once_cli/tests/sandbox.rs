@@ -1,0 +1,272 @@
+//! The sandbox through the real binary (`--sandbox on`): an action reads only what it
+//! declares (its own package, another package, the home directory and `/tmp` are out of
+//! reach, a swallowed read reads nothing), writes only its build directory (not the
+//! source tree, another package, `/tmp`, nor its own inputs), reaches no network unless it
+//! declares `network = true`, and leaves no process behind; results made without the
+//! sandbox are keyed apart, and the caller's locale does not reach an action's key.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{text, write};
+
+/// A workspace in a temporary directory with one package, `pkg`, and a neighbour,
+/// `other`, holding a secret.
+struct Sandboxed {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    /// A directory outside the workspace, given to `once` as its `HOME`.
+    home: tempfile::TempDir,
+}
+
+const SECRET: &str = "the-secret-content";
+
+impl Sandboxed {
+    fn new(manifest: &str) -> Sandboxed {
+        let dir = tempfile::Builder::new()
+            .prefix("once-sandbox-")
+            .tempdir()
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        write(&root, "once.toml", "[workspace]\n");
+        write(&root, "pkg/once.toml", manifest);
+        write(&root, "pkg/declared.txt", "declared\n");
+        write(&root, "pkg/secret.txt", SECRET);
+        write(&root, "other/once.toml", "");
+        write(&root, "other/secret.txt", SECRET);
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("secret.txt"), SECRET).unwrap();
+        Sandboxed {
+            _dir: dir,
+            root,
+            home,
+        }
+    }
+
+    fn once(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_once"));
+        command
+            .args(args)
+            .current_dir(&self.root)
+            .env_remove("ONCE_WORKSPACE")
+            .env("HOME", self.home.path());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().unwrap()
+    }
+
+    /// `once build --sandbox on pkg/T`.
+    fn build(&self) -> Output {
+        self.once(&["build", "--sandbox", "on", "pkg/T"], &[])
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).unwrap_or_default()
+    }
+
+    /// The command's output file, empty when it wrote none.
+    fn output(&self) -> String {
+        self.read(".once/out/pkg/T/out/o")
+    }
+}
+
+fn command_target(cmd: &str) -> String {
+    format!(
+        "[[target]]\nname = \"T\"\nkind = \"command\"\n\n[target.attrs]\ncmd = '''{cmd}'''\n\
+         outputs = [\"o\"]\ninputs = [\"declared.txt\"]\n"
+    )
+}
+
+/// Checks that `cmd` fails the build and that nothing of the secret reached an output.
+fn check_denied(cmd: &str) -> Sandboxed {
+    let workspace = Sandboxed::new(&command_target(cmd));
+    let built = workspace.build();
+    assert!(
+        !built.status.success(),
+        "{cmd}: {}\n{}",
+        text(&built.stdout),
+        text(&built.stderr)
+    );
+    assert!(!workspace.output().contains(SECRET), "{cmd}");
+    assert!(
+        text(&built.stdout).contains("Permission denied")
+            || text(&built.stderr).contains("Permission denied"),
+        "{cmd}: {}",
+        text(&built.stdout)
+    );
+    workspace
+}
+
+#[test]
+fn undeclared_reads_fail_and_reach_no_output() {
+    check_denied("cat secret.txt > $OUT/o");
+    check_denied("cat ../other/secret.txt > $OUT/o");
+    let home = Sandboxed::new("");
+    let outside = home.home.path().join("secret.txt");
+    check_denied(&format!("cat '{}' > $OUT/o", outside.display()));
+    let tmp = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tmp.path(), SECRET).unwrap();
+    check_denied(&format!("cat '{}' > $OUT/o", tmp.path().display()));
+}
+
+#[test]
+fn a_swallowed_read_reads_nothing() {
+    let workspace = Sandboxed::new(&command_target(
+        "{ cat declared.txt; cat secret.txt 2>/dev/null || true; } > $OUT/o",
+    ));
+    let built = workspace.build();
+    assert!(built.status.success(), "{}", text(&built.stdout));
+    assert_eq!(workspace.output(), "declared\n");
+}
+
+#[test]
+fn writes_outside_the_build_directory_fail_and_change_nothing() {
+    let outside = tempfile::tempdir().unwrap();
+    let cases = [
+        ("echo x > new.txt && echo o > $OUT/o", "pkg/new.txt"),
+        ("echo x > ../other/new.txt && echo o > $OUT/o", "other/new.txt"),
+        ("echo x >> declared.txt && echo o > $OUT/o", "pkg/declared.txt"),
+    ];
+    for (cmd, path) in cases {
+        let workspace = Sandboxed::new(&command_target(cmd));
+        let before = workspace.read(path);
+        let built = workspace.build();
+        assert!(!built.status.success(), "{cmd}: {}", text(&built.stdout));
+        assert_eq!(workspace.read(path), before, "{cmd}");
+    }
+    let cmd = format!(
+        "echo x > '{}/new.txt' && echo o > $OUT/o",
+        outside.path().display()
+    );
+    let workspace = Sandboxed::new(&command_target(&cmd));
+    assert!(!workspace.build().status.success());
+    assert!(!outside.path().join("new.txt").exists());
+}
+
+#[test]
+fn the_network_is_off_unless_declared() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let cmd = format!(
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' && echo online > $OUT/o || echo offline > $OUT/o"
+    );
+    let workspace = Sandboxed::new(&command_target(&cmd));
+    assert!(workspace.build().status.success());
+    assert_eq!(workspace.output(), "offline\n");
+    let allowed = format!("{}network = true\n", command_target(&cmd));
+    let workspace = Sandboxed::new(&allowed);
+    assert!(workspace.build().status.success());
+    assert_eq!(workspace.output(), "online\n");
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .map(|line| text(&line).replace('\0', " "))
+        .filter(|line| line.contains(marker))
+        .collect()
+}
+
+#[test]
+fn nothing_a_build_or_a_test_detaches_outlives_it() {
+    let marker = format!("7{}", std::process::id());
+    let detach = format!(
+        "setsid sleep {marker} >/dev/null 2>&1 & (nohup sleep {marker} >/dev/null 2>&1 &)"
+    );
+    let manifest = format!(
+        "{}\n[[target]]\nname = \"Test\"\nkind = \"sh_test\"\nsrcs = [\"test.sh\"]\n",
+        command_target(&format!("{detach}; echo o > $OUT/o"))
+    );
+    let workspace = Sandboxed::new(&manifest);
+    write(
+        &workspace.root,
+        "pkg/test.sh",
+        &format!("#!/bin/sh\n{detach}\nexit 0\n"),
+    );
+    std::fs::set_permissions(
+        workspace.root.join("pkg/test.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let built = workspace.build();
+    assert!(built.status.success(), "{}", text(&built.stdout));
+    let tested = workspace.once(&["test", "--sandbox", "on", "pkg/Test"], &[]);
+    assert!(tested.status.success(), "{}", text(&tested.stdout));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+/// The cache state of `pkg/T` in a `--format json` build answer.
+fn cache_of(output: &Output) -> String {
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    answer["targets"][0]["cache"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn results_made_without_the_sandbox_are_kept_apart() {
+    let workspace = Sandboxed::new(&command_target("cat declared.txt > $OUT/o"));
+    let build = |mode: &str| {
+        workspace.once(
+            &["--format", "json", "build", "--sandbox", mode, "pkg/T"],
+            &[],
+        )
+    };
+    assert_eq!(cache_of(&build("off")), "miss");
+    assert_eq!(cache_of(&build("on")), "miss", "an unconfined result is not reused");
+    assert_eq!(cache_of(&build("on")), "hit");
+    assert_eq!(cache_of(&build("off")), "hit");
+    // The workspace's setting decides without the flag.
+    write(&workspace.root, "once.toml", "[workspace]\nsandbox = \"on\"\n");
+    let answer = workspace.once(&["--format", "json", "build", "pkg/T"], &[]);
+    assert_eq!(cache_of(&answer), "hit");
+    write(&workspace.root, "once.toml", "[workspace]\nsandbox = \"maybe\"\n");
+    let refused = workspace.once(&["build", "pkg/T"], &[]);
+    assert!(!refused.status.success());
+    let said = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
+    assert!(said.contains("`sandbox` must be \"on\" or \"off\""), "{said}");
+}
+
+#[test]
+fn the_callers_locale_does_not_reach_the_key() {
+    let workspace = Sandboxed::new(&command_target("{ echo \"$LANG $TZ\"; date +%Z; } > $OUT/o"));
+    let german = [
+        ("LANG", "de_DE.UTF-8"),
+        ("LC_ALL", "de_DE.UTF-8"),
+        ("TZ", "Europe/Berlin"),
+    ];
+    let first = workspace.once(
+        &["--format", "json", "build", "--sandbox", "on", "pkg/T"],
+        &german,
+    );
+    assert_eq!(cache_of(&first), "miss");
+    assert_eq!(workspace.output(), "C.UTF-8 UTC\nUTC\n");
+    let mut plain = Command::new(env!("CARGO_BIN_EXE_once"));
+    plain
+        .args(["--format", "json", "build", "--sandbox", "on", "pkg/T"])
+        .current_dir(&workspace.root)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", workspace.home.path());
+    assert_eq!(cache_of(&plain.output().unwrap()), "hit");
+}
+
+#[test]
+fn the_private_home_and_temporary_directory_are_writable_and_gone_afterwards() {
+    let workspace = Sandboxed::new(&command_target(
+        "echo h > \"$HOME/h\" && echo t > \"$TMPDIR/t\" && echo \"$HOME\" > $OUT/o",
+    ));
+    let built = workspace.build();
+    assert!(built.status.success(), "{}", text(&built.stdout));
+    let home = PathBuf::from(workspace.output().trim());
+    assert!(home.starts_with(workspace.root.join(".once/tmp")), "{home:?}");
+    assert!(!home.exists(), "the scratch directory is removed");
+    assert!(!Path::new(&workspace.home.path().join("h")).exists());
+}
