@@ -270,6 +270,7 @@ mod tests {
             tool: Some(&tool),
             dependency_outputs: vec![(".once/out/lib/Lib/lib.a", Sha256Digest::of(b"lib"))],
             probe_results: vec![Sha256Digest::of(b"rustc 1.95.0")],
+            sandbox: crate::sandbox::SandboxMode::Off,
         };
         let reference = action_key(&base, &static_key, &parts);
         assert_eq!(

@@ -89,6 +89,7 @@ fn options(jobs: usize, keep_going: bool) -> ExecOptions {
         host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
         stream_memory_limit: 1024,
         once_program: None,
+        sandbox: once_exec::SandboxMode::Off,
     }
 }
 

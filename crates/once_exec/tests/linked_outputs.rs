@@ -58,6 +58,7 @@ fn run_with_store(root: &Path, store_path: &Path, plan: &[PlannedAction]) -> Exe
             host_env: HostEnvironment::from_pairs([("PATH", "/usr/bin:/bin")]),
             stream_memory_limit: 4096,
             once_program: None,
+            sandbox: once_exec::SandboxMode::Off,
         })
         .run(plan)
         .unwrap()
