@@ -407,6 +407,7 @@ fn plan_to_json(plan: &PlanRequest) -> Value {
             "outputs": strings(&dep.outputs),
         })).collect::<Vec<_>>(),
         "tools": strings(&plan.tools),
+        "workspace_inputs": strings(&plan.workspace_inputs),
     })
 }
 
@@ -446,6 +447,7 @@ fn plan_from_json(value: &Value) -> Option<PlanRequest> {
             })
             .collect::<Option<_>>()?,
         tools: string_list(value.get("tools"))?,
+        workspace_inputs: string_list(value.get("workspace_inputs"))?,
     })
 }
 
@@ -532,6 +534,7 @@ mod tests {
                 outputs: vec!["b/y".to_owned()],
             }],
             tools: vec!["sh".to_owned()],
+            workspace_inputs: vec!["Cargo.toml".to_owned()],
         };
         assert_eq!(plan_from_json(&plan_to_json(&plan)), Some(plan));
     }

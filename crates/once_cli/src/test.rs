@@ -43,10 +43,9 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     // `--all` says explicitly).
     let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec());
     let root = workspace_root(args)?;
-    let session =
-        Session::open(&root, test.store, ExecOptions::default())
-            .map_err(|e| anyhow!(e))?
-            .with_sandbox(test.sandbox);
+    let session = Session::open(&root, test.store, ExecOptions::default())
+        .map_err(|e| anyhow!(e))?
+        .with_sandbox(test.sandbox);
     let planned = plan_cold(&root, session.store(), &PlanRequest::Tests(&request), true)?;
     let plan = planned.plan;
     let selection = planned

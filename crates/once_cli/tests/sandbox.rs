@@ -127,8 +127,14 @@ fn writes_outside_the_build_directory_fail_and_change_nothing() {
     let outside = tempfile::tempdir().unwrap();
     let cases = [
         ("echo x > new.txt && echo o > $OUT/o", "pkg/new.txt"),
-        ("echo x > ../other/new.txt && echo o > $OUT/o", "other/new.txt"),
-        ("echo x >> declared.txt && echo o > $OUT/o", "pkg/declared.txt"),
+        (
+            "echo x > ../other/new.txt && echo o > $OUT/o",
+            "other/new.txt",
+        ),
+        (
+            "echo x >> declared.txt && echo o > $OUT/o",
+            "pkg/declared.txt",
+        ),
     ];
     for (cmd, path) in cases {
         let workspace = Sandboxed::new(&command_target(cmd));
@@ -175,9 +181,8 @@ fn processes_with(marker: &str) -> Vec<String> {
 #[test]
 fn nothing_a_build_or_a_test_detaches_outlives_it() {
     let marker = format!("7{}", std::process::id());
-    let detach = format!(
-        "setsid sleep {marker} >/dev/null 2>&1 & (nohup sleep {marker} >/dev/null 2>&1 &)"
-    );
+    let detach =
+        format!("setsid sleep {marker} >/dev/null 2>&1 & (nohup sleep {marker} >/dev/null 2>&1 &)");
     let manifest = format!(
         "{}\n[[target]]\nname = \"Test\"\nkind = \"sh_test\"\nsrcs = [\"test.sh\"]\n",
         command_target(&format!("{detach}; echo o > $OUT/o"))
@@ -220,23 +225,40 @@ fn results_made_without_the_sandbox_are_kept_apart() {
         )
     };
     assert_eq!(cache_of(&build("off")), "miss");
-    assert_eq!(cache_of(&build("on")), "miss", "an unconfined result is not reused");
+    assert_eq!(
+        cache_of(&build("on")),
+        "miss",
+        "an unconfined result is not reused"
+    );
     assert_eq!(cache_of(&build("on")), "hit");
     assert_eq!(cache_of(&build("off")), "hit");
     // The workspace's setting decides without the flag.
-    write(&workspace.root, "once.toml", "[workspace]\nsandbox = \"on\"\n");
+    write(
+        &workspace.root,
+        "once.toml",
+        "[workspace]\nsandbox = \"on\"\n",
+    );
     let answer = workspace.once(&["--format", "json", "build", "pkg/T"], &[]);
     assert_eq!(cache_of(&answer), "hit");
-    write(&workspace.root, "once.toml", "[workspace]\nsandbox = \"maybe\"\n");
+    write(
+        &workspace.root,
+        "once.toml",
+        "[workspace]\nsandbox = \"maybe\"\n",
+    );
     let refused = workspace.once(&["build", "pkg/T"], &[]);
     assert!(!refused.status.success());
     let said = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
-    assert!(said.contains("`sandbox` must be \"on\" or \"off\""), "{said}");
+    assert!(
+        said.contains("`sandbox` must be \"on\" or \"off\""),
+        "{said}"
+    );
 }
 
 #[test]
 fn the_callers_locale_does_not_reach_the_key() {
-    let workspace = Sandboxed::new(&command_target("{ echo \"$LANG $TZ\"; date +%Z; } > $OUT/o"));
+    let workspace = Sandboxed::new(&command_target(
+        "{ echo \"$LANG $TZ\"; date +%Z; } > $OUT/o",
+    ));
     let german = [
         ("LANG", "de_DE.UTF-8"),
         ("LC_ALL", "de_DE.UTF-8"),
@@ -266,7 +288,10 @@ fn the_private_home_and_temporary_directory_are_writable_and_gone_afterwards() {
     let built = workspace.build();
     assert!(built.status.success(), "{}", text(&built.stdout));
     let home = PathBuf::from(workspace.output().trim());
-    assert!(home.starts_with(workspace.root.join(".once/tmp")), "{home:?}");
+    assert!(
+        home.starts_with(workspace.root.join(".once/tmp")),
+        "{home:?}"
+    );
     assert!(!home.exists(), "the scratch directory is removed");
     assert!(!Path::new(&workspace.home.path().join("h")).exists());
 }

@@ -73,6 +73,6 @@ pub use executor::{
 pub use fake::{FakeOutcome, FakeRunner};
 pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
-pub use sandbox::SandboxMode;
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
+pub use sandbox::SandboxMode;
 pub use store::{GcReport, Store, StoreStats};

@@ -72,8 +72,19 @@ impl SandboxMode {
 
 /// System directories every confined program may read and execute (those that exist).
 pub const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys", "/nix/store", "/gnu/store",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/nix/store",
+    "/gnu/store",
 ];
 
 /// Toolchain homes outside the workspace: each variable, and where it defaults to under
@@ -110,6 +121,7 @@ impl ActionSandbox {
         action: &Action,
         command: &Command,
         program: &Path,
+        build_dirs: &[String],
         host: &HostEnvironment,
         environment: &mut BTreeMap<String, String>,
     ) -> io::Result<ActionSandbox> {
@@ -143,13 +155,25 @@ impl ActionSandbox {
         }
         confinement.read.extend(install_prefixes(program, root));
         let path_variable = environment.get("PATH").cloned().unwrap_or_default();
-        for entry in path_variable.split(':').filter(|entry| entry.starts_with('/')) {
-            confinement.read.extend(install_prefixes(Path::new(entry), root));
+        for entry in path_variable
+            .split(':')
+            .filter(|entry| entry.starts_with('/'))
+        {
+            confinement
+                .read
+                .extend(install_prefixes(Path::new(entry), root));
         }
         for input in &action.inputs {
             let path = crate::executor::absolute(root, input);
             if let Some(parent) = path.parent() {
                 confinement.list.push(parent.to_path_buf());
+            }
+            // A generated input: its producer's build directory may be listed (an
+            // interpreter lists a `PYTHONPATH` entry's directories to import from it).
+            if let Some(directory) = producer_dir(build_dirs, input) {
+                confinement
+                    .list
+                    .push(crate::executor::absolute(root, directory));
             }
             confinement.read.push(path);
         }
@@ -243,4 +267,58 @@ pub fn install_prefixes(path: &Path, root: &Path) -> Vec<PathBuf> {
         }
     }
     prefixes
+}
+
+/// The build directory among `build_dirs` (sorted) that `input` lies in, if any.
+fn producer_dir<'d>(build_dirs: &'d [String], input: &str) -> Option<&'d str> {
+    if !input.starts_with(once_model::action::OUT_DIR) {
+        return None;
+    }
+    // The input itself, then each directory above it.
+    let ancestors = std::iter::once(input).chain(
+        input
+            .char_indices()
+            .rev()
+            .filter(|(_, c)| *c == '/')
+            .map(|(at, _)| &input[..at]),
+    );
+    for candidate in ancestors {
+        if let Ok(found) =
+            build_dirs.binary_search_by(|directory| directory.as_str().cmp(candidate))
+        {
+            return build_dirs.get(found).map(String::as_str);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_input_is_listed_through_its_producers_build_directory() {
+        let mut dirs = [
+            ".once/out/a/A".to_owned(),
+            ".once/out/a/A-b".to_owned(),
+            ".once/out/a/A2".to_owned(),
+            ".once/out/b/B".to_owned(),
+        ];
+        dirs.sort();
+        assert_eq!(
+            producer_dir(&dirs, ".once/out/a/A/site/m/__init__.py"),
+            Some(".once/out/a/A")
+        );
+        assert_eq!(
+            producer_dir(&dirs, ".once/out/a/A2/x"),
+            Some(".once/out/a/A2")
+        );
+        assert_eq!(
+            producer_dir(&dirs, ".once/out/a/A-b/x"),
+            Some(".once/out/a/A-b")
+        );
+        assert_eq!(producer_dir(&dirs, ".once/out/b/B"), Some(".once/out/b/B"));
+        assert_eq!(producer_dir(&dirs, ".once/out/c/C/x"), None);
+        assert_eq!(producer_dir(&dirs, "a/A/x"), None);
+    }
 }

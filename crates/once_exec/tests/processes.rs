@@ -106,7 +106,12 @@ fn actions_see_only_the_allowlist_and_their_declared_variables() {
     names.sort();
     // `sh` itself adds PWD; nothing of the test's own environment (CARGO_*, RUST_*) leaks.
     names.retain(|name| *name != "PWD");
-    assert_eq!(names, ["DECLARED", "HOME", "OUT", "PATH"]);
+    // The locale is the fixed default, never the caller's.
+    assert_eq!(names, ["DECLARED", "HOME", "LANG", "OUT", "PATH", "TZ"]);
+    assert!(
+        env.contains("LANG=C.UTF-8\n") && env.contains("TZ=UTC\n"),
+        "{env}"
+    );
     assert_eq!(report.results[0].stderr.tail, b"to-stderr\n");
 }
 

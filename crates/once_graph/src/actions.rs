@@ -31,7 +31,7 @@ use once_starlark::{ModuleDiagnostic, PlanDep, PlanOutcome, PlanRequest};
 use crate::kinds::{DbModules, kind_catalog, module_limits};
 use crate::plan_memo::{MemoOrigin, plan_memo_key, workspace_modules_digest};
 use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
-use crate::settings::package_by_path;
+use crate::settings::{package_by_path, workspace_packages};
 use crate::validate::planning_errors;
 
 /// One capability of one target, as a query key.
@@ -217,6 +217,7 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
         build_dir: build_dir(package_path, &target.label.name),
         deps,
         tools: kind.tools.iter().map(|t| t.name.clone()).collect(),
+        workspace_inputs: workspace_files_matching(db, workspace, &kind.workspace_inputs),
     };
     // A one-shot front end's memo answers for plans an earlier process made from the
     // same inputs, without starting Starlark (see `crate::plan_memo`).
@@ -441,4 +442,29 @@ pub fn source_input(db: &dyn Db, path: &str) -> SourceInput {
 pub fn is_build_output(path: &str) -> bool {
     path.strip_prefix(OUT_DIR)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The files of the workspace's packages that `patterns` (workspace-relative globs, as a
+/// kind's `workspace_inputs` declares them) match, workspace-relative and sorted.
+fn workspace_files_matching(db: &dyn Db, workspace: Workspace, patterns: &[String]) -> Vec<String> {
+    let patterns: Vec<_> = patterns
+        .iter()
+        .filter_map(|pattern| SourcePattern::cached(pattern).ok())
+        .collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    let mut files: Vec<String> = workspace_packages(db, workspace)
+        .iter()
+        .flat_map(|package| {
+            let path = package.path(db);
+            package
+                .files(db)
+                .iter()
+                .map(move |file| Package::join(path, file))
+        })
+        .filter(|file| patterns.iter().any(|pattern| pattern.matches(file)))
+        .collect();
+    files.sort_unstable();
+    files
 }

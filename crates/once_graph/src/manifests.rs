@@ -509,10 +509,7 @@ impl Reader {
                         }
                         let diagnostic = self.diagnostic(
                             DiagnosticCode::InvalidFieldType,
-                            format!(
-                                "`sandbox` must be \"on\" or \"off\", not {:?}",
-                                value.value
-                            ),
+                            format!("`sandbox` must be \"on\" or \"off\", not {:?}", value.value),
                             value.range,
                         );
                         diagnostic.attribute = Some("sandbox".to_owned());

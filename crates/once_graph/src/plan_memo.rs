@@ -30,7 +30,7 @@ use once_starlark::{EvalLimits, PlanDep, PlanRequest};
 use once_model::codec::ValueWriter;
 
 /// The version of the memo's key and value encodings; part of every key.
-pub const PLAN_MEMO_FORMAT: &str = "once.plan.memo.v1";
+pub const PLAN_MEMO_FORMAT: &str = "once.plan.memo.v2";
 
 /// Where the implementation being planned comes from.
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +81,7 @@ pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Dig
         build_dir,
         deps,
         tools,
+        workspace_inputs,
     } = request;
     key.field("target", target);
     key.field("package", package);
@@ -121,6 +122,10 @@ pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Dig
     key.field("tools", &tools.len().to_string());
     for tool in tools {
         key.field("tool", tool);
+    }
+    key.field("workspace_inputs", &workspace_inputs.len().to_string());
+    for input in workspace_inputs {
+        key.field("workspace_input", input);
     }
     Sha256Digest::of(&key.0)
 }
@@ -267,6 +272,7 @@ mod tests {
                 outputs: vec![".once/out/pkg/D/x".to_owned()],
             }],
             tools: vec!["sh".to_owned()],
+            workspace_inputs: Vec::new(),
         }
     }
 
@@ -317,6 +323,9 @@ mod tests {
             ("dep outputs", |r| r.deps[0].outputs.push("y".to_owned())),
             ("deps", |r| r.deps.clear()),
             ("tools", |r| r.tools.push("cc".to_owned())),
+            ("workspace inputs", |r| {
+                r.workspace_inputs.push("Cargo.toml".to_owned());
+            }),
             // A string moving between neighbouring lists.
             ("provider becomes output", |r| {
                 let provider = r.deps[0].providers.remove(0);

@@ -25,6 +25,11 @@ pub struct KindSchema {
     pub providers: Vec<String>,
     pub capabilities: Vec<Capability>,
     pub tools: Vec<ToolSpec>,
+    /// Globs of workspace files (relative to the workspace root) that every target of the
+    /// kind reads wherever they are, such as the `Cargo.toml` files Cargo reads to load the
+    /// Cargo workspace a crate belongs to: their matches reach the implementation as
+    /// `ctx.workspace_inputs`.
+    pub workspace_inputs: Vec<String>,
     pub source_references: Vec<SourceReference>,
     pub examples: Vec<Example>,
     pub origin: KindOrigin,

@@ -138,6 +138,7 @@ impl Writer<'_> {
             out.text(&t.name);
             out.text(&t.docs);
         });
+        self.texts(&kind.workspace_inputs);
         self.list(&kind.source_references, |out, r| {
             out.text(&r.system);
             out.text(&r.symbol);
@@ -326,6 +327,7 @@ impl Reader<'_> {
                     docs: input.text()?,
                 })
             })?,
+            workspace_inputs: self.texts()?,
             source_references: self.list(|input| {
                 Some(SourceReference {
                     system: input.text()?,

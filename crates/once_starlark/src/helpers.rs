@@ -63,6 +63,8 @@ pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
         #[starlark(require = named, default = UnpackListOrTuple::default())]
         tools: UnpackListOrTuple<&'v ToolDecl>,
         #[starlark(require = named, default = UnpackListOrTuple::default())]
+        workspace_inputs: UnpackListOrTuple<&'v str>,
+        #[starlark(require = named, default = UnpackListOrTuple::default())]
         source_references: UnpackListOrTuple<&'v SourceReferenceDecl>,
         #[starlark(require = named, default = UnpackListOrTuple::default())]
         examples: UnpackListOrTuple<&'v ExampleDecl>,
@@ -90,6 +92,11 @@ pub(crate) fn declaration_globals(builder: &mut GlobalsBuilder) {
                 .map(|c| c.0.clone())
                 .collect(),
             tools: tools.items.into_iter().map(|t| t.0.clone()).collect(),
+            workspace_inputs: workspace_inputs
+                .items
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
             source_references: source_references
                 .items
                 .into_iter()

@@ -73,6 +73,12 @@ pub const CONTEXT_FIELDS: &[(&str, &str)] = &[
         "The kind's declared tools: a dict from tool name to the program to run (looked up on \
          `PATH` when the action runs).",
     ),
+    (
+        "ctx.workspace_inputs",
+        "The workspace files the kind's `workspace_inputs` globs match (workspace-relative, \
+         sorted): files its tools read wherever they are, to declare among an action's \
+         `inputs`.",
+    ),
 ];
 
 /// Everything an implementation's context holds: the resolved target.
@@ -97,6 +103,9 @@ pub struct PlanRequest {
     pub deps: Vec<PlanDep>,
     /// The tools the kind declares (program names looked up on `PATH`).
     pub tools: Vec<String>,
+    /// The workspace files the kind's `workspace_inputs` globs match, workspace-relative,
+    /// sorted.
+    pub workspace_inputs: Vec<String>,
 }
 
 /// A direct dependency as its dependent's implementation sees it.
@@ -305,6 +314,7 @@ fn context_value<'v>(heap: Heap<'v>, request: &PlanRequest) -> Value<'v> {
         ("build_dir", heap.alloc(request.build_dir.as_str())),
         ("deps", deps),
         ("tools", tools),
+        ("workspace_inputs", strings(&request.workspace_inputs)),
     ]))
 }
 

@@ -15,9 +15,8 @@ pub mod exit;
 use std::path::{Path, PathBuf};
 
 use once_exec::{
-    SandboxMode,
     ActionStatus, CancelHandle, ExecOptions, ExecutionReport, Executor, PlannedAction, Progress,
-    Store,
+    SandboxMode, Store,
 };
 
 use crate::scripts::ScriptJob;

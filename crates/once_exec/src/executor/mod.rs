@@ -38,8 +38,8 @@ pub use report::{
     Progress,
 };
 use schedule::*;
-use steps::*;
 pub(crate) use steps::absolute;
+use steps::*;
 
 use once_model::paths::is_under;
 use std::borrow::Cow;

@@ -33,6 +33,29 @@ pub(super) struct Run<'r> {
     pub(super) identities: Mutex<HashMap<PathBuf, (ToolIdentity, Fingerprint)>>,
     pub(super) scheduler: Mutex<Scheduler>,
     pub(super) wake: Condvar,
+    /// The build directories of the plan's targets, sorted: made at the first sandboxed
+    /// action (a sandboxed action may list the build directory its generated inputs
+    /// come from).
+    pub(super) build_dirs: std::sync::OnceLock<Vec<String>>,
+}
+
+impl Run<'_> {
+    /// [`Run::build_dirs`], made on first use.
+    pub(super) fn build_dirs(&self) -> &[String] {
+        self.build_dirs.get_or_init(|| {
+            let mut directories: Vec<String> = self
+                .plan
+                .iter()
+                .map(|planned| {
+                    let label = TargetLabel::from_id(&planned.action.target);
+                    build_dir(&label.package, &label.name)
+                })
+                .collect();
+            directories.sort_unstable();
+            directories.dedup();
+            directories
+        })
+    }
 }
 
 /// From how many actions a plan's output stamps and record index are read on two
@@ -78,6 +101,7 @@ impl<'a> Executor<'a> {
             probes: crate::probes::Probes::default(),
             programs: Mutex::new(HashMap::new()),
             identities: Mutex::new(HashMap::new()),
+            build_dirs: std::sync::OnceLock::new(),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,

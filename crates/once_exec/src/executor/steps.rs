@@ -144,7 +144,7 @@ impl<'a> Executor<'a> {
             std::thread::scope(|scope| {
                 let reader = scope.spawn(|| drain.run(self.store, limit));
                 // `ends` moves into the program's request and is closed when it ends.
-                let ran = self.run_step(workspace, action, prepared, ends);
+                let ran = self.run_step(run, action, prepared, ends);
                 ended.mark();
                 let streams = reader
                     .join()
@@ -272,11 +272,12 @@ impl<'a> Executor<'a> {
     /// stderr.
     pub(super) fn run_step(
         &self,
-        workspace: &WorkspaceRoot,
+        run: &Run<'_>,
         action: &Action,
         prepared: &Prepared<'_>,
         streams: crate::capture::PipeEnds,
     ) -> Result<ProcessExit, String> {
+        let workspace = &run.workspace;
         let ActionStep::Run(command) = &action.step else {
             return self.run_step_in_process(workspace, action);
         };
@@ -295,6 +296,7 @@ impl<'a> Executor<'a> {
                     action,
                     command,
                     program,
+                    run.build_dirs(),
                     &self.options.host_env,
                     &mut sandboxed_environment,
                 )

