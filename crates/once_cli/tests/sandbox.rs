@@ -80,8 +80,9 @@ fn command_target(cmd: &str) -> String {
     )
 }
 
-/// Checks that `cmd` fails the build and that nothing of the secret reached an output.
-fn check_denied(cmd: &str) -> Sandboxed {
+/// Checks that `cmd` fails the build, that nothing of the secret reached an output, and
+/// that the failure says `named`.
+fn check_denied(cmd: &str, named: &str) -> Sandboxed {
     let workspace = Sandboxed::new(&command_target(cmd));
     let built = workspace.build();
     assert!(
@@ -97,19 +98,33 @@ fn check_denied(cmd: &str) -> Sandboxed {
         "{cmd}: {}",
         text(&built.stdout)
     );
+    let said = format!("{}{}", text(&built.stdout), text(&built.stderr));
+    assert!(said.contains(named), "{cmd}: expected {named:?} in\n{said}");
     workspace
 }
 
 #[test]
 fn undeclared_reads_fail_and_reach_no_output() {
-    check_denied("cat secret.txt > $OUT/o");
-    check_denied("cat ../other/secret.txt > $OUT/o");
+    check_denied(
+        "cat secret.txt > $OUT/o",
+        "the sandbox denied it: `pkg/secret.txt` is not declared (add it to the target's `inputs`",
+    );
+    check_denied(
+        "cat ../other/secret.txt > $OUT/o",
+        "`other/secret.txt` is not declared",
+    );
     let home = Sandboxed::new("");
     let outside = home.home.path().join("secret.txt");
-    check_denied(&format!("cat '{}' > $OUT/o", outside.display()));
+    check_denied(
+        &format!("cat '{}' > $OUT/o", outside.display()),
+        &format!("`{}` is outside the workspace", outside.display()),
+    );
     let tmp = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(tmp.path(), SECRET).unwrap();
-    check_denied(&format!("cat '{}' > $OUT/o", tmp.path().display()));
+    check_denied(
+        &format!("cat '{}' > $OUT/o", tmp.path().display()),
+        "is outside the workspace",
+    );
 }
 
 #[test]
@@ -143,6 +158,19 @@ fn writes_outside_the_build_directory_fail_and_change_nothing() {
         assert!(!built.status.success(), "{cmd}: {}", text(&built.stdout));
         assert_eq!(workspace.read(path), before, "{cmd}");
     }
+    let workspace = Sandboxed::new(&command_target("echo x > new.txt && echo o > $OUT/o"));
+    let said = text(&workspace.build().stdout);
+    assert!(
+        said.contains("`pkg/new.txt` is outside its build directory"),
+        "{said}"
+    );
+    // Appending to its own input is named as such.
+    let workspace = Sandboxed::new(&command_target("echo x >> declared.txt && echo o > $OUT/o"));
+    let said = text(&workspace.build().stdout);
+    assert!(
+        said.contains("`pkg/declared.txt` is one of its inputs, which it may read but not change"),
+        "{said}"
+    );
     let cmd = format!(
         "echo x > '{}/new.txt' && echo o > $OUT/o",
         outside.path().display()

@@ -1,7 +1,7 @@
 //! The sandbox of an action: what its program may read, list and write, whether it
 //! reaches the network, and the private home and temporary directory it gets.
 //!
-//! [`SandboxMode::On`] (`--sandbox on`, `[workspace] sandbox = "on"`) runs every program an action declares confined by
+//! [`SandboxMode::On`] (the default) runs every program an action declares confined by
 //! `once_sandbox`: a user, PID and (unless the command declares `network`) network
 //! namespace, and a Landlock ruleset allowing
 //!
@@ -23,7 +23,8 @@
 //! never reused, so it cannot be a wrong hit) is contained only: namespaces, no
 //! file-system restriction.
 //!
-//! [`SandboxMode::Off`] (the default for now) runs programs as the caller's own processes; its results are
+//! [`SandboxMode::Off`] (`--sandbox off`, `[workspace] sandbox = "off"`) runs programs as
+//! the caller's own processes; its results are
 //! keyed apart ([`crate::key`]), so a sandboxed build never reuses them.
 
 use std::collections::BTreeMap;
@@ -37,17 +38,13 @@ use once_sandbox::Confinement;
 use crate::environment::HostEnvironment;
 
 /// Whether actions run sandboxed.
-///
-/// The default is still `Off` while the built-in kinds learn to declare everything
-/// their tools read (a Cargo workspace's member manifests, for one); `--sandbox on` and
-/// `[workspace] sandbox = "on"` opt in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {
-    /// Confined.
+    /// Confined (the default).
+    #[default]
     On,
     /// Not confined: unsafe for caching (an undeclared read is outside the key), so its
     /// results are keyed apart.
-    #[default]
     Off,
 }
 
@@ -267,6 +264,128 @@ pub fn install_prefixes(path: &Path, root: &Path) -> Vec<PathBuf> {
         }
     }
     prefixes
+}
+
+/// A file the sandbox denied an action, as its output names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Denied {
+    /// A workspace file the action does not declare (workspace-relative).
+    Undeclared(String),
+    /// One of the action's own inputs (it tried to change it).
+    Input(String),
+    /// A new workspace file outside the build directory (it tried to make it).
+    Made(String),
+    /// A file outside the workspace (absolute).
+    Outside(PathBuf),
+}
+
+/// The messages tools print for a denied access.
+const DENIAL_MARKERS: &[&str] = &[
+    "Permission denied",
+    "permission denied",
+    "EACCES",
+    "Operation not permitted",
+];
+
+/// The existing files an action's output (`streams`: the ends of its stdout and stderr)
+/// says were denied to it, from the lines holding a denial message: each path-like word
+/// of such a line, taken relative to the action's working directory `cwd`.
+pub fn denied_files<'s>(
+    root: &Path,
+    action: &Action,
+    cwd: &str,
+    streams: impl Iterator<Item = &'s [u8]>,
+) -> Vec<Denied> {
+    let directory = crate::executor::absolute(root, cwd);
+    let mut denied = Vec::new();
+    for stream in streams {
+        let text = String::from_utf8_lossy(stream);
+        for line in text.lines() {
+            if !DENIAL_MARKERS.iter().any(|marker| line.contains(marker)) {
+                continue;
+            }
+            let words = line.split(|c: char| {
+                c.is_whitespace()
+                    || matches!(c, '\'' | '"' | '`' | ',' | ';' | '(' | ')' | '[' | ']')
+            });
+            for word in words {
+                let word = word.trim_end_matches(':');
+                if word.is_empty() || !(word.contains('/') || word.contains('.')) {
+                    continue;
+                }
+                let path = lexical(&directory.join(word));
+                let exists = std::fs::symlink_metadata(&path).is_ok();
+                let parent_exists = path.parent().is_some_and(Path::is_dir);
+                if !exists && !parent_exists {
+                    continue;
+                }
+                let found = match path.strip_prefix(root) {
+                    Ok(relative) => {
+                        let relative = relative.to_string_lossy().into_owned();
+                        if !exists {
+                            Denied::Made(relative)
+                        } else if action.inputs.contains(&relative) {
+                            Denied::Input(relative)
+                        } else {
+                            Denied::Undeclared(relative)
+                        }
+                    }
+                    Err(_) if exists => Denied::Outside(path),
+                    Err(_) => continue,
+                };
+                if !denied.contains(&found) {
+                    denied.push(found);
+                }
+            }
+        }
+    }
+    denied.sort();
+    denied
+}
+
+/// What to do about `denied`, in one sentence; `None` when nothing was named.
+pub fn describe_denials(denied: &[Denied]) -> Option<String> {
+    if denied.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = denied
+        .iter()
+        .map(|denied| match denied {
+            Denied::Undeclared(path) => format!(
+                "`{path}` is not declared (add it to the target's `inputs` or `srcs`, or \
+                 depend on the target that makes it)"
+            ),
+            Denied::Input(path) => format!(
+                "`{path}` is one of its inputs, which it may read but not change (write \
+                 into the build directory, `$OUT`, instead)"
+            ),
+            Denied::Made(path) => format!(
+                "`{path}` is outside its build directory, the only place it may write \
+                 (`$OUT`)"
+            ),
+            Denied::Outside(path) => format!(
+                "`{}` is outside the workspace (an action reads only its inputs, its tools \
+                 and the system directories; see docs/sandbox.md)",
+                path.display()
+            ),
+        })
+        .collect();
+    Some(format!("the sandbox denied it: {}", parts.join("; ")))
+}
+
+/// `path` with `.` and `..` folded away, without reading links.
+fn lexical(path: &Path) -> PathBuf {
+    let mut folded = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                folded.pop();
+            }
+            other => folded.push(other),
+        }
+    }
+    folded
 }
 
 /// The build directory among `build_dirs` (sorted) that `input` lies in, if any.

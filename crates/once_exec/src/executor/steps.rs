@@ -105,7 +105,38 @@ impl<'a> Executor<'a> {
         ))
     }
 
+    /// Runs a miss ([`Executor::execute_step`]); a failure of a sandboxed action also
+    /// names the files the sandbox denied it, as its output shows them.
     pub(super) fn execute(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        prepared: &Prepared<'_>,
+        key: Option<&Sha256Digest>,
+        result: &mut ActionResult,
+    ) -> Result<(), String> {
+        let executed = self.execute_step(run, action, prepared, key, result);
+        match (&action.step, executed) {
+            (ActionStep::Run(command), Err(message))
+                if self.options.sandbox == crate::sandbox::SandboxMode::On && action.cacheable =>
+            {
+                let streams = [&result.stderr.tail, &result.stdout.tail];
+                let denied = crate::sandbox::denied_files(
+                    &self.workspace_root,
+                    action,
+                    &command.cwd,
+                    streams.iter().map(|tail| tail.as_slice()),
+                );
+                Err(match crate::sandbox::describe_denials(&denied) {
+                    Some(hint) => format!("{message}; {hint}"),
+                    None => message,
+                })
+            }
+            (_, executed) => executed,
+        }
+    }
+
+    fn execute_step(
         &self,
         run: &Run<'_>,
         action: &Action,
