@@ -22,6 +22,7 @@ pub mod scripts;
 pub mod session;
 pub mod test_results;
 pub mod testing;
+pub mod validation;
 
 pub use record::{
     ActionState, ActionSummary, CacheResult, Failure, PlanDiagnostic, PlanProblem, TAIL_LINES,

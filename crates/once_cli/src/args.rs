@@ -114,9 +114,9 @@ pub enum Command {
         /// code, streams, each output's digest); exits 1 on a divergence.
         #[arg(long)]
         verify_reproducible: bool,
-        /// `on`: every action runs confined to what it declares; `off` (the default unless
-        /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
-        /// kept apart from sandboxed ones). See docs/sandbox.md.
+        /// `on` (the default, unless `[workspace] sandbox = "off"`): every action runs
+        /// confined to what it declares; `off`: unconfined, unsafe for caching (its results
+        /// are kept apart from sandboxed ones). See docs/sandbox.md.
         #[arg(long, value_enum, value_name = "MODE")]
         sandbox: Option<SandboxArg>,
         /// The store's directory (default: `.once/cache` in the workspace).
@@ -171,9 +171,9 @@ pub enum Command {
             value_parser = clap::value_parser!(u32).range(1..=20),
         )]
         attempts: Option<u32>,
-        /// `on`: every action runs confined to what it declares; `off` (the default unless
-        /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
-        /// kept apart from sandboxed ones). See docs/sandbox.md.
+        /// `on` (the default, unless `[workspace] sandbox = "off"`): every action runs
+        /// confined to what it declares; `off`: unconfined, unsafe for caching (its results
+        /// are kept apart from sandboxed ones). See docs/sandbox.md.
         #[arg(long, value_enum, value_name = "MODE")]
         sandbox: Option<SandboxArg>,
         /// The store's directory (default: `.once/cache` in the workspace).
@@ -360,9 +360,9 @@ pub struct ExecArgs {
     /// The store's directory (default: `.once/cache` in the workspace).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// `on`: every action runs confined to what it declares; `off` (the default unless
-    /// `[workspace] sandbox = "on"`): unconfined, unsafe for caching (its results are
-    /// kept apart from sandboxed ones). See docs/sandbox.md.
+    /// `on` (the default, unless `[workspace] sandbox = "off"`): every action runs
+    /// confined to what it declares; `off`: unconfined, unsafe for caching (its results
+    /// are kept apart from sandboxed ones). See docs/sandbox.md.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
 }
@@ -453,6 +453,21 @@ pub enum Query {
         /// A JSON file holding `{"target": {...}}` or the target object; stdin when absent.
         #[arg(long)]
         file: Option<PathBuf>,
+    },
+    /// Run a target's actions (and its dependencies') in the strictest mode: every action
+    /// runs sandboxed and traced, nothing is reused or recorded, and every file access
+    /// the sandbox denied is listed with what to declare. Exits 1 when one was found or
+    /// an action failed.
+    ValidateActions {
+        /// Target ids (`libs/text/Text`), `PKG/...` or `...`.
+        #[arg(required = true, value_name = "TARGET")]
+        targets: Vec<String>,
+        /// The capability whose actions run.
+        #[arg(long, default_value = "build", value_parser = ["build", "test"])]
+        capability: String,
+        /// The store's directory (default: `.once/cache` in the workspace).
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
     },
     /// Every target with a `test` capability.
     Tests,

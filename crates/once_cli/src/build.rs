@@ -283,6 +283,75 @@ pub(crate) fn refuse(plan: &Plan, format: Format) -> anyhow::Result<Outcome> {
     Ok(outcome_of(session::exit::REFUSED))
 }
 
+/// `once query validate-actions PATTERN… [--capability C]`.
+pub fn validate_actions(
+    args: &Args,
+    patterns: &[String],
+    capability: &str,
+    store: Option<&Path>,
+) -> anyhow::Result<Outcome> {
+    let root = workspace_root(args)?;
+    let session = Session::open(&root, store, ExecOptions::default()).map_err(|e| anyhow!(e))?;
+    let request = PlanRequest::Capability {
+        patterns,
+        capability,
+    };
+    let plan = plan_cold(&root, session.store(), &request, true)?.plan;
+    set_interruptible(Interruptible::Execution(session.cancel_handle()));
+    let validation = session
+        .validate_actions(patterns, &plan)
+        .map_err(|e| anyhow!(e))?;
+    set_interruptible(Interruptible::Nothing);
+    if args.format == Format::Json {
+        crate::query::print_json(&validation)?;
+    } else {
+        print_validation(&validation);
+    }
+    Ok(if validation.valid {
+        Outcome::Success
+    } else {
+        Outcome::Invalid
+    })
+}
+
+/// The human form of a validation: each action with its findings, then the verdict.
+fn print_validation(validation: &once_build::validation::ActionsValidation) {
+    for problem in &validation.problems {
+        println!("{}", printable(problem));
+    }
+    let mut found = 0;
+    for action in &validation.actions {
+        let state = match action.status {
+            once_build::record::ActionState::Succeeded if action.findings.is_empty() => "ok",
+            once_build::record::ActionState::Succeeded => "undeclared access",
+            once_build::record::ActionState::Failed => "failed",
+            once_build::record::ActionState::Skipped => "skipped",
+            once_build::record::ActionState::Cancelled => "cancelled",
+        };
+        println!("{}: {state}", printable(&action.id));
+        for finding in &action.findings {
+            found += 1;
+            println!("  {} {}", finding.access, printable(&finding.repair));
+        }
+        if action.findings.is_empty()
+            && let Some(message) = &action.message
+        {
+            println!("  {}", printable(message));
+        }
+    }
+    if validation.valid {
+        println!(
+            "actions valid: {} action(s) ran sandboxed and touched only what they declare",
+            validation.actions.len()
+        );
+    } else {
+        println!(
+            "actions invalid: {found} undeclared access(es) across {} action(s)",
+            validation.actions.len()
+        );
+    }
+}
+
 /// `once build PATTERN…`.
 pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
@@ -596,20 +665,7 @@ pub fn run(
 /// no key, no captured streams.
 fn attached_result(id: &str, status: once_exec::ActionStatus) -> once_exec::ActionResult {
     once_exec::ActionResult {
-        id: id.to_owned(),
-        status,
         cache: Some(once_exec::CacheState::Bypass),
-        key: None,
-        exit_code: None,
-        duration: std::time::Duration::ZERO,
-        outputs: Vec::new(),
-        entries: Vec::new(),
-        stdout: Default::default(),
-        stderr: Default::default(),
-        message: None,
-        cause: None,
-        warnings: Vec::new(),
-        timed_out: false,
-        signal: None,
+        ..once_exec::ActionResult::new(id, status)
     }
 }

@@ -76,6 +76,11 @@ fn run() -> ExitCode {
         once_starlark::install_isolation(Box::new(isolation));
     }
     let outcome = match &args.command {
+        Command::Query(args::Query::ValidateActions {
+            targets,
+            capability,
+            store,
+        }) => build::validate_actions(&args, targets, capability, store.as_deref()),
         Command::Query(query) => query::run(&args, query),
         Command::Edit(edit) => edit::run(&args, edit),
         Command::Cache(cache) => cache::run(&args, cache),

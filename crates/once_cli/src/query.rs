@@ -354,6 +354,8 @@ fn answer_query(args: &Args, query: &Query, analysis: &Analysis) -> anyhow::Resu
                 return Ok(Outcome::Invalid);
             }
         }
+        // Runs actions: dispatched to `build::validate_actions` before a query's analysis.
+        Query::ValidateActions { .. } => bail!("`validate-actions` runs through the session"),
         Query::Tests => {
             let tests = answer(analysis.tests())?;
             if json {

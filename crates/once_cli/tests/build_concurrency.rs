@@ -25,11 +25,13 @@ fn write(root: &Path, path: &str, text: &str) {
 
 /// A workspace of `TARGETS` independent `command` targets `p/T0`… (each takes a moment,
 /// logs its run to `log`, writes `out.txt`) and `p/Last`, which depends on all of them.
-/// `p/Slow` sleeps while the file `block` (outside the workspace) exists.
+/// `p/Slow` sleeps while the file `block` (outside the workspace) exists. The log and the
+/// block file are the test's instruments outside the workspace, which the sandbox would
+/// deny: the workspace runs its actions unconfined (this is about concurrency).
 fn workspace(log: &Path, block: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "once.toml", "[workspace]\n");
+    write(root, "once.toml", "[workspace]\nsandbox = \"off\"\n");
     let log = log.display();
     let mut manifest = String::new();
     let mut deps = Vec::new();

@@ -323,3 +323,56 @@ fn the_private_home_and_temporary_directory_are_writable_and_gone_afterwards() {
     assert!(!home.exists(), "the scratch directory is removed");
     assert!(!Path::new(&workspace.home.path().join("h")).exists());
 }
+
+#[test]
+fn validate_actions_lists_every_undeclared_access_even_a_swallowed_one() {
+    let workspace = Sandboxed::new(&command_target(
+        "cat declared.txt > $OUT/o; cat secret.txt 2>/dev/null || true; \
+         cat ../other/secret.txt >/dev/null 2>&1; echo x >> declared.txt 2>/dev/null; exit 0",
+    ));
+    // The build itself succeeds: every denial was swallowed.
+    assert!(workspace.build().status.success());
+    let validated = workspace.once(
+        &["--format", "json", "query", "validate-actions", "pkg/T"],
+        &[],
+    );
+    assert_eq!(
+        validated.status.code(),
+        Some(1),
+        "{}",
+        text(&validated.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
+    assert_eq!(answer["valid"], false);
+    let findings: Vec<(String, String, String)> = answer["actions"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| {
+            (
+                finding["access"].as_str().unwrap().to_owned(),
+                finding["path"].as_str().unwrap().to_owned(),
+                finding["problem"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("read", "other/secret.txt", "undeclared"),
+        ("read", "pkg/secret.txt", "undeclared"),
+        ("write", "pkg/declared.txt", "modifies_input"),
+    ];
+    for (access, path, problem) in expected {
+        assert!(
+            findings.contains(&(access.to_owned(), path.to_owned(), problem.to_owned())),
+            "{access} {path} {problem} not in {findings:?}"
+        );
+    }
+    // Nothing was recorded: the next build is still the hit it was.
+    let answer = workspace.once(&["--format", "json", "build", "pkg/T"], &[]);
+    assert_eq!(cache_of(&answer), "hit");
+
+    let clean = Sandboxed::new(&command_target("cat declared.txt > $OUT/o"));
+    let validated = clean.once(&["query", "validate-actions", "pkg/T"], &[]);
+    assert!(validated.status.success(), "{}", text(&validated.stdout));
+    assert!(text(&validated.stdout).contains("actions valid"));
+}

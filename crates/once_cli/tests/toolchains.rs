@@ -282,6 +282,12 @@ fn diamond() -> tempfile::TempDir {
         "[package]\nname = \"rs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
          links = \"top\"\nbuild = \"build.rs\"\n\n[workspace]\n",
     );
+    // The lockfile a sandboxed Cargo needs (it may not write one into the source tree).
+    write(
+        root,
+        "rs/Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"rs\"\nversion = \"0.1.0\"\n",
+    );
     write(
         root,
         "rs/build.rs",

@@ -32,6 +32,9 @@ pub struct ProcessRequest<'a> {
     pub cwd: &'a Path,
     /// The sandbox the program runs in ([`crate::sandbox`]); `None`: unconfined.
     pub confinement: Option<&'a once_sandbox::Prepared>,
+    /// Where the program's file accesses go when it runs traced (validation); `None`:
+    /// not traced.
+    pub trace: Option<&'a Mutex<Vec<crate::sandbox::Access>>>,
     pub stdout: File,
     pub stderr: File,
     pub cancel: &'a CancelHandle,
@@ -74,6 +77,9 @@ impl ProcessRunner for SystemRunner {
         if let Some(confinement) = request.confinement {
             confinement.install(&mut command);
         }
+        if let Some(sink) = request.trace {
+            return run_traced(&mut command, sink);
+        }
         let mut child = spawn(&mut command)?;
         let group = Pid::from_raw(child.id().cast_signed());
         let Some(group) = group else {
@@ -99,6 +105,36 @@ impl ProcessRunner for SystemRunner {
             (None, None) => ProcessExit::Signal(0),
         })
     }
+}
+
+/// Runs `command` traced to its end, its file accesses into `sink`. It is not announced
+/// for cancelling or to the reaper: the tracer kills every traced process when it stops
+/// (and the kernel does when this process dies), and a traced run has no time limit.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn run_traced(
+    command: &mut std::process::Command,
+    sink: &Mutex<Vec<crate::sandbox::Access>>,
+) -> io::Result<ProcessExit> {
+    let (status, accesses) = once_sandbox::trace::run_traced(command)?;
+    sink.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .extend(accesses);
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => ProcessExit::Code(code),
+        (None, Some(signal)) => ProcessExit::Signal(signal),
+        (None, None) => ProcessExit::Signal(0),
+    })
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn run_traced(
+    _command: &mut std::process::Command,
+    _sink: &Mutex<Vec<crate::sandbox::Access>>,
+) -> io::Result<ProcessExit> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "tracing a program's file accesses needs Linux on x86_64",
+    ))
 }
 
 /// Waits until the leader of `group` has exited, without reaping it: its id (the group's)

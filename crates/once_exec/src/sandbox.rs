@@ -121,6 +121,7 @@ impl ActionSandbox {
         build_dirs: &[String],
         host: &HostEnvironment,
         environment: &mut BTreeMap<String, String>,
+        traced: bool,
     ) -> io::Result<ActionSandbox> {
         let scratch_parent = root.join(SCRATCH_DIR);
         std::fs::create_dir_all(&scratch_parent)?;
@@ -134,7 +135,7 @@ impl ActionSandbox {
         environment.insert("HOME".to_owned(), home.to_string_lossy().into_owned());
         environment.insert("TMPDIR".to_owned(), tmp.to_string_lossy().into_owned());
 
-        let mut confinement = if action.cacheable {
+        let mut confinement = if action.cacheable || traced {
             Confinement::new(command.network)
         } else {
             Confinement::contain_only(command.network)
@@ -205,6 +206,8 @@ impl ActionSandbox {
                 confinement.write.push(path);
             }
         }
+        // A tracer must be the parent of the program it traces: no PID namespace then.
+        confinement.own_pids = !traced;
         let prepared = confinement.prepare()?;
         Ok(ActionSandbox { prepared, scratch })
     }
@@ -266,6 +269,74 @@ pub fn install_prefixes(path: &Path, root: &Path) -> Vec<PathBuf> {
     prefixes
 }
 
+/// One file access a traced program attempted.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub use once_sandbox::trace::{Access, AccessKind};
+
+/// One file access a traced program attempted (tracing needs Linux on x86_64).
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access;
+
+/// An access the sandbox denied a traced action, and what it was.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finding {
+    /// `read`, `write`, `create`, `remove`, `execute` or `list`.
+    pub access: &'static str,
+    pub denied: Denied,
+}
+
+/// The accesses of a traced action the sandbox denied (`EACCES`, `EPERM`), each once.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub fn findings(root: &Path, action: &Action, accesses: &[Access]) -> Vec<Finding> {
+    let mut found: Vec<Finding> = accesses
+        .iter()
+        .filter(|access| matches!(access.errno, Some(libc_errno::EACCES | libc_errno::EPERM)))
+        .map(|access| {
+            let access_name = match access.kind {
+                AccessKind::Read => "read",
+                AccessKind::Write => "write",
+                AccessKind::Create => "create",
+                AccessKind::Remove => "remove",
+                AccessKind::Execute => "execute",
+                AccessKind::List => "list",
+            };
+            let denied = match access.path.strip_prefix(root) {
+                Ok(relative) => {
+                    let relative = relative.to_string_lossy().into_owned();
+                    if action.inputs.contains(&relative) {
+                        Denied::Input(relative)
+                    } else if std::fs::symlink_metadata(&access.path).is_err() {
+                        Denied::Made(relative)
+                    } else {
+                        Denied::Undeclared(relative)
+                    }
+                }
+                Err(_) => Denied::Outside(access.path.clone()),
+            };
+            Finding {
+                access: access_name,
+                denied,
+            }
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// No accesses are traced off Linux on x86_64.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+pub fn findings(_root: &Path, _action: &Action, _accesses: &[Access]) -> Vec<Finding> {
+    Vec::new()
+}
+
+/// The two errno values of a denial (Linux's numbers).
+mod libc_errno {
+    pub const EPERM: i32 = 1;
+    pub const EACCES: i32 = 13;
+}
+
 /// A file the sandbox denied an action, as its output names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Denied {
@@ -277,6 +348,57 @@ pub enum Denied {
     Made(String),
     /// A file outside the workspace (absolute).
     Outside(PathBuf),
+}
+
+impl Denied {
+    /// The file, workspace-relative (absolute outside the workspace).
+    pub fn path(&self) -> String {
+        match self {
+            Denied::Undeclared(path) | Denied::Input(path) | Denied::Made(path) => path.clone(),
+            Denied::Outside(path) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// What is wrong, as a word: `undeclared`, `modifies_input`,
+    /// `writes_outside_build_directory`, `outside_workspace`.
+    pub fn problem(&self) -> &'static str {
+        match self {
+            Denied::Undeclared(_) => "undeclared",
+            Denied::Input(_) => "modifies_input",
+            Denied::Made(_) => "writes_outside_build_directory",
+            Denied::Outside(_) => "outside_workspace",
+        }
+    }
+
+    /// What is wrong and what to do about it, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Denied::Undeclared(path) => format!(
+                "`{path}` is not declared (add it to the target's `inputs` or `srcs`, or \
+                 depend on the target that makes it)"
+            ),
+            Denied::Input(path) => format!(
+                "`{path}` is one of its inputs, which it may read but not change (write \
+                 into the build directory, `$OUT`, instead)"
+            ),
+            Denied::Made(path) if path == "Cargo.lock" || path.ends_with("/Cargo.lock") => {
+                format!(
+                    "`{path}` is outside its build directory, the only place it may write: \
+                     Cargo writes a missing lockfile into the source tree; create it with \
+                     `cargo generate-lockfile` and keep it with the sources"
+                )
+            }
+            Denied::Made(path) => format!(
+                "`{path}` is outside its build directory, the only place it may write \
+                 (`$OUT`)"
+            ),
+            Denied::Outside(path) => format!(
+                "`{}` is outside the workspace (an action reads only its inputs, its tools \
+                 and the system directories; see docs/sandbox.md)",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// The messages tools print for a denied access.
@@ -348,28 +470,7 @@ pub fn describe_denials(denied: &[Denied]) -> Option<String> {
     if denied.is_empty() {
         return None;
     }
-    let parts: Vec<String> = denied
-        .iter()
-        .map(|denied| match denied {
-            Denied::Undeclared(path) => format!(
-                "`{path}` is not declared (add it to the target's `inputs` or `srcs`, or \
-                 depend on the target that makes it)"
-            ),
-            Denied::Input(path) => format!(
-                "`{path}` is one of its inputs, which it may read but not change (write \
-                 into the build directory, `$OUT`, instead)"
-            ),
-            Denied::Made(path) => format!(
-                "`{path}` is outside its build directory, the only place it may write \
-                 (`$OUT`)"
-            ),
-            Denied::Outside(path) => format!(
-                "`{}` is outside the workspace (an action reads only its inputs, its tools \
-                 and the system directories; see docs/sandbox.md)",
-                path.display()
-            ),
-        })
-        .collect();
+    let parts: Vec<String> = denied.iter().map(Denied::describe).collect();
     Some(format!("the sandbox denied it: {}", parts.join("; ")))
 }
 

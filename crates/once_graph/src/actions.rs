@@ -217,7 +217,12 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
         build_dir: build_dir(package_path, &target.label.name),
         deps,
         tools: kind.tools.iter().map(|t| t.name.clone()).collect(),
-        workspace_inputs: workspace_files_matching(db, workspace, &kind.workspace_inputs),
+        workspace_inputs: workspace_files_matching(
+            db,
+            workspace,
+            package_path,
+            &kind.workspace_inputs,
+        ),
     };
     // A one-shot front end's memo answers for plans an earlier process made from the
     // same inputs, without starting Starlark (see `crate::plan_memo`).
@@ -445,11 +450,24 @@ pub fn is_build_output(path: &str) -> bool {
 }
 
 /// The files of the workspace's packages that `patterns` (workspace-relative globs, as a
-/// kind's `workspace_inputs` declares them) match, workspace-relative and sorted.
-fn workspace_files_matching(db: &dyn Db, workspace: Workspace, patterns: &[String]) -> Vec<String> {
+/// kind's `workspace_inputs` declares them; a leading `$PACKAGE/` stands for the target's
+/// package directory) match, workspace-relative and sorted.
+fn workspace_files_matching(
+    db: &dyn Db,
+    workspace: Workspace,
+    package: &str,
+    patterns: &[String],
+) -> Vec<String> {
     let patterns: Vec<_> = patterns
         .iter()
-        .filter_map(|pattern| SourcePattern::cached(pattern).ok())
+        .filter_map(|pattern| {
+            let pattern = match pattern.strip_prefix("$PACKAGE/") {
+                Some(rest) if package.is_empty() => rest.to_owned(),
+                Some(rest) => format!("{package}/{rest}"),
+                None => pattern.clone(),
+            };
+            SourcePattern::cached(&pattern).ok()
+        })
         .collect();
     if patterns.is_empty() {
         return Vec::new();

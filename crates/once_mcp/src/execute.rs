@@ -30,6 +30,8 @@ use crate::tools::{RunTests, ToolError};
 pub enum ExecutionJob {
     /// Build or run a target (`plan.capability`).
     Capability { target: String, plan: Plan },
+    /// Validate a target's actions (`once_validate_actions`).
+    Validate { target: String, plan: Plan },
     /// Run the selected tests (`plan` is their `test` capability).
     Tests { selection: Selection, plan: Plan },
     /// Build what the target's `run` needs, then start its program in a runtime session.
@@ -156,6 +158,16 @@ pub fn plan_build(
 ) -> Cancellable<Result<ExecutionJob, ToolError>> {
     Ok(plan_capability(analysis, target, "build")?
         .map(|(target, plan)| ExecutionJob::Capability { target, plan }))
+}
+
+/// `once_validate_actions`: plans the target's `capability` to run it traced.
+pub fn plan_validate(
+    analysis: &Analysis,
+    target: String,
+    capability: &str,
+) -> Cancellable<Result<ExecutionJob, ToolError>> {
+    Ok(plan_capability(analysis, target, capability)?
+        .map(|(target, plan)| ExecutionJob::Validate { target, plan }))
 }
 
 /// `once_run_target`: plans the target's `run` (after its `build`).
@@ -368,6 +380,9 @@ pub fn execute(
     match job {
         ExecutionJob::Capability { target, plan } => to_value(serde_json::to_value(
             run_capability(&session, target, plan, &observer)?,
+        )),
+        ExecutionJob::Validate { target, plan } => to_value(serde_json::to_value(
+            session.validate_actions(std::slice::from_ref(target), plan)?,
         )),
         ExecutionJob::Tests { selection, plan } => to_value(serde_json::to_value(execute_tests(
             &session, plan, selection, &observer,

@@ -257,7 +257,7 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         T::Workspace,
         "sandbox",
         S::String,
-        "`\"on\"`: every action runs confined to what it declares; `\"off\"` (the default for now): actions run unconfined, unsafe for caching (an undeclared read is outside the key), their results kept apart from sandboxed ones. See docs/sandbox.md.",
+        "`\"on\"` (the default): every action runs confined to what it declares; `\"off\"`: actions run unconfined, unsafe for caching (an undeclared read is outside the key), their results kept apart from sandboxed ones. See docs/sandbox.md.",
     ),
     key(
         T::Workspace,

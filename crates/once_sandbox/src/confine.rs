@@ -4,11 +4,13 @@
 //! The child of the command (A, which the caller sees and waits for) does, before
 //! anything of the program runs:
 //!
-//! 1. `unshare` a new user namespace (so an unprivileged user may make the others), a
-//!    PID namespace and, unless the program may use the network, a network namespace
-//!    (which holds only a loopback device, brought up so that a test can still serve
-//!    itself on `127.0.0.1`);
-//! 2. map its own user and group to themselves (files keep their owners);
+//! 1. join the process's shared user namespace (its user and group mapped to
+//!    themselves, so files keep their owners; being its owner lets an unprivileged user
+//!    make the other namespaces in it) and, unless the program may use the network, the
+//!    shared offline network namespace (only a loopback device, up, so that a test can
+//!    still serve itself on `127.0.0.1`); both are made once per process
+//!    ([`SharedNamespaces`]);
+//! 2. `unshare` a new PID namespace;
 //! 3. restrict itself with the Landlock ruleset made in the parent (after
 //!    `PR_SET_NO_NEW_PRIVS`, which Landlock asks for);
 //! 4. fork B, the first process of the new PID namespace, which forks C, the program.
@@ -26,9 +28,11 @@
 //! multithreaded parent, where allocating or taking a lock could deadlock.
 
 use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use crate::landlock::{self, Ruleset};
 
@@ -50,6 +54,10 @@ pub struct Confinement {
     /// Whether it may reach the network; otherwise it gets a network namespace of its
     /// own with only a loopback device.
     pub network: bool,
+    /// Whether it starts in a PID namespace of its own (the default). Without one the
+    /// program is the child itself, which a tracer needs (`crate::trace`): nothing then
+    /// contains what it leaves behind but its process group.
+    pub own_pids: bool,
 }
 
 impl Confinement {
@@ -58,6 +66,7 @@ impl Confinement {
         Confinement {
             filesystem: true,
             network,
+            own_pids: true,
             ..Confinement::default()
         }
     }
@@ -68,6 +77,7 @@ impl Confinement {
         Confinement {
             filesystem: false,
             network,
+            own_pids: true,
             ..Confinement::default()
         }
     }
@@ -80,7 +90,9 @@ impl Confinement {
             return Err(io::Error::new(io::ErrorKind::Unsupported, missing));
         }
         let ruleset = if self.filesystem {
-            let mut ruleset = Ruleset::new(!self.network)?;
+            // The network is the namespace's business: a program without it still serves
+            // itself on its own loopback, which a TCP rule would forbid.
+            let mut ruleset = Ruleset::new(false)?;
             for path in &self.list {
                 ruleset.allow(path, landlock::READ_DIR)?;
             }
@@ -100,13 +112,13 @@ impl Confinement {
         } else {
             None
         };
-        // SAFETY: `geteuid` and `getegid` cannot fail and touch no memory.
-        let (user, group) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let shared = shared_namespaces()?;
         Ok(Prepared {
             ruleset,
-            uid_map: format!("{user} {user} 1\n").into_bytes(),
-            gid_map: format!("{group} {group} 1\n").into_bytes(),
+            user_namespace: shared.user.as_raw_fd(),
+            offline_network: shared.offline_network.as_raw_fd(),
             network: self.network,
+            own_pids: self.own_pids,
         })
     }
 }
@@ -116,9 +128,12 @@ impl Confinement {
 #[derive(Debug)]
 pub struct Prepared {
     ruleset: Option<Ruleset>,
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
+    /// The shared user namespace ([`shared_namespaces`]), open for the process's life.
+    user_namespace: libc::c_int,
+    /// The shared network namespace without a way out.
+    offline_network: libc::c_int,
     network: bool,
+    own_pids: bool,
 }
 
 /// The process file the child writes its maps to.
@@ -133,21 +148,21 @@ impl Prepared {
     /// last one the command takes before `exec` (but a tracer's).
     pub fn install(&self, command: &mut Command) {
         let ruleset = self.ruleset.as_ref().map(Ruleset::raw_fd);
-        let uid_map = self.uid_map.clone();
-        let gid_map = self.gid_map.clone();
+        let user_namespace = self.user_namespace;
+        let offline_network = self.offline_network;
         let network = self.network;
+        let own_pids = self.own_pids;
         let step = move || {
-            let mut namespaces = libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
-            if !network {
-                namespaces |= libc::CLONE_NEWNET;
-            }
-            // SAFETY: `unshare` takes flags only.
-            check(unsafe { libc::unshare(namespaces) })?;
-            write_file(SETGROUPS, b"deny")?;
-            write_file(UID_MAP, &uid_map)?;
-            write_file(GID_MAP, &gid_map)?;
-            if !network {
-                loopback_up()?;
+            // SAFETY: `setns` and `unshare` take a descriptor and flags; the descriptors
+            // are the shared namespaces', open for this process's life.
+            unsafe {
+                check(libc::setns(user_namespace, libc::CLONE_NEWUSER))?;
+                if !network {
+                    check(libc::setns(offline_network, libc::CLONE_NEWNET))?;
+                }
+                if own_pids {
+                    check(libc::unshare(libc::CLONE_NEWPID))?;
+                }
             }
             if let Some(ruleset) = ruleset {
                 // SAFETY: `prctl` with these arguments only sets a flag of this process.
@@ -160,6 +175,9 @@ impl Prepared {
                     return Err(io::Error::last_os_error());
                 }
             }
+            if !own_pids {
+                return Ok(());
+            }
             split_into_namespace()
         };
         // SAFETY: the step makes only system calls (no allocation, no lock): see
@@ -167,6 +185,113 @@ impl Prepared {
         unsafe {
             command.pre_exec(step);
         }
+    }
+}
+
+/// The user namespace every confined program of this process joins (its user and group
+/// mapped to themselves) and, in it, the network namespace of the programs without the
+/// network: made once, by a short-lived child, and kept by their descriptors. Making a
+/// network namespace per program would cost each one its creation and, worse, a
+/// teardown the kernel serialises: hundreds of programs in a row then wait on each
+/// other's. Programs without the network therefore share one loopback.
+struct SharedNamespaces {
+    user: OwnedFd,
+    offline_network: OwnedFd,
+}
+
+fn shared_namespaces() -> io::Result<&'static SharedNamespaces> {
+    static SHARED: OnceLock<Result<SharedNamespaces, (io::ErrorKind, String)>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| make_shared_namespaces().map_err(|e| (e.kind(), e.to_string())))
+        .as_ref()
+        .map_err(|(kind, message)| {
+            io::Error::new(
+                *kind,
+                format!("cannot make the sandbox's namespaces: {message}"),
+            )
+        })
+}
+
+fn make_shared_namespaces() -> io::Result<SharedNamespaces> {
+    // SAFETY: `geteuid` and `getegid` cannot fail and touch no memory.
+    let (user, group) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let uid_map = format!("{user} {user} 1\n").into_bytes();
+    let gid_map = format!("{group} {group} 1\n").into_bytes();
+    let mut ready = [0; 2];
+    let mut release = [0; 2];
+    // SAFETY: each array has room for two descriptors.
+    check(unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: as above.
+    if let Err(error) = check(unsafe { libc::pipe2(release.as_mut_ptr(), libc::O_CLOEXEC) }) {
+        close_all(&ready);
+        return Err(error);
+    }
+    // SAFETY: the child only makes system calls on memory made before the fork (the maps,
+    // the pipes) and ends with `_exit`.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let made = (|| {
+            // SAFETY: `unshare` takes flags only.
+            check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) })?;
+            write_file(SETGROUPS, b"deny")?;
+            write_file(UID_MAP, &uid_map)?;
+            write_file(GID_MAP, &gid_map)?;
+            loopback_up()
+        })();
+        let answer = [u8::from(made.is_ok())];
+        let mut held = [0u8; 1];
+        // SAFETY: the buffers are valid; the parent reads `ready`, then closes `release`
+        // once it holds the namespaces, and this child ends.
+        unsafe {
+            libc::write(ready[1], answer.as_ptr().cast(), 1);
+            libc::close(release[1]);
+            libc::read(release[0], held.as_mut_ptr().cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing this process's ends it does not use.
+    unsafe {
+        libc::close(ready[1]);
+        libc::close(release[0]);
+    }
+    let result = (|| {
+        if child < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut answer = [0u8; 1];
+        // SAFETY: `answer` has room for one byte.
+        let read = unsafe { libc::read(ready[0], answer.as_mut_ptr().cast(), 1) };
+        if read != 1 || answer[0] != 1 {
+            return Err(io::Error::other(
+                "a child could not make a user and network namespace",
+            ));
+        }
+        let open = |name: &str| std::fs::File::open(format!("/proc/{child}/ns/{name}"));
+        Ok(SharedNamespaces {
+            user: open("user")?.into(),
+            offline_network: open("net")?.into(),
+        })
+    })();
+    // SAFETY: closing the remaining ends lets the child end; it is then reaped.
+    unsafe {
+        libc::close(ready[0]);
+        libc::close(release[1]);
+        if child > 0 {
+            let mut status = 0;
+            while libc::waitpid(child, &raw mut status, 0) == -1
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+        }
+    }
+    result
+}
+
+/// Closes both ends of a pipe.
+fn close_all(pipe: &[libc::c_int; 2]) {
+    // SAFETY: the descriptors are this process's and closed once.
+    unsafe {
+        libc::close(pipe[0]);
+        libc::close(pipe[1]);
     }
 }
 

@@ -244,6 +244,35 @@ impl Session {
         })
     }
 
+    /// Validates `plan`'s actions (`once query validate-actions`): every action runs,
+    /// sandboxed and traced, nothing reused or recorded, and keeps going past failures; a
+    /// plan with problems runs nothing. `targets` are the targets asked for.
+    pub fn validate_actions(
+        &self,
+        targets: &[String],
+        plan: &Plan,
+    ) -> Result<crate::validation::ActionsValidation, String> {
+        let report = if plan.problems.is_empty() {
+            Executor::new(&self.root, &self.store)
+                .with_options(ExecOptions {
+                    sandbox: SandboxMode::On,
+                    validate: true,
+                    keep_going: true,
+                    ..self.options.clone()
+                })
+                .with_cancel(self.cancel.clone())
+                .with_source_stamps(plan.source_stamps.clone())
+                .run(&plan.actions)
+                .map_err(|e| format!("cannot run the plan: {e}"))?
+        } else {
+            ExecutionReport {
+                results: Vec::new(),
+                warnings: Vec::new(),
+            }
+        };
+        Ok(crate::validation::validation(targets, plan, &report))
+    }
+
     /// Runs the tests `plan` plans (its `test` capability), reads their results and
     /// retries failing cases (`crate::testing::run`). A plan with problems is refused.
     pub fn test(

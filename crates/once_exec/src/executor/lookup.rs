@@ -136,7 +136,7 @@ impl<'a> Executor<'a> {
         // The common hit (a no-op build) first, without the output lock: see
         // `hit_in_place`. Anything it is not sure of takes the locked path below.
         let mut recorded = true;
-        if action.cacheable {
+        if action.cacheable && !self.options.validate {
             match self.hit_in_place(run, action, &key, result)? {
                 InPlace::Hit => return Ok(()),
                 InPlace::NoRecord => recorded = false,
@@ -170,7 +170,7 @@ impl<'a> Executor<'a> {
             };
             Some(lock)
         };
-        if !action.cacheable {
+        if !action.cacheable || self.options.validate {
             return self.execute(run, action, &prepared, None, result);
         }
         // Without a record a moment ago, the look under the key's lock below is the one

@@ -94,6 +94,10 @@ pub struct ExecOptions {
     pub once_program: Option<PathBuf>,
     /// Whether programs run sandboxed ([`crate::sandbox`]).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// Validation (`once query validate-actions`): every action runs (nothing is reused
+    /// or recorded) sandboxed and traced, and its result lists every access the sandbox
+    /// denied ([`ActionResult::findings`]).
+    pub validate: bool,
 }
 
 /// The `argv[0]` that names `once` itself (test actions run `once __test-adapter`).
@@ -108,6 +112,7 @@ impl Default for ExecOptions {
             stream_memory_limit: 64 * 1024,
             once_program: std::env::current_exe().ok(),
             sandbox: crate::sandbox::SandboxMode::default(),
+            validate: false,
         }
     }
 }

@@ -79,6 +79,8 @@ pub struct ActionResult {
     pub timed_out: bool,
     /// The signal that killed its program, when one did.
     pub signal: Option<i32>,
+    /// What the sandbox denied its program, as traced ([`ExecOptions::validate`]).
+    pub findings: Vec<crate::sandbox::Finding>,
 }
 
 impl ActionResult {
@@ -100,6 +102,7 @@ impl ActionResult {
             warnings: Vec::new(),
             timed_out: false,
             signal: None,
+            findings: Vec::new(),
         }
     }
 }

@@ -169,13 +169,15 @@ impl<'a> Executor<'a> {
         });
         let stream_error =
             |e: io::Error| format!("cannot capture the action's output streams: {e}");
+        // What the program attempted, when it runs traced (validation).
+        let traced = Mutex::new(Vec::new());
         let (ran, streams) = if matches!(action.step, ActionStep::Run(_)) {
             let (ends, drain, ended) = crate::capture::pipes().map_err(stream_error)?;
             let limit = self.options.stream_memory_limit;
             std::thread::scope(|scope| {
                 let reader = scope.spawn(|| drain.run(self.store, limit));
                 // `ends` moves into the program's request and is closed when it ends.
-                let ran = self.run_step(run, action, prepared, ends);
+                let ran = self.run_step(run, action, prepared, ends, &traced);
                 ended.mark();
                 let streams = reader
                     .join()
@@ -197,6 +199,10 @@ impl<'a> Executor<'a> {
         let (stdout, stderr) = streams.map_err(stream_error)?;
         result.stdout = stdout;
         result.stderr = stderr;
+        let accesses = traced
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        result.findings = crate::sandbox::findings(&self.workspace_root, action, &accesses);
         let exit = ran?;
         let success_codes: &[i32] = match &action.step {
             ActionStep::Run(command) => &command.success_exit_codes,
@@ -307,6 +313,7 @@ impl<'a> Executor<'a> {
         action: &Action,
         prepared: &Prepared<'_>,
         streams: crate::capture::PipeEnds,
+        traced: &Mutex<Vec<crate::sandbox::Access>>,
     ) -> Result<ProcessExit, String> {
         let workspace = &run.workspace;
         let ActionStep::Run(command) = &action.step else {
@@ -318,9 +325,10 @@ impl<'a> Executor<'a> {
         let cwd = absolute(&self.workspace_root, &command.cwd);
         let mut sandboxed_environment;
         let mut environment = environment;
+        let validate = self.options.validate;
         let sandbox = match self.options.sandbox {
-            crate::sandbox::SandboxMode::Off => None,
-            crate::sandbox::SandboxMode::On => {
+            crate::sandbox::SandboxMode::Off if !validate => None,
+            _ => {
                 sandboxed_environment = environment.clone();
                 let sandbox = crate::sandbox::ActionSandbox::prepare(
                     &self.workspace_root,
@@ -330,6 +338,7 @@ impl<'a> Executor<'a> {
                     run.build_dirs(),
                     &self.options.host_env,
                     &mut sandboxed_environment,
+                    validate,
                 )
                 .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
                 environment = &sandboxed_environment;
@@ -342,6 +351,7 @@ impl<'a> Executor<'a> {
                 argv: &command.argv,
                 env: environment,
                 confinement: sandbox.as_ref().map(|sandbox| &sandbox.prepared),
+                trace: validate.then_some(traced),
                 cwd: &cwd,
                 stdout: streams.stdout,
                 stderr: streams.stderr,

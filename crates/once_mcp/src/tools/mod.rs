@@ -344,6 +344,7 @@ pub fn registry() -> Vec<Tool> {
         edit::apply_edit(),
         edit::materialize_example(),
         run::build_target(),
+        run::validate_actions(),
         run::run_target(),
         run::exec_script(),
         run::run_tests(),

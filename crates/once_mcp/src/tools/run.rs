@@ -26,6 +26,35 @@ impl Execution for BuildTarget {
     }
 }
 
+/// The arguments of `once_validate_actions`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateActions {
+    /// Target id whose actions run, such as `apps/service/Service`.
+    pub target: String,
+    /// The capability whose actions run: `build` (the default) or `test`.
+    #[serde(default = "build_capability")]
+    #[schemars(extend("enum" = ["build", "test"]))]
+    pub capability: String,
+}
+
+fn build_capability() -> String {
+    "build".to_owned()
+}
+
+impl Execution for ValidateActions {
+    fn plan(self, analysis: &Analysis) -> Cancellable<Result<ExecutionJob, ToolError>> {
+        if !matches!(self.capability.as_str(), "build" | "test") {
+            return Ok(Err(format!(
+                "`capability` must be `build` or `test`, not `{}`",
+                self.capability
+            )
+            .into()));
+        }
+        crate::execute::plan_validate(analysis, self.target, &self.capability)
+    }
+}
+
 /// The arguments of `once_run_target`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -188,6 +217,18 @@ pub(super) fn build_target() -> Tool {
         "Build a target by running its `build` capability: the actions of the target and of its dependency closure, each reused from the action cache when its inputs did not change.\n\n                Available only when the server starts with `once mcp --allow-run`. The build runs as a background job: the server keeps answering `ping` and the other tools meanwhile, and analysis is not held while processes run.                 With a `progressToken` in the request's `_meta`, a `notifications/progress` is sent after each finished action (`progress` done, `total`, `message` such as `miss apps/cli/Cli#build/compile`).                 `notifications/cancelled` kills the build's processes (their process groups) and no reply is sent.                 Returns `{target, capability, exit_code, success, record, stdout, stderr, problems}`: `record` is the target's record (`status`, `cache` hit/miss/bypass, `action_digest`, `outputs`, each action, and the failing action's command, exit code and output tail in `failure`).                 A failed build is a normal result with `success: false`, not a tool error; an unknown target or a target without `build` is a tool error.                 The matching command-line operation is `once build <target> --format json`."
                 .into(),
         output_schema::<crate::execute::ExecutionResult>(),
+        EXECUTE,
+    )
+}
+
+/// `once_validate_actions`.
+pub(super) fn validate_actions() -> Tool {
+    Tool::execution::<ValidateActions>(
+        "once_validate_actions",
+        "Validate a target's actions",
+        "Run a target's actions (and its dependencies') in the strictest mode and list every file access the sandbox denied them, each with its repair: a read of an undeclared workspace file (declare it in `inputs` or `srcs`, or depend on the target that makes it), a change to one of its own inputs, a write outside its build directory, a file outside the workspace. Every action runs sandboxed and traced, even one whose result is cached; nothing is reused or recorded, and an access the command swallowed (`cat f || true`) is listed too.\n\n                Available only when the server starts with `once mcp --allow-run` (it runs the actions' programs), as a background job with cancellation like `once_build_target`.                 Returns `{targets, capability, valid, actions: [{id, target, status, message, findings: [{access, path, problem, repair}]}], problems}`; `valid` is true when every action succeeded and nothing undeclared was attempted.                 The matching command-line operation is `once query validate-actions <target> --format json`."
+            .into(),
+        output_schema::<once_build::validation::ActionsValidation>(),
         EXECUTE,
     )
 }
