@@ -212,32 +212,29 @@ fn spawn_once(root: &Path, args: &[&str]) -> std::process::Child {
 
 // Item 2: a source edited while its action runs.
 
-/// A `command` that signals its start through a marker file outside the workspace, then
-/// sleeps and reads its source: the test edits the source in between.
-fn slow_reader(ws: &Scratch, marker: &Path) {
+/// A `command` that signals its start through a marker file in its output directory (the
+/// only place the sandbox lets it write), then sleeps and reads its source: the test
+/// edits the source in between. Returns the marker's path.
+fn slow_reader(ws: &Scratch) -> PathBuf {
     ws.write(
         "p/once.toml",
-        &format!(
-            r#"[[target]]
+        r#"[[target]]
 name = "Slow"
 kind = "command"
 srcs = ["in.txt"]
 
 [target.attrs]
-cmd = "touch '{}'; sleep 1.5; cat in.txt > \"$OUT/o.txt\""
+cmd = "touch \"$OUT/started\"; sleep 1.5; cat in.txt > \"$OUT/o.txt\""
 outputs = ["o.txt"]
 "#,
-            marker.display()
-        ),
     );
+    ws.root.join(".once/out/p/Slow/out/started")
 }
 
 #[test]
 fn a_source_edited_while_its_action_runs_is_not_recorded() {
     let ws = Scratch::new();
-    let markers = tempfile::tempdir().unwrap();
-    let marker = markers.path().join("started");
-    slow_reader(&ws, &marker);
+    let marker = slow_reader(&ws);
     ws.write("p/in.txt", "v1\n");
     let running = spawn_once(&ws.root, &["build", "--format", "json", "p/Slow"]);
     wait_for(&marker);
@@ -270,15 +267,12 @@ fn a_source_edited_while_its_action_runs_is_not_recorded() {
 #[test]
 fn a_script_input_edited_while_the_script_runs_is_not_recorded() {
     let ws = Scratch::new();
-    let markers = tempfile::tempdir().unwrap();
-    let marker = markers.path().join("started");
+    // Beside its output: the one directory the sandbox lets the script write in.
+    let marker = ws.root.join("tools/started");
     ws.write(
         "tools/slow.sh",
-        &format!(
-            "#!/bin/sh\n# once input \"in.txt\"\n# once output \"out.txt\"\n\
-             touch '{}'\nsleep 1.5\ncat in.txt > out.txt\n",
-            marker.display()
-        ),
+        "#!/bin/sh\n# once input \"in.txt\"\n# once output \"out.txt\"\n\
+         touch started\nsleep 1.5\ncat in.txt > out.txt\n",
     );
     ws.chmod("tools/slow.sh", 0o755);
     ws.write("tools/in.txt", "v1\n");

@@ -416,7 +416,7 @@ fn the_demo_passes_and_changed_runs_exactly_the_affected_tests() {
 }
 
 /// A workspace of two shell tests that fail until their run number reaches `NEED` (kept
-/// in `$WORKSPACE/.once/runs-<name>`): `Slow` needs 3 runs and sets no `attempts`,
+/// in `$WORKSPACE/.once/state/runs-<name>`): `Slow` needs 3 runs and sets no `attempts`,
 /// `Quick` needs 2 and sets `attempts` to `quick_attempts` (when given); the root
 /// manifest sets `[workspace] test_attempts` to `workspace_attempts` (when given).
 fn attempts_workspace(
@@ -442,9 +442,9 @@ fn attempts_workspace(
         root.join("t/once.toml"),
         format!(
             "[[target]]\nname = \"Slow\"\nkind = \"sh_test\"\nsrcs = [\"count_test.sh\"]\n\n\
-             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/runs-slow\", NEED = \"3\" }}\n\n\
+             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/state/runs-slow\", NEED = \"3\" }}\n\n\
              [[target]]\nname = \"Quick\"\nkind = \"sh_test\"\nsrcs = [\"count_test.sh\"]\n\n\
-             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/runs-quick\", NEED = \"2\" }}\n\
+             [target.attrs]\nenv = {{ RUNS = \"$WORKSPACE/.once/state/runs-quick\", NEED = \"2\" }}\n\
              {quick}"
         ),
     )

@@ -95,8 +95,9 @@ pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
 
 /// Tool-local state directories of the workspace: writable by an action whose command
 /// line or environment names them (they are outside every key, see
-/// `docs/execution.md`).
-pub const TOOL_STATE: &[&str] = &[".once/cargo", ".once/go"];
+/// `docs/execution.md`): Cargo's and Go's, and `.once/state` for any other state a tool
+/// or a test keeps between runs.
+pub const TOOL_STATE: &[&str] = &[".once/cargo", ".once/go", ".once/state"];
 
 /// Where the scratch directories of running actions are made, under the workspace root.
 pub const SCRATCH_DIR: &str = ".once/tmp";
