@@ -110,20 +110,42 @@ pub struct ActionSandbox {
     scratch: tempfile::TempDir,
 }
 
+/// The action a sandbox is made for, and where.
+#[derive(Clone, Copy, Debug)]
+pub struct SandboxedAction<'a> {
+    /// The workspace root.
+    pub root: &'a Path,
+    pub action: &'a Action,
+    /// The action's command.
+    pub command: &'a Command,
+    /// Its program, resolved.
+    pub program: &'a Path,
+    /// The build directories of the plan's targets, sorted.
+    pub build_dirs: &'a [String],
+    /// The caller's allowlisted variables (the toolchain homes).
+    pub host: &'a HostEnvironment,
+    /// Whether the program runs traced (no PID namespace; file rules for a program that
+    /// is not cacheable too).
+    pub traced: bool,
+}
+
 impl ActionSandbox {
-    /// The sandbox of `action` running `command`'s program `program` in the workspace at
-    /// `root`, with the complete `environment` it would get unconfined; that environment
-    /// gets its private `HOME` and `TMPDIR` and the toolchain homes.
+    /// The sandbox of `sandboxed`, whose program would get the complete `environment`
+    /// unconfined; that environment gets its private `HOME` and `TMPDIR` and the
+    /// toolchain homes.
     pub fn prepare(
-        root: &Path,
-        action: &Action,
-        command: &Command,
-        program: &Path,
-        build_dirs: &[String],
-        host: &HostEnvironment,
+        sandboxed: &SandboxedAction<'_>,
         environment: &mut BTreeMap<String, String>,
-        traced: bool,
     ) -> io::Result<ActionSandbox> {
+        let SandboxedAction {
+            root,
+            action,
+            command,
+            program,
+            build_dirs,
+            host,
+            traced,
+        } = *sandboxed;
         let scratch_parent = root.join(SCRATCH_DIR);
         std::fs::create_dir_all(&scratch_parent)?;
         let scratch = tempfile::Builder::new()

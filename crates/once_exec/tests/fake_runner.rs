@@ -90,6 +90,7 @@ fn options(jobs: usize, keep_going: bool) -> ExecOptions {
         stream_memory_limit: 1024,
         once_program: None,
         sandbox: once_exec::SandboxMode::Off,
+        validate: false,
     }
 }
 

@@ -59,6 +59,7 @@ fn run_with_store(root: &Path, store_path: &Path, plan: &[PlannedAction]) -> Exe
             stream_memory_limit: 4096,
             once_program: None,
             sandbox: once_exec::SandboxMode::Off,
+            validate: false,
         })
         .run(plan)
         .unwrap()

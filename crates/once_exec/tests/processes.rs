@@ -52,6 +52,7 @@ fn options() -> ExecOptions {
         stream_memory_limit: 4096,
         once_program: None,
         sandbox: once_exec::SandboxMode::Off,
+        validate: false,
     }
 }
 

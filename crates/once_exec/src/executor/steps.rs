@@ -330,17 +330,18 @@ impl<'a> Executor<'a> {
             crate::sandbox::SandboxMode::Off if !validate => None,
             _ => {
                 sandboxed_environment = environment.clone();
-                let sandbox = crate::sandbox::ActionSandbox::prepare(
-                    &self.workspace_root,
+                let sandboxed = crate::sandbox::SandboxedAction {
+                    root: &self.workspace_root,
                     action,
                     command,
                     program,
-                    run.build_dirs(),
-                    &self.options.host_env,
-                    &mut sandboxed_environment,
-                    validate,
-                )
-                .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
+                    build_dirs: run.build_dirs(),
+                    host: &self.options.host_env,
+                    traced: validate,
+                };
+                let sandbox =
+                    crate::sandbox::ActionSandbox::prepare(&sandboxed, &mut sandboxed_environment)
+                        .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
                 environment = &sandboxed_environment;
                 Some(sandbox)
             }

@@ -48,8 +48,7 @@ impl Execution for ValidateActions {
             return Ok(Err(format!(
                 "`capability` must be `build` or `test`, not `{}`",
                 self.capability
-            )
-            .into()));
+            )));
         }
         crate::execute::plan_validate(analysis, self.target, &self.capability)
     }

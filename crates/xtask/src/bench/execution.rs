@@ -411,6 +411,65 @@ fn overhead_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row>
     Ok(row)
 }
 
+/// How many trivial actions the sandbox row builds.
+const SANDBOX_ACTIONS: usize = 150;
+
+/// The sandbox's cost per executed action: 150 trivial `command` targets built with `-j 1`
+/// from a store without action records or blobs, with `--sandbox on` and `--sandbox off`
+/// alternated (which goes first alternates too), the difference divided by 150.
+fn sandbox_row(once: &Path, scratch: &Path, runs: usize) -> anyhow::Result<Row> {
+    let workspace = scratch.join("exec-sandbox");
+    write_trivial(&workspace, SANDBOX_ACTIONS)?;
+    let mut row = Row::new(
+        "sandbox overhead per executed action (150 trivial actions, `-j 1`, on − off)",
+        "≤ 1 ms",
+    );
+    build(once, &workspace, &["-j", "1", "--sandbox", "on"])?;
+    build(once, &workspace, &["-j", "1", "--sandbox", "off"])?;
+    let trash = scratch.join("exec-sandbox-trash");
+    super::recreate_dir(&trash)?;
+    let (mut on, mut off, mut loads) = (Vec::new(), Vec::new(), Vec::new());
+    let cold = |mode: &str, round: usize| -> anyhow::Result<Duration> {
+        let aside = trash.join(format!("{round}-{mode}"));
+        std::fs::create_dir_all(&aside)?;
+        for directory in [".once/cache/actions", ".once/cache/blobs", ".once/out"] {
+            let moved = aside.join(directory.replace('/', "-"));
+            std::fs::rename(workspace.join(directory), moved)
+                .with_context(|| format!("cannot move `{directory}` aside"))?;
+        }
+        let (elapsed, states) = build(once, &workspace, &["-j", "1", "--sandbox", mode])?;
+        ensure_all(&states, "miss", SANDBOX_ACTIONS, "the trivial build")?;
+        Ok(elapsed)
+    };
+    for round in 0..runs {
+        loads.push(load_average());
+        if round % 2 == 0 {
+            on.push(cold("on", round)?);
+            off.push(cold("off", round)?);
+        } else {
+            off.push(cold("off", round)?);
+            on.push(cold("on", round)?);
+        }
+    }
+    std::fs::remove_dir_all(&trash)?;
+    for (on, off) in on.iter().zip(&off) {
+        row.samples
+            .push(on.saturating_sub(*off) / SANDBOX_ACTIONS as u32);
+    }
+    let median = |samples: &[Duration]| {
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        sorted[sorted.len() / 2]
+    };
+    row.note = format!(
+        "load {}; medians: sandboxed build {}, unconfined build {}",
+        load_range(&loads),
+        fmt_ms(Some(median(&on))),
+        fmt_ms(Some(median(&off)))
+    );
+    Ok(row)
+}
+
 /// The no-op build of every target of a generated `command` workspace next to its cold
 /// `validate-workspace`.
 fn noop_rows(
@@ -481,6 +540,7 @@ pub fn run(
     let started = Instant::now();
     let mut rows = graph_rows(&once, &scratch, runs)?;
     rows.push(overhead_row(&once, &scratch, runs)?);
+    rows.push(sandbox_row(&once, &scratch, runs)?);
     rows.extend(noop_rows(&once, &scratch, noop_packages, runs)?);
     if rows.iter().any(|row| row.samples.is_empty()) {
         bail!("an execution measure has no sample");
