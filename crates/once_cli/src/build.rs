@@ -587,8 +587,11 @@ pub fn run(
         // Without a terminal the program gets a process group of its own, so a signal
         // reaches everything it started; on a terminal it stays in the foreground group
         // (it reads the terminal, and the terminal's ^C reaches it directly).
+        // Sandboxed, the group is also contained: nothing the program starts outlives it.
         let group = if std::io::stdin().is_terminal() {
             once_exec::launch::AttachedGroup::Terminal
+        } else if session.sandbox_for(&plan) == once_exec::SandboxMode::On {
+            once_exec::launch::AttachedGroup::Contained
         } else {
             once_exec::launch::AttachedGroup::Own
         };

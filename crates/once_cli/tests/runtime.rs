@@ -234,10 +234,13 @@ fn a_session_runs_logs_and_stops_leaving_no_process() {
 #[test]
 fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_with_what_left_its_session() {
     // A grandchild in the group, and one that left the group and the session (`setsid`):
-    // only SIGKILL to every descendant reaches it.
-    let dir = workspace(
-        "trap '' TERM\nsleep 600 &\nsetsid sleep 601 &\necho $! > escaped.pid\nwhile true; do sleep 0.1; done\n",
-    );
+    // only SIGKILL to every descendant (and the end of the program's PID namespace)
+    // reaches it. It is found by its unique command line: the program's own `$!` is a
+    // number of its PID namespace.
+    let marker = format!("6{}", std::process::id());
+    let dir = workspace(&format!(
+        "trap '' TERM\nsleep 600 &\nsetsid sleep {marker} &\nwhile true; do sleep 0.1; done\n"
+    ));
     let root = dir.path();
     let _stop = StopAll(root);
     let id = start(root);
@@ -245,11 +248,16 @@ fn a_program_ignoring_sigterm_is_killed_after_the_grace_period_with_what_left_it
     std::thread::sleep(Duration::from_millis(300));
     let pids = session_processes(&running);
     assert!(pids.len() >= 3, "{pids:?}");
-    let escaped: u32 = std::fs::read_to_string(root.join("svc/escaped.pid"))
+    let escaped: u32 = std::fs::read_dir("/proc")
         .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+        .flatten()
+        .find_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let line = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (String::from_utf8_lossy(&line).replace('\0', " ").trim() == format!("sleep {marker}"))
+                .then_some(pid)
+        })
+        .expect("the process that left the session runs");
     assert!(
         !pids.contains(&escaped),
         "the setsid process left the session"

@@ -376,3 +376,35 @@ fn validate_actions_lists_every_undeclared_access_even_a_swallowed_one() {
     assert!(validated.status.success(), "{}", text(&validated.stdout));
     assert!(text(&validated.stdout).contains("actions valid"));
 }
+
+#[test]
+fn nothing_once_run_starts_outlives_it() {
+    let marker = format!("9{}", std::process::id());
+    let workspace = Sandboxed::new(
+        "[[target]]\nname = \"Svc\"\nkind = \"script\"\n\n[target.attrs]\n\
+         script_path = \"svc.sh\"\nscript_runtime = \"sh\"\n",
+    );
+    write(
+        &workspace.root,
+        "pkg/svc.sh",
+        &format!(
+            "setsid sleep {marker} >/dev/null 2>&1 &\n(nohup sleep {marker} >/dev/null 2>&1 &)\necho started\n"
+        ),
+    );
+    // `once run` without a terminal: the program's group is contained.
+    let ran = workspace.once(&["run", "pkg/Svc"], &[]);
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    assert_eq!(text(&ran.stdout), "started\n");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    // With the sandbox off, the sleeper that left the group survives (the check can fail);
+    // it is killed here.
+    let loose = workspace.once(&["run", "--sandbox", "off", "pkg/Svc"], &[]);
+    assert!(loose.status.success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = processes_with(&marker);
+    let _ = Command::new("pkill")
+        .args(["-f", &format!("sleep {marker}")])
+        .status();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

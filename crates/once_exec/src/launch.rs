@@ -57,12 +57,14 @@ impl Program<'_> {
     }
 }
 
-/// Where the attached program runs: in a process group of its own, or in `once`'s (the
-/// terminal's foreground group, so that it reads the terminal and the terminal's `^C`
-/// reaches it directly).
+/// Where the attached program runs: in a process group of its own, also in a PID
+/// namespace of its own (nothing it starts outlives it, however it leaves the group), or
+/// in `once`'s (the terminal's foreground group, so that it reads the terminal and the
+/// terminal's `^C` reaches it directly).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttachedGroup {
     Own,
+    Contained,
     Terminal,
 }
 
@@ -104,13 +106,22 @@ pub fn run_attached(
 ) -> io::Result<ExitStatus> {
     let mut command = program.command();
     command.stdin(Stdio::inherit());
-    if group == AttachedGroup::Own {
+    let own_group = group != AttachedGroup::Terminal;
+    if own_group {
         command.process_group(0);
+    }
+    // The program's namespaces (it keeps the caller's file system and network).
+    let contained = match group {
+        AttachedGroup::Contained => Some(once_sandbox::Confinement::contain_only(true).prepare()?),
+        _ => None,
+    };
+    if let Some(contained) = &contained {
+        contained.install(&mut command);
     }
     let mut child = crate::runner::spawn(&mut command)?;
     let process = AttachedProcess {
         pid: child.id(),
-        own_group: group == AttachedGroup::Own,
+        own_group,
     };
     started(process);
     let leader = Pid::from_raw(process.pid.cast_signed()).filter(|_| process.own_group);
@@ -125,14 +136,21 @@ pub fn run_attached(
     status
 }
 
-/// Starts `program` as the leader of a process group of its own, its standard output
-/// and error on pipes the caller reads; the caller waits for it and ends its group.
-pub fn start_grouped(program: &Program<'_>) -> io::Result<Child> {
+/// Starts `program` as the leader of a process group of its own (`contained`: in a PID
+/// namespace of its own too, so nothing it starts outlives it), its standard output and
+/// error on pipes the caller reads; the caller waits for it and ends its group.
+pub fn start_grouped(program: &Program<'_>, contained: bool) -> io::Result<Child> {
     let mut command = program.command();
     command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    let confinement = contained
+        .then(|| once_sandbox::Confinement::contain_only(true).prepare())
+        .transpose()?;
+    if let Some(confinement) = &confinement {
+        confinement.install(&mut command);
+    }
     crate::runner::spawn(&mut command)
 }
 
@@ -204,7 +222,7 @@ mod tests {
             env: &env,
             cwd: Path::new("/usr"),
         };
-        let child = start_grouped(&program).expect("sh starts");
+        let child = start_grouped(&program, false).expect("sh starts");
         let output = child.wait_with_output().expect("sh ends");
         assert_eq!(
             String::from_utf8_lossy(&output.stdout),
@@ -240,5 +258,32 @@ mod tests {
         let sleeper = std::fs::read_to_string(&file).expect("the background pid");
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!alive(sleeper.trim()), "the background child survived");
+    }
+
+    #[test]
+    fn a_contained_program_leaves_nothing_behind_even_what_left_its_group() {
+        let env = environment();
+        let marker = format!("8{}", std::process::id());
+        let script = format!(
+            "setsid sleep {marker} >/dev/null 2>&1 & (nohup sleep {marker} >/dev/null 2>&1 &); exit 4"
+        );
+        let argv = ["sh".to_owned(), "-c".to_owned(), script];
+        let program = Program {
+            path: Path::new("/bin/sh"),
+            argv: &argv,
+            env: &env,
+            cwd: Path::new("/"),
+        };
+        let status = run_attached(&program, AttachedGroup::Contained, &mut |_| {}, &mut || {})
+            .expect("sh starts");
+        assert_eq!(status.code(), Some(4));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let survivors: Vec<String> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+            .map(|line| String::from_utf8_lossy(&line).replace('\0', " "))
+            .filter(|line| line.contains(&marker))
+            .collect();
+        assert!(survivors.is_empty(), "{survivors:?}");
     }
 }

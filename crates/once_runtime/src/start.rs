@@ -35,6 +35,10 @@ pub struct ProgramSpec {
     pub env: BTreeMap<String, String>,
     pub cwd: PathBuf,
     pub success_exit_codes: Vec<i32>,
+    /// Whether the program runs in a PID namespace of its own (the sandbox is on):
+    /// nothing it starts then outlives it, however it leaves its process group.
+    #[serde(default)]
+    pub contained: bool,
 }
 
 impl ProgramSpec {
@@ -67,6 +71,7 @@ impl ProgramSpec {
             env,
             cwd,
             success_exit_codes: command.success_exit_codes.clone(),
+            contained: false,
         })
     }
 }

@@ -257,12 +257,15 @@ fn kill_everything(group: Pid, leader: i32) {
 }
 
 fn run_program(dir: &Path, spec: &ProgramSpec, log: &mut LogWriter) -> io::Result<Ending> {
-    let mut child = once_exec::launch::start_grouped(&once_exec::launch::Program {
-        path: &spec.program,
-        argv: &spec.argv,
-        env: &spec.env,
-        cwd: &spec.cwd,
-    })?;
+    let mut child = once_exec::launch::start_grouped(
+        &once_exec::launch::Program {
+            path: &spec.program,
+            argv: &spec.argv,
+            env: &spec.env,
+            cwd: &spec.cwd,
+        },
+        spec.contained,
+    )?;
     let leader = child.id().cast_signed();
     let Some(group) = Pid::from_raw(leader) else {
         return Err(io::Error::other("the program has no valid process id"));

@@ -408,6 +408,38 @@ fn wait_for(pid: libc::pid_t) -> Option<libc::c_int> {
     }
 }
 
+/// Does nothing: the handler A and B take the termination signals with, so that a signal
+/// sent to the program's process group reaches the program (C) and ends it as it
+/// chooses, rather than ending A or B (which would kill C at once). A handler, unlike
+/// ignoring, is reset by `exec`: C starts with the default dispositions.
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// The signals a program's group is sent to end it politely.
+const FORWARDED_SIGNALS: [libc::c_int; 8] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGPIPE,
+];
+
+/// Takes [`FORWARDED_SIGNALS`] with [`ignore_signal`].
+fn outlast_polite_signals() {
+    for signal in FORWARDED_SIGNALS {
+        // SAFETY: installing a handler that does nothing; `sigaction` is plain data.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = ignore_signal as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&raw mut action.sa_mask);
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Makes B (the namespace's init) and C (the program); returns in C only.
 fn split_into_namespace() -> io::Result<()> {
     let mut pipe = [0; 2];
@@ -422,6 +454,7 @@ fn split_into_namespace() -> io::Result<()> {
     }
     if init > 0 {
         // A: hold only the status pipe, wait for B, end as the program ended.
+        outlast_polite_signals();
         // SAFETY: moving a descriptor this process owns to 3.
         unsafe {
             libc::close(write_end);
@@ -448,6 +481,7 @@ fn split_into_namespace() -> io::Result<()> {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::close(read_end);
     }
+    outlast_polite_signals();
     // SAFETY: as the fork above.
     let program = unsafe { libc::fork() };
     if program == -1 {

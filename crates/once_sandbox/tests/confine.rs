@@ -145,3 +145,32 @@ fn the_status_is_the_programs_and_nothing_it_started_outlives_it() {
     prepared.install(&mut killed);
     assert_eq!(killed.status().unwrap().signal(), Some(9));
 }
+
+#[test]
+fn a_polite_signal_to_the_group_reaches_the_program_and_ends_it_its_way() {
+    let prepared = Confinement::contain_only(true).prepare().unwrap();
+    let mut command = Command::new("/bin/sh");
+    command
+        .args([
+            "-c",
+            "trap 'echo caught; exit 3' TERM; echo ready; sleep 30 & wait",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .process_group(0);
+    prepared.install(&mut command);
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut ready = [0u8; 6];
+    std::io::Read::read_exact(&mut stdout, &mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    let group = i32::try_from(child.id()).unwrap();
+    assert!(group > 1);
+    // SAFETY: sending a signal to the child's own process group.
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert_eq!(rest, "caught\n");
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}

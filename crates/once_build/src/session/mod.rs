@@ -92,6 +92,11 @@ impl Session {
         self
     }
 
+    /// Whether `plan` runs sandboxed (`--sandbox`, else the workspace's setting, else on).
+    pub fn sandbox_for(&self, plan: &Plan) -> SandboxMode {
+        self.sandbox_mode(plan.sandbox)
+    }
+
     /// The sandbox mode of a plan whose workspace says `workspace` (`Some(true)`: on).
     fn sandbox_mode(&self, workspace: Option<bool>) -> SandboxMode {
         self.sandbox.unwrap_or(match workspace {
@@ -398,8 +403,13 @@ impl Session {
             });
         }
         let host = once_exec::HostEnvironment::from_process();
-        let specs = once_runtime::program_specs(&self.root, &prepared.program, &host, extra_args)
-            .map_err(|e| e.to_string())?;
+        let mut specs =
+            once_runtime::program_specs(&self.root, &prepared.program, &host, extra_args)
+                .map_err(|e| e.to_string())?;
+        let contained = self.sandbox_for(plan) == SandboxMode::On;
+        for spec in &mut specs {
+            spec.contained = contained;
+        }
         let session = once_runtime::start_session(&self.root, target, &specs, supervisor)
             .map_err(|e| format!("cannot start the runtime session: {e}"))?;
         Ok(Started {
