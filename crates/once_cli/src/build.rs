@@ -339,16 +339,20 @@ fn print_validation(validation: &once_build::validation::ActionsValidation) {
             println!("  {}", printable(message));
         }
     }
+    let count = validation.actions.len();
+    let actions = if count == 1 { "action" } else { "actions" };
     if validation.valid {
+        let (ran, declare) = if count == 1 {
+            ("ran", "it declares")
+        } else {
+            ("ran", "they declare")
+        };
         println!(
-            "actions valid: {} action(s) ran sandboxed and touched only what they declare",
-            validation.actions.len()
+            "actions valid: {count} {actions} {ran} sandboxed and touched only what {declare}"
         );
     } else {
-        println!(
-            "actions invalid: {found} undeclared access(es) across {} action(s)",
-            validation.actions.len()
-        );
+        let accesses = if found == 1 { "access" } else { "accesses" };
+        println!("actions invalid: {found} undeclared {accesses} across {count} {actions}");
     }
 }
 
