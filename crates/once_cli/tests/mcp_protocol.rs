@@ -1143,6 +1143,7 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
         ("once_build_target", json!({ "target": "tools/Banner" })),
         ("once_build_target", json!({ "target": "tools/Banner" })),
         ("once_run_target", json!({ "target": "tools/Release" })),
+        ("once_validate_actions", json!({ "target": "tools/Banner" })),
         (
             "once_run_tests",
             json!({ "targets": ["tools/msgcheck/MsgCheckTest", "libs/greeting-js/GreetingJsTest"] }),
@@ -1181,6 +1182,9 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             Vec::<String>::new(),
             "{name}: {structured}"
         );
+        if *name == "once_validate_actions" {
+            assert_eq!(structured["result"]["valid"], true, "{structured}");
+        }
         if *name == "once_exec_script" {
             assert_eq!(structured["result"]["success"], true, "{structured}");
             assert_eq!(structured["result"]["stdout"], "stamped\n", "{structured}");

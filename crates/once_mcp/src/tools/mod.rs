@@ -446,6 +446,7 @@ mod tests {
             executing,
             [
                 "once_build_target",
+                "once_validate_actions",
                 "once_run_target",
                 "once_exec_script",
                 "once_run_tests",

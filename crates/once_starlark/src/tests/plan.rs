@@ -609,7 +609,7 @@ fn go_and_rust_tests_batch_by_listed_case() {
         selecting(None)
     );
     expect![[r#"
-        error prelude/go.star:209:13-209:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
+        error prelude/go.star:234:13-234:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
     "#]]
     .assert_eq(&selecting(Some(2)));
     let rust = |batches: Option<i64>| {
