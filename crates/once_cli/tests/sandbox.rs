@@ -388,7 +388,7 @@ fn nothing_once_run_starts_outlives_it() {
         &workspace.root,
         "pkg/svc.sh",
         &format!(
-            "setsid sleep {marker} >/dev/null 2>&1 &\n(nohup sleep {marker} >/dev/null 2>&1 &)\necho started\n"
+            "setsid sleep {marker} >/dev/null 2>&1 &\n(nohup sleep {marker} >/dev/null 2>&1 &)\nsleep 0.3\necho started\n"
         ),
     );
     // `once run` without a terminal: the program's group is contained.
@@ -407,4 +407,37 @@ fn nothing_once_run_starts_outlives_it() {
         .args(["-f", &format!("sleep {marker}")])
         .status();
     assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+fn a_python_test_finds_its_interpreter_through_its_probe_without_the_callers_home() {
+    // `HOME` is a fresh directory (no `~/.pyenv`): the interpreter's installation is
+    // found where the probe's `python3` really is (a virtual environment's is a link).
+    let workspace = Sandboxed::new(
+        "[[target]]\nname = \"Calc\"\nkind = \"python_library\"\nsrcs = [\"calc/*.py\"]\n\n\
+         [[target]]\nname = \"CalcTest\"\nkind = \"pytest_test\"\nsrcs = [\"tests/test_calc.py\"]\n\
+         deps = [\"./Calc\"]\n",
+    );
+    write(
+        &workspace.root,
+        "pkg/calc/__init__.py",
+        "def add(a, b):\n    return a + b\n",
+    );
+    write(
+        &workspace.root,
+        "pkg/tests/test_calc.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    let tested = workspace.once(&["test", "pkg/CalcTest"], &[]);
+    assert!(
+        tested.status.success(),
+        "{}\n{}",
+        text(&tested.stdout),
+        text(&tested.stderr)
+    );
+    assert!(
+        text(&tested.stdout).contains("1 total, 1 passed"),
+        "{}",
+        text(&tested.stdout)
+    );
 }

@@ -184,6 +184,15 @@ impl ActionSandbox {
                 .read
                 .extend(install_prefixes(Path::new(entry), root));
         }
+        // The toolchains the probes name, where they really are (a virtual environment's
+        // `python3` is a link into the interpreter's installation).
+        let cwd = crate::executor::absolute(root, &command.cwd);
+        for probe in &command.probes {
+            let Some(name) = probe.first() else { continue };
+            if let Ok(found) = crate::tools::resolve_program(name, &path_variable, &cwd) {
+                confinement.read.extend(install_prefixes(&found, root));
+            }
+        }
         for input in &action.inputs {
             let path = crate::executor::absolute(root, input);
             if let Some(parent) = path.parent() {
