@@ -34,16 +34,26 @@ impl Server {
     }
 
     fn start_in(workspace: tempfile::TempDir, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
+        Server::start_configured(workspace, args, |_| {})
+    }
+
+    /// A server in `workspace` whose command `configure` adjusts first (its environment).
+    fn start_configured(
+        workspace: tempfile::TempDir,
+        args: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_once"));
+        command
             .arg("mcp")
             .arg("--workspace")
             .arg(workspace.path())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        configure(&mut command);
+        let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (sender, lines) = channel();
         std::thread::spawn(move || {
@@ -1433,5 +1443,48 @@ fn the_cli_and_the_tools_share_one_driver() {
         "the server used the workspace's store despite --store"
     );
     assert!(cli_workspace.path().join(".once/cache").is_dir());
+    assert_eq!(server.finish(), 0);
+}
+
+/// An MCP client that drops `LANG` (the official SDK passes only a few variables) and a
+/// CLI started from a German shell share results: the locale an action sees is its
+/// declaration or the fixed default, never the caller's.
+#[test]
+fn a_cli_and_a_server_started_with_other_locales_share_results() {
+    let workspace = tempfile::tempdir().unwrap();
+    let root = workspace.path().to_path_buf();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(
+        root.join("pkg/once.toml"),
+        "[[target]]\nname = \"T\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"echo \\\"$LANG $TZ\\\" > $OUT/o\"\noutputs = [\"o\"]\n",
+    )
+    .unwrap();
+    let cli = Command::new(env!("CARGO_BIN_EXE_once"))
+        .args(["--format", "json", "build", "pkg/T"])
+        .current_dir(&root)
+        .env("LANG", "de_DE.UTF-8")
+        .env("LC_ALL", "de_DE.UTF-8")
+        .env("TZ", "Europe/Berlin")
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(answer["targets"][0]["cache"], "miss", "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".once/out/pkg/T/out/o")).unwrap(),
+        "C.UTF-8 UTC\n"
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut server = Server::start_configured(workspace, &["--allow-run"], |command| {
+        command.env_clear().env("PATH", &path);
+    });
+    server.initialize("2025-06-18");
+    let reply = server.call(1, "once_build_target", json!({ "target": "pkg/T" }));
+    assert_eq!(reply["isError"], false, "{reply}");
+    assert_eq!(
+        reply["structuredContent"]["result"]["record"]["cache"], "hit",
+        "{reply}"
+    );
     assert_eq!(server.finish(), 0);
 }

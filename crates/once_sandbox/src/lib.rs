@@ -101,3 +101,32 @@ fn namespaces_work() -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_missing_is_said_in_words_a_user_can_act_on() {
+        let nothing = Support {
+            landlock_abi: 0,
+            namespaces: false,
+        };
+        let said = nothing.missing(true).expect("nothing can confine");
+        assert!(said.starts_with("the sandbox cannot confine actions on this machine"));
+        assert!(said.contains("Landlock (Linux 5.13 or later"), "{said}");
+        assert!(said.contains("unprivileged user namespaces"), "{said}");
+        // Containing a program needs namespaces only.
+        let no_landlock = Support {
+            landlock_abi: 0,
+            namespaces: true,
+        };
+        assert_eq!(no_landlock.missing(false), None);
+        assert!(no_landlock.missing(true).is_some());
+        let everything = Support {
+            landlock_abi: 7,
+            namespaces: true,
+        };
+        assert_eq!(everything.missing(true), None);
+    }
+}
