@@ -194,6 +194,17 @@ fn the_network_is_off_unless_declared() {
     let workspace = Sandboxed::new(&allowed);
     assert!(workspace.build().status.success());
     assert_eq!(workspace.output(), "online\n");
+    // A command failing for want of the network is told how to ask for it.
+    let resolving = Sandboxed::new(&command_target(
+        "python3 -c \"import socket; socket.getaddrinfo('crates.io', 443)\" && echo o > $OUT/o",
+    ));
+    let failed = resolving.build();
+    assert!(!failed.status.success());
+    let said = text(&failed.stdout);
+    assert!(
+        said.contains("the sandbox gives an action no network unless it declares it"),
+        "{said}"
+    );
 }
 
 /// Processes whose command line holds `marker`.

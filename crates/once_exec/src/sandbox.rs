@@ -433,6 +433,25 @@ impl Denied {
     }
 }
 
+/// What a failure whose output says the network was unreachable adds.
+pub const NO_NETWORK_HINT: &str = "; the sandbox gives an action no network unless it \
+     declares it (`network = true` in a `command`'s attrs, `actions.run(…, network = True)`); \
+     Cargo's dependencies are fetched beforehand with `cargo fetch` (docs/sandbox.md)";
+
+/// Whether a stream's end says a host could not be reached.
+pub fn mentions_no_network(stream: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stream);
+    [
+        "Could not resolve host",
+        "Temporary failure in name resolution",
+        "Network is unreachable",
+        "getaddrinfo ENOTFOUND",
+        "Name or service not known",
+    ]
+    .iter()
+    .any(|marker| text.contains(marker))
+}
+
 /// The messages tools print for a denied access.
 const DENIAL_MARKERS: &[&str] = &[
     "Permission denied",

@@ -127,10 +127,18 @@ impl<'a> Executor<'a> {
                     &command.cwd,
                     streams.iter().map(|tail| tail.as_slice()),
                 );
-                Err(match crate::sandbox::describe_denials(&denied) {
+                let mut message = match crate::sandbox::describe_denials(&denied) {
                     Some(hint) => format!("{message}; {hint}"),
                     None => message,
-                })
+                };
+                let offline = !command.network
+                    && streams
+                        .iter()
+                        .any(|tail| crate::sandbox::mentions_no_network(tail));
+                if offline {
+                    message.push_str(crate::sandbox::NO_NETWORK_HINT);
+                }
+                Err(message)
             }
             (_, executed) => executed,
         }
