@@ -45,6 +45,16 @@ pub const HERMETIC_DEFAULTS: &[(&str, &str)] = &[("LANG", "C.UTF-8"), ("TZ", "UT
 /// the action runs, never in the key.
 pub const WORKSPACE_PLACEHOLDER: &str = "$WORKSPACE";
 
+/// Toolchain homes outside the workspace: each variable, and where it defaults to under
+/// the caller's home. A declared value that is exactly `$NAME` of one of them becomes that
+/// home's path when the action runs (the key keeps the text), and in the sandbox the
+/// action may then write it (Cargo's fetch step downloads into `CARGO_HOME`).
+pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("RUSTUP_HOME", ".rustup"),
+    ("CARGO_HOME", ".cargo"),
+    ("PYENV_ROOT", ".pyenv"),
+];
+
 /// The `PATH` used when the host has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -95,11 +105,33 @@ impl HostEnvironment {
         environment
             .entry("PATH".to_owned())
             .or_insert_with(|| DEFAULT_PATH.to_owned());
-        let root = workspace_root.to_string_lossy();
         for (name, value) in declared {
-            environment.insert(name.clone(), value.replace(WORKSPACE_PLACEHOLDER, &root));
+            environment.insert(name.clone(), self.expand(value, workspace_root));
         }
         environment
+    }
+
+    /// Where the toolchain home `variable` ([`TOOLCHAIN_HOMES`]) is for this caller: its
+    /// own value, else its default under `HOME`.
+    pub fn toolchain_home(&self, variable: &str) -> Option<String> {
+        if let Some(value) = self.variables.get(variable) {
+            return Some(value.clone());
+        }
+        let (_, default) = TOOLCHAIN_HOMES.iter().find(|(name, _)| *name == variable)?;
+        let home = self.variables.get("HOME")?;
+        Some(format!("{}/{default}", home.trim_end_matches('/')))
+    }
+
+    /// A declared value as the action sees it: [`WORKSPACE_PLACEHOLDER`] replaced by the
+    /// root, and a whole value `$NAME` of a toolchain home by that home.
+    fn expand(&self, value: &str, workspace_root: &Path) -> String {
+        if let Some(variable) = value.strip_prefix('$')
+            && TOOLCHAIN_HOMES.iter().any(|(name, _)| *name == variable)
+            && let Some(home) = self.toolchain_home(variable)
+        {
+            return home;
+        }
+        value.replace(WORKSPACE_PLACEHOLDER, &workspace_root.to_string_lossy())
     }
 }
 
@@ -115,9 +147,9 @@ impl HostEnvironment {
         workspace_root: &Path,
     ) -> Option<Cow<'a, str>> {
         match declared.get(name) {
-            Some(value) if value.contains(WORKSPACE_PLACEHOLDER) => Some(Cow::Owned(
-                value.replace(WORKSPACE_PLACEHOLDER, &workspace_root.to_string_lossy()),
-            )),
+            Some(value) if value.contains('$') => {
+                Some(Cow::Owned(self.expand(value, workspace_root)))
+            }
             Some(value) => Some(Cow::Borrowed(value)),
             None if KEYED_VARIABLES.contains(&name) => HERMETIC_DEFAULTS
                 .iter()

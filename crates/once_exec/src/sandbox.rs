@@ -84,14 +84,7 @@ pub const SYSTEM_READ: &[&str] = &[
     "/gnu/store",
 ];
 
-/// Toolchain homes outside the workspace: each variable, and where it defaults to under
-/// the caller's home. A confined program gets the variable set to the directory (its own
-/// `HOME` is elsewhere) and may read it.
-pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
-    ("RUSTUP_HOME", ".rustup"),
-    ("CARGO_HOME", ".cargo"),
-    ("PYENV_ROOT", ".pyenv"),
-];
+pub use crate::environment::TOOLCHAIN_HOMES;
 
 /// Tool-local state directories of the workspace: writable by an action whose command
 /// line or environment names them (they are outside every key, see
@@ -169,7 +162,14 @@ impl ActionSandbox {
         confinement.write.push(PathBuf::from("/dev"));
         confinement.write.push(scratch.path().to_path_buf());
         for (variable, path) in toolchain_homes(host) {
-            if !command.env.contains_key(variable) {
+            // A command declaring `NAME = "$NAME"` writes the home (Cargo's fetch step);
+            // every other program gets it set and may read it.
+            let declared = command.env.get(variable).map(String::as_str);
+            if declared == Some(format!("${variable}").as_str()) {
+                confinement.write.push(path);
+                continue;
+            }
+            if declared.is_none() {
                 environment.insert(variable.to_owned(), path.to_string_lossy().into_owned());
             }
             confinement.read.push(path);
@@ -253,14 +253,10 @@ impl ActionSandbox {
 /// The toolchain homes of this host that exist: [`TOOLCHAIN_HOMES`], from the caller's
 /// variables or their defaults under its home.
 pub fn toolchain_homes(host: &HostEnvironment) -> Vec<(&'static str, PathBuf)> {
-    let home = host.variables.get("HOME").map(PathBuf::from);
     TOOLCHAIN_HOMES
         .iter()
-        .filter_map(|(variable, default)| {
-            let path = match host.variables.get(*variable) {
-                Some(value) => PathBuf::from(value),
-                None => home.as_ref()?.join(default),
-            };
+        .filter_map(|(variable, _)| {
+            let path = PathBuf::from(host.toolchain_home(variable)?);
             path.is_dir().then_some((*variable, path))
         })
         .collect()

@@ -365,8 +365,10 @@ fn language_kinds_plan_their_toolchains() {
             in:  go/lib/lib.go
           default: go/lib/lib.go
         rs/Lib build implemented=true
-          rs/Lib#build/cargo f43bc81a412a: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
-            in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          rs/Lib#build/fetch 5cc635de0fc2: run ["sh", "-c", "cargo fetch --manifest-path \"$1\" && echo fetched > \"$2\"", "sh", "rs/Cargo.toml", ".once/out/rs/Lib/cargo-fetch"] CARGO_HOME="$CARGO_HOME"
+            in:  rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          rs/Lib#build/cargo 405308ca575b: run ["cargo", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "dev", "--lib"]
+            in:  rs/src/lib.rs rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config .once/out/rs/Lib/cargo-fetch
           default: rs/src/lib.rs rs/Cargo.toml
         c/App build implemented=true
           c/App#build/0 f3d092d5e4f5: run ["c++", "-c", "c/main.cpp", "-o", ".once/out/c/App/obj/main.cpp.o", "-MD", "-MF", ".once/out/c/App/obj/main.cpp.d", "-I.", "@.once/out/c/Lib/c_linkable/compile.rsp"]
@@ -411,8 +413,10 @@ fn language_kinds_plan_their_toolchains() {
             in:  .once/out/go/cmd/App/App
           default: 
         rs/App build implemented=true
-          rs/App#build/cargo 990bb04e210a: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
-            in:  rs/Cargo.toml rs/src/main.rs rs/src/lib.rs rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          rs/App#build/fetch 2a6ec5148e6a: run ["sh", "-c", "cargo fetch --manifest-path \"$1\" && echo fetched > \"$2\"", "sh", "rs/Cargo.toml", ".once/out/rs/App/cargo-fetch"] CARGO_HOME="$CARGO_HOME"
+            in:  rs/Cargo.toml rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config
+          rs/App#build/cargo 1bb45afb0c34: run ["sh", "-c", "cargo \"$@\" && cp '.once/cargo/release/app' '.once/out/rs/App/app'", "sh", "build", "--manifest-path", "rs/Cargo.toml", "--target-dir", ".once/cargo", "--profile", "release", "--features", "a,b", "--bin", "app"] CARGO_ENCODED_RUSTFLAGS="-Copt-level=2"
+            in:  rs/Cargo.toml rs/src/main.rs rs/src/lib.rs rs/Cargo.lock rs/.cargo/config.toml rs/.cargo/config Cargo.lock .cargo/config.toml .cargo/config .once/out/rs/App/cargo-fetch
           default: .once/out/rs/App/app
         rs/App run implemented=true
           rs/App#run/run 40e1acdfa355: run ["../.once/out/rs/App/app"] cwd=rs
