@@ -452,3 +452,63 @@ fn a_python_test_finds_its_interpreter_through_its_probe_without_the_callers_hom
         text(&tested.stdout)
     );
 }
+
+#[test]
+fn a_rust_crate_fetches_its_registry_dependencies_in_a_step_of_its_own() {
+    // A `CARGO_HOME` of its own (empty: nothing downloaded) and the machine's rustup.
+    let cargo_home = tempfile::tempdir().unwrap();
+    let rustup_home = std::env::var("RUSTUP_HOME")
+        .unwrap_or_else(|_| format!("{}/.rustup", std::env::var("HOME").unwrap_or_default()));
+    let workspace = Sandboxed::new(
+        "[[target]]\nname = \"App\"\nkind = \"rust_binary\"\n\
+         srcs = [\"Cargo.toml\", \"src/**/*.rs\"]\n\n[target.attrs]\ncrate_name = \"app\"\n",
+    );
+    write(
+        &workspace.root,
+        "pkg/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nitoa = \"=1.0.11\"\n",
+    );
+    write(
+        &workspace.root,
+        "pkg/src/main.rs",
+        "fn main() {\n    println!(\"{}\", itoa::Buffer::new().format(42));\n}\n",
+    );
+    let env = [
+        ("CARGO_HOME", cargo_home.path().to_str().unwrap()),
+        ("RUSTUP_HOME", rustup_home.as_str()),
+    ];
+    // The lockfile, as its author would commit it (the sandbox lets no build write one).
+    let locked = Command::new("cargo")
+        .args(["generate-lockfile", "--manifest-path", "pkg/Cargo.toml"])
+        .current_dir(&workspace.root)
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(locked.status.success(), "{}", text(&locked.stderr));
+    let built = workspace.once(&["--format", "json", "build", "pkg/App"], &env);
+    assert!(
+        built.status.success(),
+        "{}\n{}",
+        text(&built.stdout),
+        text(&built.stderr)
+    );
+    // The fetch step downloaded into the caller's CARGO_HOME; the build ran offline.
+    let downloaded = std::fs::read_dir(cargo_home.path().join("registry/cache"))
+        .unwrap()
+        .flatten()
+        .any(|index| index.path().join("itoa-1.0.11.crate").is_file());
+    assert!(downloaded);
+    let again = workspace.once(&["--format", "json", "build", "pkg/App"], &env);
+    let answer: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let actions = answer["targets"][0]["actions"].as_array().unwrap();
+    let ids: Vec<&str> = actions.iter().filter_map(|a| a["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        ["pkg/App#build/fetch", "pkg/App#build/cargo"],
+        "{answer}"
+    );
+    assert!(actions.iter().all(|a| a["cache"] == "hit"), "{answer}");
+    let ran = workspace.once(&["run", "pkg/App"], &env);
+    assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+}
