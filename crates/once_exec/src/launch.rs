@@ -55,6 +55,23 @@ impl Program<'_> {
             .stdin(Stdio::null());
         command
     }
+
+    /// Confines `command` (made by [`Program::command`] for this program) with
+    /// `prepared`.
+    pub(crate) fn confine(
+        &self,
+        command: &mut Command,
+        prepared: &once_sandbox::Prepared,
+    ) -> io::Result<()> {
+        prepared.install(
+            command,
+            &once_sandbox::Exec {
+                path: self.path,
+                argv: self.argv,
+                env: self.env,
+            },
+        )
+    }
 }
 
 /// Where the attached program runs: in a process group of its own, also in a PID
@@ -116,7 +133,7 @@ pub fn run_attached(
         _ => None,
     };
     if let Some(contained) = &contained {
-        contained.install(&mut command);
+        program.confine(&mut command, contained)?;
     }
     let mut child = crate::runner::spawn(&mut command)?;
     let process = AttachedProcess {
@@ -149,7 +166,7 @@ pub fn start_grouped(program: &Program<'_>, contained: bool) -> io::Result<Child
         .then(|| once_sandbox::Confinement::contain_only(true).prepare())
         .transpose()?;
     if let Some(confinement) = &confinement {
-        confinement.install(&mut command);
+        program.confine(&mut command, confinement)?;
     }
     crate::runner::spawn(&mut command)
 }

@@ -75,7 +75,7 @@ impl ProcessRunner for SystemRunner {
             .stderr(request.stderr)
             .process_group(0);
         if let Some(confinement) = request.confinement {
-            confinement.install(&mut command);
+            program.confine(&mut command, confinement)?;
         }
         if let Some(sink) = request.trace {
             return run_traced(&mut command, sink);

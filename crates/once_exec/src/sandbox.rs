@@ -27,7 +27,7 @@
 //! the caller's own processes; its results are
 //! keyed apart ([`crate::key`]), so a sandboxed build never reuses them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -96,11 +96,111 @@ pub const TOOL_STATE: &[&str] = &[".once/cargo", ".once/go", ".once/state"];
 pub const SCRATCH_DIR: &str = ".once/tmp";
 
 /// An action's sandbox, ready to install on its process: the confinement and the
-/// scratch directory (removed when this is dropped).
+/// scratch directory (given back to its pool when this is dropped).
 #[derive(Debug)]
-pub struct ActionSandbox {
+pub struct ActionSandbox<'p> {
     pub prepared: once_sandbox::Prepared,
-    scratch: tempfile::TempDir,
+    scratch: Option<tempfile::TempDir>,
+    pool: &'p ScratchPool,
+}
+
+impl Drop for ActionSandbox<'_> {
+    fn drop(&mut self) {
+        if let Some(scratch) = self.scratch.take() {
+            self.pool.give_back(scratch);
+        }
+    }
+}
+
+/// The scratch directories of one executor's actions: made under [`SCRATCH_DIR`] when
+/// no free one is left, and reused by later actions when the action that had one left
+/// it as it was made (its `home` and `tmp`, empty, with their modes); any other is
+/// removed. Making and removing three directories per action was the largest part of
+/// the sandbox's cost. The free ones are removed with the pool.
+#[derive(Debug, Default)]
+pub struct ScratchPool {
+    free: std::sync::Mutex<Vec<tempfile::TempDir>>,
+    /// [`install_prefixes`] of the programs and `PATH` directories outside the
+    /// workspace, found once per executor rather than once per action (each costs a
+    /// few `stat`s and a `readlink` per component).
+    prefixes: std::sync::Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+}
+
+/// The mode a scratch directory and its `home` and `tmp` are made with.
+const SCRATCH_MODE: u32 = 0o700;
+
+impl ScratchPool {
+    /// [`install_prefixes`]`(path, root)`, remembered.
+    fn install_prefixes(&self, path: &Path, root: &Path) -> Vec<PathBuf> {
+        let mut known = self
+            .prefixes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known
+            .entry(path.to_path_buf())
+            .or_insert_with(|| install_prefixes(path, root))
+            .clone()
+    }
+
+    /// A scratch directory with an empty `home` and `tmp`, under `root`'s
+    /// [`SCRATCH_DIR`].
+    fn take(&self, root: &Path) -> io::Result<tempfile::TempDir> {
+        let reused = self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        if let Some(scratch) = reused {
+            return Ok(scratch);
+        }
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        let scratch_parent = root.join(SCRATCH_DIR);
+        std::fs::create_dir_all(&scratch_parent)?;
+        let scratch = tempfile::Builder::new()
+            .prefix("action-")
+            .permissions(std::fs::Permissions::from_mode(SCRATCH_MODE))
+            .tempdir_in(&scratch_parent)?;
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(SCRATCH_MODE);
+        builder.create(scratch.path().join("home"))?;
+        builder.create(scratch.path().join("tmp"))?;
+        Ok(scratch)
+    }
+
+    /// Keeps `scratch` for another action when it holds exactly its empty `home` and
+    /// `tmp`, all three with the modes they were made with; removes it otherwise.
+    fn give_back(&self, scratch: tempfile::TempDir) {
+        if as_made(scratch.path()) {
+            self.free
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(scratch);
+        }
+    }
+}
+
+/// Whether the scratch directory `path` is as [`ScratchPool::take`] made it.
+fn as_made(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let is_private_dir = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| {
+            metadata.is_dir() && metadata.permissions().mode() & 0o7777 == SCRATCH_MODE
+        })
+    };
+    let is_empty = |path: &Path| {
+        std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+    };
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return false;
+    };
+    let mut names: Vec<_> = entries.filter_map(|entry| entry.ok().map(|e| e.file_name())).collect();
+    names.sort();
+    names == ["home", "tmp"]
+        && [path.to_path_buf(), path.join("home"), path.join("tmp")]
+            .iter()
+            .all(|path| is_private_dir(path))
+        && is_empty(&path.join("home"))
+        && is_empty(&path.join("tmp"))
 }
 
 /// The action a sandbox is made for, and where.
@@ -122,14 +222,15 @@ pub struct SandboxedAction<'a> {
     pub traced: bool,
 }
 
-impl ActionSandbox {
+impl<'p> ActionSandbox<'p> {
     /// The sandbox of `sandboxed`, whose program would get the complete `environment`
-    /// unconfined; that environment gets its private `HOME` and `TMPDIR` and the
-    /// toolchain homes.
+    /// unconfined; that environment gets its private `HOME` and `TMPDIR` (a scratch
+    /// directory of `pool`) and the toolchain homes.
     pub fn prepare(
         sandboxed: &SandboxedAction<'_>,
+        pool: &'p ScratchPool,
         environment: &mut BTreeMap<String, String>,
-    ) -> io::Result<ActionSandbox> {
+    ) -> io::Result<ActionSandbox<'p>> {
         let SandboxedAction {
             root,
             action,
@@ -139,15 +240,9 @@ impl ActionSandbox {
             host,
             traced,
         } = *sandboxed;
-        let scratch_parent = root.join(SCRATCH_DIR);
-        std::fs::create_dir_all(&scratch_parent)?;
-        let scratch = tempfile::Builder::new()
-            .prefix("action-")
-            .tempdir_in(&scratch_parent)?;
+        let scratch = pool.take(root)?;
         let home = scratch.path().join("home");
         let tmp = scratch.path().join("tmp");
-        std::fs::create_dir(&home)?;
-        std::fs::create_dir(&tmp)?;
         environment.insert("HOME".to_owned(), home.to_string_lossy().into_owned());
         environment.insert("TMPDIR".to_owned(), tmp.to_string_lossy().into_owned());
 
@@ -174,7 +269,7 @@ impl ActionSandbox {
             }
             confinement.read.push(path);
         }
-        confinement.read.extend(install_prefixes(program, root));
+        confinement.read.extend(pool.install_prefixes(program, root));
         let path_variable = environment.get("PATH").cloned().unwrap_or_default();
         for entry in path_variable
             .split(':')
@@ -182,7 +277,7 @@ impl ActionSandbox {
         {
             confinement
                 .read
-                .extend(install_prefixes(Path::new(entry), root));
+                .extend(pool.install_prefixes(Path::new(entry), root));
         }
         // The toolchains the probes name, where they really are (a virtual environment's
         // `python3` is a link into the interpreter's installation).
@@ -190,7 +285,7 @@ impl ActionSandbox {
         for probe in &command.probes {
             let Some(name) = probe.first() else { continue };
             if let Ok(found) = crate::tools::resolve_program(name, &path_variable, &cwd) {
-                confinement.read.extend(install_prefixes(&found, root));
+                confinement.read.extend(pool.install_prefixes(&found, root));
             }
         }
         for input in &action.inputs {
@@ -241,12 +336,11 @@ impl ActionSandbox {
         // A tracer must be the parent of the program it traces: no PID namespace then.
         confinement.own_pids = !traced;
         let prepared = confinement.prepare()?;
-        Ok(ActionSandbox { prepared, scratch })
-    }
-
-    /// The scratch directory (`HOME` and `TMPDIR` are inside it).
-    pub fn scratch(&self) -> &Path {
-        self.scratch.path()
+        Ok(ActionSandbox {
+            prepared,
+            scratch: Some(scratch),
+            pool,
+        })
     }
 }
 
@@ -562,6 +656,36 @@ fn producer_dir<'d>(build_dirs: &'d [String], input: &str) -> Option<&'d str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scratch_directory_left_as_made_is_reused_and_any_other_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let pool = ScratchPool::default();
+        let first = pool.take(root.path()).unwrap();
+        let first_path = first.path().to_path_buf();
+        pool.give_back(first);
+        let again = pool.take(root.path()).unwrap();
+        assert_eq!(again.path(), first_path, "an untouched one is reused");
+        std::fs::write(again.path().join("tmp/left"), "x").unwrap();
+        pool.give_back(again);
+        assert!(!first_path.exists(), "one with a file left is removed");
+        let fresh = pool.take(root.path()).unwrap();
+        assert_ne!(fresh.path(), first_path);
+        let fresh_path = fresh.path().to_path_buf();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            fresh.path().join("home"),
+            std::fs::Permissions::from_mode(0o500),
+        )
+        .unwrap();
+        pool.give_back(fresh);
+        assert!(!fresh_path.exists(), "one with another mode is removed");
+        let kept = pool.take(root.path()).unwrap();
+        let kept_path = kept.path().to_path_buf();
+        pool.give_back(kept);
+        drop(pool);
+        assert!(!kept_path.exists(), "the free ones go with the pool");
+    }
 
     #[test]
     fn a_generated_input_is_listed_through_its_producers_build_directory() {

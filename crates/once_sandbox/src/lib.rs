@@ -24,7 +24,7 @@ pub mod trace;
 
 use std::sync::OnceLock;
 
-pub use confine::{Confinement, Prepared};
+pub use confine::{Confinement, Exec, Prepared};
 
 /// What this kernel offers for confinement, detected once per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,27 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use once_sandbox::Confinement;
+use std::collections::BTreeMap;
+
+use once_sandbox::{Confinement, Exec, Prepared};
+
+/// `program` with `args` and this test's environment, confined by `prepared`.
+fn confined(prepared: &Prepared, program: &str, args: &[&str]) -> Command {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let argv: Vec<String> = std::iter::once(program)
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect();
+    let mut command = Command::new(program);
+    command.args(args).env_clear().envs(&env);
+    let exec = Exec {
+        path: Path::new(program),
+        argv: &argv,
+        env: &env,
+    };
+    prepared.install(&mut command, &exec).expect("the program's image");
+    command
+}
 
 /// The system directories a shell needs.
 fn system(confinement: &mut Confinement) {
@@ -18,13 +38,11 @@ fn system(confinement: &mut Confinement) {
 /// Runs `script` under `sh -c` in `cwd`, confined.
 fn check(confinement: &Confinement, cwd: &Path, script: &str) -> Output {
     let prepared = confinement.prepare().expect("this machine can confine");
-    let mut command = Command::new("/bin/sh");
+    let mut command = confined(&prepared, "/bin/sh", &["-c", script]);
     command
-        .args(["-c", script])
         .current_dir(cwd)
         .stdin(Stdio::null())
         .process_group(0);
-    prepared.install(&mut command);
     command.output().expect("sh starts")
 }
 
@@ -84,9 +102,8 @@ fn the_network_is_a_loopback_of_its_own_unless_allowed() {
         let mut confinement = Confinement::contain_only(network);
         confinement.filesystem = false;
         let prepared = confinement.prepare().unwrap();
-        let mut command = Command::new("/bin/bash");
-        command.args(["-c", &script]).stdin(Stdio::null());
-        prepared.install(&mut command);
+        let mut command = confined(&prepared, "/bin/bash", &["-c", &script]);
+        command.stdin(Stdio::null());
         command.output().unwrap()
     };
     let offline = bash(false);
@@ -100,15 +117,16 @@ fn the_network_is_a_loopback_of_its_own_unless_allowed() {
     // Its own loopback is up: it can serve itself.
     let served = {
         let prepared = Confinement::contain_only(false).prepare().unwrap();
-        let mut command = Command::new("/usr/bin/python3");
-        command
-            .args([
+        let mut command = confined(
+            &prepared,
+            "/usr/bin/python3",
+            &[
                 "-c",
                 "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); \
                  c=socket.create_connection(s.getsockname()); print('served')",
-            ])
-            .stdin(Stdio::null());
-        prepared.install(&mut command);
+            ],
+        );
+        command.stdin(Stdio::null());
         command.output().unwrap()
     };
     assert_eq!(text(&served.stdout), "served\n", "{served:?}");
@@ -118,17 +136,12 @@ fn the_network_is_a_loopback_of_its_own_unless_allowed() {
 fn the_status_is_the_programs_and_nothing_it_started_outlives_it() {
     let marker = format!("6{}", std::process::id());
     let prepared = Confinement::contain_only(false).prepare().unwrap();
-    let mut command = Command::new("/bin/sh");
-    command
-        .args([
-            "-c",
-            &format!(
-                "setsid sleep {marker} & (nohup sleep {marker} >/dev/null 2>&1 &) ; \
-                 sh -c 'sleep {marker} &' ; exit 7"
-            ),
-        ])
-        .stdin(Stdio::null());
-    prepared.install(&mut command);
+    let script = format!(
+        "setsid sleep {marker} & (nohup sleep {marker} >/dev/null 2>&1 &) ; \
+         sh -c 'sleep {marker} &' ; exit 7"
+    );
+    let mut command = confined(&prepared, "/bin/sh", &["-c", &script]);
+    command.stdin(Stdio::null());
     let status = command.status().unwrap();
     assert_eq!(status.code(), Some(7));
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -140,25 +153,26 @@ fn the_status_is_the_programs_and_nothing_it_started_outlives_it() {
         .collect();
     assert!(survivors.is_empty(), "{survivors:?}");
 
-    let mut killed = Command::new("/bin/sh");
-    killed.args(["-c", "kill -9 $$"]).stdin(Stdio::null());
-    prepared.install(&mut killed);
+    let mut killed = confined(&prepared, "/bin/sh", &["-c", "kill -9 $$"]);
+    killed.stdin(Stdio::null());
     assert_eq!(killed.status().unwrap().signal(), Some(9));
 }
 
 #[test]
 fn a_polite_signal_to_the_group_reaches_the_program_and_ends_it_its_way() {
     let prepared = Confinement::contain_only(true).prepare().unwrap();
-    let mut command = Command::new("/bin/sh");
-    command
-        .args([
+    let mut command = confined(
+        &prepared,
+        "/bin/sh",
+        &[
             "-c",
             "trap 'echo caught; exit 3' TERM; echo ready; sleep 30 & wait",
-        ])
+        ],
+    );
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .process_group(0);
-    prepared.install(&mut command);
     let mut child = command.spawn().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut ready = [0u8; 6];
@@ -173,4 +187,33 @@ fn a_polite_signal_to_the_group_reaches_the_program_and_ends_it_its_way() {
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     assert_eq!(rest, "caught\n");
     assert_eq!(status.code(), Some(3), "{status:?}");
+}
+
+#[test]
+fn a_script_without_an_interpreter_line_runs_with_sh_and_a_program_that_cannot_run_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let script = root.path().join("plain");
+    std::fs::write(&script, "echo plain \"$1\"\n").unwrap();
+    let unreadable = root.path().join("locked");
+    std::fs::write(&unreadable, "#!/bin/sh\necho never\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    for path in [&script, &unreadable] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut confinement = Confinement::new(false);
+    system(&mut confinement);
+    confinement.read.push(script.clone());
+    let prepared = confinement.prepare().unwrap();
+    let plain = script.to_str().unwrap();
+    let output = confined(&prepared, plain, &["argument"]).output().unwrap();
+    assert_eq!(text(&output.stdout), "plain argument\n", "{output:?}");
+    assert!(output.status.success(), "{output:?}");
+
+    let locked = unreadable.to_str().unwrap();
+    let output = confined(&prepared, locked, &[]).output().unwrap();
+    assert_eq!(output.status.code(), Some(127), "{output:?}");
+    assert_eq!(
+        text(&output.stderr),
+        format!("once: cannot execute `{locked}`: permission denied\n")
+    );
 }

@@ -142,6 +142,8 @@ pub struct Executor<'a> {
     order: Vec<(String, String)>,
     /// The stamps the source files' digests in the static keys were read with.
     source_stamps: SourceStamps,
+    /// The sandboxed actions' scratch directories, reused between them.
+    scratch: crate::sandbox::ScratchPool,
 }
 
 impl<'a> Executor<'a> {
@@ -158,6 +160,7 @@ impl<'a> Executor<'a> {
             started: None,
             callback_panic: Mutex::new(None),
             scope: OutputScope::BuildDirectory,
+            scratch: crate::sandbox::ScratchPool::default(),
             order: Vec::new(),
             source_stamps: SourceStamps::default(),
         }

@@ -348,7 +348,11 @@ impl<'a> Executor<'a> {
                     traced: validate,
                 };
                 let sandbox =
-                    crate::sandbox::ActionSandbox::prepare(&sandboxed, &mut sandboxed_environment)
+                    crate::sandbox::ActionSandbox::prepare(
+                    &sandboxed,
+                    &self.scratch,
+                    &mut sandboxed_environment,
+                )
                         .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
                 environment = &sandboxed_environment;
                 Some(sandbox)
