@@ -10,7 +10,7 @@
 //! some rescans follow no change at all.
 //!
 //! `ONCE_DIFF_STEPS` sets the number of steps (default 10,000 in an optimised build, as
-//! `./.ci/test` runs it, and 2,000 in a debug build) and `ONCE_DIFF_SEED` the seed; a
+//! `./.ci/test` runs it, and 1,000 in a debug build, which the same script runs first) and `ONCE_DIFF_SEED` the seed; a
 //! failure prints both plus the edit history so it can be replayed.
 //!
 //! The seed workspace is a fixture; the edits are random, so they stay code.
@@ -708,7 +708,7 @@ fn answers(analysis: &Analysis, paths: &[String]) -> String {
 #[test]
 fn warm_database_matches_a_fresh_one_after_every_edit() {
     let default_steps = if cfg!(debug_assertions) {
-        2_000
+        1_000
     } else {
         10_000
     };

@@ -187,13 +187,14 @@ fn as_made(path: &Path) -> bool {
             metadata.is_dir() && metadata.permissions().mode() & 0o7777 == SCRATCH_MODE
         })
     };
-    let is_empty = |path: &Path| {
-        std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
-    };
+    let is_empty =
+        |path: &Path| std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none());
     let Ok(entries) = std::fs::read_dir(path) else {
         return false;
     };
-    let mut names: Vec<_> = entries.filter_map(|entry| entry.ok().map(|e| e.file_name())).collect();
+    let mut names: Vec<_> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.file_name()))
+        .collect();
     names.sort();
     names == ["home", "tmp"]
         && [path.to_path_buf(), path.join("home"), path.join("tmp")]
@@ -269,7 +270,9 @@ impl<'p> ActionSandbox<'p> {
             }
             confinement.read.push(path);
         }
-        confinement.read.extend(pool.install_prefixes(program, root));
+        confinement
+            .read
+            .extend(pool.install_prefixes(program, root));
         let path_variable = environment.get("PATH").cloned().unwrap_or_default();
         for entry in path_variable
             .split(':')

@@ -218,7 +218,11 @@ impl ExecImage {
             pointers
         };
         let argv = pointers(&mut argv_at.iter().copied());
-        let shell_argv = pointers(&mut [shell, shell + 1].into_iter().chain(argv_at.iter().copied().skip(1)));
+        let shell_argv = pointers(
+            &mut [shell, shell + 1]
+                .into_iter()
+                .chain(argv_at.iter().copied().skip(1)),
+        );
         let envp = pointers(&mut envp_at.iter().copied());
         Ok(ExecImage {
             path,
@@ -596,9 +600,9 @@ fn split_into_namespace(arguments: &mut InitArguments, init_stack: &mut Stack) -
     }
     close_from(4);
     let mut raw = [0u8; 4];
-    // SAFETY: `raw` has room for 4 bytes; 3 is the status pipe. A read interrupted by a
-    // signal is retried; it ends when B writes the status or ends.
+    // A read interrupted by a signal is retried; it ends when B writes the status or ends.
     let read = loop {
+        // SAFETY: `raw` has room for 4 bytes; 3 is the status pipe.
         let read = unsafe { libc::read(3, raw.as_mut_ptr().cast(), raw.len()) };
         if read != -1 {
             break read;
@@ -676,13 +680,21 @@ extern "C" fn run_program(image: *mut libc::c_void) -> libc::c_int {
     let image = unsafe { &*image.cast::<ExecImage>() };
     // SAFETY: every pointer array is NUL-terminated and points into the image's strings.
     unsafe {
-        libc::execve(image.path.as_ptr(), image.argv.as_ptr(), image.envp.as_ptr());
+        libc::execve(
+            image.path.as_ptr(),
+            image.argv.as_ptr(),
+            image.envp.as_ptr(),
+        );
     }
     let mut error = io::Error::last_os_error().raw_os_error().unwrap_or(0);
     if error == libc::ENOEXEC {
         // SAFETY: as above.
         unsafe {
-            libc::execve(SHELL.as_ptr().cast(), image.shell_argv.as_ptr(), image.envp.as_ptr());
+            libc::execve(
+                SHELL.as_ptr().cast(),
+                image.shell_argv.as_ptr(),
+                image.envp.as_ptr(),
+            );
         }
         error = io::Error::last_os_error().raw_os_error().unwrap_or(0);
     }

@@ -23,7 +23,9 @@ fn confined(prepared: &Prepared, program: &str, args: &[&str]) -> Command {
         argv: &argv,
         env: &env,
     };
-    prepared.install(&mut command, &exec).expect("the program's image");
+    prepared
+        .install(&mut command, &exec)
+        .expect("the program's image");
     command
 }
 

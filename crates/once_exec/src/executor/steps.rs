@@ -347,13 +347,12 @@ impl<'a> Executor<'a> {
                     host: &self.options.host_env,
                     traced: validate,
                 };
-                let sandbox =
-                    crate::sandbox::ActionSandbox::prepare(
+                let sandbox = crate::sandbox::ActionSandbox::prepare(
                     &sandboxed,
                     &self.scratch,
                     &mut sandboxed_environment,
                 )
-                        .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
+                .map_err(|e| format!("cannot sandbox {}: {e}", describe(action)))?;
                 environment = &sandboxed_environment;
                 Some(sandbox)
             }
