@@ -661,6 +661,7 @@ fn timed_out_record(
         timed_out: true,
         log: call.log.clone(),
         cwd: call.cwd.clone(),
+        allow_no_cases: false,
     };
     let mut runner = Runner::named(&call.runner);
     if let Some(message) = &result.message {

@@ -224,6 +224,10 @@ pub enum Command {
         /// The working directory, relative to the workspace root (`libs/text`).
         #[arg(long, default_value = ".")]
         cwd: String,
+        /// A successful run that reports no case passes (the target's `allow_no_tests`);
+        /// otherwise it fails.
+        #[arg(long)]
+        allow_no_tests: bool,
         /// A staged copy of the package directory (relative to the working directory):
         /// files the runner reports below it are recorded as the package's own.
         #[arg(long)]

@@ -40,6 +40,8 @@ pub struct AdapterArgs<'a> {
     pub log: &'a Path,
     pub native: Option<&'a Path>,
     pub cwd: &'a str,
+    /// Whether a successful run reporting no case passes.
+    pub allow_no_tests: bool,
     /// A staged copy of the package directory the runner runs the tests from.
     pub staged: Option<&'a Path>,
     /// The cases a retry runs again (empty: every case).
@@ -489,6 +491,7 @@ fn finish(
         timed_out: false,
         log: relative(args.log),
         cwd: args.cwd.to_owned(),
+        allow_no_cases: format == NativeFormat::ExitCode || args.allow_no_tests,
     };
     let artifacts = Artifacts {
         logs: vec![outcome.log.clone()],
@@ -521,10 +524,17 @@ fn finish(
         }
     }
     write_atomically(args.results, &record.to_json())?;
-    Ok(match status {
+    let code = match status {
         Some(status) => exit_code_of(status),
         None => 127,
-    })
+    };
+    // A run the record fails although the runner succeeded (it ran no test) fails the
+    // action too, so that it is not cached.
+    let failed = record
+        .cases
+        .iter()
+        .any(|case| case.status == once_test_results::CaseStatus::Failed);
+    Ok(if code == 0 && failed { 1 } else { code })
 }
 
 /// The runner's exit code, or 128 + the signal that ended it.

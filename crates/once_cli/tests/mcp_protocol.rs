@@ -1093,6 +1093,7 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             timed_out: false,
             log: ".once/out/libs/text/TextTest/test/log.txt".to_owned(),
             cwd: "libs/text".to_owned(),
+            allow_no_cases: false,
         },
         once_test_results::Artifacts::default(),
         "/nowhere",

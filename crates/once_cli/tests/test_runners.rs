@@ -249,9 +249,43 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             "cases-lib::tests::ignored",
             "cases-lib::tests::passes",
             "cases::named_like_the_library",
+            "doc::src/lib.rs - add (line 5)",
+            "doc::src/lib.rs - double (line 14)",
             "one::works",
             "two::works"
         ]
+    );
+    // The same tests as `cargo test` runs on the package, documentation tests included:
+    // the case ids are cargo's test names scoped by their executable.
+    let cargo = Command::new("cargo")
+        .args(["test", "--no-fail-fast", "--target-dir", "../.once/cargo"])
+        .current_dir(root.join("rs"))
+        .env("FLAKY_MARKER", root.join(".once/state/flaky-rs-cargo"))
+        .output()
+        .unwrap();
+    let mut cargo_names: Vec<String> = String::from_utf8_lossy(&cargo.stdout)
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("test ")?
+                .split_once(" ...")
+                .map(|(name, _)| name.to_owned())
+        })
+        .collect();
+    cargo_names.sort();
+    let mut scoped: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            id.split_once("::")
+                .map_or(id.as_str(), |(_, rest)| rest)
+                .to_owned()
+        })
+        .collect();
+    scoped.sort();
+    assert_eq!(
+        scoped,
+        cargo_names,
+        "{}",
+        String::from_utf8_lossy(&cargo.stderr)
     );
     // Each batch ran only its group (`TestTable` is recorded as its subtests): two go
     // batches, and three rust ones of which the last has no case (4 tests in groups of 2).
@@ -714,4 +748,64 @@ fn a_huge_run_writes_a_record_it_can_read_with_exact_counts() {
         omitted["total"], omitted["passed"]
     );
     assert!(text.contains(&line), "{text}");
+}
+
+#[test]
+fn a_run_of_no_test_fails_unless_the_target_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("once.toml"), "[workspace]\n").unwrap();
+    std::fs::write(root.join("none.sh"), "echo '1..0'\n").unwrap();
+    std::fs::write(root.join("exit.sh"), "exit 0\n").unwrap();
+    let target = |name: &str, script: &str, extra: &str| {
+        format!(
+            "[[target]]\nname = \"{name}\"\nkind = \"sh_test\"\nsrcs = [\"{script}\"]\n\n\
+             [target.attrs]\n{extra}\n\n"
+        )
+    };
+    let manifest = [
+        target("NoCase", "none.sh", "results_format = \"tap\""),
+        target(
+            "NoCaseAllowed",
+            "none.sh",
+            "results_format = \"tap\"\nallow_no_tests = true",
+        ),
+        // One case from the exit status: nothing to count, so nothing to refuse.
+        target("ExitCode", "exit.sh", ""),
+    ]
+    .concat();
+    std::fs::write(root.join("once.toml"), format!("[workspace]\n\n{manifest}")).unwrap();
+    let (code, answer) = test_json(&root, &["--all"]);
+    assert_eq!(code, 1, "{answer}");
+    check(
+        &states(&answer),
+        &[
+            ("ExitCode", "passed", "miss"),
+            ("NoCase", "failed", "miss"),
+            ("NoCaseAllowed", "passed", "miss"),
+        ],
+    );
+    // The failure was not cached: it runs again.
+    let (_, again) = test_json(&root, &["--all"]);
+    check(
+        &states(&again),
+        &[
+            ("ExitCode", "passed", "hit"),
+            ("NoCase", "failed", "miss"),
+            ("NoCaseAllowed", "passed", "hit"),
+        ],
+    );
+    let run = answer["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| run["target"] == "NoCase")
+        .unwrap();
+    let message = run["results"]["cases"][0]["attempts"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("ran no test case") && message.contains("allow_no_tests = true"),
+        "{message}"
+    );
 }

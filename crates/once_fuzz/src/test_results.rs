@@ -67,6 +67,7 @@ fn outcomes() -> [Outcome; 4] {
         timed_out,
         log: "pkg/test.log".to_owned(),
         cwd: "pkg".to_owned(),
+        allow_no_cases: false,
     };
     [
         outcome(Some(0), false),

@@ -1,8 +1,9 @@
 //! A record from a parse and the way the runner's process ended.
 //!
 //! The process has the last word where the parse cannot speak: no case read (an
-//! unparsable or missing output, a crash before the first test) gives one case carrying
-//! the exit status, the problems and the log's path; a runner that failed, or ran out of
+//! unparsable or missing output, a crash before the first test, or a run of no test at
+//! all, which fails unless [`Outcome::allow_no_cases`]) gives one case carrying the exit
+//! status, the problems and the log's path; a runner that failed, or ran out of
 //! time, while every case passed gets a failed case saying so. Cases are sorted by id,
 //! so a record does not depend on the order parallel tests finished in. The record is
 //! returned as it is written ([`crate::write`]: every case named and distinct, bounded).
@@ -24,6 +25,10 @@ pub struct Outcome {
     /// The workspace-relative directory it ran in: a relative file path a runner prints
     /// (`calc_test.go`, `src/lib.rs`) is taken relative to it.
     pub cwd: String,
+    /// Whether a successful run that reports no case passes: a format without cases
+    /// (`exit_code`), or a target that allows having none (`allow_no_tests`). Otherwise
+    /// it fails, as a wrong selection or an empty test file would pass unnoticed.
+    pub allow_no_cases: bool,
 }
 
 impl Outcome {
@@ -70,8 +75,18 @@ pub fn assemble(
         bounded(message)
     };
     if cases.is_empty() {
-        let (status, message) = if succeeded && problems.is_empty() {
+        let (status, message) = if succeeded && problems.is_empty() && outcome.allow_no_cases {
             (AttemptStatus::Passed, None)
+        } else if succeeded && problems.is_empty() {
+            (
+                AttemptStatus::Failed,
+                Some(explain(
+                    "The test ran no test case (the runner succeeded and reported none): \
+                     check what the target selects, or set `allow_no_tests = true` if it \
+                     may have none."
+                        .to_owned(),
+                )),
+            )
         } else {
             (
                 AttemptStatus::Failed,

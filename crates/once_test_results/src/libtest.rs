@@ -126,7 +126,11 @@ pub fn parse(text: &str) -> Parsed {
         else {
             continue;
         };
-        if let Some((file, line)) = panic_location(&output) {
+        // A documentation test's panic is placed in the program rustdoc made of it: its
+        // name already says where it is.
+        if doctest_location(&case.id).is_none()
+            && let Some((file, line)) = panic_location(&output)
+        {
             case.file = Some(file);
             case.line = Some(line);
         }
@@ -170,18 +174,33 @@ fn close_executable(
 }
 
 fn push(parsed: &mut Parsed, path: &str, status: AttemptStatus, message: Option<String>) {
+    let doctest = doctest_location(path);
+    // A documentation test's name is the whole path (`src/lib.rs - Type::new (line 3)`).
     let (suite, name) = match path.rsplit_once("::") {
-        Some((suite, name)) => (suite, name),
-        None => ("", path),
+        Some((suite, name)) if doctest.is_none() => (suite, name),
+        _ => ("", path),
     };
-    parsed.push(Case::single(
+    let mut case = Case::single(
         path.to_owned(),
         name.to_owned(),
         suite.to_owned(),
         status,
         None,
         message,
-    ));
+    );
+    if let Some((file, line)) = doctest {
+        case.file = Some(file.to_owned());
+        case.line = Some(line);
+    }
+    parsed.push(case);
+}
+
+/// `src/lib.rs`, 14 from a documentation test's name, `src/lib.rs - add (line 14)` (the
+/// line of its code block).
+fn doctest_location(name: &str) -> Option<(&str, u32)> {
+    let (file, rest) = name.split_once(" - ")?;
+    let line = rest.strip_suffix(')')?.rsplit_once(" (line ")?.1;
+    Some((file, line.parse().ok()?))
 }
 
 /// `src/lib.rs`, 17 from `thread 'x' (12) panicked at src/lib.rs:17:9:`.

@@ -16,6 +16,16 @@ const FORMATS: [NativeFormat; 5] = [
 ];
 
 fn check(format: NativeFormat, native: &str, exit_code: i32) -> TestResults {
+    check_allowing(format, native, exit_code, false)
+}
+
+/// [`check`], a run of no case passing when `allow_no_cases`.
+fn check_allowing(
+    format: NativeFormat,
+    native: &str,
+    exit_code: i32,
+    allow_no_cases: bool,
+) -> TestResults {
     let started = Instant::now();
     let record = assemble(
         "pkg/Test",
@@ -26,6 +36,7 @@ fn check(format: NativeFormat, native: &str, exit_code: i32) -> TestResults {
             timed_out: false,
             log: "log.txt".to_owned(),
             cwd: "pkg".to_owned(),
+            allow_no_cases,
         },
         Artifacts::default(),
         "/ws",
@@ -44,14 +55,17 @@ fn check(format: NativeFormat, native: &str, exit_code: i32) -> TestResults {
 #[test]
 fn garbage_and_empty_outputs_give_one_case_from_the_exit_status() {
     let garbage = "\u{0}\u{1}<<<&&&;;{{{ not a format\n\u{fffd}";
-    for format in FORMATS {
+    for (format, allow_no_cases) in FORMATS
+        .into_iter()
+        .flat_map(|format| [(format, true), (format, false)])
+    {
         for (native, exit_code, status) in [
             ("", 0, TargetStatus::Passed),
             ("", 3, TargetStatus::Failed),
             (garbage, 0, TargetStatus::Failed),
             (garbage, 1, TargetStatus::Failed),
         ] {
-            let record = check(format, native, exit_code);
+            let record = check_allowing(format, native, exit_code, allow_no_cases);
             let expected = if native.is_empty() || format == NativeFormat::Libtest {
                 // Free text is no problem for libtest's and TAP's line formats.
                 status
@@ -73,11 +87,28 @@ fn garbage_and_empty_outputs_give_one_case_from_the_exit_status() {
             } else {
                 expected
             };
-            assert_eq!(record.status, expected, "{format:?} {native:?} {exit_code}");
+            // No case read: a successful run passes only when that is allowed.
+            let empty_success = expected == TargetStatus::Passed && !allow_no_cases;
+            let expected = if allow_no_cases {
+                expected
+            } else {
+                TargetStatus::Failed
+            };
+            assert_eq!(
+                record.status, expected,
+                "{format:?} {native:?} {exit_code} {allow_no_cases}"
+            );
             assert_eq!(record.cases.len(), 1, "{format:?}");
             if record.status == TargetStatus::Failed {
                 let message = record.cases[0].last_message().unwrap_or_default();
                 assert!(message.contains("log.txt"), "{format:?}: {message}");
+                if empty_success {
+                    assert!(
+                        message.contains("ran no test case")
+                            && message.contains("allow_no_tests = true"),
+                        "{format:?}: {message}"
+                    );
+                }
             }
         }
     }

@@ -11,6 +11,7 @@ fn outcome(exit_code: i32, log: &str) -> Outcome {
         timed_out: false,
         log: log.to_owned(),
         cwd: "pkg".to_owned(),
+        allow_no_cases: false,
     }
 }
 

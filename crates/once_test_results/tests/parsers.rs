@@ -13,6 +13,7 @@ fn check(format: NativeFormat, fixture: &str, exit_code: Option<i32>, expected: 
         timed_out: false,
         log: "pkg/.once/out/pkg/Test/test/log.txt".to_owned(),
         cwd: "pkg".to_owned(),
+        allow_no_cases: false,
     };
     let artifacts = Artifacts {
         logs: vec![outcome.log.clone()],
@@ -222,4 +223,39 @@ test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         m::works Passed -:-
     "#]]
     .assert_eq(&summary(&single));
+}
+
+#[test]
+fn libtest_documentation_tests_are_placed_at_their_code_block() {
+    let text = "once: test executable doc
+   Doc-tests cases
+
+running 2 tests
+test src/lib.rs - Calc::add (line 5) ... ok
+test src/lib.rs - double (line 14) ... FAILED
+
+failures:
+
+---- src/lib.rs - double (line 14) stdout ----
+Test executable failed (exit status: 101).
+
+stderr:
+
+thread 'main' (9) panicked at src/lib.rs:5:1:
+assertion `left == right` failed
+
+failures:
+    src/lib.rs - double (line 14)
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.30s
+";
+    let parsed = NativeFormat::Libtest.parse(text);
+    // The panic's place is in the program rustdoc made: the name's line wins, and a
+    // path in the name does not make a suite.
+    expect_test::expect![[r#"
+        src/lib.rs - Calc::add (line 5) Passed src/lib.rs:5
+        src/lib.rs - double (line 14) Failed src/lib.rs:14
+    "#]]
+    .assert_eq(&summary(&parsed));
+    assert!(parsed.cases.iter().all(|case| case.suite.is_empty()));
 }

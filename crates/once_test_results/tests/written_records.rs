@@ -306,6 +306,7 @@ impl Random {
             timed_out: self.chance(10),
             log: ".once/out/pkg/T/test/log.txt".to_owned(),
             cwd: self.pick(&["pkg", ".", ""]).to_owned(),
+            allow_no_cases: self.chance(2),
         }
     }
 }

@@ -42,6 +42,7 @@ fn with_results() -> Workspace {
             timed_out: false,
             log: ".once/out/libs/text/TextTest/test/log.txt".to_owned(),
             cwd: "libs/text".to_owned(),
+            allow_no_cases: false,
         },
         Artifacts {
             logs: vec![".once/out/libs/text/TextTest/test/log.txt".to_owned()],

@@ -1,7 +1,21 @@
 //! Cases for the libtest runner: passing, failing, ignored and flaky tests.
 
+/// Adds two numbers: a passing documentation test.
+///
+/// ```
+/// assert_eq!(cases::add(2, 3), 5);
+/// ```
 pub fn add(a: i32, b: i32) -> i32 {
     a + b
+}
+
+/// Doubles a number: a failing documentation test.
+///
+/// ```
+/// assert_eq!(cases::double(2), 5, "a wrong claim");
+/// ```
+pub fn double(a: i32) -> i32 {
+    a * 2
 }
 
 #[cfg(test)]
