@@ -135,6 +135,11 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
                     let mut parsed_problems = problems.clone();
                     parsed_problems
                         .push(format!("no results file `{}`: {error}", native.display()));
+                    // The runner did not get as far as writing it (no such module, a
+                    // bad interpreter): what it said last is the cause.
+                    if let Some(said) = last_lines(args.log) {
+                        parsed_problems.push(format!("the runner's output ends with:\n{said}"));
+                    }
                     return finish(args, format, String::new(), parsed_problems, status);
                 }
             }
@@ -142,6 +147,28 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
         _ => String::from_utf8_lossy(&stdout).into_owned(),
     };
     finish(args, format, native_text, problems, status)
+}
+
+/// How many of the log's last lines a missing results file is explained with.
+const CAUSE_LINES: usize = 10;
+
+/// The last [`CAUSE_LINES`] non-blank lines of the log at `path` (from its last 4 KiB),
+/// or `None` when it is empty or cannot be read.
+fn last_lines(path: &Path) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let length = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(length.saturating_sub(4096)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let kept = &lines[lines.len().saturating_sub(CAUSE_LINES)..];
+    (!kept.is_empty()).then(|| kept.join("\n"))
 }
 
 /// The file of every test point of a TAP run, from the runner's second report

@@ -809,3 +809,42 @@ fn a_run_of_no_test_fails_unless_the_target_allows_it() {
         "{message}"
     );
 }
+
+#[test]
+fn a_runner_that_cannot_start_says_why_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::fs::write(root.join("tests/test_a.py"), "def test_a():\n    pass\n").unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\n\n[[target]]\nname = \"PyT\"\nkind = \"pytest_test\"\nsrcs = [\"tests/test_a.py\"]\n",
+    )
+    .unwrap();
+    // An interpreter without pytest: it answers the probe and refuses `-m pytest`.
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = bin.join("python3");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\nif [ \"$1\" = -m ]; then echo \"$0: No module named $2\" >&2; exit 1; fi\n\
+         exec /usr/bin/python3 \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_once"))
+        .arg("-C")
+        .arg(&root)
+        .args(["test", "PyT"])
+        .env("NO_COLOR", "1")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the runner's output ends with:") && text.contains("No module named pytest"),
+        "{text}"
+    );
+}
