@@ -848,3 +848,121 @@ fn a_runner_that_cannot_start_says_why_in_the_report() {
         "{text}"
     );
 }
+
+/// The tests `node --test` finds and runs from `dir`: the `# tests N` of its summary.
+fn node_test_count(dir: &Path) -> String {
+    let output = Command::new("node")
+        .arg("--test")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.lines()
+        .find(|line| line.starts_with("# tests ") || line.starts_with("ℹ tests "))
+        .unwrap_or_else(|| panic!("no summary from node --test:\n{text}"))
+        .to_owned()
+}
+
+#[test]
+fn a_node_package_tested_through_its_library_runs_as_node_runs_it_and_leaves_node_undisturbed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let files = [
+        (
+            "package.json",
+            r#"{ "name": "calc", "version": "1.0.0", "main": "index.js" }"#,
+        ),
+        (
+            "index.js",
+            "const { add } = require(\"./lib/add\");\nmodule.exports = { add, double: (x) => add(x, x) };\n",
+        ),
+        ("lib/add.js", "exports.add = (a, b) => a + b;\n"),
+        (
+            "test/add.test.js",
+            "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\n\
+             const calc = require(\"..\");\n\
+             test(\"adds\", () => assert.strictEqual(calc.add(1, 2), 3));\n\
+             test(\"doubles\", () => assert.strictEqual(calc.double(4), 8));\n",
+        ),
+        // Not a test of its own, but under `test/`: node runs it as one passing test.
+        ("test/helpers.js", "exports.unused = true;\n"),
+        (
+            "once.toml",
+            "[workspace]\n\n[[target]]\nname = \"Calc\"\nkind = \"js_library\"\n\
+             srcs = [\"package.json\", \"index.js\", \"lib/*.js\"]\n\n\
+             [[target]]\nname = \"CalcTest\"\nkind = \"node_test\"\nsrcs = [\"test/*.js\"]\n\
+             deps = [\"./Calc\"]\n\n\
+             # The package's files listed as test sources too: only test files run.\n\
+             [[target]]\nname = \"CalcListed\"\nkind = \"node_test\"\n\
+             srcs = [\"test/*.js\", \"index.js\", \"lib/*.js\", \"package.json\"]\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let before = node_test_count(&root);
+    assert_eq!(before, "# tests 3");
+    let (code, answer) = test_json(&root, &["--all"]);
+    assert_eq!(code, 0, "{answer}");
+    for target in ["CalcTest", "CalcListed"] {
+        let run = answer["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|run| run["target"] == target)
+            .unwrap();
+        let ids: Vec<&str> = run["results"]["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|case| case["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "test/add.test.js::adds",
+                "test/add.test.js::doubles",
+                "test/helpers.js::test/helpers.js"
+            ],
+            "{target}"
+        );
+    }
+    // The staged copies sit where node's own discovery does not look.
+    assert_eq!(node_test_count(&root), before);
+}
+
+#[test]
+fn the_projects_own_pytest_and_go_find_the_same_tests_after_once_test() {
+    let (_dir, root) = workspace("test_runners");
+    let pytest_count = || {
+        let output = Command::new("python3")
+            .args([
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ])
+            .current_dir(root.join("py"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        text.lines().filter(|line| line.contains("::")).count()
+    };
+    let go_packages = || {
+        let output = Command::new("go")
+            .args(["list", "./..."])
+            .current_dir(root.join("go/mixed"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let (pytest_before, go_before) = (pytest_count(), go_packages());
+    assert!(pytest_before > 0);
+    let _ = test_json(&root, &["--all"]);
+    assert_eq!(pytest_count(), pytest_before);
+    assert_eq!(go_packages(), go_before);
+}

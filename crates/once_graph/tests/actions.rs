@@ -355,11 +355,11 @@ fn language_kinds_plan_their_toolchains() {
             in:  js/package.json
           js/Lib#build/check 7a9609a50814: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/index.js"]
             in:  js/index.js
-          js/Lib#build/stage-0 c90f4911e29b: copy js/index.js -> .once/out/js/Lib/package/index.js
+          js/Lib#build/stage-0 bc708d4bbea6: copy js/index.js -> .once/out/js/Lib/node_modules/.once-package/index.js
             in:  js/index.js
-          js/Lib#build/stage-1 43a3abafda53: copy js/package.json -> .once/out/js/Lib/package/package.json
+          js/Lib#build/stage-1 acf8c5a5efae: copy js/package.json -> .once/out/js/Lib/node_modules/.once-package/package.json
             in:  js/package.json
-          default: .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          default: .once/out/js/Lib/package_name .once/out/js/Lib/node_modules/.once-package/index.js .once/out/js/Lib/node_modules/.once-package/package.json
         go/Lib build implemented=true
           go/Lib#build/compile 619d01c4523d: run ["go", "build", "."] cwd=go GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
             in:  go/lib/lib.go
@@ -393,16 +393,16 @@ fn language_kinds_plan_their_toolchains() {
         js/App build implemented=true
           js/App#build/check 4aed0b3bebcf: run ["node", "-e", "const { execFileSync } = require(\"child_process\");\nfor (const file of process.argv.slice(1)) {\n  execFileSync(process.execPath, [\"--check\", file], { stdio: \"inherit\" });\n}\n", "js/main.mjs"]
             in:  js/main.mjs
-          js/App#build/stage-0 fccfccce8e68: copy js/main.mjs -> .once/out/js/App/package/main.mjs
+          js/App#build/stage-0 26a1b8086556: copy js/main.mjs -> .once/out/js/App/node_modules/.once-package/main.mjs
             in:  js/main.mjs
-          js/App#build/link 56813b01ab03: run ["node", "-e", "const fs = require(\"fs\");\nconst path = require(\"path\");\nconst [dir, ...pairs] = process.argv.slice(1);\nfs.mkdirSync(dir, { recursive: true });\nfor (let i = 0; i < pairs.length; i += 2) {\n  const name = fs.readFileSync(pairs[i], \"utf8\").trim();\n  const link = path.join(dir, name);\n  fs.mkdirSync(path.dirname(link), { recursive: true });\n  fs.symlinkSync(path.relative(path.dirname(link), pairs[i + 1]), link);\n}\n", ".once/out/js/App/package/node_modules", ".once/out/js/Lib/package_name", ".once/out/js/Lib/package"]
-            in:  .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
-          js/App#build/resolve 1d5f96ce8a87: run ["node", "--input-type=module", "-e", "import fs from \"node:fs\";\nfor (const file of process.argv.slice(1)) {\n  const name = fs.readFileSync(file, \"utf8\").trim();\n  try {\n    import.meta.resolve(name);\n  } catch (error) {\n    console.error(`cannot import \"${name}\": ${error.message}`);\n    process.exit(1);\n  }\n}\n", "../../../../../.once/out/js/Lib/package_name"] cwd=.once/out/js/App/package
-            in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
-          default: .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          js/App#build/stage-own-0 0691c0b78f7a: copy .once/out/js/Lib/node_modules/.once-package/index.js -> .once/out/js/App/node_modules/.once-package/index.js
+            in:  .once/out/js/Lib/node_modules/.once-package/index.js
+          js/App#build/stage-own-1 75caa9c8d410: copy .once/out/js/Lib/node_modules/.once-package/package.json -> .once/out/js/App/node_modules/.once-package/package.json
+            in:  .once/out/js/Lib/node_modules/.once-package/package.json
+          default: .once/out/js/App/node_modules/.once-package/main.mjs .once/out/js/App/node_modules/.once-package/index.js .once/out/js/App/node_modules/.once-package/package.json .once/out/js/Lib/package_name .once/out/js/Lib/node_modules/.once-package/index.js .once/out/js/Lib/node_modules/.once-package/package.json
         js/App run implemented=true
-          js/App#run/run 80cfcc75128b: run ["node", "../.once/out/js/App/package/main.mjs"] cwd=js
-            in:  .once/out/js/App/package/main.mjs .once/out/js/App/package/node_modules .once/out/js/Lib/package_name .once/out/js/Lib/package/index.js .once/out/js/Lib/package/package.json
+          js/App#run/run c96c218a0c29: run ["node", "../.once/out/js/App/node_modules/.once-package/main.mjs"] cwd=js
+            in:  .once/out/js/App/node_modules/.once-package/main.mjs .once/out/js/App/node_modules/.once-package/index.js .once/out/js/App/node_modules/.once-package/package.json .once/out/js/Lib/package_name .once/out/js/Lib/node_modules/.once-package/index.js .once/out/js/Lib/node_modules/.once-package/package.json
           default: 
         go/cmd/App build implemented=true
           go/cmd/App#build/link 1f7a7bdde3af: run ["go", "build", "-o", "../../.once/out/go/cmd/App/App", "-tags=netgo", "-ldflags=-s -w", "."] cwd=go/cmd GOCACHE="$WORKSPACE/.once/go/cache" GOENV="off" GOPATH="$WORKSPACE/.once/go/path" GOPROXY="off" GOTOOLCHAIN="local"
