@@ -193,6 +193,15 @@ fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) 
             open.line,
         ),
     };
+    // pytest places a case at its `def`; the failure's own report ends with where it
+    // failed in the test file (`tests/test_calc.py:9: AssertionError`), as libtest, go
+    // and node place theirs.
+    let line = match (dialect, open.status, open.file.as_deref(), open.message.as_deref()) {
+        (Dialect::Pytest, AttemptStatus::Failed, Some(file), Some(body)) => {
+            failure_line(body, file).or(line)
+        }
+        _ => line,
+    };
     let mut case = Case::single(
         id,
         open.name,
@@ -204,6 +213,17 @@ fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) 
     case.file = open.file;
     case.line = line;
     parsed.push(case);
+}
+
+/// The line of the last `FILE:LINE: ` of a pytest failure report that names the test's
+/// own `file` (as it is, or absolute).
+fn failure_line(body: &str, file: &str) -> Option<u32> {
+    body.lines().rev().find_map(|line| {
+        let (place, _) = line.split_once(": ")?;
+        let (path, number) = place.rsplit_once(':')?;
+        let same = path == file || path.ends_with(&format!("/{file}"));
+        if same { number.parse().ok() } else { None }
+    })
 }
 
 /// pytest's node id (`tests/test_a.py::TestGroup::test_x[1]`), which `pytest` accepts
