@@ -816,3 +816,59 @@ fn evidence_of_a_full_disk_failure_does_not_claim_a_signal() {
     assert_eq!(records[0]["status"], "failed", "{records}");
     assert!(records[0].get("exit_code").is_none(), "{records}");
 }
+
+#[test]
+fn a_command_names_its_dependencies_outputs_with_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        "[workspace]\ninclude = [\"gen\", \"use\"]\n",
+    );
+    write(
+        root,
+        "gen/once.toml",
+        "[[target]]\nname = \"One\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"echo one > $OUT/one.txt\"\noutputs = [\"one.txt\"]\n\n\
+         [[target]]\nname = \"Two\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"echo a > $OUT/a.txt; echo b > $OUT/b.txt\"\noutputs = [\"a.txt\", \"b.txt\"]\n\n\
+         [[target]]\nname = \"Same\"\nkind = \"command\"\ndeps = [\"./One\"]\n\n[target.attrs]\n\
+         cmd = \"cat $(location ./One) > $OUT/same.txt; echo \\\"$(echo shell)\\\" >> $OUT/same.txt\"\n\
+         outputs = [\"same.txt\"]\n",
+    );
+    write(
+        root,
+        "use/once.toml",
+        "[[target]]\nname = \"Use\"\nkind = \"command\"\ndeps = [\"gen/One\", \"gen/Two\"]\n\n\
+         [target.attrs]\n\
+         cmd = \"cat $(location gen/One) $(locations gen/Two) > $OUT/all.txt\"\n\
+         outputs = [\"all.txt\"]\n\n\
+         [[target]]\nname = \"Unknown\"\nkind = \"command\"\n\n[target.attrs]\n\
+         cmd = \"cat $(location ./Nothing) > $OUT/x\"\noutputs = [\"x\"]\n\n\
+         [[target]]\nname = \"TooMany\"\nkind = \"command\"\ndeps = [\"gen/Two\"]\n\n\
+         [target.attrs]\ncmd = \"cat $(location gen/Two) > $OUT/x\"\noutputs = [\"x\"]\n",
+    );
+    let (code, answer) = build_json(root, &["gen/Same", "use/Use"]);
+    assert_eq!(code, 0, "{answer}");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    // Another `$(…)` is the shell's.
+    assert_eq!(read(".once/out/gen/Same/out/same.txt"), "one\nshell\n");
+    assert_eq!(read(".once/out/use/Use/out/all.txt"), "one\na\nb\n");
+
+    for (target, expected) in [
+        (
+            "use/Unknown",
+            "`$(location ./Nothing)` in `cmd` names no dependency of this target: add `./Nothing` to `deps` (or `tools`)",
+        ),
+        (
+            "use/TooMany",
+            "`$(location gen/Two)` in `cmd` needs exactly one output, and `gen/Two` has 2: use `$(locations gen/Two)`",
+        ),
+    ] {
+        let output = once(root, &["build", target]);
+        assert_ne!(output.status.code(), Some(0), "{target}");
+        let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        assert!(said.contains(expected), "{target}: {said}");
+    }
+}

@@ -196,7 +196,12 @@ fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) 
     // pytest places a case at its `def`; the failure's own report ends with where it
     // failed in the test file (`tests/test_calc.py:9: AssertionError`), as libtest, go
     // and node place theirs.
-    let line = match (dialect, open.status, open.file.as_deref(), open.message.as_deref()) {
+    let line = match (
+        dialect,
+        open.status,
+        open.file.as_deref(),
+        open.message.as_deref(),
+    ) {
         (Dialect::Pytest, AttemptStatus::Failed, Some(file), Some(body)) => {
             failure_line(body, file).or(line)
         }
