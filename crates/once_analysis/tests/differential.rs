@@ -1,9 +1,9 @@
 //! Randomised differential test: after every random edit, the warm database answers
 //! exactly what a freshly loaded database answers, file digests and action plans included.
 //!
-//! Edits cover manifests, project modules (`.star`), source contents, metadata-only
-//! changes (touches, `chmod`s), file ↔ directory swaps and symbolic links (to files of the package or of
-//! another, to other links, to nothing, out of the workspace, to hidden files and to
+//! Edits cover manifests (`srcs` with exclusions among them), project modules (`.star`),
+//! source contents, metadata-only changes (touches, `chmod`s), file ↔ directory swaps and
+//! symbolic links (to files of the package or of another, to other links, to nothing, out of the workspace, to hidden files and to
 //! directories; pointed elsewhere; their targets appearing and going, with events naming
 //! only the target); the warm database hears of them
 //! through precise events, or only through a rescan (as after a watcher overflow), and
@@ -446,6 +446,9 @@ impl World {
                 let files = &self.packages[p].files;
                 let srcs = if !files.is_empty() && rng.chance(80) {
                     vec![files[rng.below(files.len())].clone()]
+                } else if !files.is_empty() && rng.chance(50) {
+                    // Every file but one (an exclusion), and whatever appears later.
+                    vec!["**".into(), format!("!{}", files[rng.below(files.len())])]
                 } else {
                     vec!["src/**/*.rs".into()]
                 };

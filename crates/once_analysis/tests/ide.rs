@@ -546,6 +546,10 @@ fn completion_context_comes_from_the_syntax_tree() {
             "[workspace.configuration]",
             "[workspace.configuration]\n$0\n",
         ),
+        (
+            "a srcs exclusion (no glob completion)",
+            "[[target]]\nname = \"A\"\nsrcs = [\"*.go\", \"!$0\"]\n",
+        ),
         ("a comment", "[[target]]\nname = \"A\" # $0\n"),
         ("after a complete value", "[[target]]\nname = \"A\" $0\n"),
     ];
@@ -600,6 +604,7 @@ fn completion_context_comes_from_the_syntax_tree() {
         Key os => "os = " @ 2:1-2:1
         Key arch => "arch = " @ 2:1-2:1
         Key tokens => "tokens = " @ 2:1-2:1
+        -- a srcs exclusion (no glob completion)
         -- a comment
         -- after a complete value
     "#]]
@@ -636,13 +641,56 @@ fn hover_on_a_manifest_key_shows_the_vocabulary_docs() {
         })
         .collect();
     expect_test::expect![[r#"
-        3:1-3:5 **key** `target.srcs`: list of strings | Source files, as paths or globs relative to the package.
+        3:1-3:5 **key** `target.srcs`: list of strings | Source files, as paths or globs relative to the package. Entries apply in order: `!pattern` leaves out what the entries before it select (`["*.go", "!*_test.go"]`), a later entry selects again; `\!` starts a name with `!`.
         1:3-1:9 **key** `target`: array of tables | Declares one target: a name, a kind, and the kind's attributes.
         4:9-4:14 **key** `target.attrs`: table | The kind's attributes; values are typed by the kind.
-        2:1-2:8 **key** `workspace.include`: list of strings | Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent.
+        2:1-2:8 **key** `workspace.include`: list of strings | Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent. `!pattern` leaves out what the entries before it match.
         2:19-2:21 **key** `workspace.configuration.os`: string | The operating system; the host's when absent.
         none
     "#]].assert_eq(&rendered);
+}
+
+/// A `srcs` entry names the package files it matches (and how many `srcs` keeps), an
+/// exclusion the files it leaves out; an invalid one says why.
+#[test]
+fn hover_on_a_srcs_entry_names_the_files_it_selects_or_leaves_out() {
+    let cases = [
+        "srcs = [\"*.g$0o\", \"!*_test.go\"]",
+        "srcs = [\"*.go\", \"!*_te$0st.go\"]",
+        "srcs = [\"*.go\", \"!*.m$0d\"]",
+        "srcs = [\"!*.m$0d\"]",
+        "srcs = [\"!$0[\"]",
+    ];
+    let rendered: String = cases
+        .iter()
+        .map(|srcs| {
+            let fixture = load(&in_package_a(&format!(
+                "[[target]]\nname = \"A\"\nkind = \"filegroup\"\n{srcs}\n\
+                 //- /a/greeting.go\n//- /a/greeting_test.go\n//- /a/util.go\n//- /a/README.md\n"
+            )));
+            let (path, at) = fixture.cursor();
+            let hover = fixture.host.analysis().hover(path, at).unwrap();
+            match hover {
+                Some(h) => format!(
+                    "{}:{}-{}:{} {}\n",
+                    h.range.start.line,
+                    h.range.start.column,
+                    h.range.end.line,
+                    h.range.end.column,
+                    h.markdown.replace("\n\n", " | ")
+                ),
+                None => "none\n".to_owned(),
+            }
+        })
+        .collect();
+    expect_test::expect![[r#"
+        4:9-4:15 **source pattern** `*.go` | Matches 3 files of the package: `greeting.go`, `greeting_test.go`, `util.go` | Exclusions after it leave out 1: `srcs` selects 2 of them | Entries apply in order; the last one matching a file decides.
+        4:17-4:29 **exclusion** `!*_test.go` | Leaves out 1 file that the entries before it select: `greeting_test.go` | Entries apply in order; the last one matching a file decides.
+        4:17-4:24 **exclusion** `!*.md` | Leaves out 0 files that the entries before it select | Entries apply in order; the last one matching a file decides.
+        4:9-4:16 **exclusion** `!*.md` | Leaves out 0 files that the entries before it select | Entries apply in order; the last one matching a file decides.
+        4:9-4:13 **exclusion** `![` | Invalid: unclosed character class; missing ']'
+    "#]]
+    .assert_eq(&rendered);
 }
 
 /// Code actions are the fixes the diagnostics carry, so every producer's fix is offered,

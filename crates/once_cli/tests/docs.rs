@@ -514,8 +514,10 @@ fn classify(doc: &str, fence: &Fence, body: &[&str]) -> TomlBlock {
     }
 }
 
-/// A file path that `pattern` (a `srcs` glob) matches.
+/// A file path that `pattern` (a `srcs` glob; for an exclusion, the glob after its `!`)
+/// matches.
 fn sample_path(pattern: &str) -> String {
+    let pattern = pattern.strip_prefix('!').unwrap_or(pattern);
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
     let pattern = pattern.replace("**/", "");
     let mut out = String::new();
@@ -680,6 +682,8 @@ fn sample_paths_match_their_patterns() {
     assert_eq!(sample_path("main.c"), "main.c");
     assert_eq!(sample_path("assets/"), "assets/file");
     assert_eq!(sample_path("data/[ab].txt"), "data/a.txt");
+    assert_eq!(sample_path("!*_test.go"), "x_test.go");
+    assert_eq!(sample_path("\\!odd.txt"), "!odd.txt");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! - [`framed`]: the header, version and checksum every file kept to decide hits shares.
 //! - [`links`]: where a symbolic link among the workspace's files leads ([`link_target`]).
 //! - [`changes`]: [`ChangeEvent`] and [`apply_changes`], the one door through which inputs change.
+//! - [`glob_list`]: ordered glob lists with `!` exclusions, as every glob-taking list reads them.
 //! - [`package_filter`]: `[workspace] include/exclude` glob semantics.
 //! - [`writes`]: planned file writes reaching the disk, confined to the workspace and atomic.
 //! - [`plan_memo`]: the [`PlanMemo`] a one-shot front end lends planning.
@@ -23,6 +24,7 @@ pub use once_host::confined;
 pub mod digests;
 pub mod discovery;
 pub mod files;
+pub mod glob_list;
 pub use once_model::framed;
 pub mod links;
 pub mod memory;
@@ -39,6 +41,7 @@ pub use changes::{ChangeEvent, apply_changes, is_excluded_from_walk};
 pub use digests::{DigestError, FileDigest, Sha256Digest, SourceFile, file_digest, source_file};
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
+pub use glob_list::{GlobEffect, GlobEntry, GlobList};
 pub use links::{LinkTarget, link_target};
 pub use package_filter::{PackageFilter, PatternError};
 pub use plan_memo::PlanMemo;

@@ -30,7 +30,7 @@ use once_starlark::{ModuleDiagnostic, PlanDep, PlanOutcome, PlanRequest};
 
 use crate::kinds::{DbModules, kind_catalog, module_limits};
 use crate::plan_memo::{MemoOrigin, plan_memo_key, workspace_modules_digest};
-use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets, target_summaries};
+use crate::resolve::{ResolvedTarget, SourceSelection, resolved_targets, target_summaries};
 use crate::settings::{package_by_path, workspace_packages};
 use crate::validate::planning_errors;
 
@@ -167,15 +167,11 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
                 .map(|value| (spec.name.clone(), value))
         })
         .collect::<Vec<(String, AttrValue)>>();
-    let patterns: Vec<_> = target
-        .srcs
-        .iter()
-        .filter_map(|s| SourcePattern::cached(s).ok())
-        .collect();
+    let selection = SourceSelection::new(target.srcs.iter().map(String::as_str));
     let srcs = package
         .files(db)
         .iter()
-        .filter(|file| patterns.iter().any(|p| p.matches(file)))
+        .filter(|file| selection.selects(file))
         .map(|file| Package::join(package_path, file))
         .collect();
     let deps = target
@@ -451,25 +447,22 @@ pub fn is_build_output(path: &str) -> bool {
 
 /// The files of the workspace's packages that `patterns` (workspace-relative globs, as a
 /// kind's `workspace_inputs` declares them; a leading `$PACKAGE/` stands for the target's
-/// package directory) match, workspace-relative and sorted.
+/// package directory, after an exclusion's `!`) select, workspace-relative and sorted.
 fn workspace_files_matching(
     db: &dyn Db,
     workspace: Workspace,
     package: &str,
     patterns: &[String],
 ) -> Vec<String> {
-    let patterns: Vec<_> = patterns
-        .iter()
-        .filter_map(|pattern| {
-            let pattern = match pattern.strip_prefix("$PACKAGE/") {
-                Some(rest) if package.is_empty() => rest.to_owned(),
-                Some(rest) => format!("{package}/{rest}"),
-                None => pattern.clone(),
-            };
-            SourcePattern::cached(&pattern).ok()
-        })
-        .collect();
-    if patterns.is_empty() {
+    let selection =
+        SourceSelection::rewritten(patterns.iter().map(String::as_str), |pattern| match pattern
+            .strip_prefix("$PACKAGE/")
+        {
+            Some(rest) if package.is_empty() => rest.to_owned(),
+            Some(rest) => format!("{package}/{rest}"),
+            None => pattern.to_owned(),
+        });
+    if selection.is_empty() {
         return Vec::new();
     }
     let mut files: Vec<String> = workspace_packages(db, workspace)
@@ -481,7 +474,7 @@ fn workspace_files_matching(
                 .iter()
                 .map(move |file| Package::join(path, file))
         })
-        .filter(|file| patterns.iter().any(|pattern| pattern.matches(file)))
+        .filter(|file| selection.selects(file))
         .collect();
     files.sort_unstable();
     files

@@ -8,7 +8,7 @@ use rustc_hash::FxHashSet;
 
 use crate::graph::{dependency_graph, reverse_deps};
 use crate::kinds::{KindCatalog, kind_catalog};
-use crate::resolve::{ResolvedTarget, SourcePattern, resolved_targets};
+use crate::resolve::{ResolvedTarget, SourcePattern, SourceSelection, resolved_targets};
 use crate::settings::{
     package_by_path, package_directories, workspace_packages, workspace_settings,
 };
@@ -212,13 +212,10 @@ fn file_owners(db: &dyn Db, workspace: Workspace, path: &str) -> Vec<Owner> {
         .collect()
 }
 
-/// Whether a target reads a package-relative file: one of its `srcs` or path-typed
-/// attributes matches it.
+/// Whether a target reads a package-relative file: its `srcs` select it (after their
+/// exclusions), or one of its path-typed attributes names it.
 fn reads_file(catalog: &KindCatalog, target: &ResolvedTarget, relative: &str) -> bool {
-    target
-        .srcs
-        .iter()
-        .any(|s| SourcePattern::cached(s).is_ok_and(|p| p.matches(relative)))
+    SourceSelection::new(target.srcs.iter().map(String::as_str)).selects(relative)
         || path_attrs(catalog.get(&target.kind), &target.attrs)
             .any(|path| SourcePattern::cached(path).is_ok_and(|p| p.matches(relative)))
 }
@@ -256,23 +253,21 @@ fn inputs_of(
     let manifest = Package::join(package_path, once_db::discovery::MANIFEST_NAME);
     // A pattern that does not compile matches nothing (its diagnostic is reported by the
     // resolution), as in `reads_file`.
-    let patterns: Vec<Vec<std::sync::Arc<SourcePattern>>> = targets
+    let patterns: Vec<(SourceSelection, Vec<std::sync::Arc<SourcePattern>>)> = targets
         .iter()
         .map(|target| {
-            target
-                .srcs
-                .iter()
-                .map(String::as_str)
-                .chain(path_attrs(catalog.get(&target.kind), &target.attrs))
+            let srcs = SourceSelection::new(target.srcs.iter().map(String::as_str));
+            let paths = path_attrs(catalog.get(&target.kind), &target.attrs)
                 .filter_map(|pattern| SourcePattern::cached(pattern).ok())
-                .collect()
+                .collect();
+            (srcs, paths)
         })
         .collect();
     let mut inputs: Vec<Vec<String>> = targets.iter().map(|_| vec![manifest.clone()]).collect();
     for file in package.files(db) {
         let mut joined: Option<String> = None;
-        for (patterns, inputs) in patterns.iter().zip(&mut inputs) {
-            if patterns.iter().any(|p| p.matches(file)) {
+        for ((srcs, paths), inputs) in patterns.iter().zip(&mut inputs) {
+            if srcs.selects(file) || paths.iter().any(|p| p.matches(file)) {
                 let path = joined.get_or_insert_with(|| Package::join(package_path, file));
                 inputs.push(path.clone());
             }
@@ -285,12 +280,16 @@ fn inputs_of(
     inputs
 }
 
-/// Whether a workspace-relative path is a registered project module.
+/// Whether a workspace-relative path is a registered project module: `[modules] paths`
+/// select it (after their exclusions), whether or not the file exists.
 fn is_module_path(db: &dyn Db, workspace: Workspace, path: &str) -> bool {
-    workspace_settings(db, workspace)
-        .module_paths
-        .iter()
-        .any(|pattern| SourcePattern::cached(pattern).is_ok_and(|p| p.matches(path)))
+    SourceSelection::new(
+        workspace_settings(db, workspace)
+            .module_paths
+            .iter()
+            .map(String::as_str),
+    )
+    .selects(path)
 }
 
 /// Whether a normalised workspace-relative path can reach a target at all: it lies in a

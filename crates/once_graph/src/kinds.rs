@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use once_db::{Db, File, LineIndex, Workspace, source_text};
+use once_db::{Db, File, GlobEntry, LineIndex, Workspace, source_text};
 use once_model::{Diagnostic, DiagnosticCode, KindSchema, LineCol, TextRange};
 use once_starlark::{EvalLimits, KindSite, ModuleErrorKind, ModuleSource};
 
@@ -72,18 +72,26 @@ pub fn module_files(db: &dyn Db, workspace: Workspace) -> ModuleFiles {
         return out;
     };
     let candidates = workspace.star_files(db);
+    // Entries apply in order: a pattern adds what it matches, an exclusion takes back what
+    // the entries before it added, so the last entry matching a module decides.
     for pattern in &modules.paths {
         let text = pattern.value.as_str();
+        let entry = GlobEntry::parse(text);
         let here = |code, message: String| {
             Diagnostic::new(code, message)
                 .at(manifest.file.clone(), pattern.range)
                 .with_attribute("modules.paths")
         };
-        if let Some(why) = module_path_problem(text) {
+        let what = if entry.is_exclusion() {
+            "module exclusion"
+        } else {
+            "module pattern"
+        };
+        if let Some(why) = module_path_problem(entry.pattern) {
             out.diagnostics.push(
                 here(
                     DiagnosticCode::InvalidModulePath,
-                    format!("module pattern `{text}` {why}"),
+                    format!("{what} `{text}` {why}"),
                 )
                 .with_repair(
                     "Use a workspace-relative pattern such as `modules/*.star`".to_owned(),
@@ -91,16 +99,35 @@ pub fn module_files(db: &dyn Db, workspace: Workspace) -> ModuleFiles {
             );
             continue;
         }
-        let compiled = match SourcePattern::cached(text) {
+        let compiled = match SourcePattern::cached(entry.pattern) {
             Ok(compiled) => compiled,
             Err(why) => {
                 out.diagnostics.push(here(
                     DiagnosticCode::InvalidGlob,
-                    format!("module pattern `{text}` is invalid: {why}"),
+                    format!("{what} `{text}` is invalid: {why}"),
                 ));
                 continue;
             }
         };
+        if entry.is_exclusion() {
+            let before = out.files.len();
+            out.files.retain(|file| !compiled.matches(file.path(db)));
+            if out.files.len() == before {
+                out.diagnostics.push(
+                    here(
+                        DiagnosticCode::UnusedExclusion,
+                        format!(
+                            "module exclusion `{text}` excludes no `.star` file that the patterns before it select"
+                        ),
+                    )
+                    .with_repair(
+                        "Put the exclusion after the patterns whose modules it leaves out, or remove it"
+                            .to_owned(),
+                    ),
+                );
+            }
+            continue;
+        }
         let before = out.files.len();
         out.files.extend(
             candidates

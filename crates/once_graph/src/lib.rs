@@ -60,8 +60,8 @@ pub use manifests::{
     manifest, parse_manifest, read_manifest_text,
 };
 pub use resolve::{
-    ResolvedDep, ResolvedPackage, ResolvedTarget, SourcePattern, TargetSummary, Visibility,
-    resolve_manifest, resolved_targets, target_summaries,
+    ResolvedDep, ResolvedPackage, ResolvedTarget, SourcePattern, SourceSelection, TargetSummary,
+    Visibility, resolve_manifest, resolved_targets, target_summaries,
 };
 pub use settings::{
     Configuration, WorkspaceSettings, package_by_path, workspace_packages, workspace_settings,

@@ -7,7 +7,9 @@
 //! their dependencies, so that an edit which keeps names, kinds and visibility
 //! re-validates no dependent.
 
-use once_db::{Db, Package, Workspace};
+use std::sync::Arc;
+
+use once_db::{Db, GlobEffect, GlobEntry, GlobList, Package, Workspace};
 use once_model::{
     AttrType, AttrValue, Diagnostic, DiagnosticCode, Fix, KindSchema, TargetLabel, TextRange,
     escape_invisible, first_invisible, is_invisible, is_valid_target_name, resolve_reference,
@@ -23,7 +25,7 @@ mod attrs;
 mod dependencies;
 mod patterns;
 mod sources;
-pub use patterns::SourcePattern;
+pub use patterns::{SourcePattern, SourceSelection};
 pub use sources::PackageFiles;
 use sources::refused_links;
 
@@ -414,54 +416,134 @@ impl TargetChecker<'_> {
         Visibility { rules }
     }
 
+    /// Checks `srcs` in written order: each pattern compiles (`invalid_glob`), matches a
+    /// file of the package (`missing_source`, selecting entries only) and selects no link
+    /// once does not follow (`invalid_source_link`); each exclusion leaves out a file the
+    /// entries before it select (`unused_exclusion`).
     fn check_srcs(&mut self, files: Option<PackageFiles<'_>>) -> Vec<String> {
         let package = self.manifest.package.clone();
-        let mut srcs = Vec::new();
-        for pattern in &self.decl.srcs {
-            srcs.push(pattern.value.clone());
-            let matcher = match SourcePattern::cached(&pattern.value) {
+        let decl = self.decl;
+        let entries = &decl.srcs;
+        let compiled: Vec<(GlobEntry<'_>, Result<Arc<SourcePattern>, String>)> = entries
+            .iter()
+            .map(|written| {
+                let entry = GlobEntry::parse(&written.value);
+                (entry, SourcePattern::cached(entry.pattern))
+            })
+            .collect();
+        let list = GlobList::new(
+            compiled
+                .iter()
+                .enumerate()
+                .filter_map(|(index, (entry, matcher))| {
+                    Some((index, entry.effect, matcher.as_ref().ok()?.clone()))
+                })
+                .collect(),
+        );
+        // The exclusions that leave out a file of the package, when its files are known.
+        let effective = files.map(|files| {
+            list.effective_exclusions(files.files, |pattern, file| pattern.matches(file))
+        });
+        let place = if package.is_empty() {
+            "the root package".to_owned()
+        } else {
+            format!("package `{package}`")
+        };
+        for (index, (written, (entry, matcher))) in entries.iter().zip(&compiled).enumerate() {
+            let text = &written.value;
+            let matcher = match matcher {
                 Ok(matcher) => matcher,
                 Err(why) => {
-                    let message = format!("source pattern `{}` is invalid: {why}", pattern.value);
+                    let message = match entry.effect {
+                        GlobEffect::Select => format!("source pattern `{text}` is invalid: {why}"),
+                        GlobEffect::Exclude => format!("exclusion `{text}` is invalid: {why}"),
+                    };
                     self.report(
                         DiagnosticCode::InvalidGlob,
                         message,
-                        pattern.range,
+                        written.range,
                         Some("srcs"),
                     );
                     continue;
                 }
             };
+            if entry.is_exclusion() {
+                let effective = effective.as_deref();
+                self.check_exclusion(&list, index, text, written.range, effective, &place);
+                continue;
+            }
             if let Some(files) = files {
                 for (link, why) in files.refused_links {
-                    if matcher.matches(link) {
-                        self.report_refused_link(&package, link, why, pattern.range, "srcs");
+                    if matcher.matches(link) && list.selects(|p| p.matches(link)) {
+                        self.report_refused_link(&package, link, why, written.range, "srcs");
                     }
                 }
             }
             if let Some(files) = files
                 && !matcher.matches_any(files.files)
             {
-                let place = if package.is_empty() {
-                    "the root package".to_owned()
-                } else {
-                    format!("package `{package}`")
-                };
-                let message = format!(
-                    "source pattern `{}` matches no file in {place}",
-                    pattern.value
-                );
+                let message = format!("source pattern `{text}` matches no file in {place}");
                 self.report(
                     DiagnosticCode::MissingSource,
                     message,
-                    pattern.range,
+                    written.range,
                     Some("srcs"),
                 )
                 .repairs
                 .push("Create the file, fix the pattern, or remove it from `srcs`".into());
             }
         }
-        srcs
+        entries
+            .iter()
+            .map(|written| written.value.clone())
+            .collect()
+    }
+
+    /// `unused_exclusion` for the exclusion written at `index` of `srcs` when it leaves
+    /// out nothing: no entry before it selects anything, or none of the files they select
+    /// matches it (`effective`: the exclusions that leave out a file of the package in
+    /// `place`, when its files are known).
+    fn check_exclusion(
+        &mut self,
+        list: &GlobList<Arc<SourcePattern>>,
+        index: usize,
+        text: &str,
+        range: TextRange,
+        effective: Option<&[usize]>,
+        place: &str,
+    ) {
+        let (message, repair) = if !list.has_selections() {
+            (
+                format!(
+                    "exclusion `{text}` excludes nothing: `srcs` holds only exclusions, so it selects no file"
+                ),
+                "List the files to select before the exclusions, as in `[\"*.go\", \"!*_test.go\"]`",
+            )
+        } else if !list.selects_before(index) {
+            (
+                format!(
+                    "exclusion `{text}` excludes nothing: no entry before it selects a file, and entries apply in order"
+                ),
+                "Move the exclusion after the patterns whose files it leaves out",
+            )
+        } else if effective.is_some_and(|effective| !effective.contains(&index)) {
+            (
+                format!(
+                    "exclusion `{text}` excludes no file that the entries before it select in {place}"
+                ),
+                "Fix the pattern, or remove the exclusion from `srcs`",
+            )
+        } else {
+            return;
+        };
+        self.report(
+            DiagnosticCode::UnusedExclusion,
+            message,
+            range,
+            Some("srcs"),
+        )
+        .repairs
+        .push(repair.into());
     }
 }
 

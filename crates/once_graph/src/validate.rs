@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use once_db::{Db, File, Package, PackageFilter, Workspace, source_text};
+use once_db::{Db, File, GlobEntry, Package, PackageFilter, Workspace, source_text};
 use once_model::{
     Diagnostic, DiagnosticCode, Fix, Severity, TargetLabel, TextRange, resolve_reference,
 };
@@ -342,6 +342,53 @@ pub(crate) fn omitted(first: &Diagnostic, omitted: usize) -> Diagnostic {
     diagnostic
 }
 
+/// `unused_exclusion` for each valid exclusion of `[workspace] <name>` (`list`, whose
+/// values are `texts`) that takes back none of the discovered packages the entries before
+/// it match. Reads the discovered packages only when the list has an exclusion.
+fn unused_package_exclusions(
+    db: &dyn Db,
+    root: Package,
+    list: &[crate::Spanned<String>],
+    texts: &[String],
+    name: &str,
+) -> Vec<Diagnostic> {
+    let has_exclusions = texts
+        .iter()
+        .any(|text| GlobEntry::parse(text).is_exclusion());
+    let Some(workspace) = Workspace::try_get(db).filter(|_| has_exclusions) else {
+        return Vec::new();
+    };
+    let unused = once_db::package_filter::unused_exclusions(
+        texts,
+        workspace
+            .packages(db)
+            .iter()
+            .map(|package| package.path(db).as_str()),
+    );
+    let file = manifest(db, root).file.clone();
+    unused
+        .into_iter()
+        .filter_map(|index| {
+            let pattern = list.get(index)?;
+            Some(
+                Diagnostic::new(
+                    DiagnosticCode::UnusedExclusion,
+                    format!(
+                        "`[workspace] {name}` exclusion `{}` takes back no package that the entries before it match",
+                        pattern.value
+                    ),
+                )
+                .at(file.clone(), pattern.range)
+                .with_attribute(format!("workspace.{name}"))
+                .with_repair(
+                    "Put the exclusion after the patterns whose packages it takes back, or remove it"
+                        .to_owned(),
+                ),
+            )
+        })
+        .collect()
+}
+
 /// Diagnostics of the root manifest's `[workspace]` and `[modules]` tables.
 fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
     let manifest = manifest(db, root);
@@ -358,11 +405,16 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
                 let Some(pattern) = list.get(error.index) else {
                     continue;
                 };
+                let what = if GlobEntry::parse(&pattern.value).is_exclusion() {
+                    "exclusion"
+                } else {
+                    "pattern"
+                };
                 out.push(
                     Diagnostic::new(
                         DiagnosticCode::InvalidGlob,
                         format!(
-                            "`[workspace] {name}` pattern `{}` is invalid: {}",
+                            "`[workspace] {name}` {what} `{}` is invalid: {}",
                             pattern.value, error.message
                         ),
                     )
@@ -370,6 +422,12 @@ fn root_settings_diagnostics(db: &dyn Db, root: Package) -> Vec<Diagnostic> {
                     .with_attribute(format!("workspace.{name}")),
                 );
             }
+        }
+        for (list, texts, name) in [
+            (&workspace.include, &include, "include"),
+            (&workspace.exclude, &exclude, "exclude"),
+        ] {
+            out.extend(unused_package_exclusions(db, root, list, texts, name));
         }
         for (field, value) in [("os", &workspace.os), ("arch", &workspace.arch)] {
             if let Some(value) = value

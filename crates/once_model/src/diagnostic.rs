@@ -106,7 +106,8 @@ diagnostic_codes! {
     /// `[workspace.configuration]` holds an empty `os`, `arch` or token.
     InvalidConfiguration = "invalid_configuration", Error;
     /// A glob pattern (in `srcs`, `[workspace] include/exclude` or `[modules] paths`)
-    /// does not parse, or is absolute or escapes its directory.
+    /// does not parse, or is absolute or escapes its directory; for an exclusion
+    /// (`!pattern`), the pattern after the `!`, which must not be empty.
     InvalidGlob = "invalid_glob", Error;
     /// A `[[target]]` table has no `name`.
     TargetNameRequired = "target_name_required", Error;
@@ -173,6 +174,12 @@ diagnostic_codes! {
     /// A `srcs` pattern matches no file of the package. Files of nested packages do not
     /// count: they belong to those packages.
     MissingSource = "missing_source", Warning;
+    /// An exclusion (a `!pattern` entry of `srcs`, `[workspace] include` or `exclude`, or
+    /// `[modules] paths`) leaves nothing out: no entry before it selects anything it
+    /// matches. Entries apply in order and the last one matching a file decides, so an
+    /// exclusion must come after the patterns whose files it takes back; a list made only
+    /// of exclusions selects nothing.
+    UnusedExclusion = "unused_exclusion", Warning;
     /// A `path` attribute (`inputs`, `hdrs`, `script_path`, `main`, …) names a file or
     /// directory the package does not have, or a path that leaves the package. Unlike a
     /// `srcs` pattern that matches nothing, this is an error: the kind reads what the

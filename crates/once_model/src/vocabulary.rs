@@ -209,7 +209,7 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         T::Target,
         "srcs",
         S::Strings,
-        "Source files, as paths or globs relative to the package.",
+        "Source files, as paths or globs relative to the package. Entries apply in order: `!pattern` leaves out what the entries before it select (`[\"*.go\", \"!*_test.go\"]`), a later entry selects again; `\\!` starts a name with `!`.",
     ),
     key(
         T::Target,
@@ -239,13 +239,13 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         T::Workspace,
         "include",
         S::Strings,
-        "Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent.",
+        "Globs of the package directories that belong to the workspace (`apps/*`, `libs/**`); every package when absent. `!pattern` leaves out what the entries before it match.",
     ),
     key(
         T::Workspace,
         "exclude",
         S::Strings,
-        "Globs of package directories left out of the workspace; wins over `include`.",
+        "Globs of package directories left out of the workspace; wins over `include`. `!pattern` keeps what the entries before it match.",
     ),
     key(
         T::Workspace,
@@ -287,7 +287,7 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         T::Modules,
         "paths",
         S::Strings,
-        "Globs of the Starlark modules declaring project kinds, relative to the workspace root.",
+        "Globs of the Starlark modules declaring project kinds, relative to the workspace root. `!pattern` leaves out what the entries before it match.",
     ),
 ];
 

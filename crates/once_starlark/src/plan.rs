@@ -75,8 +75,8 @@ pub const CONTEXT_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "ctx.workspace_inputs",
-        "The workspace files the kind's `workspace_inputs` globs match (workspace-relative, \
-         sorted): files its tools read wherever they are, to declare among an action's \
+        "The workspace files the kind's `workspace_inputs` globs select (workspace-relative, \
+         sorted; after its `!` exclusions): files its tools read wherever they are, to declare among an action's \
          `inputs`.",
     ),
 ];

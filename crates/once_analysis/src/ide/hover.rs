@@ -1,8 +1,11 @@
-//! Hover: the kind, attribute, dependency role or target under the cursor, or a key of the
-//! manifest vocabulary, as markdown.
+//! Hover: the kind, attribute, dependency role or target under the cursor, the files a
+//! `srcs` entry selects or leaves out, or a key of the manifest vocabulary, as markdown.
 
-use once_db::{RootDatabase, Workspace};
-use once_graph::{TargetDecl, kind_catalog, package_by_path, parse_manifest, target_summaries};
+use once_db::{GlobEntry, RootDatabase, Workspace};
+use once_graph::{
+    SourcePattern, SourceSelection, TargetDecl, kind_catalog, package_by_path, parse_manifest,
+    target_summaries,
+};
 use once_model::{KindSchema, LineCol, ManifestTable, TargetLabel, TextRange, resolve_reference};
 
 use super::HoverInfo;
@@ -119,6 +122,7 @@ fn target_hover(ctx: &Ctx<'_>, offset: u32) -> Option<(String, TextRange)> {
         .or_else(|| attr_hover(decl, schema?, offset))
         .or_else(|| role_hover(decl, schema?, offset))
         .or_else(|| entry_hover(ctx, decl, offset))
+        .or_else(|| srcs_hover(ctx, decl, offset))
 }
 
 /// On a key of the manifest vocabulary (in a pair or a header): its shape and docs.
@@ -194,4 +198,93 @@ fn entry_hover(ctx: &Ctx<'_>, decl: &TargetDecl, offset: u32) -> Option<(String,
         Err(err) => format!("`{}` {err}", entry.value),
     };
     Some((markdown, entry.range))
+}
+
+/// How many files a hover on a `srcs` entry names before it only counts them.
+const FILES_NAMED: usize = 10;
+
+/// On a `srcs` entry: the package files a pattern matches and how many of them `srcs`
+/// selects in the end, or the files an exclusion (`!pattern`) leaves out of what the
+/// entries before it select.
+fn srcs_hover(ctx: &Ctx<'_>, decl: &TargetDecl, offset: u32) -> Option<(String, TextRange)> {
+    let index = decl.srcs.iter().position(|e| contains(e.range, offset))?;
+    let written = &decl.srcs[index];
+    let entry = GlobEntry::parse(&written.value);
+    let what = if entry.is_exclusion() {
+        "exclusion"
+    } else {
+        "source pattern"
+    };
+    let title = format!("**{what}** `{}`", written.value);
+    let matcher = match SourcePattern::cached(entry.pattern) {
+        Ok(matcher) => matcher,
+        Err(why) => return Some((format!("{title}\n\nInvalid: {why}"), written.range)),
+    };
+    let files = ctx.package.files(ctx.db);
+    let texts = || decl.srcs.iter().map(|e| e.value.as_str());
+    let markdown = if entry.is_exclusion() {
+        let before = SourceSelection::new(texts().take(index));
+        let left_out: Vec<&str> = files
+            .iter()
+            .filter(|file| matcher.matches(file) && before.selects(file))
+            .map(String::as_str)
+            .collect();
+        format!(
+            "{title}\n\nLeaves out {} that the entries before it select{}",
+            count(left_out.len()),
+            named(&left_out)
+        )
+    } else {
+        let all = SourceSelection::new(texts());
+        let matched: Vec<&str> = files
+            .iter()
+            .filter(|file| matcher.matches(file))
+            .map(String::as_str)
+            .collect();
+        let selected: Vec<&str> = matched
+            .iter()
+            .copied()
+            .filter(|file| all.selects(file))
+            .collect();
+        let mut out = format!(
+            "{title}\n\nMatches {} of the package{}",
+            count(matched.len()),
+            named(&matched)
+        );
+        if selected.len() < matched.len() {
+            out.push_str(&format!(
+                "\n\nExclusions after it leave out {}: `srcs` selects {} of them",
+                matched.len() - selected.len(),
+                selected.len()
+            ));
+        }
+        out
+    };
+    Some((
+        format!("{markdown}\n\nEntries apply in order; the last one matching a file decides."),
+        written.range,
+    ))
+}
+
+fn count(files: usize) -> String {
+    match files {
+        1 => "1 file".to_owned(),
+        n => format!("{n} files"),
+    }
+}
+
+/// `: `a`, `b`, …` naming the first [`FILES_NAMED`] files, or nothing for none.
+fn named(files: &[&str]) -> String {
+    if files.is_empty() {
+        return String::new();
+    }
+    let mut names: Vec<String> = files
+        .iter()
+        .take(FILES_NAMED)
+        .map(|f| format!("`{f}`"))
+        .collect();
+    if files.len() > FILES_NAMED {
+        names.push("…".to_owned());
+    }
+    format!(": {}", names.join(", "))
 }

@@ -159,6 +159,29 @@ kind = "filegroup"
 }
 
 #[test]
+fn workspace_include_and_exclude_exclusions() {
+    check(
+        r#"
+//- /once.toml
+[workspace]
+include = ["apps/*", "!apps/legacy", "!apps/gone", "!"]
+#                                    ^^^^^^^^^^^^ warning[unused_exclusion]: `[workspace] include` exclusion `!apps/gone` takes back no package that the entries before it match
+#                                                  ^^^ error[invalid_glob]: `[workspace] include` exclusion `!` is invalid: the pattern after `!` is empty
+exclude = ["!apps/cli", "apps/**", "!apps/cli"]
+#          ^^^^^^^^^^^ warning[unused_exclusion]: `[workspace] exclude` exclusion `!apps/cli` takes back no package that the entries before it match
+//- /apps/cli/once.toml
+[[target]]
+name = "Cli"
+kind = "filegroup"
+//- /apps/legacy/once.toml
+[[target]]
+name = "Legacy"
+kind = "broken_kind"
+"#,
+    );
+}
+
+#[test]
 fn a_workspace_table_outside_the_root() {
     check(
         r#"

@@ -481,6 +481,89 @@ fn tests() {
     );
 }
 
+/// A library whose `srcs` leave its tests out (`["*.sh", "!*_test.sh", …]`): its inputs
+/// and the tests a change affects follow the list, and of two new files, the one the
+/// positive pattern selects becomes the library's input, the one the exclusion leaves
+/// out does not.
+#[test]
+fn inputs_and_affected_tests_follow_exclusions() {
+    let workspace = Workspace::copy("workspaces/unused_exclusion");
+    let inputs = || {
+        Once::at(
+            &workspace,
+            &[
+                "query",
+                "inputs",
+                "greeting/Greeting",
+                "greeting/GreetingTest",
+            ],
+        )
+    };
+    let affected = |path: &str| Once::at(&workspace, &["query", "affected-tests", path]);
+    check(
+        &[inputs(), affected("greeting/greet_test.sh")],
+        &expect![[r#"
+            $ once -C $WORKSPACE query inputs greeting/Greeting greeting/GreetingTest
+            exit: 0
+            --- stdout
+            greeting/Greeting f7ed22c3f2f6d785a40803c289d9a7f1def40fcba7e57ba9c23e7d237cec1d2f
+              82d84184bbdabaf30ef63401a599f003836835c2a51d02ab495c0725a71a59ae  greeting/greet.sh
+              baddd6f3d5fecda95e1914901d09d9b36e51bf687664a5ca5a70b49920373ff5  greeting/once.toml
+            greeting/GreetingTest b8bec4f40468eb0cfe64f9eb852dca31fa9a328a1a811907dbdd3d92babb036e
+              3500d19336b0f71452cab89777fd764bc86d9d2357849341f02b5f370e078ed5  greeting/greet_test.sh
+              baddd6f3d5fecda95e1914901d09d9b36e51bf687664a5ca5a70b49920373ff5  greeting/once.toml
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests greeting/greet_test.sh
+            exit: 0
+            --- stdout
+            affected tests (1):
+              greeting/GreetingTest (sh_test)
+                - changed test input `greeting/greet_test.sh`
+            --- stderr
+        "#]],
+    );
+    workspace.write("greeting/extra.sh", "extra() { :; }\n");
+    workspace.write("greeting/extra_test.sh", "true\n");
+    check(
+        &[
+            inputs(),
+            affected("greeting/extra.sh"),
+            affected("greeting/extra_test.sh"),
+        ],
+        &expect![[r#"
+            $ once -C $WORKSPACE query inputs greeting/Greeting greeting/GreetingTest
+            exit: 0
+            --- stdout
+            greeting/Greeting 40394991266b7213deb317cf481818406b9535435ee668136d5b79322cc4da07
+              49402dd13b8457b12a2ad8029c47f241a2fd823718f1a183f2ff8fff705a20a7  greeting/extra.sh
+              82d84184bbdabaf30ef63401a599f003836835c2a51d02ab495c0725a71a59ae  greeting/greet.sh
+              baddd6f3d5fecda95e1914901d09d9b36e51bf687664a5ca5a70b49920373ff5  greeting/once.toml
+            greeting/GreetingTest 632a46b9a2f5b23b9a7f55ca46571762d180378a0676556b9339d37483b4158d
+              a17fcf0a2f50e2d495e4f90ce263410edc183add6c62699a2facbccf60410f74  greeting/extra_test.sh
+              3500d19336b0f71452cab89777fd764bc86d9d2357849341f02b5f370e078ed5  greeting/greet_test.sh
+              baddd6f3d5fecda95e1914901d09d9b36e51bf687664a5ca5a70b49920373ff5  greeting/once.toml
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests greeting/extra.sh
+            exit: 0
+            --- stdout
+            affected tests (1):
+              greeting/GreetingTest (sh_test)
+                - depends on `greeting/Greeting`, whose input `greeting/extra.sh` changed
+            --- stderr
+
+            $ once -C $WORKSPACE query affected-tests greeting/extra_test.sh
+            exit: 0
+            --- stdout
+            affected tests (1):
+              greeting/GreetingTest (sh_test)
+                - changed test input `greeting/extra_test.sh`
+            --- stderr
+        "#]],
+    );
+}
+
 /// A source deep in the chain (`libs/text`) selects every test above it, with reasons.
 #[test]
 fn affected_tests_of_a_deep_source() {

@@ -1,9 +1,12 @@
-//! Compiled `srcs` patterns, shared by every package that writes the same pattern.
+//! Compiled `srcs` patterns, shared by every package that writes the same pattern, and
+//! compiled glob lists ([`SourceSelection`]): `srcs`, `[modules] paths` and a kind's
+//! `workspace_inputs`, read in order with `!` exclusions ([`once_db::glob_list`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::{GlobBuilder, GlobMatcher};
 use once_db::simple_glob::SimpleGlob;
+use once_db::{GlobEntry, GlobList};
 use rustc_hash::FxHashMap;
 
 /// A compiled `srcs` pattern: a literal path or a glob where `*` stays in one segment
@@ -101,5 +104,56 @@ impl SourcePattern {
             SourcePattern::Simple(glob) => glob.is_match(file),
             SourcePattern::Glob(glob) => glob.is_match(file),
         }
+    }
+}
+
+/// A compiled glob list: its entries in order, each selecting what its [`SourcePattern`]
+/// matches or, written `!pattern`, excluding it from what the entries before it selected;
+/// the last entry matching a file decides. An entry that does not compile is left out
+/// (it is reported where the list is checked).
+#[derive(Default)]
+pub struct SourceSelection {
+    list: GlobList<Arc<SourcePattern>>,
+}
+
+impl SourceSelection {
+    /// The list of the written `entries`.
+    pub fn new<'a>(entries: impl IntoIterator<Item = &'a str>) -> SourceSelection {
+        SourceSelection::rewritten(entries, |pattern| pattern.to_owned())
+    }
+
+    /// The list of the written `entries`, each pattern (after an exclusion's `!`)
+    /// rewritten by `rewrite` before it is compiled.
+    pub fn rewritten<'a>(
+        entries: impl IntoIterator<Item = &'a str>,
+        rewrite: impl Fn(&str) -> String,
+    ) -> SourceSelection {
+        let compiled = entries
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, text)| {
+                let entry = GlobEntry::parse(text);
+                let pattern = SourcePattern::cached(&rewrite(entry.pattern)).ok()?;
+                Some((index, entry.effect, pattern))
+            })
+            .collect();
+        SourceSelection {
+            list: GlobList::new(compiled),
+        }
+    }
+
+    /// Whether the list selects `file` (a path in the terms of its patterns).
+    pub fn selects(&self, file: &str) -> bool {
+        self.list.selects(|pattern| pattern.matches(file))
+    }
+
+    /// Whether no entry compiled (the list selects nothing).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The compiled entries.
+    pub fn list(&self) -> &GlobList<Arc<SourcePattern>> {
+        &self.list
     }
 }

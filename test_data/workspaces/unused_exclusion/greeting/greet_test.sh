@@ -1,0 +1,2 @@
+source "$(dirname "$0")/greet.sh"
+[ "$(greet world)" = "hello, world" ]
