@@ -644,6 +644,7 @@ pub fn run(
             break;
         }
     }
+    print_warnings(session.record_program(&plan, &prepared).as_slice());
     let (records, code) = prepared.finish(&plan);
     let success = code == session::exit::SUCCESS;
     if args.format == Format::Json {

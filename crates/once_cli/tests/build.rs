@@ -872,3 +872,31 @@ fn a_command_names_its_dependencies_outputs_with_location() {
         assert!(said.contains(expected), "{target}: {said}");
     }
 }
+
+#[test]
+fn once_run_records_the_run_itself_as_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        "[workspace]\n\n[[target]]\nname = \"Hello\"\nkind = \"script\"\n\n[target.attrs]\n\
+         script_path = \"hello.sh\"\nscript_runtime = \"sh\"\n",
+    );
+    write(root, "hello.sh", "echo hello; exit 3\n");
+    let output = once(root, &["run", "Hello"]);
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    let output = once(root, &["query", "evidence", "--format", "json"]);
+    let records: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs: Vec<&Value> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["subject"]["capability"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 1, "{records}");
+    assert_eq!(runs[0]["subject"]["id"], "Hello");
+    assert_eq!(runs[0]["status"], "failed");
+    assert_eq!(runs[0]["exit_code"], 3);
+    assert_eq!(runs[0]["cache"], "bypass");
+}

@@ -66,7 +66,9 @@ pub fn action_evidence(planned: &PlannedAction, result: &ActionResult) -> Option
         },
         action: Some(action.id.clone()),
         status,
-        action_digest: result.key?,
+        // A program `once run` starts itself (attached to the terminal) has no key of
+        // its own: its static key stands for it.
+        action_digest: result.key.unwrap_or(planned.static_key),
         input_digest: Some(planned.static_key),
         cache,
         exit_code: result.exit_code,

@@ -243,10 +243,31 @@ impl Session {
             warnings.extend(crate::record_evidence(&self.root, plan, &report));
         }
         Ok(Prepared {
+            built: report.results.len(),
             report,
             program,
             warnings,
         })
+    }
+
+    /// Records the evidence of the program runs the front end added to `prepared`'s
+    /// report (`once run` attached): subject the target's `run` capability, with the exit
+    /// code (a terminal's streams are not captured, so no stream digests). Returns a
+    /// warning when it cannot.
+    pub fn record_program(&self, plan: &Plan, prepared: &Prepared) -> Option<String> {
+        if !self.evidence {
+            return None;
+        }
+        let report = ExecutionReport {
+            results: prepared
+                .report
+                .results
+                .get(prepared.built..)
+                .unwrap_or_default()
+                .to_vec(),
+            warnings: Vec::new(),
+        };
+        crate::record_evidence(&self.root, plan, &report)
     }
 
     /// Validates `plan`'s actions (`once query validate-actions`): every action runs,
@@ -458,6 +479,9 @@ impl Built {
 pub struct Prepared {
     /// The report of what was built; the front end adds the program's results.
     pub report: ExecutionReport,
+    /// How many results the report had when it was prepared (the build's, whose evidence
+    /// is recorded); the program's come after.
+    pub built: usize,
     /// The target's own uncached `run` commands, in order (run only when the report
     /// succeeded).
     pub program: Vec<PlannedAction>,
