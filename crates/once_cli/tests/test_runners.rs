@@ -966,3 +966,83 @@ fn the_projects_own_pytest_and_go_find_the_same_tests_after_once_test() {
     assert_eq!(pytest_count(), pytest_before);
     assert_eq!(go_packages(), go_before);
 }
+
+/// Every file of `root` outside `.once`, with its content.
+fn source_tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|name| name == ".once") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let content = std::fs::read(&path).unwrap();
+                files.push((path.strip_prefix(root).unwrap().to_path_buf(), content));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_rust_crate_without_a_lockfile_builds_without_writing_one_and_hits_the_second_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let files = [
+        ("once.toml", "[workspace]\n"),
+        (
+            "calc/Cargo.toml",
+            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+        ),
+        (
+            "calc/src/lib.rs",
+            "/// Adds.\n///\n/// ```\n/// assert_eq!(calc::add(1, 2), 3);\n/// ```\n\
+             pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n\
+             #[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 1), 2);\n    }\n}\n",
+        ),
+        (
+            "calc/once.toml",
+            "[[target]]\nname = \"Calc\"\nkind = \"rust_library\"\nsrcs = [\"src/**/*.rs\"]\n\n\
+             [[target]]\nname = \"CalcTest\"\nkind = \"rust_test\"\nsrcs = [\"src/**/*.rs\"]\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let before = source_tree(&root);
+    let build = |expected: &str| {
+        let output = once(&root, &["build", "..."]);
+        let said = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(said.contains(expected), "{said}");
+    };
+    build("(4 actions: 0 hit, 4 miss, 0 bypass)");
+    assert_eq!(
+        source_tree(&root),
+        before,
+        "the build wrote into the source tree"
+    );
+    build("(4 actions: 4 hit, 0 miss, 0 bypass)");
+    // The tests run, the documentation test too, as cargo's own would.
+    let (code, answer) = test_json(&root, &["calc/CalcTest"]);
+    assert_eq!(code, 0, "{answer}");
+    let ids: Vec<&str> = answer["runs"][0]["results"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| case["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["calc::tests::adds", "doc::src/lib.rs - add (line 3)"]);
+    assert_eq!(source_tree(&root), before);
+}

@@ -609,7 +609,7 @@ fn go_and_rust_tests_batch_by_listed_case() {
         selecting(None)
     );
     expect![[r#"
-        error prelude/go.star:234:13-234:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
+        error prelude/go.star:236:13-236:121: fail: `batches` cannot split the tests when `args` selects them (`-test.run=^TestA$`); drop one of the two
     "#]]
     .assert_eq(&selecting(Some(2)));
     let rust = |batches: Option<i64>| {
@@ -618,6 +618,9 @@ fn go_and_rust_tests_batch_by_listed_case() {
             ("env", AttrValue::Dict(Vec::new())),
             ("timeout_seconds", AttrValue::Int(300)),
             ("test_filter", text("parse")),
+            // The documentation tests (which would need the Cargo attributes) are not
+            // what this is about.
+            ("doctests", AttrValue::Bool(false)),
         ];
         if let Some(batches) = batches {
             attrs.push(("batches", AttrValue::Int(batches)));
