@@ -169,3 +169,47 @@ fn every_producer_attaches_its_fixes() {
     assert!(remaining.valid, "{:?}", remaining.diagnostics);
     assert_eq!(render(&remaining.diagnostics), "");
 }
+
+/// The repairs and fixes of every diagnostic of a small workspace.
+fn repairs_and_fixes(fixture: &str) -> String {
+    let system = Fixture::parse(fixture).system();
+    let host = AnalysisHost::load(Arc::new(system), once_fixture::path(""));
+    let validation = host.analysis().validate_workspace().unwrap();
+    let mut out = String::new();
+    for located in &validation.diagnostics {
+        let d = &located.diagnostic;
+        out.push_str(&format!("{}: {}\n", d.code, d.message));
+        for repair in &d.repairs {
+            out.push_str(&format!("  repair: {repair}\n"));
+        }
+    }
+    out + &render(&validation.diagnostics)
+}
+
+/// A kind named by the word it starts with (`pytest` for `pytest_test`) is the first
+/// suggestion, before kinds only a few edits away (`c_test`).
+#[test]
+fn an_unknown_kind_suggests_the_kind_it_begins_first() {
+    expect![[r#"
+        unknown_target_kind: target kind `pytest` is not known
+          repair: Use kind `pytest_test`
+          repair: Use kind `c_test`
+          repair: List every kind with `once query target-kinds` (MCP `once_list_target_kinds`)
+        * app/once.toml unknown_target_kind: Use kind `pytest_test`
+            3:8-3:16 "\"pytest_test\""
+          app/once.toml unknown_target_kind: Use kind `c_test`
+            3:8-3:16 "\"c_test\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+//- /app/once.toml
+[[target]]
+name = "Tests"
+kind = "pytest"
+srcs = ["test_app.py"]
+//- /app/test_app.py
+"#,
+    ));
+}
