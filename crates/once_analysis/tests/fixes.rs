@@ -213,3 +213,89 @@ srcs = ["test_app.py"]
 "#,
     ));
 }
+
+/// `deps = ["A"]` in a package names the root package's `A`; when only the package's own
+/// `A` exists, the diagnostic suggests `./A` first and its preferred fix writes it.
+#[test]
+fn a_missing_root_target_named_like_one_of_the_package_suggests_the_local_reference() {
+    expect![[r#"
+        missing_dependency: target `app/Tool` depends on missing target `Lib`
+          repair: Did you mean `./Lib`, the target `app/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Declare target `Lib` or remove it from `deps`
+        missing_dependency: target `app/Tool` depends on missing target `sub/Lib`
+          repair: Did you mean `./sub/Lib`, the target `app/sub/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Declare target `sub/Lib` or remove it from `deps`
+        * app/once.toml missing_dependency: Depend on `./Lib`
+            10:9-10:14 "\"./Lib\""
+        * app/once.toml missing_dependency: Depend on `./sub/Lib`
+            10:16-10:25 "\"./sub/Lib\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+//- /app/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+
+[[target]]
+name = "Tool"
+kind = "rust_binary"
+srcs = ["main.rs"]
+deps = ["Lib", "sub/Lib"]
+//- /app/lib.rs
+//- /app/main.rs
+//- /app/sub/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+visibility = ["public"]
+//- /app/sub/lib.rs
+"#,
+    ));
+}
+
+/// The root package's target keeps its plain suggestions, and a near miss in the root
+/// package still ranks after the package's own exact name.
+#[test]
+fn a_near_miss_in_the_root_package_comes_after_the_local_target() {
+    expect![[r#"
+        missing_dependency: target `app/Tool` depends on missing target `Lib`
+          repair: Did you mean `./Lib`, the target `app/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Did you mean `Lob`?
+          repair: Declare target `Lib` or remove it from `deps`
+        * app/once.toml missing_dependency: Depend on `./Lib`
+            10:9-10:14 "\"./Lib\""
+          app/once.toml missing_dependency: Depend on `Lob`
+            10:9-10:14 "\"Lob\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+
+[[target]]
+name = "Lob"
+kind = "rust_library"
+srcs = ["lib.rs"]
+visibility = ["public"]
+//- /lib.rs
+//- /app/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+
+[[target]]
+name = "Tool"
+kind = "rust_binary"
+srcs = ["main.rs"]
+deps = ["Lib"]
+//- /app/lib.rs
+//- /app/main.rs
+"#,
+    ));
+}
