@@ -1,7 +1,8 @@
 //! MCP protocol tests in-process: the server (`once_mcp::run`, its reader and worker
 //! threads) over an in-memory line pair, on a copy of the demo workspace. Framing, every
 //! error code of the seed's table, versions, batches, limits, cancellation, a ping
-//! overtaking queued work. What needs the real process (its exit status at EOF, a
+//! overtaking queued work; and what every tool taking a target answers for one that
+//! does not exist. What needs the real process (its exit status at EOF, a
 //! startup error, its resident memory, signals) is tested through the binary in
 //! `crates/once_cli/tests/mcp_protocol.rs`.
 
@@ -82,9 +83,14 @@ impl Server {
     }
 
     fn start_in(workspace: tempfile::TempDir) -> Server {
+        Server::start_with(workspace, false)
+    }
+
+    /// A server on `workspace`, with the gated tools when `allow_run`.
+    fn start_with(workspace: tempfile::TempDir, allow_run: bool) -> Server {
         let config = ServerConfig {
             root: workspace.path().to_path_buf(),
-            allow_run: false,
+            allow_run,
             threads: 2,
             store: None,
         };
@@ -504,5 +510,58 @@ fn ping_is_answered_while_the_worker_is_busy() {
         third["result"]["structuredContent"]["result"]["target_count"],
         1500
     );
+    server.finish();
+}
+
+/// Every tool taking a target answers an unknown one as `once` does on the command line
+/// (`once_analysis::closest_targets`): a bare name suggests the id ending in it, a Bazel
+/// label the id it spells.
+#[test]
+fn every_tool_taking_a_target_suggests_the_target_meant() {
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(&demo(), workspace.path());
+    let mut server = Server::start_with(workspace, true);
+    server.initialize("2025-11-25");
+    let calls: &[(&str, fn(&str) -> Value)] = &[
+        ("once_get_target", |t| json!({ "target": t })),
+        ("once_query_capabilities", |t| json!({ "target": t })),
+        ("once_query_test_results", |t| json!({ "target": t })),
+        ("once_build_target", |t| json!({ "target": t })),
+        ("once_validate_actions", |t| json!({ "target": t })),
+        ("once_run_target", |t| json!({ "target": t })),
+        ("once_run_tests", |t| json!({ "target": t })),
+        ("once_run_tests", |t| json!({ "targets": [t] })),
+        ("once_start_target", |t| json!({ "target": t })),
+    ];
+    let mut id = 1;
+    for asked in ["TextTest", "//libs/text:TextTest", "libs/text:TextTest"] {
+        for (tool, arguments) in calls {
+            id += 1;
+            let reply = server.call(id, tool, arguments(asked));
+            assert_eq!(reply["isError"], true, "{tool} {asked}: {reply}");
+            let text = reply["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(
+                text.starts_with(&format!(
+                    "no target `{asked}` in the workspace; did you mean `libs/text/TextTest`"
+                )),
+                "{tool} {asked}: {text}"
+            );
+        }
+    }
+    // A short name and a short label: no edit distance would find them.
+    for (asked, meant) in [
+        ("Text", "libs/text/Text"),
+        ("//tools:Banner", "tools/Banner"),
+    ] {
+        id += 1;
+        let reply = server.call(id, "once_get_target", json!({ "target": asked }));
+        let text = reply["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with(&format!(
+                "no target `{asked}` in the workspace; did you mean `{meant}`"
+            )),
+            "{asked}: {text}"
+        );
+    }
     server.finish();
 }
