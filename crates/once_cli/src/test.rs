@@ -86,7 +86,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     let outcome = session.test(&plan, &options, line.as_ref().map(|l| l as &dyn Observer));
     set_interruptible(Interruptible::Nothing);
     if live {
-        let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
+        let _ = write!(crate::output::stderr(), "\r\x1b[K");
     }
     let tested = outcome.map_err(|e| anyhow!(e))?;
     print_warnings(&tested.warnings);
@@ -116,7 +116,7 @@ impl Observer for TestLine {
             .chars()
             .take(terminal_width().saturating_sub(1))
             .collect();
-        let mut stderr = std::io::stderr().lock();
+        let mut stderr = crate::output::stderr();
         let _ = write!(stderr, "\r\x1b[K{line}");
         let _ = stderr.flush();
     }

@@ -1210,6 +1210,47 @@ fn a_panic_is_reported_as_a_bug_and_exits_2() {
     report(&causes);
 }
 
+/// A reader that leaves early (`once … | head`) ends every command quietly: no message
+/// (no "internal error"), exit status 141 (128 + SIGPIPE, docs/cli.md), whether it
+/// read part of a long answer or nothing at all.
+#[test]
+fn a_closed_output_pipe_ends_every_command_quietly() {
+    let demo = demo();
+    // 3,000 targets: a listing far longer than a pipe holds (64 KiB).
+    let mut manifest = String::new();
+    for i in 0..3000 {
+        manifest.push_str(&format!(
+            "[[target]]\nname = \"Files{i:04}\"\nkind = \"filegroup\"\nsrcs = []\n\n"
+        ));
+    }
+    demo.write("libs/many/once.toml", &manifest);
+    let cases: &[(&[&str], usize)] = &[
+        (&["query", "targets"], 100),
+        (&["query", "targets", "--format", "json"], 100),
+        (&["query", "targets"], 0),
+        (&["query", "workspace"], 0),
+        (&["query", "target", "apps/greeter/Greeter"], 0),
+        (&["query", "example", "command", "command-generate-file"], 0),
+        (&["query", "module-contract"], 0),
+        (&["query", "validate-workspace"], 0),
+        (&["build", "data/Messages"], 0),
+        (&["cache", "stats"], 0),
+        (&["runtime", "list"], 0),
+        (&["completions", "bash"], 0),
+    ];
+    let mut unquiet = Vec::new();
+    for (args, bytes) in cases {
+        let (code, stderr) = Once::at(&demo, args).run_closing_stdout_after(*bytes);
+        if (code, stderr.as_str()) != (141, "") {
+            unquiet.push(format!(
+                "`once {}`, its reader gone after {bytes} bytes: exit {code}, stderr {stderr:?}",
+                args.join(" ")
+            ));
+        }
+    }
+    assert!(unquiet.is_empty(), "{}", unquiet.join("\n"));
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let outcomes = [

@@ -186,6 +186,44 @@ impl Once {
     }
 }
 
+impl Once {
+    /// Runs the binary with a reader of its stdout that leaves early, as `once … | head`
+    /// does: it reads `bytes` bytes (none: it is gone before `once` writes), then closes
+    /// the pipe. Returns the exit code and stderr.
+    pub fn run_closing_stdout_after(&self, bytes: usize) -> (i32, String) {
+        use std::io::Read as _;
+        let scratch = tempfile::tempdir().expect("cannot create a temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .args(&self.args)
+            .current_dir(self.cwd.as_deref().unwrap_or(scratch.path()))
+            .env_remove("ONCE_WORKSPACE")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start the once binary");
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let mut read = vec![0; bytes];
+        stdout.read_exact(&mut read).unwrap_or_else(|e| {
+            panic!(
+                "`once {}` printed less than {bytes} bytes: {e}",
+                self.shown.join(" ")
+            )
+        });
+        drop(stdout);
+        let output = child.wait_with_output().expect("once did not finish");
+        let code = output.status.code().unwrap_or_else(|| {
+            panic!(
+                "`once {}` was killed: {:?}",
+                self.shown.join(" "),
+                output.status
+            )
+        });
+        (code, String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
 /// What one run of `once` did.
 pub struct Outcome {
     pub command: String,
