@@ -298,12 +298,36 @@ pub fn schema(kind: &KindSchema) {
     }
 }
 
+/// A starter example: its name, when to use it, the list of its files, then each file
+/// under a `==> PATH <==` header (as `head` shows several files), ready to copy.
 pub fn example(example: &Example) {
     println!("example {}: {}", paint(ID, &example.slug), example.name);
     println!("use when: {}", example.use_when);
     println!("files:");
     for file in &example.files {
         println!("  {}", file.path);
+    }
+    for file in &example.files {
+        println!();
+        println!("{}", paint(BOLD, format!("==> {} <==", file.path)));
+        match std::str::from_utf8(&file.contents) {
+            Ok(text) => {
+                print!("{}", printable(text));
+                if !text.is_empty() && !text.ends_with('\n') {
+                    println!();
+                }
+            }
+            Err(_) => println!(
+                "{}",
+                paint(
+                    DIM,
+                    format!(
+                        "(not UTF-8 text, {} bytes: `--format json` carries it in base64)",
+                        file.contents.len()
+                    )
+                )
+            ),
+        }
     }
 }
 

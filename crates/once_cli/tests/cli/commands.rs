@@ -335,6 +335,40 @@ fn example() {
     );
 }
 
+/// The human answer shows every file's contents under a header, the same text as the
+/// JSON answer's `contents`, so a starter can be read without `--format json`.
+#[test]
+fn example_files_come_with_their_contents() {
+    let demo = demo();
+    for (kind, slug) in [
+        ("command", "command-generate-file"),
+        ("c_test", "c-test-minimal"),
+        ("pytest_test", "python-package-with-tests"),
+    ] {
+        let human = Once::at(&demo, &["query", "example", kind, slug]).run();
+        let json = Once::at(&demo, &["query", "example", kind, slug, "--format", "json"]).run();
+        assert_eq!((human.code, json.code), (0, 0), "{}", human.render());
+        let files = json.json()["files"].as_array().unwrap().clone();
+        assert!(!files.is_empty(), "{slug}");
+        let mut expected = String::new();
+        for file in &files {
+            let contents = file["contents"].as_str().unwrap();
+            expected.push_str(&format!(
+                "\n==> {} <==\n{contents}",
+                file["path"].as_str().unwrap()
+            ));
+            if !contents.is_empty() && !contents.ends_with('\n') {
+                expected.push('\n');
+            }
+        }
+        assert!(
+            human.stdout.ends_with(&expected),
+            "{slug}: the files after the list should read\n{expected}\n--- but the answer is\n{}",
+            human.stdout
+        );
+    }
+}
+
 #[test]
 fn target_kinds() {
     let demo = demo();
