@@ -114,7 +114,7 @@ fn run() -> ExitCode {
         Command::Test {
             targets,
             changed,
-            all: _,
+            all,
             jobs,
             rerun,
             attempts,
@@ -125,6 +125,7 @@ fn run() -> ExitCode {
             &test::TestArgs {
                 targets,
                 changed,
+                all: *all,
                 jobs: *jobs,
                 rerun: *rerun,
                 attempts: *attempts,

@@ -39,6 +39,20 @@ impl Workspace {
         Workspace { _dir: dir, root }
     }
 
+    /// An empty workspace: a root `once.toml` with `[workspace]` and nothing else.
+    pub fn empty() -> Workspace {
+        let dir = tempfile::Builder::new()
+            .prefix("once-cli-test-")
+            .tempdir()
+            .expect("cannot create a temp dir");
+        let root = dir
+            .path()
+            .canonicalize()
+            .expect("cannot canonicalize the temp dir");
+        std::fs::write(root.join("once.toml"), "[workspace]\n").expect("cannot write once.toml");
+        Workspace { _dir: dir, root }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
