@@ -522,22 +522,28 @@ fn every_tool_taking_a_target_suggests_the_target_meant() {
     copy_dir(&demo(), workspace.path());
     let mut server = Server::start_with(workspace, true);
     server.initialize("2025-11-25");
-    let calls: &[(&str, fn(&str) -> Value)] = &[
-        ("once_get_target", |t| json!({ "target": t })),
-        ("once_query_capabilities", |t| json!({ "target": t })),
-        ("once_query_test_results", |t| json!({ "target": t })),
-        ("once_build_target", |t| json!({ "target": t })),
-        ("once_validate_actions", |t| json!({ "target": t })),
-        ("once_run_target", |t| json!({ "target": t })),
-        ("once_run_tests", |t| json!({ "target": t })),
-        ("once_run_tests", |t| json!({ "targets": [t] })),
-        ("once_start_target", |t| json!({ "target": t })),
+    // Each tool and the argument naming the target (`targets` takes a list).
+    let calls = [
+        ("once_get_target", "target"),
+        ("once_query_capabilities", "target"),
+        ("once_query_test_results", "target"),
+        ("once_build_target", "target"),
+        ("once_validate_actions", "target"),
+        ("once_run_target", "target"),
+        ("once_run_tests", "target"),
+        ("once_run_tests", "targets"),
+        ("once_start_target", "target"),
     ];
     let mut id = 1;
     for asked in ["TextTest", "//libs/text:TextTest", "libs/text:TextTest"] {
-        for (tool, arguments) in calls {
+        for (tool, argument) in calls {
             id += 1;
-            let reply = server.call(id, tool, arguments(asked));
+            let arguments = if argument == "targets" {
+                json!({ argument: [asked] })
+            } else {
+                json!({ argument: asked })
+            };
+            let reply = server.call(id, tool, arguments);
             assert_eq!(reply["isError"], true, "{tool} {asked}: {reply}");
             let text = reply["content"][0]["text"].as_str().unwrap_or_default();
             assert!(
