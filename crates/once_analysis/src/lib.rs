@@ -54,6 +54,32 @@ pub fn closest_names<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -
     once_graph::text::closest(word, names, 3)
 }
 
+/// The target ids closest to `asked` (for "did you mean" messages), best first: the id
+/// `asked` spells in another form (a Bazel label `//pkg:Name`, `pkg:Name`, `./Name`),
+/// then [`closest_names`], where a bare name ranks the ids ending in it first
+/// (`Name` → `pkg/Name`). Every front end's target lookup suggests these.
+pub fn closest_targets(asked: &str, ids: &[String]) -> Vec<String> {
+    let asked = asked.trim();
+    let respelled = match once_model::resolve_reference("", asked) {
+        Ok(label) => Some(label.id()),
+        Err(error) => error
+            .suggestion()
+            .map(str::to_owned)
+            .or_else(|| asked.contains(':').then(|| asked.replace(':', "/"))),
+    };
+    let mut suggestions: Vec<String> = respelled
+        .filter(|id| id != asked && ids.contains(id))
+        .into_iter()
+        .collect();
+    for id in closest_names(asked, ids.iter().map(String::as_str)) {
+        if !suggestions.contains(&id) {
+            suggestions.push(id);
+        }
+    }
+    suggestions.truncate(3);
+    suggestions
+}
+
 /// The answer of a query, or `Cancelled` when an edit arrived meanwhile.
 pub type Cancellable<T> = Result<T, salsa::Cancelled>;
 
@@ -339,8 +365,9 @@ pub enum Listing {
 }
 
 impl NotFound {
-    fn new(what: String, asked: &str, candidates: &[String], listing: Listing) -> NotFound {
-        let suggestions = closest_names(asked, candidates.iter().map(String::as_str));
+    /// What was not found, with the closest candidates (best first; none: `listing`
+    /// names what lists them).
+    fn new(what: String, suggestions: &[String], listing: Listing) -> NotFound {
         let quoted: Vec<String> = suggestions.iter().map(|s| format!("`{s}`")).collect();
         match quoted.as_slice() {
             [] => NotFound {
@@ -602,8 +629,7 @@ impl Analysis {
                     .collect();
                 Err(NotFound::new(
                     format!("no target `{id}` in the workspace"),
-                    &id,
-                    &ids,
+                    &closest_targets(&id, &ids),
                     Listing::Targets,
                 ))
             }
@@ -621,8 +647,7 @@ impl Analysis {
                     let names: Vec<String> = catalog.names().map(str::to_owned).collect();
                     Err(NotFound::new(
                         format!("no target kind `{name}`"),
-                        &name,
-                        &names,
+                        &closest_names(&name, names.iter().map(String::as_str)),
                         Listing::TargetKinds,
                     ))
                 }

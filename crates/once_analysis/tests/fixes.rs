@@ -169,3 +169,133 @@ fn every_producer_attaches_its_fixes() {
     assert!(remaining.valid, "{:?}", remaining.diagnostics);
     assert_eq!(render(&remaining.diagnostics), "");
 }
+
+/// The repairs and fixes of every diagnostic of a small workspace.
+fn repairs_and_fixes(fixture: &str) -> String {
+    let system = Fixture::parse(fixture).system();
+    let host = AnalysisHost::load(Arc::new(system), once_fixture::path(""));
+    let validation = host.analysis().validate_workspace().unwrap();
+    let mut out = String::new();
+    for located in &validation.diagnostics {
+        let d = &located.diagnostic;
+        out.push_str(&format!("{}: {}\n", d.code, d.message));
+        for repair in &d.repairs {
+            out.push_str(&format!("  repair: {repair}\n"));
+        }
+    }
+    out + &render(&validation.diagnostics)
+}
+
+/// A kind named by the word it starts with (`pytest` for `pytest_test`) is the first
+/// suggestion, before kinds only a few edits away (`c_test`).
+#[test]
+fn an_unknown_kind_suggests_the_kind_it_begins_first() {
+    expect![[r#"
+        unknown_target_kind: target kind `pytest` is not known
+          repair: Use kind `pytest_test`
+          repair: Use kind `c_test`
+          repair: List every kind with `once query target-kinds` (MCP `once_list_target_kinds`)
+        * app/once.toml unknown_target_kind: Use kind `pytest_test`
+            3:8-3:16 "\"pytest_test\""
+          app/once.toml unknown_target_kind: Use kind `c_test`
+            3:8-3:16 "\"c_test\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+//- /app/once.toml
+[[target]]
+name = "Tests"
+kind = "pytest"
+srcs = ["test_app.py"]
+//- /app/test_app.py
+"#,
+    ));
+}
+
+/// `deps = ["A"]` in a package names the root package's `A`; when only the package's own
+/// `A` exists, the diagnostic suggests `./A` first and its preferred fix writes it.
+#[test]
+fn a_missing_root_target_named_like_one_of_the_package_suggests_the_local_reference() {
+    expect![[r#"
+        missing_dependency: target `app/Tool` depends on missing target `Lib`
+          repair: Did you mean `./Lib`, the target `app/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Declare target `Lib` or remove it from `deps`
+        missing_dependency: target `app/Tool` depends on missing target `sub/Lib`
+          repair: Did you mean `./sub/Lib`, the target `app/sub/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Declare target `sub/Lib` or remove it from `deps`
+        * app/once.toml missing_dependency: Depend on `./Lib`
+            10:9-10:14 "\"./Lib\""
+        * app/once.toml missing_dependency: Depend on `./sub/Lib`
+            10:16-10:25 "\"./sub/Lib\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+//- /app/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+
+[[target]]
+name = "Tool"
+kind = "rust_binary"
+srcs = ["main.rs"]
+deps = ["Lib", "sub/Lib"]
+//- /app/lib.rs
+//- /app/main.rs
+//- /app/sub/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+visibility = ["public"]
+//- /app/sub/lib.rs
+"#,
+    ));
+}
+
+/// The root package's target keeps its plain suggestions, and a near miss in the root
+/// package still ranks after the package's own exact name.
+#[test]
+fn a_near_miss_in_the_root_package_comes_after_the_local_target() {
+    expect![[r#"
+        missing_dependency: target `app/Tool` depends on missing target `Lib`
+          repair: Did you mean `./Lib`, the target `app/Lib` of this package? A reference without `./` starts at the workspace root
+          repair: Did you mean `Lob`?
+          repair: Declare target `Lib` or remove it from `deps`
+        * app/once.toml missing_dependency: Depend on `./Lib`
+            10:9-10:14 "\"./Lib\""
+          app/once.toml missing_dependency: Depend on `Lob`
+            10:9-10:14 "\"Lob\""
+    "#]]
+    .assert_eq(&repairs_and_fixes(
+        r#"
+//- /once.toml
+[workspace]
+
+[[target]]
+name = "Lob"
+kind = "rust_library"
+srcs = ["lib.rs"]
+visibility = ["public"]
+//- /lib.rs
+//- /app/once.toml
+[[target]]
+name = "Lib"
+kind = "rust_library"
+srcs = ["lib.rs"]
+
+[[target]]
+name = "Tool"
+kind = "rust_binary"
+srcs = ["main.rs"]
+deps = ["Lib"]
+//- /app/lib.rs
+//- /app/main.rs
+"#,
+    ));
+}

@@ -1,7 +1,8 @@
 //! Running tests, shared by `once test` and the MCP tool `once_run_tests`:
 //!
 //! 1. [`select`] picks the test targets: named ones (`ID`, `PKG/...`), those affected by
-//!    changed paths (the `affected-tests` selection, with its reasons), or all of them;
+//!    changed paths (the `affected-tests` selection, with its reasons), those of a
+//!    directory's package and below it (`once test` in a subdirectory), or all of them;
 //! 2. [`crate::plan`] plans their `test` capability (which builds what each needs first);
 //! 3. [`run`] executes the plan (every test target in parallel up to `jobs`, a failing
 //!    test stopping nothing else), reads each target's `once.test_results.v1` record,
@@ -42,12 +43,16 @@ pub enum SelectionMode {
     Affected,
     /// Every test.
     Full,
+    /// The tests of the current directory's package and of the packages below the
+    /// directory (`once test` without targets, in a subdirectory of the workspace).
+    Directory,
 }
 
 /// Which tests were selected, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Selection {
-    /// `explicit` (named targets), `affected` (changed paths) or `full` (every test).
+    /// `explicit` (named targets), `affected` (changed paths), `directory` (the tests of
+    /// the current directory's package and below it) or `full` (every test).
     pub mode: SelectionMode,
     pub changed_paths: Vec<String>,
     pub tests: Vec<SelectedTest>,
@@ -63,11 +68,22 @@ pub struct SelectedTest {
     pub reasons: Vec<String>,
 }
 
-/// What to select: named targets win, then changed paths, then `all`.
+/// What to select: named targets win, then changed paths, then a directory's tests, then
+/// `all`.
 pub enum Request<'a> {
     Targets(&'a [String]),
     Changed(&'a [String]),
+    /// A workspace-relative directory, not the root.
+    Directory(&'a str),
     All,
+}
+
+/// Whether `path` is `directory` or below it (`""`, the root, holds everything).
+fn is_within(path: &str, directory: &str) -> bool {
+    directory.is_empty()
+        || path
+            .strip_prefix(directory)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The test targets `request` selects, in a stable order.
@@ -123,6 +139,40 @@ pub fn select(
                     })
                     .collect(),
                 warnings: affected.warnings,
+            }
+        }
+        Request::Directory(directory) => {
+            // The package the directory belongs to (the root's, at least), then every
+            // package below the directory.
+            let packages = analysis.packages()?;
+            let owner = packages
+                .iter()
+                .filter(|package| is_within(directory, package))
+                .max_by_key(|package| package.len())
+                .map_or("", String::as_str);
+            let shown = if owner.is_empty() { "." } else { owner };
+            Selection {
+                mode: SelectionMode::Directory,
+                changed_paths: Vec::new(),
+                tests: tests
+                    .iter()
+                    .filter_map(|t| {
+                        let package = t.id.rsplit_once('/').map_or("", |(package, _)| package);
+                        let reason = if package == owner {
+                            format!("in `{shown}`, the package of the current directory")
+                        } else if is_within(package, directory) {
+                            format!("below the current directory `{directory}`")
+                        } else {
+                            return None;
+                        };
+                        Some(SelectedTest {
+                            id: t.id.clone(),
+                            kind: t.kind.clone(),
+                            reasons: vec![reason],
+                        })
+                    })
+                    .collect(),
+                warnings: Vec::new(),
             }
         }
         Request::All => Selection {

@@ -144,15 +144,17 @@ pub enum Command {
     /// (`once.test_results.v1`). A passing test whose inputs are unchanged is a cache hit.
     /// Exits 0 when every test passed, 1 when one failed, 2 for usage and I/O errors.
     Test {
-        /// Test target ids (`libs/text/TextTest`), `PKG/...` or `...`.
+        /// Test target ids (`libs/text/TextTest`), `PKG/...` or `...`. Without any (and
+        /// without `--changed`): the tests of the current directory's package and of the
+        /// packages below the directory, which from the workspace root is every test.
         #[arg(value_name = "TARGET", conflicts_with_all = ["changed", "all"])]
         targets: Vec<String>,
         /// Run the tests affected by this changed workspace-relative path (repeatable):
         /// the selection of `once query affected-tests`.
         #[arg(long, value_name = "PATH", conflicts_with = "all")]
         changed: Vec<String>,
-        /// Run every test target (also what `once test` runs when neither targets nor
-        /// `--changed` are given).
+        /// Run every test target of the workspace, wherever `once` runs (what `once test`
+        /// runs from the workspace root).
         #[arg(long)]
         all: bool,
         /// How many actions run at once (default: the number of cores).

@@ -186,7 +186,7 @@ impl<'p> ProgressLine<'p> {
             .chars()
             .take(width.saturating_sub(1))
             .collect();
-        let mut stderr = std::io::stderr().lock();
+        let mut stderr = crate::output::stderr();
         let _ = write!(stderr, "\r\x1b[K{line}");
         let _ = stderr.flush();
         self.shown.store(true, Ordering::Relaxed);
@@ -194,7 +194,7 @@ impl<'p> ProgressLine<'p> {
 
     fn clear(&self) {
         if self.shown.load(Ordering::Relaxed) {
-            let mut stderr = std::io::stderr().lock();
+            let mut stderr = crate::output::stderr();
             let _ = write!(stderr, "\r\x1b[K");
             let _ = stderr.flush();
         }
@@ -562,8 +562,8 @@ pub fn run(
     if args.format == Format::Human {
         for id in &own {
             if let Some(result) = prepared.report.result(id) {
-                let _ = std::io::stdout().write_all(&result.stdout.tail);
-                let _ = std::io::stderr().write_all(&result.stderr.tail);
+                let _ = crate::output::stdout().write_all(&result.stdout.tail);
+                let _ = crate::output::stderr().write_all(&result.stderr.tail);
             }
         }
     }

@@ -297,7 +297,7 @@ fn finish(
     // Needs that ran in this execution: what they printed goes to stderr, each under a
     // header (stdout stays the requested program's own); a hit shows nothing, `-q` none.
     if !quiet {
-        let mut stderr = std::io::stderr().lock();
+        let mut stderr = crate::output::stderr();
         for need in scripts::needs_to_show(&lowered.job, report) {
             let _ = stderr.write_all(scripts::need_header(&lowered.job, need).as_bytes());
             let mut lines = EndsLines::new(&mut stderr);
@@ -309,7 +309,7 @@ fn finish(
     // A need that failed: its streams (on stderr: the requested script did not run) and
     // why, and its exit code.
     if let Some(failed) = run.failed_need() {
-        let mut stderr = std::io::stderr().lock();
+        let mut stderr = crate::output::stderr();
         replay(store, &failed.stdout, &mut stderr);
         replay(store, &failed.stderr, &mut stderr);
         let _ = writeln!(
@@ -328,11 +328,11 @@ fn finish(
         return Ok(outcome_of(run.exit_code()));
     }
     {
-        let mut stdout = std::io::stdout().lock();
+        let mut stdout = crate::output::stdout();
         replay(store, &result.stdout, &mut stdout);
         let _ = stdout.flush();
     }
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = crate::output::stderr();
     replay(store, &result.stderr, &mut stderr);
     // Failures before the program ran (a program not found, an output not written):
     // say why.
@@ -344,7 +344,7 @@ fn finish(
     // shows it.
     drop(stderr);
     crate::build::print_warnings(&run.warnings);
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = crate::output::stderr();
     let cache = result.cache.map_or("none", |c| c.as_str());
     let digest = result.key.map(|k| k.to_hex()).unwrap_or_default();
     let code = run.exit_code();

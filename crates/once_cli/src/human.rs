@@ -1,16 +1,20 @@
 //! Human-readable rendering. Colour goes through `anstream`, which strips it when stdout
 //! is not a terminal (or `NO_COLOR` is set).
 
-/// Prints a line through `anstream` (which strips colour off a terminal), ignoring
-/// write errors: a closed pipe (`once … | head`) must not panic.
+/// Prints a line through `anstream` (which strips colour off a terminal); a closed pipe
+/// (`once … | head`) is recorded ([`crate::output`]), never a panic.
 macro_rules! println {
-    () => {{
-        use std::io::Write as _;
-        let _ = writeln!(anstream::stdout());
-    }};
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(anstream::stdout(), $($arg)*);
+        let _ = writeln!(crate::output::Watched(anstream::stdout()), $($arg)*);
+    }};
+}
+
+/// [`println!`] without the newline.
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(crate::output::Watched(anstream::stdout()), $($arg)*);
     }};
 }
 use anstyle::{AnsiColor, Style};
@@ -294,12 +298,36 @@ pub fn schema(kind: &KindSchema) {
     }
 }
 
+/// A starter example: its name, when to use it, the list of its files, then each file
+/// under a `==> PATH <==` header (as `head` shows several files), ready to copy.
 pub fn example(example: &Example) {
     println!("example {}: {}", paint(ID, &example.slug), example.name);
     println!("use when: {}", example.use_when);
     println!("files:");
     for file in &example.files {
         println!("  {}", file.path);
+    }
+    for file in &example.files {
+        println!();
+        println!("{}", paint(BOLD, format!("==> {} <==", file.path)));
+        match std::str::from_utf8(&file.contents) {
+            Ok(text) => {
+                print!("{}", printable(text));
+                if !text.is_empty() && !text.ends_with('\n') {
+                    println!();
+                }
+            }
+            Err(_) => println!(
+                "{}",
+                paint(
+                    DIM,
+                    format!(
+                        "(not UTF-8 text, {} bytes: `--format json` carries it in base64)",
+                        file.contents.len()
+                    )
+                )
+            ),
+        }
     }
 }
 
@@ -562,7 +590,7 @@ pub fn external_source(fetched: &once_fetch::FetchedSource) {
         fetched.content_digest
     );
     let shown = printable(&fetched.content);
-    let mut stdout = anstream::stdout();
+    let mut stdout = crate::output::Watched(anstream::stdout());
     let _ = std::io::Write::write_all(&mut stdout, shown.as_bytes());
     if !shown.is_empty() && !shown.ends_with('\n') {
         println!();

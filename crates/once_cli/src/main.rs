@@ -3,14 +3,39 @@
 //! Exit codes: 0 when the command ran (even if the workspace has problems), 1 when a
 //! `validate-*` command found the workspace or target invalid, an `edit` command was
 //! rejected or conflicted (nothing written), a `build` or `run` failed, or a test failed
-//! (`test`), 2 for usage
-//! and I/O errors.
+//! (`test`), 2 for usage and I/O errors, 141 (quietly) when stdout or stderr was closed
+//! before the command finished (`once … | head`, [`output`]).
 
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
     reason = "the CLI's job is printing"
 )]
+
+/// `println!` for the whole crate (defined before the modules, so it replaces std's in
+/// each): a closed stdout is recorded ([`output`]), never a panic.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::output::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` for the whole crate, as [`println!`].
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!($crate::output::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` for the whole crate: a closed stderr is recorded, never a panic.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::output::stderr(), $($arg)*);
+    }};
+}
 
 mod args;
 mod build;
@@ -19,6 +44,7 @@ mod edit;
 mod exec;
 mod human;
 mod isolation;
+mod output;
 mod panic;
 mod query;
 mod runtime;
@@ -88,7 +114,7 @@ fn run() -> ExitCode {
         Command::Test {
             targets,
             changed,
-            all: _,
+            all,
             jobs,
             rerun,
             attempts,
@@ -99,6 +125,7 @@ fn run() -> ExitCode {
             &test::TestArgs {
                 targets,
                 changed,
+                all: *all,
                 jobs: *jobs,
                 rerun: *rerun,
                 attempts: *attempts,
@@ -212,11 +239,15 @@ fn run() -> ExitCode {
             let mut script = Vec::new();
             clap_complete::generate(*shell, &mut command, "once", &mut script);
             // A reader that stops early (`| head`) is not an error.
-            let _ = std::io::stdout().write_all(&script);
+            let _ = output::stdout().write_all(&script);
             Ok(Outcome::Success)
         }
         Command::DebugPanic => panic!("`once debug-panic` panics on purpose"),
     };
+    // A reader that left early (`once … | head`): whatever happened, nobody reads on.
+    if output::closed() {
+        return ExitCode::from(output::CLOSED_PIPE_EXIT);
+    }
     match outcome {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
@@ -247,7 +278,7 @@ pub enum Outcome {
 /// human output; JSON escapes them itself).
 fn report_error(format: Format, err: &anyhow::Error) {
     let chain: Vec<String> = err.chain().map(|c| c.to_string()).collect();
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = output::stderr();
     match format {
         Format::Json => {
             let value =

@@ -62,7 +62,7 @@ fn answer<T>(value: Cancellable<T>) -> anyhow::Result<T> {
 /// every target's inputs is megabytes; building it in memory first only costs time).
 /// A reader that closed the pipe early (`once … | head`) is not an error.
 pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, crate::output::stdout());
     let written = match serde_json::to_writer(&mut stdout, value) {
         // Not a write that failed but a value JSON cannot express (no answer has one).
         Err(err) if !err.is_io() => return Err(err).context("cannot encode the JSON answer"),
@@ -75,7 +75,7 @@ pub(crate) fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
 /// Prints an answer already encoded as one compact JSON line (without its newline), as
 /// [`print_json`] does.
 pub(crate) fn print_json_bytes(answer: &[u8]) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     let written = stdout
         .write_all(answer)
         .and_then(|()| stdout.write_all(b"\n"))
@@ -83,7 +83,8 @@ pub(crate) fn print_json_bytes(answer: &[u8]) -> anyhow::Result<()> {
     stdout_written(written)
 }
 
-/// A write to stdout's outcome: a reader that closed the pipe early is not an error.
+/// A write to stdout's outcome: a reader that closed the pipe early is not an error (it
+/// was recorded, [`crate::output`]).
 fn stdout_written(written: std::io::Result<()>) -> anyhow::Result<()> {
     match written {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -294,7 +294,8 @@ fn logs(
         if page.next_cursor.is_some() {
             cursor.clone_from(&page.next_cursor);
         }
-        if !follow {
+        // A reader that left (`… --follow | grep -m1 ready`) ends the following too.
+        if !follow || crate::output::closed() {
             return Ok(Outcome::Success);
         }
         if finished && page.next_cursor.is_none() {

@@ -1,7 +1,9 @@
-//! `once test [TARGET…] [--changed PATH…] [--all]`: selects test targets and plans their
-//! `test` capability cold (reusing the last plan of the same selection), runs it through
-//! the driver (`once_build::session`) and prints one line per target with its failing
-//! cases. Exit codes: 0 every test passed, 1 one failed, 2 usage or I/O errors.
+//! `once test [TARGET…] [--changed PATH…] [--all]`: selects test targets (without any,
+//! those of the current directory's package and below it: every test from the root, as
+//! `cargo test` or `go test ./...` do), plans their `test` capability cold (reusing the
+//! last plan of the same selection), runs it through the driver (`once_build::session`)
+//! and prints one line per target with its failing cases. Exit codes: 0 every test
+//! passed, 1 one failed, 2 usage or I/O errors.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
@@ -27,6 +29,8 @@ use crate::query::{print_json, workspace_root};
 pub struct TestArgs<'a> {
     pub targets: &'a [String],
     pub changed: &'a [String],
+    /// `--all`: every test, wherever `once` runs.
+    pub all: bool,
     pub jobs: Option<usize>,
     pub rerun: bool,
     pub attempts: Option<u32>,
@@ -39,10 +43,17 @@ const MESSAGE_LINES: usize = 6;
 
 pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     // One rule for every front end (`once_build::plan_cache::TestRequest`):
-    // named targets, else the tests the changed paths affect, else every test (what
-    // `--all` says explicitly).
-    let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec());
+    // named targets, else the tests the changed paths affect, else the tests of the
+    // current directory's package and below it, else (at the root, or with `--all`)
+    // every test.
     let root = workspace_root(args)?;
+    let directory = if test.all {
+        String::new()
+    } else {
+        current_directory_in(args, &root)
+    };
+    let request = TestRequest::new(test.targets.iter().cloned(), test.changed.to_vec())
+        .in_directory(directory);
     let session = Session::open(&root, test.store, ExecOptions::default())
         .map_err(|e| anyhow!(e))?
         .with_sandbox(test.sandbox);
@@ -86,7 +97,7 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     let outcome = session.test(&plan, &options, line.as_ref().map(|l| l as &dyn Observer));
     set_interruptible(Interruptible::Nothing);
     if live {
-        let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
+        let _ = write!(crate::output::stderr(), "\r\x1b[K");
     }
     let tested = outcome.map_err(|e| anyhow!(e))?;
     print_warnings(&tested.warnings);
@@ -106,6 +117,27 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     Ok(outcome_of(tested.exit_code()))
 }
 
+/// Where `once` runs, relative to the workspace root and `/`-separated: `""` at the root,
+/// outside the workspace, and with `-C DIR` (which runs `once` as if started in `DIR`).
+fn current_directory_in(args: &Args, root: &Path) -> String {
+    if args.directory.is_some() {
+        return String::new();
+    }
+    let real = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let Ok(cwd) = std::env::current_dir() else {
+        return String::new();
+    };
+    let (cwd, root) = (real(&cwd), real(root));
+    let Ok(relative) = cwd.strip_prefix(&root) else {
+        return String::new();
+    };
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
+    parts.map(|parts| parts.join("/")).unwrap_or_default()
+}
+
 /// The live progress line of `once test` on a terminal: `[done/total] STATUS TARGET`.
 struct TestLine;
 
@@ -116,7 +148,7 @@ impl Observer for TestLine {
             .chars()
             .take(terminal_width().saturating_sub(1))
             .collect();
-        let mut stderr = std::io::stderr().lock();
+        let mut stderr = crate::output::stderr();
         let _ = write!(stderr, "\r\x1b[K{line}");
         let _ = stderr.flush();
     }
@@ -141,6 +173,12 @@ fn print_selection(selection: &Selection) {
                 printable(&test.reasons.join("; "))
             );
         }
+    }
+    if selection.mode == once_build::testing::SelectionMode::Directory {
+        println!(
+            "{} of the current directory's package and below it (`once test --all` runs every test)",
+            count(selection.tests.len(), "test")
+        );
     }
     if selection.tests.is_empty() {
         println!("no test to run");

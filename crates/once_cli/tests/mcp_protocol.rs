@@ -1173,6 +1173,10 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             "once_query_test_results",
             json!({ "target": "libs/text/TextTest" }),
         ),
+        (
+            "once_query_test_results",
+            json!({ "target": "libs/text/TextTest", "summary_only": true }),
+        ),
         ("once_exec_script", json!({ "path": "tools/stamp.sh" })),
         ("once_exec_script", json!({ "path": "tools/stamp.sh" })),
     ];

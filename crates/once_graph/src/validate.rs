@@ -103,6 +103,13 @@ fn reference_diagnostics(
     let consumer = target.label.id();
     let kind = catalog.get(&target.kind);
     let decl = &manifest.targets[target.declaration];
+    let exists = |label: &TargetLabel| {
+        index.get(&label.package).is_some_and(|p| {
+            target_summaries(db, p)
+                .binary_search_by(|s| s.name.as_str().cmp(&label.name))
+                .is_ok()
+        })
+    };
     // Visibility entries naming a target must name an existing one.
     for entry in &decl.visibility {
         let text = entry.value.as_str();
@@ -112,12 +119,7 @@ fn reference_diagnostics(
         let Ok(label) = resolve_reference(consumer_package, text) else {
             continue;
         };
-        let exists = index.get(&label.package).is_some_and(|p| {
-            target_summaries(db, p)
-                .binary_search_by(|s| s.name.as_str().cmp(&label.name))
-                .is_ok()
-        });
-        if !exists {
+        if !exists(&label) {
             diagnostics.push(
                 Diagnostic::new(
                     DiagnosticCode::InvalidVisibility,
@@ -161,6 +163,25 @@ fn reference_diagnostics(
                         .collect()
                 })
                 .unwrap_or_default();
+            // A reference without `./` starts at the workspace root (`A` is the root
+            // package's): when the same text read from this package names a target
+            // (`./A`), that is the likeliest meaning.
+            let local = (!consumer_package.is_empty())
+                .then(|| TargetLabel::from_id(&format!("{consumer_package}/{}", label.id())))
+                .filter(|local| exists(local));
+            if let Some(local) = &local {
+                let reference = format!("./{}", label.id());
+                diagnostic.fixes.push(Fix::replace(
+                    format!("Depend on `{reference}`"),
+                    true,
+                    range,
+                    format!("\"{reference}\""),
+                ));
+                diagnostic.repairs.push(format!(
+                    "Did you mean `{reference}`, the target `{}` of this package? A reference without `./` starts at the workspace root",
+                    local.id()
+                ));
+            }
             let suggestions = closest(&label.id(), candidates.iter().map(String::as_str), 2);
             for (i, suggestion) in suggestions.iter().enumerate() {
                 let suggested = TargetLabel::from_id(suggestion);
@@ -171,7 +192,7 @@ fn reference_diagnostics(
                 };
                 diagnostic.fixes.push(Fix::replace(
                     format!("Depend on `{reference}`"),
-                    i == 0,
+                    i == 0 && local.is_none(),
                     range,
                     format!("\"{reference}\""),
                 ));

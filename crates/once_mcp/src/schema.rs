@@ -6,7 +6,7 @@
 //!
 //! The validator's keywords: `type` (a name or a list of names), `properties`, `required`,
 //! `additionalProperties` (`false` or a schema), `items`, `enum`, `minimum`, `maximum`,
-//! `minLength`, `description`, `default`; `format` is informative (output schemas carry only
+//! `minLength`, `anyOf`, `description`, `default`; `format` is informative (output schemas carry only
 //! the formats JSON Schema defines, so that strict validators compile them).
 
 use schemars::generate::{Contract, SchemaSettings};
@@ -188,6 +188,26 @@ fn check(schema: &Value, value: &Value, path: &str, problems: &mut Vec<String>) 
     let Some(schema) = schema.as_object() else {
         return;
     };
+    // One branch must match: the problems shown are the closest branch's.
+    if let Some(Value::Array(branches)) = schema.get("anyOf") {
+        let mut closest: Option<Vec<String>> = None;
+        for branch in branches {
+            let mut found = Vec::new();
+            check(branch, value, path, &mut found);
+            if found.is_empty() {
+                closest = None;
+                break;
+            }
+            if closest.as_ref().is_none_or(|c| found.len() < c.len()) {
+                closest = Some(found);
+            }
+        }
+        if let Some(found) = closest {
+            problems.push(format!("{}: no schema of `anyOf` matches", place(path)));
+            problems.extend(found);
+            return;
+        }
+    }
     if let Some(expected) = schema.get("type") {
         let names: Vec<&str> = match expected {
             Value::String(name) => vec![name.as_str()],
@@ -491,6 +511,17 @@ mod tests {
             object(&[], &[]),
             json!({"x": 1}),
             &["unknown argument `x`; it takes none"],
+        );
+        let either = json!({ "anyOf": [object(&[("a", plain_string())], &["a"]), object(&[("b", strings())], &["b"])] });
+        check(either.clone(), json!({"a": "x"}), &[]);
+        check(either.clone(), json!({"b": ["x"]}), &[]);
+        check(
+            either,
+            json!({"b": [1]}),
+            &[
+                "the arguments: no schema of `anyOf` matches",
+                "`b[0]` must be string, not integer",
+            ],
         );
     }
 }

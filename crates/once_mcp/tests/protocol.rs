@@ -1,7 +1,8 @@
 //! MCP protocol tests in-process: the server (`once_mcp::run`, its reader and worker
 //! threads) over an in-memory line pair, on a copy of the demo workspace. Framing, every
 //! error code of the seed's table, versions, batches, limits, cancellation, a ping
-//! overtaking queued work. What needs the real process (its exit status at EOF, a
+//! overtaking queued work; and what every tool taking a target answers for one that
+//! does not exist. What needs the real process (its exit status at EOF, a
 //! startup error, its resident memory, signals) is tested through the binary in
 //! `crates/once_cli/tests/mcp_protocol.rs`.
 
@@ -82,9 +83,14 @@ impl Server {
     }
 
     fn start_in(workspace: tempfile::TempDir) -> Server {
+        Server::start_with(workspace, false)
+    }
+
+    /// A server on `workspace`, with the gated tools when `allow_run`.
+    fn start_with(workspace: tempfile::TempDir, allow_run: bool) -> Server {
         let config = ServerConfig {
             root: workspace.path().to_path_buf(),
-            allow_run: false,
+            allow_run,
             threads: 2,
             store: None,
         };
@@ -504,5 +510,196 @@ fn ping_is_answered_while_the_worker_is_busy() {
         third["result"]["structuredContent"]["result"]["target_count"],
         1500
     );
+    server.finish();
+}
+
+/// Every tool taking a target answers an unknown one as `once` does on the command line
+/// (`once_analysis::closest_targets`): a bare name suggests the id ending in it, a Bazel
+/// label the id it spells.
+#[test]
+fn every_tool_taking_a_target_suggests_the_target_meant() {
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(&demo(), workspace.path());
+    let mut server = Server::start_with(workspace, true);
+    server.initialize("2025-11-25");
+    // Each tool and the argument naming the target (`targets` takes a list).
+    let calls = [
+        ("once_get_target", "target"),
+        ("once_query_capabilities", "target"),
+        ("once_query_test_results", "target"),
+        ("once_build_target", "target"),
+        ("once_validate_actions", "target"),
+        ("once_run_target", "target"),
+        ("once_run_tests", "target"),
+        ("once_run_tests", "targets"),
+        ("once_start_target", "target"),
+    ];
+    let mut id = 1;
+    for asked in ["TextTest", "//libs/text:TextTest", "libs/text:TextTest"] {
+        for (tool, argument) in calls {
+            id += 1;
+            let arguments = if argument == "targets" {
+                json!({ argument: [asked] })
+            } else {
+                json!({ argument: asked })
+            };
+            let reply = server.call(id, tool, arguments);
+            assert_eq!(reply["isError"], true, "{tool} {asked}: {reply}");
+            let text = reply["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(
+                text.starts_with(&format!(
+                    "no target `{asked}` in the workspace; did you mean `libs/text/TextTest`"
+                )),
+                "{tool} {asked}: {text}"
+            );
+        }
+    }
+    // A short name and a short label: no edit distance would find them.
+    for (asked, meant) in [
+        ("Text", "libs/text/Text"),
+        ("//tools:Banner", "tools/Banner"),
+    ] {
+        id += 1;
+        let reply = server.call(id, "once_get_target", json!({ "target": asked }));
+        let text = reply["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.starts_with(&format!(
+                "no target `{asked}` in the workspace; did you mean `{meant}`"
+            )),
+            "{asked}: {text}"
+        );
+    }
+    server.finish();
+}
+
+/// `once_query_test_results` with `summary_only`: the record without its cases
+/// (`once.test_results_summary.v1`, what `once query test-results --summary-only` prints),
+/// each answer valid against the advertised output schema; the input schema keeps the
+/// seed's `target` and adds the optional boolean.
+#[test]
+fn test_results_summary_only_leaves_out_the_cases() {
+    let workspace = tempfile::tempdir().unwrap();
+    copy_dir(&demo(), workspace.path());
+    // A libtest run of 600 cases, one failing, as `once test` leaves it.
+    let mut output = String::new();
+    for i in 0..600 {
+        let verdict = if i == 7 { "FAILED" } else { "ok" };
+        output.push_str(&format!("test cases::case_{i:03} ... {verdict}\n"));
+    }
+    let results = once_test_results::assemble(
+        "libs/text/TextTest",
+        once_test_results::Runner::named("libtest"),
+        once_test_results::NativeFormat::Libtest.parse(&output),
+        &once_test_results::Outcome {
+            exit_code: Some(101),
+            timed_out: false,
+            log: ".once/out/libs/text/TextTest/test/log.txt".to_owned(),
+            cwd: "libs/text".to_owned(),
+        },
+        once_test_results::Artifacts::default(),
+        "/nowhere",
+    );
+    let path = workspace
+        .path()
+        .join(".once/out/libs/text/TextTest/test/test_results.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&results).unwrap()).unwrap();
+
+    let mut server = Server::start_in(workspace);
+    server.initialize("2025-11-25");
+    let tools = server.request(1, "tools/list", json!({}));
+    let tool = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "once_query_test_results")
+        .expect("once_query_test_results is listed")
+        .clone();
+    assert_eq!(
+        tool["inputSchema"],
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "target": {
+                    "type": "string",
+                    "description": "Canonical target id, such as `tests/unit`."
+                },
+                "summary_only": {
+                    "type": "boolean",
+                    "description": "Return only the status, summary counts and artifacts (`once.test_results_summary.v1`), without the per-case results.",
+                    "default": false
+                }
+            },
+            "required": ["target"]
+        })
+    );
+
+    let answer = |server: &mut Server, id: i64, arguments: Value| {
+        let reply = server.call(id, "once_query_test_results", arguments);
+        assert_eq!(reply["isError"], false, "{reply}");
+        let structured = reply["structuredContent"].clone();
+        assert_eq!(
+            once_mcp::schema::validate(&tool["outputSchema"], &structured),
+            Vec::<String>::new(),
+            "{structured}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(reply["content"][0]["text"].as_str().unwrap()).unwrap(),
+            structured
+        );
+        structured["result"].clone()
+    };
+    let full = answer(&mut server, 2, json!({ "target": "libs/text/TextTest" }));
+    assert_eq!(full["schema"], "once.test_results.v1");
+    assert_eq!(full["cases"].as_array().unwrap().len(), 600);
+    assert_eq!(
+        answer(
+            &mut server,
+            3,
+            json!({ "target": "libs/text/TextTest", "summary_only": false })
+        ),
+        full
+    );
+
+    let summary = answer(
+        &mut server,
+        4,
+        json!({ "target": "libs/text/TextTest", "summary_only": true }),
+    );
+    assert_eq!(
+        summary,
+        json!({
+            "schema": "once.test_results_summary.v1",
+            "source_schema": "once.test_results.v1",
+            "target": "libs/text/TextTest",
+            "runner": full["runner"],
+            "status": "failed",
+            "summary": { "total": 600, "passed": 599, "failed": 1, "skipped": 0, "flaky": 0 },
+            "artifacts": full["artifacts"],
+        })
+    );
+    assert!(summary.to_string().len() < 1000, "{summary}");
+
+    // A summary of a target without results is the same tool error as the record's.
+    let not_run = server.call(
+        5,
+        "once_query_test_results",
+        json!({ "target": "libs/greeting/GreetingTest", "summary_only": true }),
+    );
+    assert_eq!(not_run["isError"], true, "{not_run}");
+    assert!(
+        not_run["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("run `once test libs/greeting/GreetingTest`"),
+        "{not_run}"
+    );
+    let bad = server.call(
+        6,
+        "once_query_test_results",
+        json!({ "target": "libs/text/TextTest", "summary_only": "yes" }),
+    );
+    assert_eq!(bad["isError"], true, "{bad}");
     server.finish();
 }

@@ -257,6 +257,7 @@ fn encode_selection(out: &mut ValueWriter, selection: Option<&Selection>) {
         SelectionMode::Explicit => 1,
         SelectionMode::Affected => 2,
         SelectionMode::Full => 3,
+        SelectionMode::Directory => 4,
     });
     out.strs(changed_paths);
     out.u64(tests.len() as u64);
@@ -274,6 +275,7 @@ fn decode_selection(input: &mut ValueReader<'_>) -> Option<Option<Selection>> {
         1 => SelectionMode::Explicit,
         2 => SelectionMode::Affected,
         3 => SelectionMode::Full,
+        4 => SelectionMode::Directory,
         _ => return None,
     };
     let changed_paths = input.strs()?;

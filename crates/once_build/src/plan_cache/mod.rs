@@ -63,11 +63,15 @@ pub enum PlanSource<'a> {
 }
 
 /// Which tests to run, as every front end asks: named targets (`ID`, `PKG/...`; each
-/// once, in order) win; else the targets the changed paths affect; else every test.
+/// once, in order) win; else the targets the changed paths affect; else the tests of
+/// `directory`'s package and of the packages below it (`once test` in a subdirectory);
+/// else every test.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TestRequest {
     pub targets: Vec<String>,
     pub changed_paths: Vec<String>,
+    /// Workspace-relative, `/`-separated; `""` (the root) selects every test.
+    pub directory: String,
 }
 
 impl TestRequest {
@@ -86,7 +90,15 @@ impl TestRequest {
         TestRequest {
             targets: unique,
             changed_paths,
+            directory: String::new(),
         }
+    }
+
+    /// The request made in `directory` (workspace-relative, `/`-separated, `""` for the
+    /// root): without targets or changed paths, it selects the tests of the directory's
+    /// package and of the packages below the directory.
+    pub fn in_directory(self, directory: String) -> TestRequest {
+        TestRequest { directory, ..self }
     }
 
     fn selection_request(&self) -> Request<'_> {
@@ -94,6 +106,8 @@ impl TestRequest {
             Request::Targets(&self.targets)
         } else if !self.changed_paths.is_empty() {
             Request::Changed(&self.changed_paths)
+        } else if !self.directory.is_empty() {
+            Request::Directory(&self.directory)
         } else {
             Request::All
         }
@@ -111,6 +125,9 @@ impl TestRequest {
                 let mut parts = vec!["changed".to_owned()];
                 parts.extend(paths.iter().cloned());
                 last_plan::request(&parts, "test")
+            }
+            Request::Directory(directory) => {
+                last_plan::request(&["directory".to_owned(), directory.to_owned()], "test")
             }
             Request::All => last_plan::request(&["all".to_owned()], "test"),
         }

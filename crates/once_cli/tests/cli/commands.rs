@@ -335,6 +335,40 @@ fn example() {
     );
 }
 
+/// The human answer shows every file's contents under a header, the same text as the
+/// JSON answer's `contents`, so a starter can be read without `--format json`.
+#[test]
+fn example_files_come_with_their_contents() {
+    let demo = demo();
+    for (kind, slug) in [
+        ("command", "command-generate-file"),
+        ("c_test", "c-test-minimal"),
+        ("pytest_test", "python-package-with-tests"),
+    ] {
+        let human = Once::at(&demo, &["query", "example", kind, slug]).run();
+        let json = Once::at(&demo, &["query", "example", kind, slug, "--format", "json"]).run();
+        assert_eq!((human.code, json.code), (0, 0), "{}", human.render());
+        let files = json.json()["files"].as_array().unwrap().clone();
+        assert!(!files.is_empty(), "{slug}");
+        let mut expected = String::new();
+        for file in &files {
+            let contents = file["contents"].as_str().unwrap();
+            expected.push_str(&format!(
+                "\n==> {} <==\n{contents}",
+                file["path"].as_str().unwrap()
+            ));
+            if !contents.is_empty() && !contents.ends_with('\n') {
+                expected.push('\n');
+            }
+        }
+        assert!(
+            human.stdout.ends_with(&expected),
+            "{slug}: the files after the list should read\n{expected}\n--- but the answer is\n{}",
+            human.stdout
+        );
+    }
+}
+
 #[test]
 fn target_kinds() {
     let demo = demo();
@@ -1291,6 +1325,47 @@ fn a_panic_is_reported_as_a_bug_and_exits_2() {
         .map(|cause| cause.as_str().unwrap())
         .collect();
     report(&causes);
+}
+
+/// A reader that leaves early (`once … | head`) ends every command quietly: no message
+/// (no "internal error"), exit status 141 (128 + SIGPIPE, docs/cli.md), whether it
+/// read part of a long answer or nothing at all.
+#[test]
+fn a_closed_output_pipe_ends_every_command_quietly() {
+    let demo = demo();
+    // 3,000 targets: a listing far longer than a pipe holds (64 KiB).
+    let mut manifest = String::new();
+    for i in 0..3000 {
+        manifest.push_str(&format!(
+            "[[target]]\nname = \"Files{i:04}\"\nkind = \"filegroup\"\nsrcs = []\n\n"
+        ));
+    }
+    demo.write("libs/many/once.toml", &manifest);
+    let cases: &[(&[&str], usize)] = &[
+        (&["query", "targets"], 100),
+        (&["query", "targets", "--format", "json"], 100),
+        (&["query", "targets"], 0),
+        (&["query", "workspace"], 0),
+        (&["query", "target", "apps/greeter/Greeter"], 0),
+        (&["query", "example", "command", "command-generate-file"], 0),
+        (&["query", "module-contract"], 0),
+        (&["query", "validate-workspace"], 0),
+        (&["build", "data/Messages"], 0),
+        (&["cache", "stats"], 0),
+        (&["runtime", "list"], 0),
+        (&["completions", "bash"], 0),
+    ];
+    let mut unquiet = Vec::new();
+    for (args, bytes) in cases {
+        let (code, stderr) = Once::at(&demo, args).run_closing_stdout_after(*bytes);
+        if (code, stderr.as_str()) != (141, "") {
+            unquiet.push(format!(
+                "`once {}`, its reader gone after {bytes} bytes: exit {code}, stderr {stderr:?}",
+                args.join(" ")
+            ));
+        }
+    }
+    assert!(unquiet.is_empty(), "{}", unquiet.join("\n"));
 }
 
 #[test]

@@ -15,4 +15,5 @@ mod scripts;
 mod support;
 mod test_adapter;
 mod test_results;
+mod test_selection;
 mod writes;

@@ -39,6 +39,20 @@ impl Workspace {
         Workspace { _dir: dir, root }
     }
 
+    /// An empty workspace: a root `once.toml` with `[workspace]` and nothing else.
+    pub fn empty() -> Workspace {
+        let dir = tempfile::Builder::new()
+            .prefix("once-cli-test-")
+            .tempdir()
+            .expect("cannot create a temp dir");
+        let root = dir
+            .path()
+            .canonicalize()
+            .expect("cannot canonicalize the temp dir");
+        std::fs::write(root.join("once.toml"), "[workspace]\n").expect("cannot write once.toml");
+        Workspace { _dir: dir, root }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -183,6 +197,44 @@ impl Once {
         };
         outcome.check_invariants();
         outcome
+    }
+}
+
+impl Once {
+    /// Runs the binary with a reader of its stdout that leaves early, as `once … | head`
+    /// does: it reads `bytes` bytes (none: it is gone before `once` writes), then closes
+    /// the pipe. Returns the exit code and stderr.
+    pub fn run_closing_stdout_after(&self, bytes: usize) -> (i32, String) {
+        use std::io::Read as _;
+        let scratch = tempfile::tempdir().expect("cannot create a temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
+            .args(&self.args)
+            .current_dir(self.cwd.as_deref().unwrap_or(scratch.path()))
+            .env_remove("ONCE_WORKSPACE")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start the once binary");
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let mut read = vec![0; bytes];
+        stdout.read_exact(&mut read).unwrap_or_else(|e| {
+            panic!(
+                "`once {}` printed less than {bytes} bytes: {e}",
+                self.shown.join(" ")
+            )
+        });
+        drop(stdout);
+        let output = child.wait_with_output().expect("once did not finish");
+        let code = output.status.code().unwrap_or_else(|| {
+            panic!(
+                "`once {}` was killed: {:?}",
+                self.shown.join(" "),
+                output.status
+            )
+        });
+        (code, String::from_utf8_lossy(&output.stderr).into_owned())
     }
 }
 

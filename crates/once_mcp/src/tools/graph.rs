@@ -4,7 +4,7 @@
 
 use once_analysis::{Analysis, Cancellable};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::arguments::{Bounded, PageLimit};
@@ -187,6 +187,18 @@ impl Query for QueryTests {
 pub struct QueryTestResults {
     /// Canonical target id, such as `tests/unit`.
     target: String,
+    /// Return only the status, summary counts and artifacts (`once.test_results_summary.v1`), without the per-case results.
+    #[serde(default)]
+    summary_only: bool,
+}
+
+/// What `once_query_test_results` answers: the whole record, or with `summary_only` the
+/// record without its cases (`once query test-results [--summary-only] --format json`).
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TestResultsAnswer {
+    Results(once_test_results::TestResults),
+    Summary(once_test_results::record::ResultsSummary),
 }
 
 impl Query for QueryTestResults {
@@ -194,7 +206,13 @@ impl Query for QueryTestResults {
         let root = analysis.root();
         Ok(
             once_build::test_results::read(analysis, &root, &self.target, listing_hint)?
-                .map(|results| page_none(once_json::to_value(&results)))
+                .map(|results| {
+                    page_none(if self.summary_only {
+                        once_json::to_value(&results.summary_only())
+                    } else {
+                        once_json::to_value(&results)
+                    })
+                })
                 .map_err(|error| error.to_string()),
         )
     }
@@ -430,9 +448,10 @@ pub(super) fn test_results() -> Tool {
                 Reads the normalized result file produced by the target's test capability (its `results_path`). This is the stable agent-facing interface for pass or fail summaries, case-level failures, attempts, and artifacts: \
                 `status` (`passed`, `flaky`, `failed`, `timed_out`), `summary` counts, every case with its id (what a rerun selects), suite, file and line when the runner gives them, and each attempt's status, duration and failure message; `artifacts` lists the logs and the runner's native result files. \
                 The record is the same for every runner (libtest, pytest, go, node, TAP), so callers do not need to parse a runner's command output. \
-                A target that has not run yet, is not a test, or whose file is unreadable or inconsistent is a tool error saying which. The matching command-line operation is `once query test-results <target> --format json`."
+                With `summary_only: true` the answer leaves out the cases: the status, `summary` counts and `artifacts` only (`once.test_results_summary.v1`, a few hundred bytes whatever the number of cases); read the cases when a target failed. \
+                A target that has not run yet, is not a test, or whose file is unreadable or inconsistent is a tool error saying which. The matching command-line operation is `once query test-results <target> [--summary-only] --format json`."
                 .into(),
-        output_schema::<once_test_results::TestResults>(),
+        output_schema::<TestResultsAnswer>(),
         QUERY,
     )
 }

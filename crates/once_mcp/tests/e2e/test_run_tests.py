@@ -65,6 +65,12 @@ async def test_a_failing_test_is_content_with_its_failing_case(once_binary, work
 
         again = (await call(client, "once_query_test_results", {"target": "calc/BrokenTest"}))["result"]
         assert again == results
+        summary = (
+            await call(client, "once_query_test_results", {"target": "calc/BrokenTest", "summary_only": True})
+        )["result"]
+        assert summary["schema"] == "once.test_results_summary.v1"
+        assert (summary["status"], summary["summary"]) == ("failed", results["summary"])
+        assert "cases" not in summary
 
         passing = (await call(client, "once_run_tests", {"targets": ["calc/CalcTest", "calc/CalcTest"]}))["result"]
         assert passing["success"] is True
