@@ -595,6 +595,7 @@ fn test_results_summary_only_leaves_out_the_cases() {
             timed_out: false,
             log: ".once/out/libs/text/TextTest/test/log.txt".to_owned(),
             cwd: "libs/text".to_owned(),
+            allow_no_cases: false,
         },
         once_test_results::Artifacts::default(),
         "/nowhere",
