@@ -282,6 +282,9 @@ fn failure(plan: &Plan, result: &ActionResult) -> Failure {
         Some(ActionStep::Copy { from, to }) => format!("copy {from} {to}"),
         Some(ActionStep::Symlink { link, .. }) => format!("symlink {link}"),
         Some(ActionStep::MakeDir { path }) => format!("mkdir {path}"),
+        Some(ActionStep::MaterializeHostFile { source, to }) => {
+            format!("materialize_host_file {source} {to}")
+        }
         None => String::new(),
     };
     Failure {

@@ -399,6 +399,9 @@ pub fn action_plan(plan: &once_analysis::ActionPlan) {
                 ActionStep::Copy { from, to } => format!("copy {from} -> {to}"),
                 ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
                 ActionStep::MakeDir { path } => format!("mkdir {path}"),
+                ActionStep::MaterializeHostFile { source, to } => {
+                    format!("materialize host file {source} -> {to}")
+                }
             };
             println!("    {what}");
             if !action.inputs.is_empty() {

@@ -900,3 +900,61 @@ fn once_run_records_the_run_itself_as_evidence() {
     assert_eq!(runs[0]["exit_code"], 3);
     assert_eq!(runs[0]["cache"], "bypass");
 }
+
+#[test]
+fn a_host_file_is_materialized_keyed_by_its_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    let host = dir.path().join("toolchain/lib/libtool.so.1");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(&host, "version 1\n").unwrap();
+    write(
+        &root,
+        "once.toml",
+        "[workspace]\n\n[modules]\npaths = [\"modules/*.star\"]\n\n\
+         [[target]]\nname = \"Snapshot\"\nkind = \"host_snapshot\"\n\n[target.attrs]\n",
+    );
+    let manifest = std::fs::read_to_string(root.join("once.toml")).unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        format!("{manifest}source = \"{}\"\n", host.display()),
+    )
+    .unwrap();
+    write(
+        &root,
+        "modules/snapshot.star",
+        "def _snapshot(ctx):\n    out = ctx.build_dir + \"/libtool.so.1\"\n    \
+         actions.materialize_host_file(ctx.attrs.source, out, id = \"snapshot\")\n    return [out]\n\n\
+         target_kind(\n    name = \"host_snapshot\",\n    docs = \"Snapshots a host file.\",\n    \
+         attrs = {\"source\": attr.string(\"The host file.\", required = True)},\n    \
+         capabilities = [capability(\"build\", \"Snapshots it.\", output_groups = [\"default\"])],\n    \
+         implementations = {\"build\": _snapshot},\n)\n",
+    );
+    let copy = root.join(".once/out/Snapshot/libtool.so.1");
+    let (code, first) = build_json(&root, &["Snapshot"]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(cache_states(&first), states(&[("Snapshot", "miss")]));
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "version 1\n");
+    let (_, again) = build_json(&root, &["Snapshot"]);
+    assert_eq!(cache_states(&again), states(&[("Snapshot", "hit")]));
+    // The toolchain's file changes: the key does, and the copy follows.
+    std::fs::write(&host, "version 2\n").unwrap();
+    let (code, changed) = build_json(&root, &["Snapshot"]);
+    assert_eq!(code, 0, "{changed}");
+    assert_eq!(cache_states(&changed), states(&[("Snapshot", "miss")]));
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "version 2\n");
+    // Only an absolute host path can be materialized.
+    let manifest = std::fs::read_to_string(root.join("once.toml")).unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        manifest.replace(&host.display().to_string(), "toolchain/lib/libtool.so.1"),
+    )
+    .unwrap();
+    let output = once(&root, &["build", "Snapshot"]);
+    assert_ne!(output.status.code(), Some(0));
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        said.contains("`materialize_host_file` needs an absolute host path"),
+        "{said}"
+    );
+}

@@ -221,6 +221,11 @@ fn encode_step(hasher: &mut KeyHasher, step: &ActionStep) {
             hasher.bytes(from.as_bytes());
             hasher.bytes(to.as_bytes());
         }
+        ActionStep::MaterializeHostFile { source, to } => {
+            hasher.field("materialize-host-file");
+            hasher.bytes(source.as_bytes());
+            hasher.bytes(to.as_bytes());
+        }
         ActionStep::Symlink { to, link } => {
             hasher.field("symlink");
             hasher.bytes(to.as_bytes());

@@ -373,6 +373,11 @@ fn static_keys_of<'db>(
                     encoder.field("from", from);
                     encoder.field("to", to);
                 }
+                ActionStep::MaterializeHostFile { source, to } => {
+                    encoder.field("step", "materialize_host_file");
+                    encoder.field("from", source);
+                    encoder.field("to", to);
+                }
                 ActionStep::Symlink { to, link } => {
                     encoder.field("step", "symlink");
                     encoder.field("to", to);

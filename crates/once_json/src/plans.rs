@@ -122,6 +122,11 @@ pub(crate) fn action(planned: &once_analysis::PlannedAction) -> ActionDto {
             dto.from = Some(from.clone());
             dto.to = Some(to.clone());
         }
+        ActionStep::MaterializeHostFile { source, to } => {
+            dto.step = "materialize_host_file";
+            dto.from = Some(source.clone());
+            dto.to = Some(to.clone());
+        }
         ActionStep::Symlink { to, link } => {
             dto.step = "symlink";
             dto.link = Some(link.clone());

@@ -65,6 +65,11 @@ pub enum ActionStep {
     Symlink { to: String, link: String },
     /// Make the directory `path` (an output) and its parents.
     MakeDir { path: String },
+    /// Copy the host file at the absolute path `source` (a toolchain's file outside the
+    /// workspace) to `to` (an output). Its content digest joins the key, as a program's
+    /// does, and the copy is verified against it: a file that changed in between fails
+    /// the action.
+    MaterializeHostFile { source: String, to: String },
 }
 
 /// A program to run: the command line, its environment and what counts as success.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::action::{Action, ActionStep, Command, OutputSymlinks, TargetActions};
 
 /// The first field of every encoded value.
-const VALUE_FORMAT: &str = "once.plan.value.v3";
+const VALUE_FORMAT: &str = "once.plan.value.v4";
 
 /// [`TargetActions`] as bytes: every string and list length-prefixed (little-endian
 /// `u64`), every variant tagged; [`decode_target_actions`] reads it back.
@@ -118,6 +118,11 @@ pub fn encode_action(out: &mut ValueWriter, action: &Action) {
             out.u8(4);
             out.str(path);
         }
+        ActionStep::MaterializeHostFile { source, to } => {
+            out.u8(5);
+            out.str(source);
+            out.str(to);
+        }
     }
     out.strs(inputs);
     out.strs(outputs);
@@ -211,6 +216,10 @@ pub fn decode_action(input: &mut ValueReader<'_>) -> Option<Action> {
             link: input.str()?,
         },
         4 => ActionStep::MakeDir { path: input.str()? },
+        5 => ActionStep::MaterializeHostFile {
+            source: input.str()?,
+            to: input.str()?,
+        },
         _ => return None,
     };
     let inputs = input.strs()?;

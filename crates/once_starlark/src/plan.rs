@@ -570,6 +570,32 @@ pub(crate) fn actions_namespace(builder: &mut GlobalsBuilder) {
         Ok(dst)
     }
 
+    /// Declares snapshotting the host file at the absolute path `source` (a toolchain's
+    /// file) into the output `destination`, content-verified: its digest is keyed, and a
+    /// copy that does not match it fails. Returns `destination`.
+    fn materialize_host_file<'v>(
+        source: &str,
+        destination: &'v str,
+        #[starlark(require = named, default = NoneOr::None)] id: NoneOr<&str>,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<&'v str> {
+        let state = state(eval, "materialize_host_file")?;
+        if !source.starts_with('/')
+            || source.contains('\0')
+            || source.split('/').any(|part| part == "." || part == "..")
+        {
+            bail!(
+                "`materialize_host_file` needs an absolute host path without `.` or `..`, not `{source}`"
+            );
+        }
+        let step = ActionStep::MaterializeHostFile {
+            source: source.to_owned(),
+            to: destination.to_owned(),
+        };
+        state.push(id, step, Vec::new(), vec![destination.to_owned()], true)?;
+        Ok(destination)
+    }
+
     /// Declares the output `link` as a symbolic link to `to`; returns `link`.
     fn symlink<'v>(
         link: &'v str,

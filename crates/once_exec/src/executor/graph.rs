@@ -253,6 +253,7 @@ pub(super) fn plan_graph(
             ActionStep::Copy { to, .. } => Some(to),
             ActionStep::Symlink { link, .. } => Some(link),
             ActionStep::MakeDir { path } => Some(path),
+            ActionStep::MaterializeHostFile { to, .. } => Some(to),
         };
         if let Some(path) = written
             && !action.outputs.iter().any(|output| output == path)
@@ -260,6 +261,15 @@ pub(super) fn plan_graph(
             return Err(PlanError::UndeclaredStepOutput {
                 action: action.id.clone(),
                 path: path.clone(),
+            });
+        }
+        if let ActionStep::MaterializeHostFile { source, .. } = &action.step
+            && (!source.starts_with('/')
+                || source.split('/').any(|part| part == "." || part == ".."))
+        {
+            return Err(PlanError::InvalidPath {
+                action: action.id.clone(),
+                path: source.clone(),
             });
         }
         if let ActionStep::Copy { from, .. } = &action.step

@@ -9,6 +9,8 @@ pub(super) struct Prepared<'p> {
     /// The fingerprint of `program` its identity in the key was read with.
     pub(super) fingerprint: Option<&'p Fingerprint>,
     pub(super) environment: Option<&'p std::collections::BTreeMap<String, String>>,
+    /// The content digest the key holds for a host file the action materializes.
+    pub(super) host_file: Option<Sha256Digest>,
     /// The outputs of other actions the action consumes (keyed by their digests).
     pub(super) produced: &'p [&'p str],
 }
@@ -114,6 +116,15 @@ impl<'a> Executor<'a> {
                 environment = Some(env);
             }
         }
+        if let ActionStep::MaterializeHostFile { source, .. } = &action.step {
+            // Keyed by its content, as a program is, and watched the same way: one that
+            // changes while the build runs is not recorded.
+            let source = std::path::PathBuf::from(source);
+            let (identity, fingerprint) = self.identify(run, &source)?;
+            tool = Some(identity);
+            tool_fingerprint = Some(fingerprint);
+            program = Some(source);
+        }
         let key = action_key(
             action,
             &planned.static_key,
@@ -150,10 +161,15 @@ impl<'a> Executor<'a> {
             .iter()
             .map(|(path, _)| path.as_str())
             .collect();
+        let host_file = match &action.step {
+            ActionStep::MaterializeHostFile { .. } => tool.as_ref().map(|tool| tool.digest),
+            _ => None,
+        };
         let prepared = Prepared {
             program: program.as_deref(),
             fingerprint: tool_fingerprint.as_ref(),
             environment: environment.as_ref(),
+            host_file,
             produced: &produced,
         };
         // An action without outputs writes nothing another could clash with: taking the

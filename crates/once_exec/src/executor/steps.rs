@@ -40,6 +40,9 @@ pub(super) fn describe(action: &Action) -> String {
         ActionStep::Copy { from, to } => format!("copying `{from}` to `{to}`"),
         ActionStep::Symlink { link, .. } => format!("linking `{link}`"),
         ActionStep::MakeDir { path } => format!("making the directory `{path}`"),
+        ActionStep::MaterializeHostFile { source, to } => {
+            format!("materializing the host file `{source}` as `{to}`")
+        }
     }
 }
 
@@ -202,7 +205,10 @@ impl<'a> Executor<'a> {
                 };
                 (stream.clone(), stream)
             });
-            (self.run_step_in_process(workspace, action), silent)
+            (
+                self.run_step_in_process(workspace, action, prepared.host_file),
+                silent,
+            )
         };
         let (stdout, stderr) = streams.map_err(stream_error)?;
         result.stdout = stdout;
@@ -325,7 +331,7 @@ impl<'a> Executor<'a> {
     ) -> Result<ProcessExit, String> {
         let workspace = &run.workspace;
         let ActionStep::Run(command) = &action.step else {
-            return self.run_step_in_process(workspace, action);
+            return self.run_step_in_process(workspace, action, prepared.host_file);
         };
         let (Some(program), Some(environment)) = (prepared.program, prepared.environment) else {
             return Err("the program was not resolved".to_owned());
@@ -385,6 +391,7 @@ impl<'a> Executor<'a> {
         &self,
         workspace: &WorkspaceRoot,
         action: &Action,
+        host_file: Option<Sha256Digest>,
     ) -> Result<ProcessExit, String> {
         let done = |written: io::Result<()>| {
             written
@@ -418,6 +425,42 @@ impl<'a> Executor<'a> {
             }
             ActionStep::Symlink { to, link } => done(workspace.symlink(to, link)),
             ActionStep::MakeDir { path } => done(workspace.make_directory(path)),
+            ActionStep::MaterializeHostFile { source, to } => {
+                let Some(expected) = host_file else {
+                    return Err(format!("{} has no keyed digest", describe(action)));
+                };
+                let (content, mode) = read_host_file(Path::new(source))
+                    .map_err(|e| format!("{} failed: cannot read it: {e}", describe(action)))?;
+                let found = Sha256Digest::of(&content);
+                if found != expected {
+                    return Err(format!(
+                        "{} failed: its content changed after it was keyed (digest {}, keyed {})",
+                        describe(action),
+                        found.to_hex(),
+                        expected.to_hex()
+                    ));
+                }
+                done(workspace.write_file(to, &content, mode))
+            }
         }
     }
+}
+
+/// The content of the host file `path` and the mode its copy gets (executable when the
+/// file is); refuses anything but a regular file.
+fn read_host_file(path: &Path) -> io::Result<(Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let metadata = std::fs::metadata(path)?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    let mode = if metadata.permissions().mode() & 0o111 != 0 {
+        0o755
+    } else {
+        0o644
+    };
+    Ok((std::fs::read(path)?, mode))
 }

@@ -43,6 +43,9 @@ pub(crate) fn render(outcome: &PlanOutcome) -> String {
                         executable,
                     } => format!("write {path} {content:?} executable={executable}"),
                     ActionStep::Copy { from, to } => format!("copy {from} -> {to}"),
+                    ActionStep::MaterializeHostFile { source, to } => {
+                        format!("materialize host file {source} -> {to}")
+                    }
                     ActionStep::Symlink { to, link } => format!("symlink {link} -> {to}"),
                     ActionStep::MakeDir { path } => format!("mkdir {path}"),
                 };
