@@ -207,17 +207,38 @@ impl Once {
     pub fn run_closing_stdout_after(&self, bytes: usize) -> (i32, String) {
         use std::io::Read as _;
         let scratch = tempfile::tempdir().expect("cannot create a temp dir");
+        // Nothing read: the reader is gone before the program starts (closing it after
+        // the spawn would race with a short answer written in full before the close).
+        let gone = (bytes == 0).then(|| {
+            let (reader, writer) = std::io::pipe().expect("cannot make a pipe");
+            drop(reader);
+            writer
+        });
+        let stdout = match gone {
+            Some(writer) => Stdio::from(writer),
+            None => Stdio::piped(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_once"))
             .args(&self.args)
             .current_dir(self.cwd.as_deref().unwrap_or(scratch.path()))
             .env_remove("ONCE_WORKSPACE")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .expect("cannot start the once binary");
-        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let Some(mut stdout) = child.stdout.take() else {
+            let output = child.wait_with_output().expect("once did not finish");
+            let code = output.status.code().unwrap_or_else(|| {
+                panic!(
+                    "`once {}` was killed: {:?}",
+                    self.shown.join(" "),
+                    output.status
+                )
+            });
+            return (code, String::from_utf8_lossy(&output.stderr).into_owned());
+        };
         let mut read = vec![0; bytes];
         stdout.read_exact(&mut read).unwrap_or_else(|e| {
             panic!(

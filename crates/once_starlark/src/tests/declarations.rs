@@ -77,8 +77,8 @@ fn documented_signatures() -> Vec<String> {
 #[test]
 fn declaration_source_matches_native_helpers() {
     let native = native_signatures();
-    // 6 globals, 11 `attr.*` constructors and 5 `actions.*` primitives.
-    assert_eq!(native.len(), 22, "{native:#?}");
+    // 6 globals, 11 `attr.*` constructors and 6 `actions.*` primitives.
+    assert_eq!(native.len(), 23, "{native:#?}");
     assert!(
         native.contains(
             &"attr.of(type, docs, *, required, default, configurable, values)".to_owned()
