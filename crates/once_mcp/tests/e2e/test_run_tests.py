@@ -59,7 +59,6 @@ async def test_a_failing_test_is_content_with_its_failing_case(once_binary, work
         assert results["summary"] == {"total": 2, "passed": 1, "failed": 1, "skipped": 0, "flaky": 0}
         [failed] = [case for case in results["cases"] if case["status"] == "failed"]
         assert failed["id"] == "tests/test_broken.py::test_subtracts"
-        # pytest reports the line of the test function itself.
         # The failing assertion, not the `def` (pytest places a case at its `def`).
         assert (failed["file"], failed["line"]) == ("calc/tests/test_broken.py", 9)
         assert "add cannot subtract" in failed["attempts"][0]["message"]
