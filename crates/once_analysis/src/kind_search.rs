@@ -44,6 +44,7 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("py", "python"),
     ("python3", "python"),
     ("pytest", "python"),
+    ("unittest", "python"),
     ("shell", "sh"),
     ("bash", "sh"),
     ("cargo", "rust"),

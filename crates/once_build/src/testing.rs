@@ -704,6 +704,16 @@ fn timed_out_record(
         NativeFormat::PytestJunit | NativeFormat::Junit | NativeFormat::ExitCode => {
             once_test_results::Parsed::default()
         }
+        // The unittest runner writes each outcome to its report as it happens.
+        NativeFormat::Unittest => {
+            let report = call
+                .native
+                .as_deref()
+                .and_then(|native| once_db::confined::read_confined(root, native).ok())
+                .flatten()
+                .unwrap_or_default();
+            NativeFormat::Unittest.parse(&String::from_utf8_lossy(&report))
+        }
         format => format.parse(&String::from_utf8_lossy(&log)),
     };
     let outcome = Outcome {

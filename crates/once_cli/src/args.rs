@@ -205,7 +205,8 @@ pub enum Command {
     /// `once.test_results.v1` record. Exits with the runner's status.
     #[command(name = "__test-adapter", hide = true)]
     TestAdapter {
-        /// The native format: libtest, pytest_junit, junit, go_test_json, tap, exit_code.
+        /// The native format: libtest, pytest_junit, junit, go_test_json, tap,
+        /// unittest_json, exit_code.
         #[arg(long)]
         results_format: String,
         /// The test target's canonical id.
@@ -220,9 +221,14 @@ pub enum Command {
         /// Where the runner's whole output goes.
         #[arg(long)]
         log: PathBuf,
-        /// The runner's own results file, for file formats (JUnit XML).
+        /// The runner's own results file, for file formats (JUnit XML, the unittest
+        /// runner's report).
         #[arg(long)]
         native: Option<PathBuf>,
+        /// pytest's subtests report (once's plugin's JSON lines, which the JUnit XML
+        /// cannot carry), merged into the `--native` JUnit XML's cases.
+        #[arg(long)]
+        subtests: Option<PathBuf>,
         /// The working directory, relative to the workspace root (`libs/text`).
         #[arg(long, default_value = ".")]
         cwd: String,
@@ -236,8 +242,9 @@ pub enum Command {
         staged: Option<PathBuf>,
         /// Run only this failing case again (repeatable; a retry): the case ids of the
         /// previous record, passed to the runner as its own filter (libtest `--exact`
-        /// names, pytest node ids, go `-test.run`, node `--test-name-pattern`). Formats
-        /// without a filter run everything again.
+        /// names, pytest node ids, go `-test.run`, node `--test-name-pattern`, the
+        /// unittest runner's `--once-case`). Formats without a filter run everything
+        /// again.
         #[arg(long = "retry-case", value_name = "ID")]
         retry_cases: Vec<String>,
         /// Run only batch INDEX of COUNT (`INDEX/COUNT`, from 0) of the cases the runner

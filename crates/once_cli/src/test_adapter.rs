@@ -2,8 +2,9 @@
 //! runner given after `--` (the leader of its own process group, killed when it exits,
 //! so a background child it leaves holds nothing up: `once_exec::piped`), passes its
 //! output through while keeping all of it in a log file, then parses the runner's native
-//! results (`--format`: libtest text, pytest's JUnit XML, `go test -json`, TAP, or just
-//! the exit status) and writes the normalized `once.test_results.v1` record
+//! results (`--format`: libtest text, pytest's JUnit XML, `go test -json`, TAP, the
+//! `unittest_test` runner's report, or just the exit status) and writes the normalized
+//! `once.test_results.v1` record
 //! (`--results`, through `TestResults::to_json`: sound and bounded). It exits with the
 //! runner's status, so a failing test fails its action (and is never cached) while its
 //! record is still written.
@@ -13,7 +14,9 @@
 //! batches of one target together run every case exactly once ([`Shard`]).
 //!
 //! For node's TAP, a second report of the runner (`--native`: each finished test's
-//! file, in the order the TAP prints its points) lets every case id name its file.
+//! file, in the order the TAP prints its points) lets every case id name its file. For
+//! pytest, a second report (`--subtests`: once's plugin's JSON lines) adds the subtests
+//! its JUnit XML cannot carry (`once_test_results::pytest_subtests`).
 //!
 //! Paths are relative to the working directory the action gives it (the package
 //! directory, `--cwd` from the workspace root), so no absolute path enters the action's
@@ -25,7 +28,7 @@ use std::process::ExitStatus;
 use std::sync::Mutex;
 
 use anyhow::Context as _;
-use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble, tap};
+use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble, pytest_subtests, tap};
 
 /// The most of the runner's standard output kept in memory for parsing; the log keeps
 /// all of it.
@@ -39,6 +42,8 @@ pub struct AdapterArgs<'a> {
     pub results: &'a Path,
     pub log: &'a Path,
     pub native: Option<&'a Path>,
+    /// pytest's subtests report, merged into the JUnit XML's cases.
+    pub subtests: Option<&'a Path>,
     pub cwd: &'a str,
     /// Whether a successful run reporting no case passes.
     pub allow_no_tests: bool,
@@ -58,7 +63,7 @@ pub struct AdapterArgs<'a> {
 pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
     let format = NativeFormat::from_name(args.format).with_context(|| {
         format!(
-            "unknown results format `{}` (libtest, pytest_junit, junit, go_test_json, tap, exit_code)",
+            "unknown results format `{}` (libtest, pytest_junit, junit, go_test_json, tap, unittest_json, exit_code)",
             args.format
         )
     })?;
@@ -128,7 +133,10 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
         }
     };
     let native_text = match (format, args.native) {
-        (NativeFormat::PytestJunit | NativeFormat::Junit, Some(native)) => {
+        (
+            NativeFormat::PytestJunit | NativeFormat::Junit | NativeFormat::Unittest,
+            Some(native),
+        ) => {
             match once_db::system::read_regular_file(native) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(error) => {
@@ -215,10 +223,24 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
             argv.push("--exact".to_owned());
             argv.extend(cases.iter().cloned());
         }
-        // pytest: node ids instead of the test files.
+        // pytest: node ids instead of the test files; a subtest's test runs again (pytest
+        // cannot select a subtest), once.
         NativeFormat::PytestJunit => {
             argv.retain(|arg| arg.starts_with('-') || !arg.ends_with(".py"));
-            argv.extend(cases.iter().cloned());
+            for case in cases {
+                let node = pytest_node_id(case).to_owned();
+                if !argv.contains(&node) {
+                    argv.push(node);
+                }
+            }
+        }
+        // unittest: the runner keeps only these cases of what discovery loads (a subtest's
+        // test, a failed `setUpClass`'s class), so `load_tests` still decides what exists.
+        NativeFormat::Unittest => {
+            for case in cases {
+                argv.push("--once-case".to_owned());
+                argv.push(case.clone());
+            }
         }
         // go: `-test.run` with one alternation per subtest level (`^(A|B)$/^(x)$`);
         // ids are `package::TestName/sub`.
@@ -265,6 +287,29 @@ pub fn filtered(format: NativeFormat, argv: &[String], cases: &[String]) -> Vec<
         NativeFormat::Junit | NativeFormat::ExitCode => {}
     }
     argv
+}
+
+/// The pytest node id a case id names: the id itself, or for a subtest
+/// (`tests/test_a.py::test_x[a b] [odd] (i=1)`) what precedes the space that starts the
+/// subtest's description (`[msg]` or `(k=v)`) once the node id's own brackets (its
+/// parameters) are closed.
+fn pytest_node_id(case: &str) -> &str {
+    let Some(names) = case.find("::") else {
+        return case;
+    };
+    let mut depth = 0i32;
+    for (offset, c) in case[names..].char_indices() {
+        let at = names + offset;
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ' ' if depth <= 0 && matches!(case[at + 1..].chars().next(), Some('[' | '(')) => {
+                return &case[..at];
+            }
+            _ => {}
+        }
+    }
+    case
 }
 
 /// Whether `path` names a JavaScript file (the file a node case id starts with).
@@ -477,6 +522,15 @@ fn finish(
         NativeFormat::Tap => {
             tap::parse_with_files(&native_text, point_files(args, &here).as_deref())
         }
+        // No subtests report (a pytest that stopped before its plugin wrote one): the
+        // JUnit XML alone.
+        NativeFormat::PytestJunit => match args
+            .subtests
+            .and_then(|report| once_db::system::read_regular_file(report).ok())
+        {
+            Some(report) => pytest_subtests::parse(&native_text, &String::from_utf8_lossy(&report)),
+            None => format.parse(&native_text),
+        },
         _ => format.parse(&native_text),
     };
     parsed.problems.extend(problems);
@@ -524,8 +578,10 @@ fn finish(
         logs: vec![outcome.log.clone()],
         native_results: args
             .native
-            .map(|path| vec![relative(path)])
-            .unwrap_or_default(),
+            .into_iter()
+            .chain(args.subtests)
+            .map(relative)
+            .collect(),
     };
     let mut record = assemble(
         args.target,
@@ -678,6 +734,11 @@ mod tests {
             &[
                 "tests/test_a.py::test_x",
                 "tests/test_a.py::TestC::test_y[1]",
+                // Subtests run again through their test, once.
+                "tests/test_a.py::test_x [odd] (i=1)",
+                "tests/test_a.py::test_z[a b] (i=1)",
+                "tests/test_a.py::test_z[a b] (<subtest>)",
+                "tests/test_a.py::test_w[x (y)]",
             ],
             expect![[r#"
                 python3
@@ -686,7 +747,26 @@ mod tests {
                 --junitxml=../j.xml
                 -q
                 tests/test_a.py::test_x
-                tests/test_a.py::TestC::test_y[1]"#]],
+                tests/test_a.py::TestC::test_y[1]
+                tests/test_a.py::test_z[a b]
+                tests/test_a.py::test_w[x (y)]"#]],
+        );
+        check(
+            NativeFormat::Unittest,
+            &["python3", "runner.py", "discover", "-v"],
+            &[
+                "tests.test_a.Calc.test_add",
+                "tests.test_a.Calc.test_words (word='B')",
+            ],
+            expect![[r#"
+                python3
+                runner.py
+                discover
+                -v
+                --once-case
+                tests.test_a.Calc.test_add
+                --once-case
+                tests.test_a.Calc.test_words (word='B')"#]],
         );
         check(
             NativeFormat::GoTestJson,

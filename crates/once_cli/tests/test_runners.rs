@@ -73,8 +73,8 @@ fn test_json(root: &Path, args: &[&str]) -> (i32, Value) {
     (output.status.code().unwrap_or(-1), answer)
 }
 
-/// `runs[].results` with every `duration_ms` blanked and the workspace path redacted,
-/// one pretty record per target.
+/// `runs[].results` with every `duration_ms` blanked, the workspace path and the object
+/// addresses pytest prints (`<… object at 0x7f…>`) redacted, one pretty record per target.
 fn records(answer: &Value, root: &Path) -> String {
     fn blank(value: &mut Value) {
         match value {
@@ -103,7 +103,25 @@ fn records(answer: &Value, root: &Path) -> String {
             serde_json::to_string_pretty(&results).unwrap()
         ));
     }
-    thread_ids(&out.replace(&root.display().to_string(), "$WORKSPACE"))
+    let out = thread_ids(&out.replace(&root.display().to_string(), "$WORKSPACE"));
+    addresses(&out)
+}
+
+/// `text` with every ` at 0x…` address shown as ` at 0xADDRESS`.
+fn addresses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" at 0x") {
+        let (before, after) = rest.split_at(at + " at 0x".len());
+        out.push_str(before);
+        let digits = after.chars().take_while(char::is_ascii_hexdigit).count();
+        if digits > 0 {
+            out.push_str("ADDRESS");
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `text` with the thread ids libtest prints in panic messages (`thread 'a' (1234)`)
@@ -185,6 +203,8 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "bypass"),
             ("py/PyPassTest", "passed", "miss"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("py_subtests/PySubtestsTest", "failed", "bypass"),
+            ("py_unittest/PyUnittestTest", "failed", "bypass"),
             ("rs/RsAllTest", "failed", "bypass"),
             ("rs/RsBatchedTest", "failed", "bypass"),
             ("rs/RsMixedTest", "failed", "bypass"),
@@ -336,6 +356,8 @@ fn every_runner_records_its_cases_passes_are_cached_and_failures_are_not() {
             ("py/PyMixedTest", "failed", "miss"),
             ("py/PyPassTest", "passed", "hit"),
             ("py/PySlowTest", "timed_out", "miss"),
+            ("py_subtests/PySubtestsTest", "failed", "miss"),
+            ("py_unittest/PyUnittestTest", "failed", "miss"),
             ("rs/RsAllTest", "failed", "miss"),
             ("rs/RsBatchedTest", "failed", "miss"),
             ("rs/RsMixedTest", "failed", "miss"),
@@ -1045,4 +1067,330 @@ fn a_rust_crate_without_a_lockfile_builds_without_writing_one_and_hits_the_secon
         .collect();
     assert_eq!(ids, ["calc::tests::adds", "doc::src/lib.rs - add (line 3)"]);
     assert_eq!(source_tree(&root), before);
+}
+
+/// Each case's status in once's words (`passed`, `failed`, `skipped`) by id, and the
+/// counts of the summary line, of a runner's own run.
+struct OwnRun {
+    cases: std::collections::BTreeMap<String, &'static str>,
+    counts: std::collections::BTreeMap<String, u64>,
+}
+
+/// `python3 -m pytest -v -s` on `tests` in `dir`, as a developer runs it there: one line per
+/// test (`tests/t.py::test_x PASSED`) and, uncaptured, per subtest (`tests/t.py::test_x
+/// SUBFAILED[msg] (i=1)`), whose id is the node id, a space and the description; then
+/// `5 failed, 5 passed, 8 subtests passed in 0.04s`.
+fn pytest_own_run(dir: &Path, flaky_marker: &Path) -> OwnRun {
+    let output = Command::new("python3")
+        .args([
+            "-m",
+            "pytest",
+            "-v",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "tests",
+        ])
+        .current_dir(dir)
+        .env("FLAKY_MARKER", flaky_marker)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let words = [
+        ("SUBPASSED", "passed"),
+        ("SUBFAILED", "failed"),
+        ("SUBSKIPPED", "skipped"),
+        ("PASSED", "passed"),
+        ("FAILED", "failed"),
+        ("ERROR", "failed"),
+        ("SKIPPED", "skipped"),
+        ("XFAIL", "skipped"),
+        ("XPASS", "passed"),
+    ];
+    let mut cases = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Some((node, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if !node.contains("::") {
+            continue;
+        }
+        let rest = match rest.rfind(" [") {
+            Some(at) if rest.ends_with("%]") => rest[..at].trim_end(),
+            _ => rest.trim_end(),
+        };
+        if let Some((word, status)) = words.iter().find(|(word, _)| rest.starts_with(word)) {
+            let id = if word.starts_with("SUB") {
+                format!("{node} {}", &rest[word.len()..])
+            } else {
+                node.to_owned()
+            };
+            cases.insert(id, *status);
+        }
+    }
+    let summary = text
+        .lines()
+        .rev()
+        .find(|line| line.starts_with('=') && line.contains(" in "))
+        .unwrap_or_else(|| panic!("no summary from pytest:\n{text}"));
+    let summary = summary.trim_matches(|c| c == '=' || c == ' ');
+    let summary = summary
+        .rsplit_once(" in ")
+        .map_or(summary, |(counts, _)| counts);
+    let counts = summary
+        .split(", ")
+        .filter_map(|part| {
+            let (number, what) = part.split_once(' ')?;
+            Some((what.to_owned(), number.parse().ok()?))
+        })
+        .collect();
+    OwnRun { cases, counts }
+}
+
+/// `python3 -m unittest discover -v -s tests -t .` in `dir`: one line per test, `name
+/// (id) ... ok` (`name (module.Class)` before Python 3.11; a test with a docstring, such
+/// as a doctest, on two lines; one with failed or skipped subtests without an outcome of
+/// its own), an indented one per subtest that failed or was skipped,
+/// `Ran N tests` (in `counts["ran"]`), and `FAILED (failures=2, errors=1, skipped=2,
+/// expected failures=1)`.
+fn unittest_own_run(dir: &Path, flaky_marker: &Path) -> OwnRun {
+    let output = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-v", "-s", "tests", "-t", "."])
+        .current_dir(dir)
+        .env("FLAKY_MARKER", flaky_marker)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    let mut cases = std::collections::BTreeMap::new();
+    let mut previous = "";
+    for line in text.lines() {
+        if let Some((described, outcome)) = line.rsplit_once(" ... ") {
+            let status = match outcome.trim() {
+                // A test whose subtests failed or were skipped gets no outcome of its own
+                // (its line ends in `... `): its own part passed, as pytest reports it.
+                "ok" | "" => Some("passed"),
+                "FAIL" | "ERROR" | "unexpected success" => Some("failed"),
+                "expected failure" => Some("skipped"),
+                outcome if outcome.starts_with("skipped") => Some("skipped"),
+                _ => None,
+            };
+            // A docstring's first line stands after `name (id)`, on a line of its own.
+            let test = if described.trim().contains(" (") {
+                described
+            } else {
+                previous
+            };
+            let subtest = test.starts_with("  ");
+            let (name, rest) = test.trim().split_once(" (").unwrap();
+            let (inner, description) = rest.split_once(')').unwrap();
+            let mut id = if inner.ends_with(&format!(".{name}")) {
+                inner.to_owned()
+            } else {
+                format!("{inner}.{name}")
+            };
+            if subtest {
+                id = format!("{id} {}", description.trim());
+            }
+            if let Some(status) = status {
+                cases.insert(id, status);
+            }
+        }
+        previous = line;
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if let Some(ran) = line.strip_prefix("Ran ") {
+            let number = ran.split(' ').next().unwrap().parse().unwrap();
+            counts.insert("ran".to_owned(), number);
+        }
+        if let Some((_, listed)) = line.split_once(" (")
+            && (line.starts_with("FAILED") || line.starts_with("OK"))
+        {
+            for part in listed.trim_end_matches(')').split(", ") {
+                let (what, number) = part.split_once('=').unwrap();
+                counts.insert(what.to_owned(), number.parse().unwrap());
+            }
+        }
+    }
+    assert!(
+        counts.contains_key("ran"),
+        "no summary from unittest:\n{text}"
+    );
+    OwnRun { cases, counts }
+}
+
+/// The cases of `target` in a `once --format json test` answer, each with the status of
+/// its first attempt, and the record's summary.
+fn first_attempts(
+    answer: &Value,
+    target: &str,
+) -> (std::collections::BTreeMap<String, String>, Value) {
+    let run = answer["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| run["target"] == target)
+        .unwrap_or_else(|| panic!("no run of {target}: {answer}"));
+    let cases = run["results"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            (
+                case["id"].as_str().unwrap().to_owned(),
+                case["attempts"][0]["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (cases, run["results"].clone())
+}
+
+#[test]
+fn pytest_subtests_are_cases_counted_as_pytest_counts_them() {
+    let (_dir, root) = workspace("test_runners");
+    let target = "py_subtests/PySubtestsTest";
+    let (code, answer) = test_json(&root, &["--attempts", "2", target]);
+    assert_eq!(code, 1, "{answer}");
+    let (cases, results) = first_attempts(&answer, target);
+    // pytest's own run, after once's (which leaves nothing that changes what it finds).
+    let own = pytest_own_run(&root.join("py_subtests"), &root.join(".once/state/by-hand"));
+    let own_cases: std::collections::BTreeMap<String, String> = own
+        .cases
+        .iter()
+        .map(|(id, status)| (id.clone(), (*status).to_owned()))
+        .collect();
+    // Every test and subtest pytest reports is a case, with pytest's status.
+    assert_eq!(cases, own_cases);
+    assert!(
+        cases.contains_key("tests/test_stock.py::test_restock_levels [restock] (sku='C3')")
+            && cases.contains_key(
+                "tests/test_legacy.py::LegacyStockTest::test_nothing_is_out_of_stock (sku='B2')"
+            ),
+        "{cases:?}"
+    );
+    // The counts of its summary: `5 failed, 5 passed, 8 subtests passed`.
+    let count = |what: &str| own.counts.get(what).copied().unwrap_or(0);
+    let summary = &results["summary"];
+    assert_eq!(
+        summary["failed"].as_u64().unwrap() + summary["flaky"].as_u64().unwrap(),
+        count("failed") + count("error") + count("errors"),
+        "{:?}",
+        own.counts
+    );
+    assert_eq!(
+        summary["passed"].as_u64().unwrap() - summary["flaky"].as_u64().unwrap(),
+        count("passed") + count("subtests passed") + count("xpassed"),
+        "{:?}",
+        own.counts
+    );
+    assert_eq!(
+        summary["skipped"].as_u64().unwrap(),
+        count("skipped") + count("xfailed") + count("subtests skipped")
+    );
+    // The retry ran the flaky subtest's test again: the subtest and its test are flaky.
+    let flaky: Vec<&str> = results["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|case| case["status"] == "flaky")
+        .map(|case| case["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        flaky,
+        [
+            "tests/test_stock.py::test_reservation_is_flaky",
+            "tests/test_stock.py::test_reservation_is_flaky [reserve]"
+        ]
+    );
+}
+
+#[test]
+fn unittest_runs_discovery_and_load_tests_as_python_m_unittest_does() {
+    let (_dir, root) = workspace("test_runners");
+    let target = "py_unittest/PyUnittestTest";
+    let (code, answer) = test_json(&root, &["--attempts", "2", target]);
+    assert_eq!(code, 1, "{answer}");
+    let (cases, results) = first_attempts(&answer, target);
+    let package = root.join("py_unittest");
+    let own = unittest_own_run(&package, &root.join(".once/state/by-hand"));
+    // Every test unittest ran, and every subtest it reports, is a case with its status;
+    // the other cases are the subtests that passed, which unittest does not print.
+    for (id, status) in &own.cases {
+        assert_eq!(
+            cases.get(id).map(String::as_str),
+            Some(*status),
+            "{id}: {cases:?}"
+        );
+    }
+    let subtest_of = |id: &str| {
+        results["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|case| case["id"] == id)
+            .and_then(|case| case["runner_metadata"]["subtest_of"].as_str())
+            .map(str::to_owned)
+    };
+    let tests: Vec<&String> = cases.keys().filter(|id| subtest_of(id).is_none()).collect();
+    assert_eq!(tests.len() as u64, own.counts["ran"], "{tests:?}");
+    for (id, status) in &cases {
+        if !own.cases.contains_key(id) {
+            assert!(subtest_of(id).is_some() && status == "passed", "{id}");
+        }
+    }
+    // `load_tests` built some of them: the library's doctests, a test case per backend.
+    for id in [
+        "ledger.balance",
+        "tests.test_backends.DiskBackendTest.test_reopen",
+        "tests.test_amounts.ParseAmountTest.test_written_forms (text='1.005')",
+        "tests.test_amounts.ParseAmountTest.test_signs [no sign]",
+    ] {
+        assert!(cases.contains_key(id), "{id}: {cases:?}");
+    }
+    // The counts of `FAILED (failures=2, errors=1, skipped=2, expected failures=1)`.
+    let count = |what: &str| own.counts.get(what).copied().unwrap_or(0);
+    let failed = cases.values().filter(|status| *status == "failed").count() as u64;
+    let skipped = cases.values().filter(|status| *status == "skipped").count() as u64;
+    assert_eq!(
+        failed,
+        count("failures") + count("errors") + count("unexpected successes"),
+        "{:?}",
+        own.counts
+    );
+    assert_eq!(skipped, count("skipped") + count("expected failures"));
+    // The retry selected the failed cases through discovery (the flaky one exists only
+    // through `load_tests`): its log ran their three tests, and the flaky case passed.
+    let retry_log =
+        std::fs::read_to_string(root.join(".once/out/py_unittest/PyUnittestTest/test/log.txt"))
+            .unwrap();
+    assert!(retry_log.contains("Ran 3 tests"), "{retry_log}");
+    let flaky: Vec<&str> = results["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|case| case["status"] == "flaky")
+        .map(|case| case["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(flaky, ["tests.test_backends.DiskBackendTest.test_reopen"]);
+    // pytest, which ignores `load_tests`, finds fewer of the tests.
+    let collected = Command::new("python3")
+        .args([
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ])
+        .current_dir(&package)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let pytest_tests = String::from_utf8_lossy(&collected.stdout)
+        .lines()
+        .filter(|line| line.contains("::"))
+        .count() as u64;
+    assert!(pytest_tests < own.counts["ran"], "{pytest_tests}");
 }

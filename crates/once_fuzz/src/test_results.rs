@@ -1,9 +1,9 @@
 //! The `test_results` target: the input as a runner's native output in every format
 //! `once_test_results` reads (libtest, pytest's and generic JUnit XML, `go test -json`,
-//! TAP), through what the test adapter (`once __test-adapter`) does with it: parse,
-//! assemble the `once.test_results.v1` record with the process's outcome, write it as
-//! JSON; and through what `once test` does with records: merge a retry into the first
-//! run, merge the batches of one target.
+//! TAP, the unittest runner's report), through what the test adapter (`once
+//! __test-adapter`) does with it: parse, assemble the `once.test_results.v1` record with
+//! the process's outcome, write it as JSON; and through what `once test` does with
+//! records: merge a retry into the first run, merge the batches of one target.
 //!
 //! Properties:
 //! - no parser panics, and what it reads is deterministic;
@@ -26,6 +26,7 @@ const FORMATS: &[(NativeFormat, &str)] = &[
     (NativeFormat::Junit, "junit"),
     (NativeFormat::GoTestJson, "go"),
     (NativeFormat::Tap, "tap"),
+    (NativeFormat::Unittest, "unittest"),
     (NativeFormat::ExitCode, "exit_code"),
 ];
 

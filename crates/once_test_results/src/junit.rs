@@ -2,6 +2,8 @@
 //! each case's `file` and `line`) and as other runners write the common subset:
 //! `testsuites` / nested `testsuite` / `testcase` with `failure`, `error` or `skipped`.
 
+use std::collections::HashMap;
+
 use quick_xml::Reader;
 use quick_xml::XmlVersion;
 use quick_xml::escape::resolve_predefined_entity;
@@ -31,6 +33,17 @@ struct Open {
 }
 
 pub fn parse(text: &str, dialect: Dialect) -> Parsed {
+    parse_overriding(text, dialect, &HashMap::new())
+}
+
+/// [`parse`], where a case whose id `outcomes` holds has that status and message instead
+/// of what its elements say (pytest's own outcome of a test with subtests, whose
+/// failures the JUnit XML folds into the test's: `crate::pytest_subtests`).
+pub(crate) fn parse_overriding(
+    text: &str,
+    dialect: Dialect,
+    outcomes: &HashMap<String, (AttemptStatus, Option<String>)>,
+) -> Parsed {
     let mut parsed = Parsed::default();
     let mut reader = Reader::from_str(text);
     let mut suites: Vec<String> = Vec::new();
@@ -56,7 +69,7 @@ pub fn parse(text: &str, dialect: Dialect) -> Parsed {
             }
             Event::Empty(element) if element.local_name().as_ref() == "testcase" => {
                 let case = open_case(&element);
-                finish(&mut parsed, case, &suites, dialect);
+                finish(&mut parsed, case, &suites, dialect, outcomes);
             }
             Event::Start(element) => {
                 if let Some(case) = open.as_mut() {
@@ -74,7 +87,7 @@ pub fn parse(text: &str, dialect: Dialect) -> Parsed {
                 }
                 "testcase" => {
                     if let Some(case) = open.take() {
-                        finish(&mut parsed, case, &suites, dialect);
+                        finish(&mut parsed, case, &suites, dialect, outcomes);
                     }
                 }
                 "failure" | "error" | "skipped" => {
@@ -118,7 +131,7 @@ pub fn parse(text: &str, dialect: Dialect) -> Parsed {
             "the JUnit XML ends inside the case `{}`",
             case.name
         ));
-        finish(&mut parsed, case, &suites, dialect);
+        finish(&mut parsed, case, &suites, dialect, outcomes);
     }
     parsed
 }
@@ -175,7 +188,13 @@ fn append(open: &mut Option<Open>, text: &str) {
     }
 }
 
-fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) {
+fn finish(
+    parsed: &mut Parsed,
+    mut open: Open,
+    suites: &[String],
+    dialect: Dialect,
+    outcomes: &HashMap<String, (AttemptStatus, Option<String>)>,
+) {
     let suite = if open.classname.is_empty() {
         // The innermost suites only: nesting is unbounded in the input.
         suites[suites.len().saturating_sub(64)..].join(" > ")
@@ -193,6 +212,10 @@ fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) 
             open.line,
         ),
     };
+    if let Some((status, message)) = outcomes.get(&id) {
+        open.status = *status;
+        open.message.clone_from(message);
+    }
     // pytest places a case at its `def`; the failure's own report ends with where it
     // failed in the test file (`tests/test_calc.py:9: AssertionError`), as libtest, go
     // and node place theirs.
@@ -222,7 +245,7 @@ fn finish(parsed: &mut Parsed, open: Open, suites: &[String], dialect: Dialect) 
 
 /// The line of the last `FILE:LINE: ` of a pytest failure report that names the test's
 /// own `file` (as it is, or absolute).
-fn failure_line(body: &str, file: &str) -> Option<u32> {
+pub(crate) fn failure_line(body: &str, file: &str) -> Option<u32> {
     body.lines().rev().find_map(|line| {
         let (place, _) = line.split_once(": ")?;
         let (path, number) = place.rsplit_once(':')?;

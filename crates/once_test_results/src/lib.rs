@@ -1,5 +1,6 @@
 //! Normalized test results, `once.test_results.v1`: the record ([`record`]), a parser
-//! for each runner's native output ([`libtest`], [`junit`], [`go`], [`tap`]), the
+//! for each runner's native output ([`libtest`], [`junit`], [`go`], [`tap`],
+//! [`unittest`]) and pytest's subtests beside its JUnit XML ([`pytest_subtests`]), the
 //! assembly of a record from a parse and the process's outcome ([`assemble`]), the
 //! merging of retries and batches ([`merge`]), and the writing of a record, sound and
 //! bounded ([`write`]).
@@ -14,8 +15,10 @@ pub mod go;
 pub mod junit;
 pub mod libtest;
 pub mod merge;
+pub mod pytest_subtests;
 pub mod record;
 pub mod tap;
+pub mod unittest;
 pub mod write;
 
 pub use assemble::{Outcome, assemble};
@@ -37,6 +40,9 @@ pub enum NativeFormat {
     GoTestJson,
     /// TAP, e.g. `node --test --test-reporter=tap`.
     Tap,
+    /// The JSON lines the `unittest_test` kind's runner writes, one per outcome of
+    /// `python3 -m unittest`.
+    Unittest,
     /// Nothing to parse: one case from the exit status.
     ExitCode,
 }
@@ -50,6 +56,7 @@ impl NativeFormat {
             NativeFormat::Junit => "junit",
             NativeFormat::GoTestJson => "go_test_json",
             NativeFormat::Tap => "tap",
+            NativeFormat::Unittest => "unittest_json",
             NativeFormat::ExitCode => "exit_code",
         }
     }
@@ -61,6 +68,7 @@ impl NativeFormat {
             NativeFormat::Junit,
             NativeFormat::GoTestJson,
             NativeFormat::Tap,
+            NativeFormat::Unittest,
             NativeFormat::ExitCode,
         ]
         .into_iter()
@@ -75,6 +83,7 @@ impl NativeFormat {
             NativeFormat::Junit => junit::parse(text, junit::Dialect::Generic),
             NativeFormat::GoTestJson => go::parse(text),
             NativeFormat::Tap => tap::parse(text),
+            NativeFormat::Unittest => unittest::parse(text),
             NativeFormat::ExitCode => Parsed::default(),
         }
     }

@@ -283,8 +283,13 @@ pub fn bounded(message: String) -> String {
 /// Milliseconds from seconds as runners print them (`0.0123`), rounded; `None` for
 /// anything that is not a finite non-negative number.
 pub fn millis_from_seconds(seconds: &str) -> Option<u64> {
-    let value: f64 = seconds.trim().parse().ok()?;
-    (value.is_finite() && value >= 0.0).then(|| (value * 1000.0).round() as u64)
+    millis(seconds.trim().parse().ok()?)
+}
+
+/// Milliseconds from a number of seconds, rounded; `None` unless it is finite and not
+/// negative.
+pub fn millis(seconds: f64) -> Option<u64> {
+    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64)
 }
 
 impl TestResults {

@@ -7,12 +7,13 @@ use once_test_results::{
     Artifacts, CaseStatus, NativeFormat, Outcome, Runner, TargetStatus, TestResults, assemble,
 };
 
-const FORMATS: [NativeFormat; 5] = [
+const FORMATS: [NativeFormat; 6] = [
     NativeFormat::Libtest,
     NativeFormat::PytestJunit,
     NativeFormat::Junit,
     NativeFormat::GoTestJson,
     NativeFormat::Tap,
+    NativeFormat::Unittest,
 ];
 
 fn check(format: NativeFormat, native: &str, exit_code: i32) -> TestResults {

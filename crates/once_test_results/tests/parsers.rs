@@ -1,13 +1,21 @@
-//! Each runner's real native output (captured from pytest, libtest, `go test -json`,
-//! Node's TAP reporter and a hand-written TAP stream) assembled into the exact
-//! `once.test_results.v1` record expected of it (`tests/fixtures/*.expected.json`).
+//! Each runner's real native output (captured from pytest, with and without subtests,
+//! libtest, `go test -json`, Node's TAP reporter, the `unittest_test` runner and a
+//! hand-written TAP stream) assembled into the exact `once.test_results.v1` record
+//! expected of it (`tests/fixtures/*.expected.json`).
 
 use expect_test::{ExpectFile, expect_file};
-use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble};
+use once_test_results::{Artifacts, NativeFormat, Outcome, Runner, assemble, pytest_subtests};
 
+/// The record of `fixture` in `format`; pytest's JUnit XML is read with the subtests
+/// report beside it (`NAME.subtests.jsonl`) when there is one, as the adapter reads it.
 fn check(format: NativeFormat, fixture: &str, exit_code: Option<i32>, expected: ExpectFile) {
     let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
     let native = std::fs::read_to_string(&path).unwrap();
+    let subtests = std::fs::read_to_string(path.replace(".xml", ".subtests.jsonl")).ok();
+    let parsed = match (format, subtests) {
+        (NativeFormat::PytestJunit, Some(report)) => pytest_subtests::parse(&native, &report),
+        _ => format.parse(&native),
+    };
     let outcome = Outcome {
         exit_code,
         timed_out: false,
@@ -22,7 +30,7 @@ fn check(format: NativeFormat, fixture: &str, exit_code: Option<i32>, expected: 
     let record = assemble(
         "pkg/Test",
         Runner::named(format.name()),
-        format.parse(&native),
+        parsed,
         &outcome,
         artifacts,
         "/work/ws",
@@ -38,6 +46,33 @@ fn pytest_junit_xml() {
         "pytest.xml",
         Some(1),
         expect_file!["fixtures/pytest.expected.json"],
+    );
+}
+
+/// pytest 9 with subtests (the `subtests` fixture, `unittest`'s `subTest`): every subtest
+/// a case, a test whose only failures are its subtests' passed as pytest reports it, the
+/// counts those of pytest's summary (`5 failed, 5 passed, 8 subtests passed`).
+#[test]
+fn pytest_junit_xml_with_subtests() {
+    check(
+        NativeFormat::PytestJunit,
+        "pytest_subtests.xml",
+        Some(1),
+        expect_file!["fixtures/pytest_subtests.expected.json"],
+    );
+}
+
+/// The `unittest_test` runner's report of a suite built by `load_tests` (doctests, a test
+/// case per backend) with subtests, skips, an expected failure and an error: unittest's
+/// `Ran 11 tests`, `failures=2, errors=1, skipped=2, expected failures=1` (a subtest's
+/// failure and skip count as unittest counts them), passing subtests as cases too.
+#[test]
+fn unittest_report() {
+    check(
+        NativeFormat::Unittest,
+        "unittest.jsonl",
+        Some(1),
+        expect_file!["fixtures/unittest.expected.json"],
     );
 }
 

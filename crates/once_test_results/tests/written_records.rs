@@ -1,5 +1,5 @@
-//! Every record `once` writes reads back: random but plausible TAP, JUnit, libtest and
-//! `go test -json` outputs (a seeded generator, so a failure names the seed that
+//! Every record `once` writes reads back: random but plausible TAP, JUnit, libtest,
+//! `go test -json` and unittest-report outputs (a seeded generator, so a failure names the seed that
 //! reproduces it), parsed, assembled with a random outcome, merged as retries and
 //! batches are, written with [`TestResults::to_json`], and read with the validator
 //! [`TestResults::from_json`] — which must accept it and give back what was written.
@@ -286,12 +286,62 @@ impl Random {
         out
     }
 
+    /// The `unittest_test` runner's report: one JSON line per outcome, subtests naming
+    /// their test, now and then a line that is not JSON or names an unknown outcome.
+    fn unittest(&mut self) -> String {
+        let mut out = String::new();
+        for _ in 0..self.below(30) {
+            if self.chance(5) {
+                out.push_str(&format!("{}\n", self.name()));
+                continue;
+            }
+            let test = format!("tests.{}.{}", self.name(), self.name());
+            let subtest = self.chance(30);
+            let id = if subtest {
+                format!("{test} (n={})", self.below(3))
+            } else {
+                test.clone()
+            };
+            let outcome = self.pick(&[
+                "success",
+                "failure",
+                "error",
+                "skip",
+                "expected_failure",
+                "unexpected_success",
+                "success",
+                "nope",
+            ]);
+            let duration = [
+                serde_json::json!(null),
+                serde_json::json!(0.25),
+                serde_json::json!(-1.0),
+            ][self.below(3)]
+            .clone();
+            let line = serde_json::json!({
+                "id": id,
+                "name": if self.chance(80) { Some(self.name()) } else { None },
+                "suite": self.name(),
+                "outcome": outcome,
+                "duration": duration,
+                "message": if self.chance(50) { Some(self.name()) } else { None },
+                "file": if self.chance(50) { Some(format!("/ws/pkg/{}.py", self.name())) } else { None },
+                "line": self.below(40),
+                "subtest_of": if subtest { Some(test) } else { None },
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
     fn native(&mut self, format: NativeFormat) -> String {
         match format {
             NativeFormat::Tap => self.tap(),
             NativeFormat::Junit | NativeFormat::PytestJunit => self.junit(),
             NativeFormat::Libtest => self.libtest(),
             NativeFormat::GoTestJson => self.go(),
+            NativeFormat::Unittest => self.unittest(),
             NativeFormat::ExitCode => String::new(),
         }
     }
@@ -320,12 +370,13 @@ fn xml(text: &str) -> String {
         .collect()
 }
 
-const FORMATS: [NativeFormat; 5] = [
+const FORMATS: [NativeFormat; 6] = [
     NativeFormat::Tap,
     NativeFormat::Junit,
     NativeFormat::PytestJunit,
     NativeFormat::Libtest,
     NativeFormat::GoTestJson,
+    NativeFormat::Unittest,
 ];
 
 fn record(random: &mut Random, format: NativeFormat) -> TestResults {
