@@ -187,3 +187,52 @@ fn many_cases_and_huge_messages_stay_fast_and_bounded() {
     let message = record.cases[0].last_message().unwrap();
     assert!(message.len() < 20 * 1024, "{}", message.len());
 }
+
+#[test]
+fn a_broken_or_odd_subtests_report_still_gives_a_sound_record() {
+    let junit = "<testsuites><testsuite name=\"pytest\"><testcase classname=\"tests.test_a\" \
+                 name=\"test_x\" file=\"tests/test_a.py\" line=\"3\" time=\"0.1\"/></testsuite></testsuites>";
+    let report = [
+        "not json",
+        r#"{"test": "tests/test_a.py::test_x", "outcome": "sideways"}"#,
+        // The same description twice (`subtests.test()` in a loop), and a subtest whose
+        // test the JUnit XML does not have.
+        r#"{"test": "tests/test_a.py::test_x", "subtest": "(<subtest>)", "outcome": "passed", "duration": -1}"#,
+        r#"{"test": "tests/test_a.py::test_x", "subtest": "(<subtest>)", "outcome": "failed", "message": "boom"}"#,
+        r#"{"test": "tests/test_b.py::test_y", "subtest": "[m]", "outcome": "skipped"}"#,
+    ]
+    .join("\n");
+    let parsed = once_test_results::pytest_subtests::parse(junit, &report);
+    assert_eq!(parsed.problems.len(), 2, "{:?}", parsed.problems);
+    let record = assemble(
+        "pkg/Test",
+        Runner::named("pytest"),
+        parsed,
+        &Outcome {
+            exit_code: Some(1),
+            timed_out: false,
+            log: "log.txt".to_owned(),
+            cwd: "pkg".to_owned(),
+            allow_no_cases: false,
+        },
+        Artifacts::default(),
+        "/ws",
+    );
+    let written = record.to_json();
+    let read = TestResults::from_json(&written, "pkg/Test").unwrap();
+    let ids: Vec<(&str, CaseStatus)> = read
+        .cases
+        .iter()
+        .map(|case| (case.id.as_str(), case.status))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("tests/test_a.py::test_x", CaseStatus::Passed),
+            ("tests/test_a.py::test_x (<subtest>)", CaseStatus::Passed),
+            ("tests/test_a.py::test_x (<subtest>) #2", CaseStatus::Failed),
+            ("tests/test_b.py::test_y [m]", CaseStatus::Skipped),
+        ]
+    );
+    assert_eq!(read.cases[3].file.as_deref(), Some("pkg/tests/test_b.py"));
+}

@@ -407,8 +407,9 @@ fn the_documented_context_fields_are_the_fields() {
     assert_eq!(fields, documented);
 }
 
-/// The `test` actions `kind` (of `file`) plans for `count` test files named by `name`,
-/// with `attrs`: each action's id and how many of the files it runs.
+/// The `test` commands `kind` (of `file`) plans for `count` test files named by `name`,
+/// with `attrs`: each command's id and how many of the files it runs (a file the
+/// capability writes for its runner, pytest's plugin, is no command).
 fn test_batches(
     file: &str,
     kind: &str,
@@ -429,14 +430,14 @@ fn test_batches(
     plan.actions
         .iter()
         .filter(|action| action.capability == "test")
-        .map(|action| {
+        .filter_map(|action| {
             let ActionStep::Run(command) = &action.step else {
-                panic!("{} is not a command", action.id);
+                return None;
             };
             let files = (0..count)
                 .filter(|n| command.argv.iter().any(|a| a.ends_with(&name(*n))))
                 .count();
-            (action.id.clone(), files)
+            Some((action.id.clone(), files))
         })
         .collect()
 }
@@ -647,4 +648,57 @@ fn go_and_rust_tests_batch_by_listed_case() {
           --list-arg=parse
     "#]]
     .assert_eq(&rust(Some(2)));
+}
+
+#[test]
+fn unittest_tests_run_discovery_on_their_staged_sources_through_the_runner() {
+    let attrs: Vec<(String, AttrValue)> = [
+        ("start_directory", text("tests")),
+        ("top_level_directory", text(".")),
+        ("pattern", text("test*.py")),
+        ("args", strings(&["-b"])),
+        ("env", AttrValue::Dict(Vec::new())),
+        ("allow_no_tests", AttrValue::Bool(false)),
+        ("timeout_seconds", AttrValue::Int(300)),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    let planned = |capability: &str| {
+        let mut unittest = request("unittest_test", capability);
+        unittest.srcs = vec![
+            "app/tests/__init__.py".to_owned(),
+            "app/tests/test_calc.py".to_owned(),
+        ];
+        unittest.deps.clear();
+        unittest.attrs.clone_from(&attrs);
+        render(&plan_prelude("python.star", &unittest))
+    };
+    expect![[r#"
+                app/Gen#build/compile [build]: run ["python3", "-c", "import py_compile, sys\nargs = sys.argv[1:]\nfor src, dst in zip(args[0::2], args[1::2]):\n    py_compile.compile(src, cfile = dst, doraise = True)\n", "app/tests/__init__.py", ".once/out/app/Gen/pyc/tests/__init__.pyc", "app/tests/test_calc.py", ".once/out/app/Gen/pyc/tests/test_calc.pyc"]
+                  in:  app/tests/__init__.py app/tests/test_calc.py
+                  out: .once/out/app/Gen/pyc/tests/__init__.pyc .once/out/app/Gen/pyc/tests/test_calc.pyc
+                app/Gen#build/1 [build]: copy app/tests/__init__.py -> .once/out/app/Gen/discover/tests/__init__.py
+                  in:  app/tests/__init__.py
+                  out: .once/out/app/Gen/discover/tests/__init__.py
+                app/Gen#build/2 [build]: copy app/tests/test_calc.py -> .once/out/app/Gen/discover/tests/test_calc.py
+                  in:  app/tests/test_calc.py
+                  out: .once/out/app/Gen/discover/tests/test_calc.py
+                default: .once/out/app/Gen/pyc/tests/__init__.pyc .once/out/app/Gen/pyc/tests/test_calc.pyc .once/out/app/Gen/discover/tests/__init__.py .once/out/app/Gen/discover/tests/test_calc.py
+            "#]]
+    .assert_eq(&planned("build"));
+    // The runner's source is the action's content (shown as `…`).
+    let test = planned("test");
+    let runner = test.find(" \"\\\"\\\"\\\"once's unittest runner").unwrap();
+    let end = test[runner..].find(" executable=false").unwrap();
+    let test = format!("{} \"…\"{}", &test[..runner], &test[runner + end..]);
+    expect![[r#"
+                app/Gen#test/runner [test]: write .once/out/app/Gen/unittest/once_unittest.py "…" executable=false
+                  out: .once/out/app/Gen/unittest/once_unittest.py
+                app/Gen#test/test [test]: run ["once", "__test-adapter", "--results-format", "unittest_json", "--target", "app/Gen", "--runner", "unittest", "--results", "../.once/out/app/Gen/test/test_results.json", "--log", "../.once/out/app/Gen/test/log.txt", "--cwd", "app", "--native", "../.once/out/app/Gen/test/unittest.jsonl", "--staged", "../.once/out/app/Gen/discover", "--", "python3", "../.once/out/app/Gen/unittest/once_unittest.py", "--once-report", "../.once/out/app/Gen/test/unittest.jsonl", "discover", "-v", "-s", "../.once/out/app/Gen/discover/tests", "-p", "test*.py", "-t", "../.once/out/app/Gen/discover", "-b"] cwd=app PYTHONDONTWRITEBYTECODE="1" PYTHONPATH="" PYTHONSAFEPATH="1"
+                  in:  .once/out/app/Gen/pyc/tests/__init__.pyc .once/out/app/Gen/pyc/tests/test_calc.pyc .once/out/app/Gen/discover/tests/__init__.py .once/out/app/Gen/discover/tests/test_calc.py .once/out/app/Gen/unittest/once_unittest.py
+                  out: .once/out/app/Gen/test/test_results.json .once/out/app/Gen/test/log.txt .once/out/app/Gen/test/unittest.jsonl
+                default: 
+            "#]]
+    .assert_eq(&test);
 }
