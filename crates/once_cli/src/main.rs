@@ -64,7 +64,27 @@ use crate::args::{Args, Command, Format};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // The sandbox's launcher must stay single-threaded (it joins a user namespace), so
+    // it is served before anything else of `once` starts.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            once_exec::launch::SANDBOX_LAUNCHER_ROLE,
+        ))
+    {
+        return match once_exec::launch::serve_sandbox_launcher() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("once: the sandbox's launcher failed: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     panic::install_hook();
+    if std::env::var_os("ONCE_SANDBOX_LAUNCHER").as_deref() != Some(std::ffi::OsStr::new("off"))
+        && let Ok(executable) = std::env::current_exe()
+    {
+        once_exec::launch::use_sandbox_launcher(executable);
+    }
     panic::guard(run)
 }
 

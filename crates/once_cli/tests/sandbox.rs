@@ -512,3 +512,124 @@ fn a_rust_crate_fetches_its_registry_dependencies_in_a_step_of_its_own() {
     let ran = workspace.once(&["run", "pkg/App"], &env);
     assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
 }
+
+/// The processes whose parent is `parent`, with their command lines.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The parent is the second field after the command's closing parenthesis.
+            let ppid: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            (ppid == parent).then(|| (pid, text(&line).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// Whether `pid` descends from `ancestor`.
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut current = pid;
+    for _ in 0..64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{current}/stat")) else {
+            return false;
+        };
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        match parent {
+            Some(parent) if parent == ancestor => return true,
+            Some(parent) if parent > 1 => current = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Waits up to twenty seconds (a loaded machine) for `done`.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    for _ in 0..1000 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// Starts `once build --sandbox on pkg/T` for an action that sleeps with `marker`, and
+/// waits until the sleeper runs: the build, its launcher's process id and the sleeper's.
+fn build_until_the_action_sleeps(
+    workspace: &Sandboxed,
+    marker: &str,
+) -> (std::process::Child, u32, u32) {
+    let build = Command::new(env!("CARGO_BIN_EXE_once"))
+        .args(["build", "--sandbox", "on", "pkg/T"])
+        .current_dir(&workspace.root)
+        .env_remove("ONCE_WORKSPACE")
+        .env_remove("ONCE_SANDBOX_LAUNCHER")
+        .env("HOME", workspace.home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sleeper = || {
+        std::fs::read_dir("/proc").unwrap().find_map(|entry| {
+            let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            (text(&line).replace('\0', " ").trim_end() == format!("sleep {marker}")).then_some(pid)
+        })
+    };
+    assert!(
+        eventually(|| sleeper().is_some()),
+        "the action never started"
+    );
+    let launchers: Vec<u32> = children_of(build.id())
+        .into_iter()
+        .filter(|(_, line)| line.contains("__sandbox-launcher"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(launchers.len(), 1, "{:?}", children_of(build.id()));
+    (build, launchers[0], sleeper().unwrap())
+}
+
+#[test]
+fn confined_actions_start_from_the_launcher_which_ends_with_once() {
+    let marker = format!("1.{}", std::process::id());
+    let workspace = Sandboxed::new(&command_target(&format!("sleep {marker}; echo o > $OUT/o")));
+    let (mut build, launcher, sleeper) = build_until_the_action_sleeps(&workspace, &marker);
+    // The action was started by the launcher, not forked from `once` (a launcher that
+    // failed would leave `once` forking: this would fail).
+    assert!(descends_from(sleeper, launcher));
+    assert!(build.wait().unwrap().success());
+    assert_eq!(workspace.output(), "o\n");
+    assert!(
+        eventually(|| !std::path::Path::new(&format!("/proc/{launcher}")).exists()),
+        "the launcher outlived once"
+    );
+}
+
+#[test]
+fn a_killed_once_takes_its_launcher_and_its_actions_along() {
+    let marker = format!("30.{}", std::process::id());
+    let workspace = Sandboxed::new(&command_target(&format!("sleep {marker}; echo o > $OUT/o")));
+    let (mut build, launcher, sleeper) = build_until_the_action_sleeps(&workspace, &marker);
+    build.kill().unwrap();
+    build.wait().unwrap();
+    assert!(
+        eventually(|| {
+            !std::path::Path::new(&format!("/proc/{launcher}")).exists()
+                && !std::path::Path::new(&format!("/proc/{sleeper}")).exists()
+        }),
+        "left behind: {:?}",
+        processes_with(&marker)
+    );
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}

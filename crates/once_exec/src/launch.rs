@@ -14,15 +14,22 @@
 //!   caller reads and whose end it waits for itself (a runtime session's program, under
 //!   its supervisor);
 //! - **companions** ([`start_companion`], [`start_detached`]): `once` itself in another
-//!   role (the isolated module evaluator, a session's supervisor).
+//!   role (the isolated module evaluator, a session's supervisor);
+//! - **the sandbox's launcher** ([`sandbox_launcher`]): `once` itself, started once per
+//!   process when the binary asked for it ([`use_sandbox_launcher`]), which then starts
+//!   every confined action so that this process never forks for one.
 //!
 //! [`reaper`]: crate::reaper
 
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use once_sandbox::launcher::Launcher;
 
 use rustix::process::{Pid, kill_process_group};
 
@@ -214,6 +221,81 @@ pub fn start_detached(
         .name("once-detached-wait".into())
         .spawn(move || child.wait());
     Ok(())
+}
+
+/// The first argument that starts `once` as the sandbox's launcher.
+pub const SANDBOX_LAUNCHER_ROLE: &str = once_sandbox::launcher::ROLE;
+
+/// The binary the sandbox's launcher runs (`once` itself), when it was asked for.
+static LAUNCHER_EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Set when the launcher could not start or stopped answering: confined programs are
+/// then forked from this process, as without a launcher.
+static LAUNCHER_BROKEN: AtomicBool = AtomicBool::new(false);
+
+/// Asks for the sandbox's launcher: confined programs are started by `executable`
+/// (this very binary, which must answer [`once_sandbox::launcher::ROLE`] with
+/// [`serve_sandbox_launcher`]) rather than forked from this process. Binaries that do
+/// not ask (tests) fork confined programs themselves.
+pub fn use_sandbox_launcher(executable: PathBuf) {
+    let _ = LAUNCHER_EXECUTABLE.set(executable);
+}
+
+/// Serves as the sandbox's launcher (the process [`sandbox_launcher`] starts), until
+/// the process that started it ends.
+pub fn serve_sandbox_launcher() -> io::Result<()> {
+    once_sandbox::launcher::serve()
+}
+
+/// The running launcher, started on first use; `None` when none was asked for or it
+/// cannot serve.
+pub(crate) fn sandbox_launcher() -> Option<&'static Launcher> {
+    static LAUNCHER: OnceLock<Option<Launcher>> = OnceLock::new();
+    if LAUNCHER_BROKEN.load(Ordering::Relaxed) {
+        return None;
+    }
+    LAUNCHER
+        .get_or_init(|| start_sandbox_launcher(LAUNCHER_EXECUTABLE.get()?).ok())
+        .as_ref()
+}
+
+/// Stops using the launcher for the rest of this process (it ended, or broke the
+/// protocol); confined programs are forked from this process from then on.
+pub(crate) fn sandbox_launcher_failed() {
+    LAUNCHER_BROKEN.store(true, Ordering::Relaxed);
+}
+
+fn start_sandbox_launcher(executable: &Path) -> io::Result<Launcher> {
+    let (ours, theirs) = once_sandbox::launcher::control_pair()?;
+    let mut command = Command::new(executable);
+    command
+        .arg(once_sandbox::launcher::ROLE)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::from(theirs))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut child = crate::runner::spawn(&mut command)?;
+    // Drop the command: it holds the launcher's end, whose closing tells the launcher
+    // when this process ends.
+    drop(command);
+    let launcher = match Launcher::connect(ours) {
+        Ok(launcher) => launcher,
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
+    };
+    // The launcher lives as long as this process; a thread reaps it should it end
+    // first, and confined programs are forked here from then on.
+    let _ = std::thread::Builder::new()
+        .name("once-sandbox-launcher".into())
+        .spawn(move || {
+            let _ = child.wait();
+            sandbox_launcher_failed();
+        });
+    Ok(launcher)
 }
 
 #[cfg(test)]

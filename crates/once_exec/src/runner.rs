@@ -13,11 +13,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io;
+use std::os::fd::AsFd as _;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use once_sandbox::launcher::{LaunchError, Launcher};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
 
 /// One program to run.
@@ -69,6 +71,20 @@ impl ProcessRunner for SystemRunner {
             env: request.env,
             cwd: request.cwd,
         };
+        // A confined program in a PID namespace of its own is started by the sandbox's
+        // launcher when there is one, so that this process does not fork for it; when the
+        // launcher is gone, it is forked here.
+        if let Some(confinement) = request.confinement
+            && request.trace.is_none()
+            && confinement.own_pids()
+            && let Some(launcher) = crate::launch::sandbox_launcher()
+        {
+            match run_through_launcher(launcher, &program, confinement, &request) {
+                Err(LaunchError::Unavailable(_)) => crate::launch::sandbox_launcher_failed(),
+                Err(LaunchError::Failed(error)) => return Err(error),
+                Ok(exit) => return Ok(exit),
+            }
+        }
         let mut command = program.command();
         command
             .stdout(request.stdout)
@@ -105,6 +121,55 @@ impl ProcessRunner for SystemRunner {
             (None, None) => ProcessExit::Signal(0),
         })
     }
+}
+
+/// Runs a confined program through the sandbox's launcher ([`crate::launch`]): the same
+/// process group, cancelling, reaper and time limit as a program forked here.
+fn run_through_launcher(
+    launcher: &Launcher,
+    program: &crate::launch::Program<'_>,
+    confinement: &once_sandbox::Prepared,
+    request: &ProcessRequest<'_>,
+) -> Result<ProcessExit, LaunchError> {
+    let exec = once_sandbox::Exec {
+        path: program.path,
+        argv: program.argv,
+        env: program.env,
+    };
+    let launched = launcher.start(
+        confinement,
+        &exec,
+        program.cwd,
+        request.stdout.as_fd(),
+        request.stderr.as_fd(),
+    )?;
+    let Some(group) = Pid::from_raw(launched.pid()) else {
+        return Err(LaunchError::Unavailable(io::Error::other(
+            "the sandbox's launcher reported an invalid process id",
+        )));
+    };
+    request.cancel.register(group);
+    crate::reaper::watch(group);
+    let watchdog = request.timeout.map(|limit| Watchdog::start(group, limit));
+    // The leader has exited but is not reaped (the launcher waits for `W`), so its id
+    // (the group's) cannot be reused before the group is killed.
+    launched.wait_exited();
+    let timed_out = watchdog.is_some_and(Watchdog::stop);
+    let _ = kill_process_group(group, Signal::KILL);
+    request.cancel.unregister(group);
+    crate::reaper::forget(group);
+    // The program ran: a launcher that cannot say how it ended makes this run fail (it
+    // must not run again elsewhere).
+    let status = launched.reap().map_err(LaunchError::Failed)?;
+    if timed_out {
+        return Ok(ProcessExit::TimedOut);
+    }
+    let status = std::process::ExitStatus::from_raw(status);
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => ProcessExit::Code(code),
+        (None, Some(signal)) => ProcessExit::Signal(signal),
+        (None, None) => ProcessExit::Signal(0),
+    })
 }
 
 /// Runs `command` traced to its end, its file accesses into `sink`. It is not announced

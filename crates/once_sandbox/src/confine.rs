@@ -147,6 +147,24 @@ pub struct Prepared {
     own_pids: bool,
 }
 
+impl Prepared {
+    /// The Landlock ruleset's descriptor, if the file system is restricted.
+    pub(crate) fn ruleset_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd as _;
+        self.ruleset.as_ref().map(|ruleset| ruleset.fd().as_fd())
+    }
+
+    /// Whether the program may reach the network.
+    pub(crate) fn network(&self) -> bool {
+        self.network
+    }
+
+    /// Whether the program starts in a PID namespace of its own.
+    pub fn own_pids(&self) -> bool {
+        self.own_pids
+    }
+}
+
 /// The process file the child writes its maps to.
 const SETGROUPS: &[u8] = b"/proc/self/setgroups\0";
 const UID_MAP: &[u8] = b"/proc/self/uid_map\0";
@@ -166,7 +184,7 @@ pub struct Exec<'a> {
 /// An [`Exec`] made ready before the fork: NUL-terminated strings and the pointer arrays
 /// `execve` takes, and the command line of `/bin/sh` for a script without a `#!` line
 /// (what `execvp` does on `ENOEXEC`). Nothing here is allocated after the fork.
-struct ExecImage {
+pub(crate) struct ExecImage {
     path: CString,
     argv: Vec<*const libc::c_char>,
     shell_argv: Vec<*const libc::c_char>,
@@ -186,7 +204,7 @@ unsafe impl Sync for ExecImage {}
 const SHELL: &[u8] = b"/bin/sh\0";
 
 impl ExecImage {
-    fn new(exec: &Exec<'_>) -> io::Result<ExecImage> {
+    pub(crate) fn new(exec: &Exec<'_>) -> io::Result<ExecImage> {
         let text = |bytes: &[u8]| {
             CString::new(bytes).map_err(|_| {
                 io::Error::new(io::ErrorKind::InvalidInput, "an argument holds a NUL byte")
@@ -239,10 +257,10 @@ const STACK_SIZE: usize = 64 * 1024;
 
 /// A stack for a `CLONE_VM` child, allocated before the fork (not written: a stack
 /// needs no initial content).
-struct Stack(Box<[std::mem::MaybeUninit<u128>]>);
+pub(crate) struct Stack(Box<[std::mem::MaybeUninit<u128>]>);
 
 impl Stack {
-    fn new() -> Stack {
+    pub(crate) fn new() -> Stack {
         Stack(Box::new_uninit_slice(STACK_SIZE / 16))
     }
 
@@ -253,11 +271,11 @@ impl Stack {
 }
 
 /// What B needs to start C and report on it.
-struct InitArguments {
-    image: ExecImage,
-    program_stack: Stack,
+pub(crate) struct InitArguments {
+    pub(crate) image: ExecImage,
+    pub(crate) program_stack: Stack,
     /// The write end of the status pipe.
-    status: libc::c_int,
+    pub(crate) status: libc::c_int,
 }
 
 impl Prepared {
@@ -288,28 +306,12 @@ impl Prepared {
         };
         let mut init_stack = Stack::new();
         let step = move || {
-            // SAFETY: `setns` and `unshare` take a descriptor and flags; the descriptors
-            // are the shared namespaces', open for this process's life.
-            unsafe {
-                check(libc::setns(user_namespace, libc::CLONE_NEWUSER))?;
-                if !network {
-                    check(libc::setns(offline_network, libc::CLONE_NEWNET))?;
-                }
-                if own_pids {
-                    check(libc::unshare(libc::CLONE_NEWPID))?;
-                }
-            }
-            if let Some(ruleset) = ruleset {
-                // SAFETY: `prctl` with these arguments only sets a flag of this process.
-                check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
-                // SAFETY: `ruleset` is the descriptor of a ruleset the parent keeps open
-                // until the spawn returns; the call takes no memory.
-                let restricted =
-                    unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) };
-                if restricted != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
+            enter(
+                Some(user_namespace),
+                (!network).then_some(offline_network),
+                own_pids,
+                ruleset,
+            )?;
             match init.as_deref_mut() {
                 Some(arguments) => split_into_namespace(arguments, &mut init_stack),
                 None => Ok(()),
@@ -324,18 +326,56 @@ impl Prepared {
     }
 }
 
+/// The confinement's steps in the child before it splits into the PID namespace: join
+/// the shared user namespace (`None`: the process is in it already, as the
+/// [`crate::launcher`]'s children are) and the offline network namespace (`None`: the
+/// program keeps the network), make a PID namespace for the children to come when
+/// `own_pids`, and restrict the process with the Landlock ruleset, if any. Only system
+/// calls: it runs between `fork` and `exec` of a multithreaded parent too.
+pub(crate) fn enter(
+    user_namespace: Option<libc::c_int>,
+    offline_network: Option<libc::c_int>,
+    own_pids: bool,
+    ruleset: Option<libc::c_int>,
+) -> io::Result<()> {
+    // SAFETY: `setns` and `unshare` take a descriptor and flags; the descriptors are the
+    // shared namespaces', open for the caller's life.
+    unsafe {
+        if let Some(user_namespace) = user_namespace {
+            check(libc::setns(user_namespace, libc::CLONE_NEWUSER))?;
+        }
+        if let Some(offline_network) = offline_network {
+            check(libc::setns(offline_network, libc::CLONE_NEWNET))?;
+        }
+        if own_pids {
+            check(libc::unshare(libc::CLONE_NEWPID))?;
+        }
+    }
+    if let Some(ruleset) = ruleset {
+        // SAFETY: `prctl` with these arguments only sets a flag of this process.
+        check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+        // SAFETY: `ruleset` is the descriptor of a ruleset kept open until the program
+        // started; the call takes no memory.
+        let restricted = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) };
+        if restricted != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// The user namespace every confined program of this process joins (its user and group
 /// mapped to themselves) and, in it, the network namespace of the programs without the
 /// network: made once, by a short-lived child, and kept by their descriptors. Making a
 /// network namespace per program would cost each one its creation and, worse, a
 /// teardown the kernel serialises: hundreds of programs in a row then wait on each
 /// other's. Programs without the network therefore share one loopback.
-struct SharedNamespaces {
-    user: OwnedFd,
-    offline_network: OwnedFd,
+pub(crate) struct SharedNamespaces {
+    pub(crate) user: OwnedFd,
+    pub(crate) offline_network: OwnedFd,
 }
 
-fn shared_namespaces() -> io::Result<&'static SharedNamespaces> {
+pub(crate) fn shared_namespaces() -> io::Result<&'static SharedNamespaces> {
     static SHARED: OnceLock<Result<SharedNamespaces, (io::ErrorKind, String)>> = OnceLock::new();
     SHARED
         .get_or_init(|| make_shared_namespaces().map_err(|e| (e.kind(), e.to_string())))
@@ -432,7 +472,7 @@ fn close_all(pipe: &[libc::c_int; 2]) {
 }
 
 /// Turns an answer of -1 into the error it reports.
-fn check(answer: libc::c_int) -> io::Result<()> {
+pub(crate) fn check(answer: libc::c_int) -> io::Result<()> {
     if answer == -1 {
         return Err(io::Error::last_os_error());
     }
@@ -564,7 +604,10 @@ fn outlast_polite_signals() {
 /// Makes B (the namespace's init, sharing this process's memory, on `init_stack`), which
 /// makes and reports on C (the program); this process (A) then waits and ends as C did.
 /// Returns only when it cannot start B.
-fn split_into_namespace(arguments: &mut InitArguments, init_stack: &mut Stack) -> io::Result<()> {
+pub(crate) fn split_into_namespace(
+    arguments: &mut InitArguments,
+    init_stack: &mut Stack,
+) -> io::Result<()> {
     let mut pipe = [0; 2];
     // SAFETY: `pipe` has room for two descriptors.
     check(unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) })?;

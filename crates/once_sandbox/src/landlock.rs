@@ -230,4 +230,9 @@ impl Ruleset {
     pub(crate) fn raw_fd(&self) -> libc::c_int {
         self.fd.as_raw_fd()
     }
+
+    /// The ruleset's descriptor, to hand to the [`crate::launcher`].
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
 }

@@ -5,20 +5,24 @@
 //! - [`confine`]: a [`Confinement`] (what a program may touch) made ready
 //!   ([`Prepared`]) and installed on a `std::process::Command`: user, PID and network
 //!   namespaces and the Landlock restriction, set up between `fork` and `exec`;
+//! - [`launcher`]: the companion process that starts confined programs for `once`, so
+//!   that `once` itself never forks for them;
 //! - [`Support`]: what this kernel offers, and what is missing in words a user can act
 //!   on;
 //! - `trace` (x86_64): runs a program under `ptrace` and reports every file access it and
 //!   its descendants attempted, with the errno of those denied; the next step names a
 //!   sandboxed action's denied files with it (not wired to the executor yet).
 //!
-//! Apart from the tracer (whose tracing thread must be the one that forks), this crate
-//! makes no process of its own: `once_exec` builds the command, installs the
+//! Apart from the tracer (whose tracing thread must be the one that forks) and the
+//! launcher (which forks itself, a process `once_exec` started), this crate makes no
+//! process of its own: `once_exec` builds the command, installs the
 //! confinement and starts it (the one-runner rule). It is the only crate of the
 //! workspace allowed `unsafe` code, because the steps between `fork` and `exec` are raw
 //! system calls; every unsafe block says why it is sound.
 
 pub mod confine;
 pub mod landlock;
+pub mod launcher;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod trace;
 
