@@ -120,6 +120,7 @@ fn editing_one_manifest_reruns_only_its_queries() {
         names,
         [
             "file_diagnostics",
+            "interpreter_diagnostics",
             "manifest",
             "package_nodes",
             "package_reference_diagnostics",
@@ -260,6 +261,7 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
         names,
         [
             "file_diagnostics",
+            "interpreter_diagnostics",
             "manifest",
             "package_dependencies",
             "package_has_internal_cycle",
@@ -291,5 +293,56 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
     assert_eq!(
         codes,
         ["dependency cycle: pkgs/p3/Lib -> pkgs/p5/Lib -> pkgs/p4/Lib -> pkgs/p3/Lib"]
+    );
+}
+
+/// The interpreter checks look at the disk, which no input tracks: a package naming an
+/// interpreter checks it again in every new revision (a virtual environment made or
+/// removed is seen without an edit), one naming none never looks and never re-runs.
+#[test]
+fn only_a_package_naming_an_interpreter_checks_it_again_in_each_revision() {
+    let root = r#"
+        //- /once.toml
+        [workspace]
+        //- /py/once.toml
+        [[target]]
+        name = "Tests"
+        kind = "pytest_test"
+        srcs = ["test_a.py"]
+
+        [target.attrs]
+        python = ".venv"
+        //- /py/test_a.py
+        def test_a(): pass
+    "#;
+    let system = workspace_with(root, 3);
+    let (mut db, workspace, log) = load(&system);
+    let invalid = |db: &RootDatabase| {
+        workspace_diagnostics(db, workspace)
+            .iter()
+            .filter(|d| d.code.as_str() == "invalid_interpreter")
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        invalid(&db),
+        ["attribute `python` names `.venv`, which does not exist"]
+    );
+    let _ = log.take();
+    // The environment appears, and another package's manifest changes (a new revision).
+    system.write(format!("{ROOT}/.venv/bin/python3"), "#!");
+    system.chmod(Path::new(&format!("{ROOT}/.venv/bin/python3")), 0o755);
+    let path = format!("{ROOT}/pkgs/p1/once.toml");
+    let text = system.read_to_string(Path::new(&path)).unwrap_or_default();
+    system.write(&path, format!("{text}\n# edited\n"));
+    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    let now = invalid(&db);
+    let warm = executed(&db, &log);
+    assert_eq!(now, Vec::<String>::new(), "{warm:?}");
+    assert_eq!(
+        count(&warm, "interpreter_diagnostics"),
+        1,
+        "only the package naming an interpreter looked again (the edited manifest \
+         backdated): {warm:?}"
     );
 }
