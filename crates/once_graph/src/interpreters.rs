@@ -3,12 +3,13 @@
 //! `[workspace] python` (the interpreter of every such target that sets none).
 //!
 //! What a value names is read lexically ([`once_model::interpreter`]); whether it is
-//! there is a question to the file system, through [`once_db::System`]: the directory and
-//! its `bin/python3`, or the interpreter file, must exist and the program must be an
-//! executable file. A virtual environment lives outside the workspace's files (hidden,
-//! ignored), so no input tracks it: a query that looked at the disk reports an untracked
-//! read and runs again in every new revision (a package that names no interpreter never
-//! looks, so it never re-runs for this).
+//! there is a question to the file system: the directory and its `bin/python3`, or the
+//! interpreter file, must exist and the program must be an executable file. A virtual
+//! environment lives outside the workspace's files (hidden, ignored, or elsewhere on the
+//! host), so no file input tracks it: each path looked at is a [`once_db::HostPath`]
+//! input, which every change batch looks at again ([`once_db::host_paths`]). The check
+//! re-runs when an entry it looked at changed (an environment made, removed, broken),
+//! and not for an unrelated edit; a package that names no interpreter never looks.
 //!
 //! **Architecture Invariant:** a missing interpreter refuses only the targets that would
 //! run it ([`crate::actions`] asks [`target_interpreter_errors`]); it is not a planning
@@ -16,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use once_db::{Db, EntryKind, Package, Workspace};
+use once_db::{Db, EntryKind, HostEntry, Package, Workspace, host_entry};
 use once_model::interpreter::{DIRECTORY_PROGRAM, python_interpreter};
 use once_model::{AttrValue, Diagnostic, DiagnosticCode, KindOrigin, TextRange};
 
@@ -58,11 +59,7 @@ pub fn interpreter_diagnostics(db: &dyn Db, package: Package) -> PackageInterpre
     };
     let root = workspace.root(db).clone();
     let manifest = manifest(db, package);
-    let mut checker = Checker {
-        db,
-        root: &root,
-        looked: false,
-    };
+    let checker = Checker { db, root: &root };
     let mut found = PackageInterpreters::default();
     if package.path(db).is_empty()
         && let Some(setting) = manifest.workspace.as_ref().and_then(|w| w.python.as_ref())
@@ -103,9 +100,6 @@ pub fn interpreter_diagnostics(db: &dyn Db, package: Package) -> PackageInterpre
             diagnostic = diagnostic.at(manifest.file.clone(), range);
         }
         found.targets.push((target.label.name.clone(), diagnostic));
-    }
-    if checker.looked {
-        db.report_untracked_read();
     }
     found
 }
@@ -189,13 +183,16 @@ struct Problem {
 struct Checker<'a> {
     db: &'a dyn Db,
     root: &'a Path,
-    /// Whether the file system was asked.
-    looked: bool,
 }
 
 impl Checker<'_> {
+    /// What is at the absolute `path` (a tracked read of its [`once_db::HostPath`]).
+    fn entry(&self, path: &Path) -> HostEntry {
+        *host_entry(self.db, self.db.host_path(path))
+    }
+
     /// What is wrong with the setting `value`; `None` when its interpreter can run.
-    fn check(&mut self, value: &str) -> Option<Problem> {
+    fn check(&self, value: &str) -> Option<Problem> {
         let found = match python_interpreter(value) {
             Ok(found) => found,
             Err(why) => {
@@ -207,7 +204,6 @@ impl Checker<'_> {
                 });
             }
         };
-        self.looked = true;
         let place = |path: &str| -> PathBuf {
             if found.absolute {
                 PathBuf::from(path)
@@ -215,7 +211,6 @@ impl Checker<'_> {
                 self.root.join(path)
             }
         };
-        let system = self.db.system();
         let program = found.program();
         let shown = if found.directory {
             format!("{}/{DIRECTORY_PROGRAM}", value.trim_end_matches('/'))
@@ -224,7 +219,7 @@ impl Checker<'_> {
         };
         if found.directory {
             let directory = place(&found.path);
-            match system.stamp(&directory).ok().flatten().map(|s| s.kind) {
+            match self.entry(&directory).kind {
                 None => {
                     return Some(Problem {
                         what: "which does not exist".to_owned(),
@@ -248,10 +243,26 @@ impl Checker<'_> {
                 }
             }
         }
-        let path = place(&program);
-        let stamp = system.stamp(&path).ok().flatten();
-        let Some(stamp) = stamp else {
-            let dangling = matches!(system.link_stamp(&path), Ok(Some(_)));
+        let entry = self.entry(&place(&program));
+        let Some(kind) = entry.kind else {
+            // A `bin` directory named for its environment (`.venv/bin`).
+            if found.directory
+                && !entry.link
+                && let Some(environment) = found.path.strip_suffix("/bin")
+                && self.entry(&place(&format!("{}/python3", found.path))).kind
+                    == Some(EntryKind::File)
+            {
+                return Some(Problem {
+                    what: format!(
+                        "which has no `{DIRECTORY_PROGRAM}`: it is the `bin` directory of one"
+                    ),
+                    repair: format!(
+                        "Name the environment (`{environment}`) or its interpreter (`{}/python3`)",
+                        found.path
+                    ),
+                });
+            }
+            let dangling = entry.link;
             let what = match (dangling, found.directory) {
                 (true, _) => format!(
                     "but `{shown}` is a symbolic link to nothing (the interpreter it was \
@@ -274,7 +285,7 @@ impl Checker<'_> {
             };
             return Some(Problem { what, repair });
         };
-        if stamp.kind == EntryKind::Directory && !found.directory {
+        if kind == EntryKind::Directory && !found.directory {
             return Some(Problem {
                 what: "which is a directory".to_owned(),
                 repair: format!(
@@ -284,13 +295,13 @@ impl Checker<'_> {
                 ),
             });
         }
-        if stamp.kind != EntryKind::File {
+        if kind != EntryKind::File {
             return Some(Problem {
                 what: format!("but `{shown}` is not a file"),
                 repair: "Name an interpreter file or a virtual environment".to_owned(),
             });
         }
-        if stamp.mode & 0o111 == 0 {
+        if !entry.executable {
             return Some(Problem {
                 what: format!("but `{shown}` is not executable"),
                 repair: format!("Make it executable (`chmod +x {shown}`), or fix the path"),

@@ -296,14 +296,18 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
     );
 }
 
-/// The interpreter checks look at the disk, which no input tracks: a package naming an
-/// interpreter checks it again in every new revision (a virtual environment made or
-/// removed is seen without an edit), one naming none never looks and never re-runs.
+/// The interpreter checks look at paths no file input tracks (a hidden virtual
+/// environment, an interpreter outside the workspace): each is a host path input that
+/// every change batch looks at again. A virtual environment made, broken or removed is
+/// seen at the next batch, an empty one too (a server applies its watcher's batch before
+/// each request), and re-runs only the check of the package naming it; an unrelated edit
+/// re-runs no check and leaves the answer as the disk has it.
 #[test]
-fn only_a_package_naming_an_interpreter_checks_it_again_in_each_revision() {
+fn interpreter_checks_follow_the_disk_and_rerun_only_when_what_they_looked_at_changed() {
     let root = r#"
         //- /once.toml
         [workspace]
+        python = "/opt/python/bin/python3"
         //- /py/once.toml
         [[target]]
         name = "Tests"
@@ -312,6 +316,11 @@ fn only_a_package_naming_an_interpreter_checks_it_again_in_each_revision() {
 
         [target.attrs]
         python = ".venv"
+
+        [[target]]
+        name = "Unit"
+        kind = "unittest_test"
+        srcs = ["test_a.py"]
         //- /py/test_a.py
         def test_a(): pass
     "#;
@@ -324,25 +333,76 @@ fn only_a_package_naming_an_interpreter_checks_it_again_in_each_revision() {
             .map(|d| d.message.clone())
             .collect::<Vec<_>>()
     };
+    let missing = [
+        "`[workspace] python` names `/opt/python/bin/python3`, which does not exist",
+        "attribute `python` names `.venv`, which does not exist",
+    ];
+    assert_eq!(invalid(&db), missing);
+    let _ = log.take();
+    let venv_python = PathBuf::from(format!("{ROOT}/.venv/bin/python3"));
+    let edit_unrelated = |db: &mut RootDatabase| {
+        let path = format!("{ROOT}/pkgs/p1/once.toml");
+        let text = system.read_to_string(Path::new(&path)).unwrap_or_default();
+        system.write(&path, format!("{text}\n# edited\n"));
+        apply_changes(db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    };
+
+    // An unrelated edit: no check runs again, and the answer stands.
+    edit_unrelated(&mut db);
+    assert_eq!(invalid(&db), missing);
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+    assert_eq!(count(&warm, "host_entry"), 0, "{warm:?}");
+
+    // The environment and the interpreter appear; nothing in the workspace changes.
+    system.write(venv_python.clone(), "#!");
+    system.chmod(&venv_python, 0o755);
+    system.write("/opt/python/bin/python3", "#!");
+    system.chmod(Path::new("/opt/python/bin/python3"), 0o755);
+    apply_changes(&mut db, &[]);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(
+        count(&warm, "interpreter_diagnostics"),
+        2,
+        "only the checks of the root (`[workspace] python`) and of `py` ran again: {warm:?}"
+    );
+
+    // An unrelated edit again: nothing re-checks, nothing goes stale.
+    edit_unrelated(&mut db);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+
+    // A change no check decides by (the file written again, same kind and mode).
+    system.write(venv_python.clone(), "#!/bin/sh");
+    apply_changes(&mut db, &[]);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+
+    // The environment's interpreter loses its execute bits, then the environment goes.
+    system.chmod(&venv_python, 0o644);
+    apply_changes(&mut db, &[]);
+    assert_eq!(
+        invalid(&db),
+        ["attribute `python` names `.venv`, but `.venv/bin/python3` is not executable"]
+    );
+    system.remove(&venv_python);
+    apply_changes(&mut db, &[]);
     assert_eq!(
         invalid(&db),
         ["attribute `python` names `.venv`, which does not exist"]
     );
-    let _ = log.take();
-    // The environment appears, and another package's manifest changes (a new revision).
-    system.write(format!("{ROOT}/.venv/bin/python3"), "#!");
-    system.chmod(Path::new(&format!("{ROOT}/.venv/bin/python3")), 0o755);
-    let path = format!("{ROOT}/pkgs/p1/once.toml");
-    let text = system.read_to_string(Path::new(&path)).unwrap_or_default();
-    system.write(&path, format!("{text}\n# edited\n"));
-    apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
-    let now = invalid(&db);
     let warm = executed(&db, &log);
-    assert_eq!(now, Vec::<String>::new(), "{warm:?}");
-    assert_eq!(
-        count(&warm, "interpreter_diagnostics"),
-        1,
-        "only the package naming an interpreter looked again (the edited manifest \
-         backdated): {warm:?}"
-    );
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 2, "{warm:?}");
+
+    // A database loaded afresh agrees with the warm one.
+    let (cold, cold_workspace, _) = load(&system);
+    let cold_invalid: Vec<String> = workspace_diagnostics(&cold, cold_workspace)
+        .iter()
+        .filter(|d| d.code.as_str() == "invalid_interpreter")
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(cold_invalid, invalid(&db));
 }
