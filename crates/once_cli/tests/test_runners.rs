@@ -1566,3 +1566,44 @@ python = ".gone"
     assert_eq!(status(&text, "Gone"), "FAIL", "{text}");
     assert!(text.contains(".gone") && text.contains(".bare"), "{text}");
 }
+
+/// pytest stopped before its report by a `conftest.py` importing a missing module: the
+/// human report shows the exception itself, not only "no results file".
+#[test]
+fn a_missing_module_stopping_pytest_is_shown_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("conftest.py"), "import no_such_module\n").unwrap();
+    std::fs::write(root.join("test_a.py"), "def test_a():\n    pass\n").unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\n\n[[target]]\nname = \"T\"\nkind = \"pytest_test\"\n\
+         srcs = [\"test_a.py\", \"conftest.py\"]\n",
+    )
+    .unwrap();
+    let output = once(&root, &["test", "T"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let report: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("  failed T"))
+        .skip(1)
+        .take_while(|line| line.starts_with("    "))
+        .collect();
+    assert_eq!(
+        report[..3],
+        [
+            "    The test exited with status 4 and reported no case that could be read.",
+            "    - the runner's output ends with:",
+            &format!(
+                "    ImportError while loading conftest '{}'.",
+                root.join("conftest.py").display()
+            ),
+        ],
+        "{text}"
+    );
+    assert!(
+        report.contains(&"    E   ModuleNotFoundError: No module named 'no_such_module'"),
+        "{text}"
+    );
+}
