@@ -263,23 +263,40 @@ impl Checker<'_> {
                 });
             }
             let dangling = entry.link;
+            // `--clear` empties the directory: advised only for a virtual environment
+            // (its `pyvenv.cfg` is there), never for a directory of anything else.
+            let environment = found.directory && {
+                let config = match found.path.as_str() {
+                    "" => "pyvenv.cfg".to_owned(),
+                    "/" => "/pyvenv.cfg".to_owned(),
+                    path => format!("{path}/pyvenv.cfg"),
+                };
+                self.entry(&place(&config)).kind == Some(EntryKind::File)
+            };
             let what = match (dangling, found.directory) {
                 (true, _) => format!(
                     "but `{shown}` is a symbolic link to nothing (the interpreter it was \
                      made from is gone)"
                 ),
+                (false, true) if environment => {
+                    format!("a virtual environment without a `{DIRECTORY_PROGRAM}`")
+                }
                 (false, true) => format!(
                     "which has no `{DIRECTORY_PROGRAM}`: it is not a virtual environment or \
                      a Python installation"
                 ),
                 (false, false) => "which does not exist".to_owned(),
             };
-            let repair = if found.directory {
+            let repair = if environment {
                 format!(
                     "Recreate the virtual environment (`python3 -m venv --clear {}`), or fix \
                      the path",
                     found.path
                 )
+            } else if found.directory {
+                "Name a virtual environment or a Python installation (a directory with a \
+                 `bin/python3`) or an interpreter file, or fix the path"
+                    .to_owned()
             } else {
                 "Fix the path, or install the interpreter".to_owned()
             };
