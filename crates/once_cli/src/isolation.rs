@@ -408,6 +408,7 @@ fn plan_to_json(plan: &PlanRequest) -> Value {
         })).collect::<Vec<_>>(),
         "tools": strings(&plan.tools),
         "workspace_inputs": strings(&plan.workspace_inputs),
+        "toolchains": plan.toolchains.iter().map(|(name, value)| json!([name, value])).collect::<Vec<_>>(),
     })
 }
 
@@ -448,6 +449,17 @@ fn plan_from_json(value: &Value) -> Option<PlanRequest> {
             .collect::<Option<_>>()?,
         tools: string_list(value.get("tools"))?,
         workspace_inputs: string_list(value.get("workspace_inputs"))?,
+        toolchains: value
+            .get("toolchains")?
+            .as_array()?
+            .iter()
+            .map(|pair| {
+                Some((
+                    pair.get(0)?.as_str()?.to_owned(),
+                    pair.get(1)?.as_str()?.to_owned(),
+                ))
+            })
+            .collect::<Option<_>>()?,
     })
 }
 
@@ -535,6 +547,7 @@ mod tests {
             }],
             tools: vec!["sh".to_owned()],
             workspace_inputs: vec!["Cargo.toml".to_owned()],
+            toolchains: vec![("python".to_owned(), ".venv".to_owned())],
         };
         assert_eq!(plan_from_json(&plan_to_json(&plan)), Some(plan));
     }

@@ -140,14 +140,15 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
             match once_db::system::read_regular_file(native) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(error) => {
+                    // The runner did not get as far as writing it (no pytest in the
+                    // interpreter, a missing module, a bad option): what it said last is
+                    // the cause, so it comes first, where a short report shows it.
                     let mut parsed_problems = problems.clone();
-                    parsed_problems
-                        .push(format!("no results file `{}`: {error}", native.display()));
-                    // The runner did not get as far as writing it (no such module, a
-                    // bad interpreter): what it said last is the cause.
                     if let Some(said) = last_lines(args.log) {
                         parsed_problems.push(format!("the runner's output ends with:\n{said}"));
                     }
+                    parsed_problems
+                        .push(format!("no results file `{}`: {error}", native.display()));
                     return finish(args, format, String::new(), parsed_problems, status);
                 }
             }
@@ -157,8 +158,11 @@ pub fn run(args: &AdapterArgs<'_>) -> anyhow::Result<i32> {
     finish(args, format, native_text, problems, status)
 }
 
-/// How many of the log's last lines a missing results file is explained with.
-const CAUSE_LINES: usize = 10;
+/// How many of the log's last lines a missing results file is explained with: where a
+/// Python interpreter puts the cause (`No module named pytest`, a traceback's last frame
+/// and its exception), and few enough that `once test`'s report of a failed case (its
+/// message's first six lines) shows them whole after the message's first two.
+const CAUSE_LINES: usize = 4;
 
 /// The last [`CAUSE_LINES`] non-blank lines of the log at `path` (from its last 4 KiB),
 /// or `None` when it is empty or cannot be read.

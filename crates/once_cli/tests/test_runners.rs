@@ -1394,3 +1394,216 @@ fn unittest_runs_discovery_and_load_tests_as_python_m_unittest_does() {
         .count() as u64;
     assert!(pytest_tests < own.counts["ran"], "{pytest_tests}");
 }
+
+/// `python3` from the test's `PATH` (the one with pytest: `./.ci/test` puts its `.venv`
+/// first) running `script`; its standard output, trimmed.
+fn path_python(args: &[&str]) -> String {
+    let output = Command::new("python3").args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "python3 {args:?} failed (is pytest installed? see ./.ci/test): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// A test file asserting that the interpreter running it is the one at `prefix`.
+fn prefix_test(prefix: &Path) -> String {
+    format!(
+        "import os, sys, unittest\n\n\
+         class Interpreter(unittest.TestCase):\n    \
+             def test_prefix(self):\n        \
+                 self.assertEqual(os.path.realpath(sys.prefix), {:?})\n",
+        prefix.canonicalize().unwrap().display().to_string()
+    )
+}
+
+/// Item 7 of issue 33, with real virtual environments and a `PATH` whose `python3` is not
+/// the one named: `[workspace] python` names the environment that has pytest, a target's
+/// `python` one made without pip (so without pytest). Each target runs the interpreter it
+/// names, through the sandbox; the one that cannot start pytest says why in its report;
+/// a named interpreter that is not there refuses only its target; what is installed in
+/// an environment keys its actions.
+#[test]
+fn python_targets_run_the_interpreter_or_environment_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    // The interpreter with pytest: its virtual environment, else the interpreter file.
+    let found = path_python(&[
+        "-c",
+        "import pytest, sys; print(sys.prefix != sys.base_prefix); print(sys.prefix); print(sys.executable)",
+    ]);
+    let found: Vec<&str> = found.lines().collect();
+    let (with_pytest, with_pytest_prefix) = match found.as_slice() {
+        ["True", prefix, _] => (prefix.to_string(), PathBuf::from(prefix)),
+        [_, prefix, executable] => (executable.to_string(), PathBuf::from(prefix)),
+        other => panic!("{other:?}"),
+    };
+    // A virtual environment without pytest, inside the workspace (hidden from the walk).
+    path_python(&[
+        "-m",
+        "venv",
+        "--without-pip",
+        &root.join(".bare").display().to_string(),
+    ]);
+    std::fs::write(root.join("test_named.py"), prefix_test(&with_pytest_prefix)).unwrap();
+    std::fs::write(root.join("test_bare.py"), prefix_test(&root.join(".bare"))).unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        format!(
+            r#"[workspace]
+python = {with_pytest:?}
+
+[[target]]
+name = "Named"
+kind = "pytest_test"
+srcs = ["test_named.py"]
+
+[[target]]
+name = "BarePytest"
+kind = "pytest_test"
+srcs = ["test_bare.py"]
+
+[target.attrs]
+python = ".bare"
+
+[[target]]
+name = "BareUnittest"
+kind = "unittest_test"
+srcs = ["test_bare.py"]
+
+[target.attrs]
+python = ".bare/"
+
+[[target]]
+name = "Gone"
+kind = "unittest_test"
+srcs = ["test_bare.py"]
+
+[target.attrs]
+python = ".gone"
+"#
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_once"))
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), text)
+    };
+    let status = |text: &str, target: &str| -> String {
+        text.lines()
+            .find(|line| line.split_whitespace().nth(1) == Some(target))
+            .and_then(|line| line.split_whitespace().next())
+            .unwrap_or("(none)")
+            .to_owned()
+    };
+
+    // The interpreter that is not there is an error at its value, and only its target's.
+    let (code, text) = run(&["query", "validate-workspace"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error[invalid_interpreter]: attribute `python` names `.gone`, which does not exist"
+        ) && text.contains("--> once.toml:31:10")
+            && text.contains("python3 -m venv .gone"),
+        "{text}"
+    );
+    assert_eq!(text.matches("invalid_interpreter").count(), 1, "{text}");
+
+    let targets = ["test", "Named", "BarePytest", "BareUnittest"];
+    let (code, text) = run(&targets);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(status(&text, "Named"), "PASS", "{text}");
+    assert_eq!(status(&text, "BareUnittest"), "PASS", "{text}");
+    assert_eq!(status(&text, "BarePytest"), "FAIL", "{text}");
+    // The runner that could not start says why, in the report itself.
+    assert!(
+        text.contains("the runner's output ends with:")
+            && text.contains(".bare/bin/python3: No module named pytest"),
+        "{text}"
+    );
+    let (_, text) = run(&targets);
+    assert_eq!(status(&text, "Named"), "CACHED", "{text}");
+    assert_eq!(status(&text, "BareUnittest"), "CACHED", "{text}");
+
+    // A distribution installed in the environment: its actions run again.
+    let site = std::fs::read_dir(root.join(".bare/lib"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path().join("site-packages"))
+        .find(|site| site.is_dir())
+        .unwrap();
+    let info = site.join("extra-1.0.dist-info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("RECORD"), "extra/__init__.py,,\n").unwrap();
+    std::fs::write(info.join("METADATA"), "Name: extra\nVersion: 1.0\n").unwrap();
+    let (_, text) = run(&targets);
+    assert_eq!(status(&text, "Named"), "CACHED", "{text}");
+    assert_eq!(status(&text, "BareUnittest"), "PASS", "{text}");
+
+    // The missing environment made: its target runs it.
+    path_python(&[
+        "-m",
+        "venv",
+        "--without-pip",
+        &root.join(".gone").display().to_string(),
+    ]);
+    let (code, text) = run(&["query", "validate-workspace"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (_, text) = run(&["test", "Gone"]);
+    // `Gone` runs `.gone`, not `.bare`, so the prefix test fails with both named.
+    assert_eq!(status(&text, "Gone"), "FAIL", "{text}");
+    assert!(text.contains(".gone") && text.contains(".bare"), "{text}");
+}
+
+/// pytest stopped before its report by a `conftest.py` importing a missing module: the
+/// human report shows the exception itself, not only "no results file".
+#[test]
+fn a_missing_module_stopping_pytest_is_shown_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("conftest.py"), "import no_such_module\n").unwrap();
+    std::fs::write(root.join("test_a.py"), "def test_a():\n    pass\n").unwrap();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\n\n[[target]]\nname = \"T\"\nkind = \"pytest_test\"\n\
+         srcs = [\"test_a.py\", \"conftest.py\"]\n",
+    )
+    .unwrap();
+    let output = once(&root, &["test", "T"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let report: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("  failed T"))
+        .skip(1)
+        .take_while(|line| line.starts_with("    "))
+        .collect();
+    assert_eq!(
+        report[..3],
+        [
+            "    The test exited with status 4 and reported no case that could be read.",
+            "    - the runner's output ends with:",
+            &format!(
+                "    ImportError while loading conftest '{}'.",
+                root.join("conftest.py").display()
+            ),
+        ],
+        "{text}"
+    );
+    assert!(
+        report.contains(&"    E   ModuleNotFoundError: No module named 'no_such_module'"),
+        "{text}"
+    );
+}

@@ -10,7 +10,9 @@
 //! inode, mode, kind). After a change of the file set, and on a rescan, every link
 //! resolved since its last bump is resolved again and bumped when it leads elsewhere
 //! ([`crate::links`]): the event of a change on the way (a link retargeted further down a
-//! chain, a target created) names another path than the link's.
+//! chain, a target created) names another path than the link's. Every call, an empty
+//! batch too, also looks again at the host paths queries asked about and bumps those
+//! that changed ([`crate::host_paths`]).
 
 use std::path::{Path, PathBuf};
 
@@ -160,6 +162,7 @@ pub fn apply_changes(db: &mut RootDatabase, changes: &[ChangeEvent]) {
     } else if structure {
         bump_moved_links(db, &root);
     }
+    crate::host_paths::refresh_host_paths(db);
 }
 
 /// Whether the walk lists `path`, and as a link: `Some(false)` for a regular file,

@@ -3,6 +3,8 @@
 //! - [`system`]: the [`System`] trait, the only way core crates touch the outside world,
 //!   with [`OsSystem`] (the real disk) and [`MemorySystem`] (tests, editor overlays).
 //! - [`files`]: the [`File`] input, [`source_text`] and [`line_index`].
+//! - [`host_paths`]: the [`HostPath`] input of a path outside the workspace's files a
+//!   query looks at (a Python interpreter), and [`host_entry`].
 //! - [`workspace`]: the [`Workspace`] and [`Package`] inputs and host platform.
 //! - [`discovery`]: finding the workspace root and walking the tree into packages.
 //! - [`digests`]: [`file_digest`], [`source_file`] and the persistent
@@ -25,6 +27,7 @@ pub mod digests;
 pub mod discovery;
 pub mod files;
 pub mod glob_list;
+pub mod host_paths;
 pub use once_model::framed;
 pub mod links;
 pub mod memory;
@@ -42,6 +45,7 @@ pub use digests::{DigestError, FileDigest, Sha256Digest, SourceFile, file_digest
 pub use discovery::{DiscoveredPackage, discover_packages, find_workspace_root};
 pub use files::{ColumnUnit, File, LineIndex, SourceText, line_index, source_text};
 pub use glob_list::{GlobEffect, GlobEntry, GlobList};
+pub use host_paths::{HostEntry, HostPath, host_entry};
 pub use links::{LinkTarget, link_target};
 pub use package_filter::{PackageFilter, PatternError};
 pub use plan_memo::PlanMemo;
@@ -61,6 +65,10 @@ pub trait Db: salsa::Database {
     /// The input of a workspace-relative path, created on first use (the path need not
     /// exist: a missing file's queries answer that it is missing).
     fn file_for_path(&self, path: &str) -> File;
+
+    /// The input of an absolute host path outside the workspace's files, created on
+    /// first use ([`host_paths`]: what is there is [`host_entry`]).
+    fn host_path(&self, path: &std::path::Path) -> HostPath;
 
     /// Records the stamp a read of `file` saw (only [`files`] reads call this).
     fn record_seen(&self, file: File, stamp: Option<FileStamp>);
@@ -83,6 +91,8 @@ pub struct RootDatabase {
     system: Arc<dyn System>,
     /// The path → input table, shared by all snapshots.
     pub(crate) file_table: Arc<Mutex<files::FileTable>>,
+    /// The host path → input table, shared by all snapshots.
+    host_paths: Arc<Mutex<host_paths::HostPathTable>>,
     digest_index: Arc<digests::DigestIndex>,
     plan_memo: Option<Arc<dyn PlanMemo>>,
 }
@@ -98,6 +108,10 @@ impl Db for RootDatabase {
 
     fn file_for_path(&self, path: &str) -> File {
         changes::file_input(self, path)
+    }
+
+    fn host_path(&self, path: &std::path::Path) -> HostPath {
+        host_paths::host_path_input(self, path)
     }
 
     fn record_seen(&self, file: File, stamp: Option<FileStamp>) {
@@ -137,6 +151,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(None),
             system,
             file_table: Arc::default(),
+            host_paths: Arc::default(),
             digest_index: Arc::default(),
             plan_memo: None,
         }
@@ -157,6 +172,7 @@ impl RootDatabase {
             storage: salsa::Storage::new(Some(Box::new(callback))),
             system,
             file_table: Arc::default(),
+            host_paths: Arc::default(),
             digest_index: Arc::default(),
             plan_memo: None,
         };
@@ -212,6 +228,13 @@ impl RootDatabase {
     /// How many bytes this process hashed for digests.
     pub fn bytes_hashed(&self) -> u64 {
         self.digest_index.bytes_hashed()
+    }
+
+    pub(crate) fn lock_host_paths(&self) -> std::sync::MutexGuard<'_, host_paths::HostPathTable> {
+        match self.host_paths.lock() {
+            Ok(table) => table,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 
     pub(crate) fn lock_file_table(&self) -> std::sync::MutexGuard<'_, files::FileTable> {

@@ -15,11 +15,17 @@
 //!   `rust-toolchain.toml` from the working directory up to `/`;
 //! - a `pyenv` shim (a script that runs `libexec/pyenv exec`): `pyenv` itself, the
 //!   global `version` file, every `.python-version` from the working directory up, the
-//!   `versions` directory and each version's copy of the program, the hook directories,
-//!   and the program on each `PATH` entry (the `system` version);
+//!   `versions` directory and each version's copy of the program and site directories
+//!   (below), the hook directories, and the program on each `PATH` entry (the `system`
+//!   version);
 //! - `go`: its `GOROOT`'s `go.env` and `VERSION`, and every `go.mod` and `go.work` from
 //!   the working directory up (they may name another toolchain);
-//! - a Python interpreter: a `pyvenv.cfg` beside it or one directory up.
+//! - a Python interpreter: a `pyvenv.cfg` beside it or one directory up, and the site
+//!   directories (`lib*/python*/site-packages` and `dist-packages`, present or absent) of
+//!   the virtual environment that file marks and of the installation the interpreter
+//!   belongs to (the directory above the `bin` it is in, at the end of its link chain;
+//!   with `/usr/local` for `/usr`): the probe lists what is installed in them, and an
+//!   installed, removed or upgraded distribution changes its site directory's stamp.
 //!
 //! A missing file is a stamp too (its appearing changes the answer). Any other script,
 //! and a program that is a known dispatcher to something else (`ccache`, `sccache`,
@@ -33,9 +39,19 @@ use std::path::{Path, PathBuf};
 
 use crate::tools::{Fingerprint, resolve_program};
 
-/// The script of the Python rules' probe (`python3 -c …`), which prints the
-/// interpreter's version and path.
-pub const PYTHON_IDENTITY_SCRIPT: &str = "import sys; print(sys.version); print(sys.executable)";
+/// The script of the Python rules' probe (`python3 -c …`, `prelude/python.star`): the
+/// interpreter's version and path, then each site directory with the names in it and each
+/// distribution's `RECORD` digest (what is installed).
+pub const PYTHON_IDENTITY_SCRIPT: &str = r#"import hashlib, os, site, sys
+print(sys.version)
+print(sys.executable)
+for d in site.getsitepackages():
+    print(d)
+    for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        r = os.path.join(d, n, "RECORD")
+        if n != "__pycache__":
+            print(" " + n, hashlib.sha256(open(r, "rb").read()).hexdigest() if os.path.isfile(r) else "")
+"#;
 
 /// The longest symbolic-link chain followed; a longer one has no stamps.
 const MAX_LINKS: usize = 40;
@@ -100,7 +116,7 @@ pub fn probe_stamps_with(
     let (program, arguments) = probe.split_first()?;
     let name = file_name(Path::new(program))?;
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
-    let python = name.starts_with("python");
+    let python = name.starts_with("python") || name.starts_with("pypy");
     let shape_known = match arguments.as_slice() {
         ["-vV" | "-V" | "--version"] => true,
         ["env", variables @ ..] => {
@@ -146,11 +162,48 @@ pub fn probe_stamps_with(
         chain(&root.join("VERSION"), &mut stamps)?;
         upwards(cwd, &["go.mod", "go.work"], &mut stamps)?;
     } else if python {
+        let mut environment = None;
         for directory in found.ancestors().skip(1).take(2) {
-            chain(&directory.join("pyvenv.cfg"), &mut stamps)?;
+            let config = directory.join("pyvenv.cfg");
+            chain(&config, &mut stamps)?;
+            if environment.is_none() && config.is_file() {
+                environment = Some(directory.to_path_buf());
+            }
+        }
+        // The site directories of the virtual environment and of the installation the
+        // interpreter belongs to (a virtual environment may see the latter's).
+        let installation = target.parent()?.parent()?.to_path_buf();
+        for prefix in environment.into_iter().chain([installation]) {
+            site_stamps(&prefix, &mut stamps)?;
         }
     }
     Some(stamps)
+}
+
+/// Stamps the site directories below the installation `prefix`: `site-packages` and
+/// `dist-packages` (Debian's) of each `lib*/python*` directory, present or absent; for
+/// `/usr`, also those below `/usr/local` (Debian's interpreter reads them). Installing,
+/// removing or upgrading a distribution adds or removes an entry of its site directory,
+/// which changes that directory's stamp.
+fn site_stamps(prefix: &Path, stamps: &mut Vec<Stamp>) -> Option<()> {
+    let mut prefixes = vec![prefix.to_path_buf()];
+    if prefix == Path::new("/usr") {
+        prefixes.push(PathBuf::from("/usr/local"));
+    }
+    for prefix in prefixes {
+        for lib in ["lib", "lib64"] {
+            let lib = prefix.join(lib);
+            for name in sorted_names(&lib)? {
+                if !name.starts_with("python") && !name.starts_with("pypy") {
+                    continue;
+                }
+                for site in ["site-packages", "dist-packages"] {
+                    chain(&lib.join(&name).join(site), stamps)?;
+                }
+            }
+        }
+    }
+    Some(())
 }
 
 fn file_name(path: &Path) -> Option<String> {
@@ -304,7 +357,8 @@ fn pyenv_stamps(
     let versions = root.join("versions");
     chain(&versions, stamps)?;
     for name in sorted_names(&versions)? {
-        chain(&versions.join(name).join("bin").join(program), stamps)?;
+        chain(&versions.join(&name).join("bin").join(program), stamps)?;
+        site_stamps(&versions.join(name), stamps)?;
     }
     let path_variable = environment.get("PATH").map_or("", String::as_str);
     for directory in path_variable.split(':').filter(|d| d.starts_with('/')) {
@@ -451,6 +505,7 @@ mod tests {
         .unwrap();
         native_program(&root.join("versions/3.12.1/bin/python3.12"));
         std::os::unix::fs::symlink("python3.12", root.join("versions/3.12.1/bin/python3")).unwrap();
+        std::fs::create_dir_all(root.join("versions/3.12.1/lib/python3.12/site-packages")).unwrap();
         let env = environment(&format!("{}:/usr/bin", shims.display()), home.path());
         let probe = argv(&["python3", "-c", PYTHON_IDENTITY_SCRIPT]);
         let stamps = probe_stamps(&probe, &env, home.path()).unwrap();
@@ -462,6 +517,7 @@ mod tests {
             at("versions"),
             at("versions/3.12.1/bin/python3"),
             at("versions/3.12.1/bin/python3.12"),
+            at("versions/3.12.1/lib/python3.12/site-packages"),
             "/usr/bin/python3".to_owned(),
             home.path()
                 .join(".python-version")
@@ -470,5 +526,59 @@ mod tests {
         ] {
             assert!(listed.contains(&expected), "{expected} not in {listed:?}");
         }
+    }
+
+    #[test]
+    fn a_virtual_environment_is_stamped_by_its_configuration_and_site_directories() {
+        let home = tempfile::tempdir().unwrap();
+        let base = home.path().join("base");
+        native_program(&base.join("bin/python3.12"));
+        std::fs::create_dir_all(base.join("lib/python3.12/site-packages")).unwrap();
+        let venv = home.path().join("ws/.venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(base.join("bin/python3.12"), venv.join("bin/python3")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {}\n", base.join("bin").display()),
+        )
+        .unwrap();
+        let site = venv.join("lib/python3.12/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        let env = environment("/usr/bin", home.path());
+        let cwd = home.path().join("ws/pkg");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let probe = argv(&["../.venv/bin/python3", "-c", PYTHON_IDENTITY_SCRIPT]);
+        let stamps = probe_stamps(&probe, &env, &cwd).unwrap();
+        let listed = paths(&stamps);
+        let shown = |path: PathBuf| path.to_string_lossy().into_owned();
+        for expected in [
+            shown(cwd.join("../.venv/bin/python3")),
+            shown(base.join("bin/python3.12")),
+            shown(cwd.join("../.venv/pyvenv.cfg")),
+            shown(cwd.join("../.venv/lib/python3.12/site-packages")),
+            shown(cwd.join("../.venv/lib/python3.12/dist-packages")),
+            shown(base.join("lib/python3.12/site-packages")),
+        ] {
+            assert!(listed.contains(&expected), "{expected} not in {listed:?}");
+        }
+        // Installing a distribution adds an entry to the site directory: new stamps.
+        std::fs::create_dir(site.join("extra-1.0.dist-info")).unwrap();
+        assert_ne!(probe_stamps(&probe, &env, &cwd).unwrap(), stamps);
+        // Another script has no stamps: it runs every time.
+        let other = argv(&["../.venv/bin/python3", "-c", "import sys"]);
+        assert_eq!(probe_stamps(&other, &env, &cwd), None);
+    }
+
+    /// The prelude's Python rules probe with exactly this script (its stamps are known
+    /// only for it).
+    #[test]
+    fn the_prelude_probes_python_with_the_identity_script() {
+        let prelude = include_str!("../../once_starlark/prelude/python.star");
+        assert!(
+            prelude.contains(&format!(
+                "_PYTHON_ENVIRONMENT_SCRIPT = \"\"\"{PYTHON_IDENTITY_SCRIPT}\"\"\""
+            )),
+            "python.star's _PYTHON_ENVIRONMENT_SCRIPT differs from PYTHON_IDENTITY_SCRIPT"
+        );
     }
 }

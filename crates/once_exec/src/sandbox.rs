@@ -7,9 +7,11 @@
 //!
 //! - **reading** its declared inputs (sources and its dependencies' outputs), its program
 //!   and the directory it was installed in, the directories of the `PATH` outside the
-//!   workspace with their install prefixes, the toolchain homes ([`TOOLCHAIN_HOMES`]:
-//!   rustup's toolchains, Cargo's registry, pyenv's versions), and the system
-//!   ([`SYSTEM_READ`]);
+//!   workspace with their install prefixes, the Python virtual environment its program,
+//!   a `PATH` directory or a probe's program belongs to, with the interpreter it was made
+//!   from ([`environment_reads`]: a workspace's `.venv` too), the toolchain homes
+//!   ([`TOOLCHAIN_HOMES`]: rustup's toolchains, Cargo's registry, pyenv's versions), and
+//!   the system ([`SYSTEM_READ`]);
 //! - **listing** the directories that hold its inputs (names only: an undeclared file's
 //!   content stays unreadable);
 //! - **writing** its target's build directory, the directories of outputs declared
@@ -124,6 +126,9 @@ pub struct ScratchPool {
     /// workspace, found once per executor rather than once per action (each costs a
     /// few `stat`s and a `readlink` per component).
     prefixes: std::sync::Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+    /// [`environment_reads`] of the programs and `PATH` directories, found once per
+    /// executor.
+    environments: std::sync::Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
 }
 
 /// The mode a scratch directory and its `home` and `tmp` are made with.
@@ -139,6 +144,18 @@ impl ScratchPool {
         known
             .entry(path.to_path_buf())
             .or_insert_with(|| install_prefixes(path, root))
+            .clone()
+    }
+
+    /// [`environment_reads`]`(path, root)`, remembered.
+    fn environment_reads(&self, path: &Path, root: &Path) -> Vec<PathBuf> {
+        let mut known = self
+            .environments
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known
+            .entry(path.to_path_buf())
+            .or_insert_with(|| environment_reads(path, root))
             .clone()
     }
 
@@ -273,6 +290,9 @@ impl<'p> ActionSandbox<'p> {
         confinement
             .read
             .extend(pool.install_prefixes(program, root));
+        confinement
+            .read
+            .extend(pool.environment_reads(program, root));
         let path_variable = environment.get("PATH").cloned().unwrap_or_default();
         for entry in path_variable
             .split(':')
@@ -281,14 +301,22 @@ impl<'p> ActionSandbox<'p> {
             confinement
                 .read
                 .extend(pool.install_prefixes(Path::new(entry), root));
+            confinement
+                .read
+                .extend(pool.environment_reads(Path::new(entry), root));
         }
         // The toolchains the probes name, where they really are (a virtual environment's
-        // `python3` is a link into the interpreter's installation).
+        // `python3` is a link into the interpreter's installation), with their virtual
+        // environments (a test runner's interpreter is named by a probe, not by the
+        // action's program, which is `once`).
         let cwd = crate::executor::absolute(root, &command.cwd);
         for probe in &command.probes {
             let Some(name) = probe.first() else { continue };
             if let Ok(found) = crate::tools::resolve_program(name, &path_variable, &cwd) {
                 confinement.read.extend(pool.install_prefixes(&found, root));
+                confinement
+                    .read
+                    .extend(pool.environment_reads(&found, root));
             }
         }
         for input in &action.inputs {
@@ -392,6 +420,43 @@ pub fn install_prefixes(path: &Path, root: &Path) -> Vec<PathBuf> {
         }
     }
     prefixes
+}
+
+/// What a program at `path` (or the programs of the `PATH` directory `path`) may read of
+/// the Python virtual environment it belongs to, when it belongs to one (PEP 405: a
+/// `pyvenv.cfg` in the directory above its `bin`, or beside it): the environment's whole
+/// directory, inside the workspace too (its interpreter reads its configuration and its
+/// site packages; nothing of it is writable), and the installation of the interpreter it
+/// was made from (`home` in `pyvenv.cfg`, as [`install_prefixes`] gives it: a link into
+/// it is followed anyway, a copy made with `--copies` is not). Empty for any other
+/// program.
+pub fn environment_reads(path: &Path, root: &Path) -> Vec<PathBuf> {
+    let path = lexical(path);
+    let directory = if path.is_dir() {
+        Some(path.as_path())
+    } else {
+        path.parent()
+    };
+    let candidates = directory
+        .into_iter()
+        .flat_map(|directory| [Some(directory), directory.parent()])
+        .flatten();
+    for candidate in candidates {
+        let Ok(config) = std::fs::read_to_string(candidate.join("pyvenv.cfg")) else {
+            continue;
+        };
+        let mut reads = vec![candidate.to_path_buf()];
+        let home = config.lines().find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == "home").then(|| PathBuf::from(value.trim()))
+        });
+        if let Some(home) = home.filter(|home| home.is_absolute() && home.is_dir()) {
+            reads.extend(install_prefixes(&home, root));
+        }
+        reads.dedup();
+        return reads;
+    }
+    Vec::new()
 }
 
 /// One file access a traced program attempted.
@@ -714,5 +779,35 @@ mod tests {
         assert_eq!(producer_dir(&dirs, ".once/out/b/B"), Some(".once/out/b/B"));
         assert_eq!(producer_dir(&dirs, ".once/out/c/C/x"), None);
         assert_eq!(producer_dir(&dirs, "a/A/x"), None);
+    }
+
+    #[test]
+    fn a_virtual_environment_is_readable_with_the_interpreter_it_was_made_from() {
+        let directory = tempfile::tempdir().unwrap();
+        let root = directory.path().join("ws");
+        let base = directory.path().join("pythons/3.12");
+        std::fs::create_dir_all(base.join("bin")).unwrap();
+        std::fs::write(base.join("bin/python3.12"), "").unwrap();
+        let venv = root.join(".venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!("home = {}\nversion = 3.12.1\n", base.join("bin").display()),
+        )
+        .unwrap();
+        std::fs::write(venv.join("bin/python3"), "").unwrap();
+        let expected = vec![venv.clone(), base.join("bin"), base.clone()];
+        // The program, named from a package directory, and the `PATH` directory.
+        assert_eq!(
+            environment_reads(&root.join("pkg/../.venv/bin/python3"), &root),
+            expected
+        );
+        assert_eq!(environment_reads(&venv.join("bin"), &root), expected);
+        // A program of no virtual environment reads nothing more.
+        assert_eq!(
+            environment_reads(&base.join("bin/python3.12"), &root),
+            Vec::<PathBuf>::new()
+        );
     }
 }

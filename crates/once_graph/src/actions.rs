@@ -31,7 +31,7 @@ use once_starlark::{ModuleDiagnostic, PlanDep, PlanOutcome, PlanRequest};
 use crate::kinds::{DbModules, kind_catalog, module_limits};
 use crate::plan_memo::{MemoOrigin, plan_memo_key, workspace_modules_digest};
 use crate::resolve::{ResolvedTarget, SourceSelection, resolved_targets, target_summaries};
-use crate::settings::{package_by_path, workspace_packages};
+use crate::settings::{package_by_path, workspace_packages, workspace_settings};
 use crate::validate::planning_errors;
 
 /// One capability of one target, as a query key.
@@ -153,6 +153,15 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
     if kind.capability(capability).is_none() {
         return TargetPlan::default();
     }
+    let interpreter_errors =
+        crate::interpreters::target_interpreter_errors(db, workspace, package, target);
+    if !interpreter_errors.is_empty() {
+        return TargetPlan {
+            actions: TargetActions::default(),
+            implemented: true,
+            diagnostics: interpreter_errors,
+        };
+    }
     let package_path = package.path(db);
     let attrs = kind
         .attrs
@@ -219,6 +228,11 @@ fn plan_of<'db>(db: &'db dyn Db, workspace: Workspace, key: PlanKey<'db>) -> Tar
             package_path,
             &kind.workspace_inputs,
         ),
+        toolchains: workspace_settings(db, workspace)
+            .python
+            .iter()
+            .map(|python| ("python".to_owned(), python.clone()))
+            .collect(),
     };
     // A one-shot front end's memo answers for plans an earlier process made from the
     // same inputs, without starting Starlark (see `crate::plan_memo`).

@@ -10,6 +10,8 @@
 //!   file) and `kind_catalog`, the prelude plus module kinds targets may use.
 //! - [`resolve`]: `target_summaries` (the per-package name table dependents read) and
 //!   `resolved_targets` (labels, selects, attribute values resolved).
+//! - [`interpreters`]: `interpreter_diagnostics`, the Python interpreters a package
+//!   names, checked on disk (an untracked read).
 //! - [`validate`]: `file_diagnostics` per package and `workspace_diagnostics`.
 //! - [`graph`]: `dependency_graph`, `reverse_deps`, `target_count` and cycles (searched
 //!   only in the packages the package-level graph puts on a cycle).
@@ -27,6 +29,7 @@ pub mod actions;
 pub mod affected;
 pub mod fixes;
 pub mod graph;
+pub mod interpreters;
 pub mod kinds;
 pub mod manifests;
 pub mod plan_memo;
@@ -50,6 +53,7 @@ pub use graph::{
     dependency_graph, package_dependencies, package_has_internal_cycle, package_nodes,
     reverse_deps, target_count,
 };
+pub use interpreters::{PackageInterpreters, interpreter_diagnostics};
 pub use kinds::{
     KindCatalog, KindOwner, KindOwners, ModuleFiles, ModuleKinds, evaluate_module_source,
     kind_catalog, kind_owners, module_diagnostics, module_files, module_kinds, module_limits,

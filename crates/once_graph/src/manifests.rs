@@ -138,6 +138,9 @@ pub struct WorkspaceDecl {
     pub test_attempts: Option<Spanned<u32>>,
     /// `sandbox`, when it is `"on"` or `"off"`.
     pub sandbox: Option<Spanned<String>>,
+    /// `python`, when it is a string (what it names is checked by
+    /// `crate::interpreters`).
+    pub python: Option<Spanned<String>>,
 }
 
 /// The root-only `[modules]` table.
@@ -516,6 +519,7 @@ impl Reader {
                         None
                     });
                 }
+                "python" => workspace.python = self.string(entry, None),
                 "configuration" => {
                     let ValueKind::Table(configuration) = &entry.value.kind else {
                         self.type_error("configuration", "a table", &entry.value, None);

@@ -82,6 +82,7 @@ pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Dig
         deps,
         tools,
         workspace_inputs,
+        toolchains,
     } = request;
     key.field("target", target);
     key.field("package", package);
@@ -126,6 +127,11 @@ pub fn plan_memo_key(origin: MemoOrigin<'_>, request: &PlanRequest) -> Sha256Dig
     key.field("workspace_inputs", &workspace_inputs.len().to_string());
     for input in workspace_inputs {
         key.field("workspace_input", input);
+    }
+    key.field("toolchains", &toolchains.len().to_string());
+    for (name, value) in toolchains {
+        key.field("toolchain.name", name);
+        key.field("toolchain.value", value);
     }
     Sha256Digest::of(&key.0)
 }
@@ -273,6 +279,7 @@ mod tests {
             }],
             tools: vec!["sh".to_owned()],
             workspace_inputs: Vec::new(),
+            toolchains: vec![("python".to_owned(), ".venv".to_owned())],
         }
     }
 
@@ -326,6 +333,8 @@ mod tests {
             ("workspace inputs", |r| {
                 r.workspace_inputs.push("Cargo.toml".to_owned());
             }),
+            ("toolchain value", |r| r.toolchains[0].1.push('2')),
+            ("toolchains", |r| r.toolchains.clear()),
             // A string moving between neighbouring lists.
             ("provider becomes output", |r| {
                 let provider = r.deps[0].providers.remove(0);

@@ -79,6 +79,9 @@ pub struct WorkspaceSettings {
     pub test_attempts: Option<u32>,
     /// `[workspace] sandbox`: `Some(true)` for `"on"`, `Some(false)` for `"off"`.
     pub sandbox: Option<bool>,
+    /// `[workspace] python` as written (the Python interpreter setting of the built-in
+    /// Python kinds, `ctx.toolchains["python"]` of every implementation).
+    pub python: Option<String>,
 }
 
 /// The root package, if the workspace root has a `once.toml`.
@@ -132,6 +135,9 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
         sandbox: declared
             .and_then(|ws| ws.sandbox.as_ref())
             .map(|s| s.value == "on"),
+        python: declared
+            .and_then(|ws| ws.python.as_ref())
+            .map(|s| s.value.clone()),
     }
 }
 

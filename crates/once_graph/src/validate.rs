@@ -34,6 +34,11 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     }
     let catalog = kind_catalog(db, workspace);
     diagnostics.extend(package_reference_diagnostics(db, package).iter().cloned());
+    diagnostics.extend(
+        crate::interpreters::interpreter_diagnostics(db, package)
+            .diagnostics()
+            .cloned(),
+    );
     if diagnostics
         .iter()
         .any(|d| d.code == DiagnosticCode::MissingRequiredAttr)
@@ -53,13 +58,17 @@ pub fn file_diagnostics(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
 /// `[workspace]` and `[modules]` tables shape every package. Recovery from a broken
 /// manifest is for the editor: a target the parser salvaged from one is never planned,
 /// since what it would run is a guess (an unterminated string swallowing the rest of a
-/// command, a dependency dropped with its invalid label).
+/// command, a dependency dropped with its invalid label). An interpreter that cannot run
+/// (`invalid_interpreter`) refuses only the targets that would run it
+/// (`crate::interpreters::target_interpreter_errors`).
 #[salsa::tracked(returns(ref))]
 pub(crate) fn planning_errors(db: &dyn Db, package: Package) -> Box<[Diagnostic]> {
     let errors_of = |package: Package| {
         file_diagnostics(db, package)
             .iter()
-            .filter(|d| d.severity == Severity::Error)
+            .filter(|d| {
+                d.severity == Severity::Error && d.code != DiagnosticCode::InvalidInterpreter
+            })
             .cloned()
     };
     let mut errors: Vec<Diagnostic> = errors_of(package).collect();

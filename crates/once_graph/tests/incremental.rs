@@ -120,6 +120,7 @@ fn editing_one_manifest_reruns_only_its_queries() {
         names,
         [
             "file_diagnostics",
+            "interpreter_diagnostics",
             "manifest",
             "package_nodes",
             "package_reference_diagnostics",
@@ -260,6 +261,7 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
         names,
         [
             "file_diagnostics",
+            "interpreter_diagnostics",
             "manifest",
             "package_dependencies",
             "package_has_internal_cycle",
@@ -292,4 +294,115 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
         codes,
         ["dependency cycle: pkgs/p3/Lib -> pkgs/p5/Lib -> pkgs/p4/Lib -> pkgs/p3/Lib"]
     );
+}
+
+/// The interpreter checks look at paths no file input tracks (a hidden virtual
+/// environment, an interpreter outside the workspace): each is a host path input that
+/// every change batch looks at again. A virtual environment made, broken or removed is
+/// seen at the next batch, an empty one too (a server applies its watcher's batch before
+/// each request), and re-runs only the check of the package naming it; an unrelated edit
+/// re-runs no check and leaves the answer as the disk has it.
+#[test]
+fn interpreter_checks_follow_the_disk_and_rerun_only_when_what_they_looked_at_changed() {
+    let root = r#"
+        //- /once.toml
+        [workspace]
+        python = "/opt/python/bin/python3"
+        //- /py/once.toml
+        [[target]]
+        name = "Tests"
+        kind = "pytest_test"
+        srcs = ["test_a.py"]
+
+        [target.attrs]
+        python = ".venv"
+
+        [[target]]
+        name = "Unit"
+        kind = "unittest_test"
+        srcs = ["test_a.py"]
+        //- /py/test_a.py
+        def test_a(): pass
+    "#;
+    let system = workspace_with(root, 3);
+    let (mut db, workspace, log) = load(&system);
+    let invalid = |db: &RootDatabase| {
+        workspace_diagnostics(db, workspace)
+            .iter()
+            .filter(|d| d.code.as_str() == "invalid_interpreter")
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+    };
+    let missing = [
+        "`[workspace] python` names `/opt/python/bin/python3`, which does not exist",
+        "attribute `python` names `.venv`, which does not exist",
+    ];
+    assert_eq!(invalid(&db), missing);
+    let _ = log.take();
+    let venv_python = PathBuf::from(format!("{ROOT}/.venv/bin/python3"));
+    let edit_unrelated = |db: &mut RootDatabase| {
+        let path = format!("{ROOT}/pkgs/p1/once.toml");
+        let text = system.read_to_string(Path::new(&path)).unwrap_or_default();
+        system.write(&path, format!("{text}\n# edited\n"));
+        apply_changes(db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+    };
+
+    // An unrelated edit: no check runs again, and the answer stands.
+    edit_unrelated(&mut db);
+    assert_eq!(invalid(&db), missing);
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+    assert_eq!(count(&warm, "host_entry"), 0, "{warm:?}");
+
+    // The environment and the interpreter appear; nothing in the workspace changes.
+    system.write(venv_python.clone(), "#!");
+    system.chmod(&venv_python, 0o755);
+    system.write("/opt/python/bin/python3", "#!");
+    system.chmod(Path::new("/opt/python/bin/python3"), 0o755);
+    apply_changes(&mut db, &[]);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(
+        count(&warm, "interpreter_diagnostics"),
+        2,
+        "only the checks of the root (`[workspace] python`) and of `py` ran again: {warm:?}"
+    );
+
+    // An unrelated edit again: nothing re-checks, nothing goes stale.
+    edit_unrelated(&mut db);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+
+    // A change no check decides by (the file written again, same kind and mode).
+    system.write(venv_python.clone(), "#!/bin/sh");
+    apply_changes(&mut db, &[]);
+    assert_eq!(invalid(&db), Vec::<String>::new());
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 0, "{warm:?}");
+
+    // The environment's interpreter loses its execute bits, then the environment goes.
+    system.chmod(&venv_python, 0o644);
+    apply_changes(&mut db, &[]);
+    assert_eq!(
+        invalid(&db),
+        ["attribute `python` names `.venv`, but `.venv/bin/python3` is not executable"]
+    );
+    system.remove(&venv_python);
+    apply_changes(&mut db, &[]);
+    assert_eq!(
+        invalid(&db),
+        ["attribute `python` names `.venv`, which does not exist"]
+    );
+    let warm = executed(&db, &log);
+    assert_eq!(count(&warm, "interpreter_diagnostics"), 2, "{warm:?}");
+
+    // A database loaded afresh agrees with the warm one.
+    let (cold, cold_workspace, _) = load(&system);
+    let cold_invalid: Vec<String> = workspace_diagnostics(&cold, cold_workspace)
+        .iter()
+        .filter(|d| d.code.as_str() == "invalid_interpreter")
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(cold_invalid, invalid(&db));
 }

@@ -191,6 +191,15 @@ diagnostic_codes! {
     /// `node_modules`) or to something that is not a regular file. A link to a file of the
     /// workspace is followed, and actions reading it are keyed by that file.
     InvalidSourceLink = "invalid_source_link", Error;
+    /// The Python interpreter a built-in Python target's `python` attribute or the root
+    /// manifest's `[workspace] python` names cannot run: the value is empty or leaves the
+    /// workspace (a relative path is relative to the workspace root; name a place outside
+    /// it by its absolute path), nothing is there, the interpreter is not an executable
+    /// file, or a directory (a virtual environment or installation) has no executable
+    /// `bin/python3`. Checked on disk when the workspace is validated and before the
+    /// targets that would run it are planned; the targets that use another interpreter
+    /// still build.
+    InvalidInterpreter = "invalid_interpreter", Error;
     /// A project module (a `.star` file matched by `[modules] paths`) failed to evaluate:
     /// a Starlark syntax or runtime error, a broken declaration-helper rule, a failed
     /// `load()` of another module, or a step or memory limit. The range is the failing

@@ -7,6 +7,7 @@
 //! - [`codec`]: the one length-prefixed binary encoding (files kept between processes,
 //!   the canonical encodings keys are hashed over).
 //! - [`paths`]: workspace-relative paths joined and normalised lexically.
+//! - [`interpreter`]: what a Python interpreter setting (`python`) names.
 //! - [`label`]: canonical target labels and the reference syntax used inside manifests.
 //! - [`schema`]: the typed contract of a target kind ([`KindSchema`]).
 //! - [`script`]: the contract an annotated script's `# once` directives declare.
@@ -20,6 +21,7 @@ pub mod codec;
 pub mod diagnostic;
 pub mod digest;
 pub mod framed;
+pub mod interpreter;
 pub mod label;
 pub mod paths;
 pub mod plan_memo;

@@ -261,6 +261,12 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
     ),
     key(
         T::Workspace,
+        "python",
+        S::String,
+        "The Python interpreter of every Python target that does not set its own `python` attribute, instead of the `python3` on `PATH`: a virtual environment or installation directory (its `bin/python3` runs) or an interpreter file (a last component such as `python3` or `python3.12`), relative to the workspace root or absolute. See docs/kinds.md.",
+    ),
+    key(
+        T::Workspace,
         "configuration",
         S::Table,
         "The configuration `select` resolves against.",

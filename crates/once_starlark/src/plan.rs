@@ -74,6 +74,13 @@ pub const CONTEXT_FIELDS: &[(&str, &str)] = &[
          `PATH` when the action runs).",
     ),
     (
+        "ctx.toolchains",
+        "The workspace's toolchain settings from the root manifest's `[workspace]` table: a \
+         dict from setting name to the value as written, holding only those set (`python`: \
+         the Python interpreter, a virtual environment or installation directory or an \
+         interpreter file, relative to the workspace root or absolute).",
+    ),
+    (
         "ctx.workspace_inputs",
         "The workspace files the kind's `workspace_inputs` globs select (workspace-relative, \
          sorted; after its `!` exclusions): files its tools read wherever they are, to declare among an action's \
@@ -106,6 +113,9 @@ pub struct PlanRequest {
     /// The workspace files the kind's `workspace_inputs` globs match, workspace-relative,
     /// sorted.
     pub workspace_inputs: Vec<String>,
+    /// The root manifest's toolchain settings (`python`), each set one with its value as
+    /// written, sorted by name.
+    pub toolchains: Vec<(String, String)>,
 }
 
 /// A direct dependency as its dependent's implementation sees it.
@@ -303,6 +313,12 @@ fn context_value<'v>(heap: Heap<'v>, request: &PlanRequest) -> Value<'v> {
     let tools = heap.alloc(AllocDict(
         request.tools.iter().map(|t| (t.as_str(), t.as_str())),
     ));
+    let toolchains = heap.alloc(AllocDict(
+        request
+            .toolchains
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    ));
     heap.alloc(AllocStruct([
         ("target", heap.alloc(request.target.as_str())),
         ("package", heap.alloc(request.package.as_str())),
@@ -315,6 +331,7 @@ fn context_value<'v>(heap: Heap<'v>, request: &PlanRequest) -> Value<'v> {
         ("deps", deps),
         ("tools", tools),
         ("workspace_inputs", strings(&request.workspace_inputs)),
+        ("toolchains", toolchains),
     ]))
 }
 

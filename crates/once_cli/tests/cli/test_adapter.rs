@@ -184,9 +184,9 @@ fn a_runner_that_cannot_start_or_leaves_no_file_still_gets_a_record() {
             --- record
             failed 1 total, 0 passed, 1 failed, 0 skipped, 0 flaky
             pkg/T Failed: The test exited with status 5 and reported no case that could be read.
-            - no results file `../.once/out/pkg/T/test/junit.xml`: No such file or directory (os error 2)
             - the runner's output ends with:
             collected nothing
+            - no results file `../.once/out/pkg/T/test/junit.xml`: No such file or directory (os error 2)
             The whole output is in .once/out/pkg/T/test/log.txt.
             logs: [".once/out/pkg/T/test/log.txt"]
             --- log

@@ -85,6 +85,7 @@ fn request(kind: &str, capability: &str) -> PlanRequest {
         }],
         tools: vec!["sh".to_owned()],
         workspace_inputs: Vec::new(),
+        toolchains: Vec::new(),
     }
 }
 
@@ -701,4 +702,99 @@ fn unittest_tests_run_discovery_on_their_staged_sources_through_the_runner() {
                 default: 
             "#]]
     .assert_eq(&test);
+}
+
+#[test]
+fn python_targets_run_the_interpreter_their_setting_names() {
+    // Each case: the target's `python` attribute, `[workspace] python`, the package.
+    let cases: &[(Option<&str>, Option<&str>, &str)] = &[
+        (None, None, "app"),
+        (Some(".venv"), None, "app"),
+        (None, Some(".venv"), "app/sub"),
+        (Some("/usr/bin/python3.12"), Some(".venv"), "app"),
+        (Some("./envs/../tools/py/"), None, "app"),
+        (Some("python3"), None, ""),
+        (Some("/opt/venvs/app"), None, ""),
+    ];
+    let mut out = String::new();
+    for (attribute, workspace, package) in cases {
+        let mut pytest = request("pytest_test", "build");
+        pytest.package = (*package).to_owned();
+        pytest.target = once_model::TargetLabel::new((*package).to_owned(), "Gen".to_owned()).id();
+        pytest.build_dir = build_dir(package, "Gen");
+        pytest.srcs = vec![format!(
+            "{}test_a.py",
+            if package.is_empty() {
+                String::new()
+            } else {
+                format!("{package}/")
+            }
+        )];
+        pytest.deps.clear();
+        pytest.attrs = [
+            ("args", strings(&[])),
+            ("env", AttrValue::Dict(Vec::new())),
+            ("markers", strings(&[])),
+            ("allow_no_tests", AttrValue::Bool(false)),
+            ("timeout_seconds", AttrValue::Int(300)),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        if let Some(python) = attribute {
+            pytest.attrs.push(("python".to_owned(), text(python)));
+        }
+        pytest.toolchains = workspace
+            .iter()
+            .map(|python| ("python".to_owned(), (*python).to_owned()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "python={attribute:?} [workspace] python={workspace:?} package={package:?}"
+        );
+        for capability in ["build", "test"] {
+            pytest.capability = capability.to_owned();
+            let PlanOutcome::Planned(plan) = plan_prelude("python.star", &pytest) else {
+                panic!("not planned: {:?}", plan_prelude("python.star", &pytest));
+            };
+            for action in &plan.actions {
+                let ActionStep::Run(command) = &action.step else {
+                    continue;
+                };
+                let program = match command.argv.iter().position(|word| word == "--") {
+                    Some(at) => &command.argv[at + 1],
+                    None => &command.argv[0],
+                };
+                let probes: Vec<&str> = command.probes.iter().map(|p| p[0].as_str()).collect();
+                let _ = writeln!(
+                    out,
+                    "  {}: runs {program} from {:?}; probes {probes:?}",
+                    action.id, command.cwd
+                );
+            }
+        }
+    }
+    expect![[r#"
+        python=None [workspace] python=None package="app"
+          app/Gen#build/compile: runs python3 from ""; probes ["python3"]
+          app/Gen#test/test: runs python3 from "app"; probes ["python3"]
+        python=Some(".venv") [workspace] python=None package="app"
+          app/Gen#build/compile: runs .venv/bin/python3 from ""; probes [".venv/bin/python3"]
+          app/Gen#test/test: runs ../.venv/bin/python3 from "app"; probes ["../.venv/bin/python3"]
+        python=None [workspace] python=Some(".venv") package="app/sub"
+          app/sub/Gen#build/compile: runs .venv/bin/python3 from ""; probes [".venv/bin/python3"]
+          app/sub/Gen#test/test: runs ../../.venv/bin/python3 from "app/sub"; probes ["../../.venv/bin/python3"]
+        python=Some("/usr/bin/python3.12") [workspace] python=Some(".venv") package="app"
+          app/Gen#build/compile: runs /usr/bin/python3.12 from ""; probes ["/usr/bin/python3.12"]
+          app/Gen#test/test: runs /usr/bin/python3.12 from "app"; probes ["/usr/bin/python3.12"]
+        python=Some("./envs/../tools/py/") [workspace] python=None package="app"
+          app/Gen#build/compile: runs tools/py/bin/python3 from ""; probes ["tools/py/bin/python3"]
+          app/Gen#test/test: runs ../tools/py/bin/python3 from "app"; probes ["../tools/py/bin/python3"]
+        python=Some("python3") [workspace] python=None package=""
+          Gen#build/compile: runs ./python3 from ""; probes ["./python3"]
+          Gen#test/test: runs ./python3 from ""; probes ["./python3"]
+        python=Some("/opt/venvs/app") [workspace] python=None package=""
+          Gen#build/compile: runs /opt/venvs/app/bin/python3 from ""; probes ["/opt/venvs/app/bin/python3"]
+          Gen#test/test: runs /opt/venvs/app/bin/python3 from ""; probes ["/opt/venvs/app/bin/python3"]
+    "#]].assert_eq(&out);
 }
