@@ -789,6 +789,13 @@ impl Analysis {
         self.with_db(|db, ws| workspace_settings(db, ws).test_attempts)
     }
 
+    /// The root manifest's `[cache]` (the remote cache), as declared.
+    pub fn workspace_remote_cache(
+        &self,
+    ) -> Cancellable<Option<once_model::remote::RemoteCacheDecl>> {
+        self.with_db(|db, ws| workspace_settings(db, ws).cache.clone())
+    }
+
     /// The root manifest's `[workspace] sandbox`: `Some(true)` for `"on"`, `Some(false)`
     /// for `"off"`, `None` when it says nothing.
     pub fn workspace_sandbox(&self) -> Cancellable<Option<bool>> {

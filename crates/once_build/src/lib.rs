@@ -140,6 +140,9 @@ pub struct Plan {
     /// The workspace's `[workspace] sandbox` (`Some(true)`: `"on"`); `--sandbox` on the
     /// command line wins over it.
     pub sandbox: Option<bool>,
+    /// The workspace's `[cache]`: the remote cache as declared (the environment and the
+    /// command line win over it, see `once_remote::RemoteSettings`).
+    pub remote_cache: Option<once_model::remote::RemoteCacheDecl>,
 }
 
 impl Plan {
@@ -199,6 +202,7 @@ pub fn plan(
         kinds: std::collections::HashMap::with_capacity(ids.len()),
         source_stamps: SourceStamps::default(),
         sandbox: analysis.workspace_sandbox()?,
+        remote_cache: analysis.workspace_remote_cache()?,
     };
     let mut seen_actions = HashSet::with_capacity(ids.len());
     let mut seen_problems = HashSet::new();

@@ -34,6 +34,7 @@
 //! - [`probes`]: toolchain probes whose output joins a command's key;
 //! - [`record`]: the action cache's record format;
 //! - [`record_index`]: one file per workspace with copies of the records its builds used;
+//! - [`remote`]: the [`RemoteCache`] seam a shared cache (`once_remote`) plugs into;
 //! - [`capture`]: a program's stdout and stderr, through pipes into the store;
 //! - [`piped`]: helper programs (test runners, probes) read through pipes, their group
 //!   killed when they exit;
@@ -59,6 +60,7 @@ pub mod probes;
 pub mod reaper;
 pub mod record;
 pub mod record_index;
+pub mod remote;
 pub mod runner;
 pub mod sandbox;
 mod stage;
@@ -74,5 +76,6 @@ pub use fake::{FakeOutcome, FakeRunner};
 pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
 pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
+pub use remote::{FetchError, RemoteCache};
 pub use sandbox::SandboxMode;
 pub use store::{GcReport, Store, StoreStats};

@@ -586,6 +586,20 @@ impl Store {
         Ok(size)
     }
 
+    /// Opens the blob `digest` of `size` bytes for reading it whole (an upload to a remote
+    /// cache): a sealed blob is trusted by its seal, another one is hashed first
+    /// ([`BlobError::Corrupt`] when it does not match: removed). The file is at its start.
+    pub fn open_blob_checked(&self, digest: &Sha256Digest, size: u64) -> Result<File, BlobError> {
+        let (directory, name) = fan_out(digest);
+        let relative = format!("{directory}/{name}");
+        let (mut file, stat) = self.open_blob(&relative)?;
+        if !is_sealed(&stat, size) {
+            self.verify_blob(&mut file, &relative, digest)?;
+        }
+        file.seek(SeekFrom::Start(0)).map_err(BlobError::Io)?;
+        Ok(file)
+    }
+
     /// The checked content of the blob `digest`.
     pub fn read_blob(&self, digest: &Sha256Digest) -> Result<Vec<u8>, BlobError> {
         let mut bytes = Vec::new();
@@ -846,21 +860,7 @@ pub fn stream_tail(file: &mut File, limit: usize) -> io::Result<(Vec<u8>, u64)> 
 
 /// Parses a size such as `500M`, `2G`, `1GiB`, `1048576` (binary units).
 pub fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(factor)
+    once_model::remote::parse_size(text)
 }
 
 /// How many lock files a kind of lock is spread over.

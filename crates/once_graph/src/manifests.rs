@@ -159,6 +159,9 @@ pub struct Manifest {
     pub targets: Vec<TargetDecl>,
     pub workspace: Option<WorkspaceDecl>,
     pub modules: Option<ModulesDecl>,
+    /// The root manifest's `[cache]`, its values checked (a bad one is left out, with a
+    /// diagnostic).
+    pub cache: Option<once_model::remote::RemoteCacheDecl>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -186,7 +189,7 @@ pub fn manifest(db: &dyn Db, package: Package) -> Manifest {
             )
             .at(reader.file.clone(), TextRange::empty(0)),
         );
-        return reader.finish(Vec::new(), None, None);
+        return reader.finish(Vec::new(), None, None, None);
     }
     read_parsed(reader, &once_syntax::parse(&source.text))
 }
@@ -234,6 +237,7 @@ impl Reader {
         targets: Vec<TargetDecl>,
         workspace: Option<WorkspaceDecl>,
         modules: Option<ModulesDecl>,
+        cache: Option<once_model::remote::RemoteCacheDecl>,
     ) -> Manifest {
         Manifest {
             file: self.file,
@@ -241,6 +245,7 @@ impl Reader {
             targets,
             workspace,
             modules,
+            cache,
             // A broken file can hold millions of errors: keep what is worth reading.
             diagnostics: crate::validate::cap_diagnostics(self.diagnostics),
         }
@@ -250,6 +255,7 @@ impl Reader {
         let mut targets = Vec::new();
         let mut workspace = None;
         let mut modules = None;
+        let mut cache = None;
         for entry in &root.entries {
             if !self.is_known(entry, ManifestTable::TopLevel, None) {
                 continue;
@@ -262,10 +268,13 @@ impl Reader {
                 "modules" if self.expect_root_only(entry) => {
                     modules = self.read_modules(entry);
                 }
+                "cache" if self.expect_root_only(entry) => {
+                    cache = self.read_cache(entry);
+                }
                 _ => {}
             }
         }
-        self.finish(targets, workspace, modules)
+        self.finish(targets, workspace, modules, cache)
     }
 
     fn diagnostic(
@@ -292,6 +301,7 @@ impl Reader {
             ManifestTable::Workspace => "`[workspace]`",
             ManifestTable::Configuration => "`[workspace.configuration]`",
             ManifestTable::Modules => "`[modules]`",
+            ManifestTable::Cache => "`[cache]`",
         };
         self.unknown_key(entry, place, &table.key_names(), target);
         false
@@ -541,6 +551,83 @@ impl Reader {
             }
         }
         Some(workspace)
+    }
+
+    fn read_cache(&mut self, entry: &Entry) -> Option<once_model::remote::RemoteCacheDecl> {
+        let ValueKind::Table(table) = &entry.value.kind else {
+            self.type_error("cache", "a table", &entry.value, None);
+            return None;
+        };
+        let mut cache = once_model::remote::RemoteCacheDecl::default();
+        for entry in &table.entries {
+            if !self.is_known(entry, ManifestTable::Cache, None) {
+                continue;
+            }
+            match entry.key.as_str() {
+                "remote" => {
+                    let Some(url) = self.string(entry, None) else {
+                        continue;
+                    };
+                    match once_model::remote::check_remote_url(&url.value) {
+                        Ok(()) => cache.remote = Some(url.value),
+                        Err(why) => {
+                            let diagnostic = self.diagnostic(
+                                DiagnosticCode::InvalidFieldType,
+                                format!("`remote` {why}"),
+                                url.range,
+                            );
+                            diagnostic.attribute = Some("remote".to_owned());
+                        }
+                    }
+                }
+                "instance_name" => {
+                    cache.instance_name = self.string(entry, None).map(|s| s.value);
+                }
+                "credentials_file" => {
+                    cache.credentials_file = self.string(entry, None).map(|s| s.value);
+                }
+                "read_only" => cache.read_only = self.boolean(entry),
+                "max_upload_size" => {
+                    let Some(size) = self.string(entry, None) else {
+                        continue;
+                    };
+                    match once_model::remote::parse_size(&size.value) {
+                        Some(bytes) => cache.max_upload_size = Some(bytes),
+                        None => {
+                            let diagnostic = self.diagnostic(
+                                DiagnosticCode::InvalidFieldType,
+                                format!(
+                                    "`max_upload_size` must be a size (`500M`, `2GiB`, bytes), not {:?}",
+                                    size.value
+                                ),
+                                size.range,
+                            );
+                            diagnostic.attribute = Some("max_upload_size".to_owned());
+                        }
+                    }
+                }
+                "upload_jobs" => {
+                    cache.upload_jobs = self.bounded_integer(entry, 1, 64).map(|n| n.value);
+                }
+                "timeout_seconds" => {
+                    cache.timeout_seconds = self
+                        .bounded_integer(entry, 1, 3600)
+                        .map(|n| u64::from(n.value));
+                }
+                _ => {}
+            }
+        }
+        Some(cache)
+    }
+
+    fn boolean(&mut self, entry: &Entry) -> Option<bool> {
+        match &entry.value.kind {
+            ValueKind::Boolean(value) => Some(*value),
+            _ => {
+                self.type_error(&entry.key, "`true` or `false`", &entry.value, None);
+                None
+            }
+        }
     }
 
     fn read_modules(&mut self, entry: &Entry) -> Option<ModulesDecl> {

@@ -82,6 +82,8 @@ pub struct WorkspaceSettings {
     /// `[workspace] python` as written (the Python interpreter setting of the built-in
     /// Python kinds, `ctx.toolchains["python"]` of every implementation).
     pub python: Option<String>,
+    /// `[cache]`: the remote cache as declared.
+    pub cache: Option<once_model::remote::RemoteCacheDecl>,
 }
 
 /// The root package, if the workspace root has a `once.toml`.
@@ -138,6 +140,7 @@ pub fn workspace_settings(db: &dyn Db, workspace: Workspace) -> WorkspaceSetting
         python: declared
             .and_then(|ws| ws.python.as_ref())
             .map(|s| s.value.clone()),
+        cache: root.and_then(|m| m.cache.clone()),
     }
 }
 

@@ -19,6 +19,7 @@ fn manifest_with(key: &ManifestKey, value: &str) -> String {
 fn value_of(shape: KeyShape) -> &'static str {
     match shape {
         KeyShape::String => "\"x\"",
+        KeyShape::Boolean => "true",
         KeyShape::Integer(..) => "2",
         KeyShape::Strings => "[\"x\"]",
         KeyShape::Labels => "[\"./x\"]",

@@ -15,6 +15,7 @@
 //! - [`diagnostic`]: diagnostics as data ([`Diagnostic`], [`DiagnosticCode`]).
 //! - [`text`]: byte ranges and 1-based line/column positions.
 //! - [`vocabulary`]: the keys of a manifest's tables, their shapes and docs.
+//! - [`remote`]: the root manifest's `[cache]` table as declared ([`remote::RemoteCacheDecl`]).
 
 pub mod action;
 pub mod codec;
@@ -25,6 +26,7 @@ pub mod interpreter;
 pub mod label;
 pub mod paths;
 pub mod plan_memo;
+pub mod remote;
 pub mod schema;
 pub mod script;
 pub mod text;

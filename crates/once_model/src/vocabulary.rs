@@ -19,15 +19,18 @@ pub enum ManifestTable {
     Configuration,
     /// The root manifest's `[modules]`.
     Modules,
+    /// The root manifest's `[cache]` (the remote cache).
+    Cache,
 }
 
 impl ManifestTable {
-    pub const ALL: [ManifestTable; 5] = [
+    pub const ALL: [ManifestTable; 6] = [
         ManifestTable::TopLevel,
         ManifestTable::Target,
         ManifestTable::Workspace,
         ManifestTable::Configuration,
         ManifestTable::Modules,
+        ManifestTable::Cache,
     ];
 
     /// The keys leading to the table from the top level.
@@ -38,6 +41,7 @@ impl ManifestTable {
             ManifestTable::Workspace => &["workspace"],
             ManifestTable::Configuration => &["workspace", "configuration"],
             ManifestTable::Modules => &["modules"],
+            ManifestTable::Cache => &["cache"],
         }
     }
 
@@ -66,6 +70,8 @@ impl ManifestTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyShape {
     String,
+    /// `true` or `false`.
+    Boolean,
     /// An integer from the first bound to the second (inclusive).
     Integer(i64, i64),
     /// A list of strings.
@@ -87,6 +93,7 @@ impl KeyShape {
     pub fn describe(self) -> &'static str {
         match self {
             KeyShape::String => "string",
+            KeyShape::Boolean => "boolean",
             KeyShape::Integer(..) => "integer",
             KeyShape::Strings => "list of strings",
             KeyShape::Labels => "list of target references, or a `select`",
@@ -186,6 +193,12 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         "modules",
         S::Table,
         "Root manifest only: project Starlark modules declaring kinds.",
+    ),
+    key(
+        T::TopLevel,
+        "cache",
+        S::Table,
+        "Root manifest only: a shared remote cache (REAPI over gRPC, or Bazel's HTTP cache protocol). See docs/remote-cache.md.",
     ),
     required(key(
         T::Target,
@@ -294,6 +307,48 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
         "paths",
         S::Strings,
         "Globs of the Starlark modules declaring project kinds, relative to the workspace root. `!pattern` leaves out what the entries before it match.",
+    ),
+    key(
+        T::Cache,
+        "remote",
+        S::String,
+        "The remote cache's URL: `grpc://host:port` or `grpcs://host:port` (REAPI v2), `http://host:port/prefix` or `https://…` (Bazel's HTTP cache protocol). No credentials here: see `credentials_file`. `ONCE_REMOTE_CACHE` and `--remote-cache` override it.",
+    ),
+    key(
+        T::Cache,
+        "instance_name",
+        S::String,
+        "The REAPI instance name (gRPC only); empty by default.",
+    ),
+    key(
+        T::Cache,
+        "read_only",
+        S::Boolean,
+        "Look results up but never upload (`false` by default).",
+    ),
+    key(
+        T::Cache,
+        "max_upload_size",
+        S::String,
+        "Upload policy: a result with a file larger than this (`500M`, `2GiB`, bytes) is not uploaded; 1GiB by default.",
+    ),
+    key(
+        T::Cache,
+        "upload_jobs",
+        S::Integer(1, 64),
+        "How many uploads run at once, in the background (4 by default).",
+    ),
+    key(
+        T::Cache,
+        "timeout_seconds",
+        S::Integer(1, 3600),
+        "The time limit of one request to the remote cache (60 by default).",
+    ),
+    key(
+        T::Cache,
+        "credentials_file",
+        S::String,
+        "A file outside the workspace holding a bearer token, or one `Name: value` header line (`~/` is the home directory). `ONCE_REMOTE_CACHE_TOKEN` and `ONCE_REMOTE_CACHE_HEADER` are read first.",
     ),
 ];
 

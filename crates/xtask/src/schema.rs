@@ -141,6 +141,7 @@ fn key_schema(key: &ManifestKey) -> Value {
     let label_list = json!({"type": "array", "items": {"$ref": "#/definitions/label"}});
     let mut value = match (key.shape, key.opens()) {
         (KeyShape::String, _) => json!({"type": "string"}),
+        (KeyShape::Boolean, _) => json!({"type": "boolean"}),
         (KeyShape::Integer(minimum, maximum), _) => {
             json!({"type": "integer", "minimum": minimum, "maximum": maximum})
         }

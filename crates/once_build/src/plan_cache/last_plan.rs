@@ -27,12 +27,13 @@ use once_analysis::{Analysis, Cancellable};
 use once_db::Sha256Digest;
 use once_exec::{PlannedAction, Store};
 use once_model::codec::{ValueReader, ValueWriter, decode_action, encode_action};
+use once_model::remote::RemoteCacheDecl;
 
 use crate::testing::{SelectedTest, Selection, SelectionMode};
 use crate::{Plan, PlannedTarget};
 
 /// The first field of every value; another version's value is not read.
-const VALUE_FORMAT: &str = "once.last-plan.v4";
+const VALUE_FORMAT: &str = "once.last-plan.v5";
 
 /// What a last plan keeps of a file its actions read: its digest and permission bits, or
 /// why it has none.
@@ -176,6 +177,7 @@ fn encode(plan: &Plan, selection: Option<&Selection>, inputs: &[(String, SourceK
         kinds,
         source_stamps: _,
         sandbox,
+        remote_cache,
     } = plan;
     out.str(capability);
     out.u8(match sandbox {
@@ -183,6 +185,7 @@ fn encode(plan: &Plan, selection: Option<&Selection>, inputs: &[(String, SourceK
         Some(false) => 1,
         Some(true) => 2,
     });
+    encode_remote_cache(&mut out, remote_cache.as_ref());
     out.u64(targets.len() as u64);
     for target in targets {
         let PlannedTarget {
@@ -310,6 +313,7 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
         2 => Some(true),
         _ => return None,
     };
+    let remote_cache = decode_remote_cache(&mut input)?;
     let count = input.count()?;
     let mut targets = Vec::with_capacity(count);
     for _ in 0..count {
@@ -364,8 +368,91 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
         kinds,
         source_stamps: Default::default(),
         sandbox,
+        remote_cache,
     };
     input.is_empty().then_some((plan, selection, inputs))
+}
+
+/// `[cache]` as declared: a presence byte, then each field with a presence byte.
+fn encode_remote_cache(out: &mut ValueWriter, cache: Option<&RemoteCacheDecl>) {
+    let Some(cache) = cache else {
+        out.u8(0);
+        return;
+    };
+    out.u8(1);
+    // Destructured without `..`: a field added fails to compile here.
+    let RemoteCacheDecl {
+        remote,
+        instance_name,
+        read_only,
+        max_upload_size,
+        upload_jobs,
+        timeout_seconds,
+        credentials_file,
+    } = cache;
+    for text in [remote, instance_name, credentials_file] {
+        match text {
+            Some(text) => {
+                out.u8(1);
+                out.str(text);
+            }
+            None => out.u8(0),
+        }
+    }
+    out.u8(match read_only {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
+    for number in [*max_upload_size, upload_jobs.map(u64::from), *timeout_seconds] {
+        match number {
+            Some(number) => {
+                out.u8(1);
+                out.u64(number);
+            }
+            None => out.u8(0),
+        }
+    }
+}
+
+fn decode_remote_cache(input: &mut ValueReader<'_>) -> Option<Option<RemoteCacheDecl>> {
+    if input.u8()? == 0 {
+        return Some(None);
+    }
+    let mut text = || -> Option<Option<String>> {
+        match input.u8()? {
+            0 => Some(None),
+            1 => Some(Some(input.str()?)),
+            _ => None,
+        }
+    };
+    let (remote, instance_name, credentials_file) = (text()?, text()?, text()?);
+    let read_only = match input.u8()? {
+        0 => None,
+        1 => Some(false),
+        2 => Some(true),
+        _ => return None,
+    };
+    let mut number = || -> Option<Option<u64>> {
+        match input.u8()? {
+            0 => Some(None),
+            1 => Some(Some(input.u64()?)),
+            _ => None,
+        }
+    };
+    let (max_upload_size, upload_jobs, timeout_seconds) = (number()?, number()?, number()?);
+    Some(Some(RemoteCacheDecl {
+        remote,
+        instance_name,
+        read_only,
+        max_upload_size,
+        upload_jobs: match upload_jobs {
+            Some(jobs) => Some(u32::try_from(jobs).ok()?),
+            None => None,
+        },
+        timeout_seconds,
+        credentials_file,
+    }))
 }
 
 #[cfg(test)]
@@ -424,6 +511,12 @@ mod tests {
             kinds: HashMap::from([("pkg/T".to_owned(), "command".to_owned())]),
             source_stamps: Default::default(),
             sandbox: Some(false),
+            remote_cache: Some(RemoteCacheDecl {
+                remote: Some("grpc://127.0.0.1:1".to_owned()),
+                read_only: Some(true),
+                upload_jobs: Some(3),
+                ..RemoteCacheDecl::default()
+            }),
         }
     }
 

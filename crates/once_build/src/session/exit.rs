@@ -121,6 +121,7 @@ mod tests {
             kinds: Default::default(),
             source_stamps: Default::default(),
             sandbox: None,
+            remote_cache: None,
         }
     }
 

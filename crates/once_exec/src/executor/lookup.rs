@@ -205,6 +205,9 @@ impl<'a> Executor<'a> {
         if self.try_hit(run, action, &key, result)? {
             return Ok(());
         }
+        if self.try_remote_hit(run, action, &key, result)? {
+            return Ok(());
+        }
         self.execute(run, action, &prepared, Some(&key), result)
     }
 
@@ -369,6 +372,63 @@ impl<'a> Executor<'a> {
         Ok(self.finish_hit(run, action, key, found, result))
     }
 
+    /// Looks `key` up in the remote cache (when the action's result may be shared):
+    /// a record found there has its missing blobs brought into the store, each checked
+    /// against its digest, and is then recorded locally and restored as a local hit
+    /// would be. A blob the server sends wrong is a miss with a warning; any other
+    /// failure is a miss the remote cache counts.
+    pub(super) fn try_remote_hit(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        key: &Sha256Digest,
+        result: &mut ActionResult,
+    ) -> Result<bool, String> {
+        let Some(remote) = self.remote_for(action) else {
+            return Ok(false);
+        };
+        let Some(record) = remote.lookup(key) else {
+            return Ok(false);
+        };
+        if !covers(action, &record) {
+            return Ok(false);
+        }
+        let empty = Sha256Digest::of(b"");
+        let mut needed: Vec<(Sha256Digest, u64)> = Vec::new();
+        for (digest, size) in record_blobs(&record) {
+            if digest != empty && !needed.contains(&(digest, size)) && !self.store.has_blob(&digest)
+            {
+                needed.push((digest, size));
+            }
+        }
+        for (digest, size) in needed {
+            match remote.fetch_blob(self.store, &digest, size) {
+                Ok(()) => {}
+                Err(crate::remote::FetchError::Corrupt(why)) => {
+                    warn(
+                        result,
+                        format!(
+                            "the remote cache's copy of {digest} could not be used ({why}); running the action again"
+                        ),
+                    );
+                    return Ok(false);
+                }
+                Err(_) => return Ok(false),
+            }
+        }
+        if self.store.put_hashed_blob(b"", &empty).is_err() {
+            return Ok(false);
+        }
+        self.store
+            .write_record(key, &record)
+            .map_err(|e| format!("cannot write the action's record to the store: {e}"))?;
+        if self.try_hit(run, action, key, result)? {
+            result.remote_hit = true;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// Replays the streams of the record `found` (whose outputs are in place) into
     /// `result` and makes it a hit; `false` (with a warning) when a stream's blob cannot
     /// be used.
@@ -472,4 +532,18 @@ impl<'a> Executor<'a> {
             }
         });
     }
+}
+
+/// Every blob a record names, with its size: its streams, then its files.
+pub(super) fn record_blobs(record: &ActionRecord) -> Vec<(Sha256Digest, u64)> {
+    let mut blobs = vec![
+        (record.stdout.digest, record.stdout.size),
+        (record.stderr.digest, record.stderr.size),
+    ];
+    for entry in &record.outputs {
+        if let crate::record::OutputKind::File { digest, size, .. } = &entry.kind {
+            blobs.push((*digest, *size));
+        }
+    }
+    blobs
 }

@@ -144,6 +144,8 @@ pub struct Executor<'a> {
     source_stamps: SourceStamps,
     /// The sandboxed actions' scratch directories, reused between them.
     scratch: crate::sandbox::ScratchPool,
+    /// The shared cache looked up after the local store, and given sandboxed results.
+    remote: Option<&'a dyn crate::remote::RemoteCache>,
 }
 
 impl<'a> Executor<'a> {
@@ -163,7 +165,24 @@ impl<'a> Executor<'a> {
             scratch: crate::sandbox::ScratchPool::default(),
             order: Vec::new(),
             source_stamps: SourceStamps::default(),
+            remote: None,
         }
+    }
+
+    /// Looks results up in `remote` after the local store, and uploads the results of
+    /// sandboxed actions to it ([`crate::remote`]).
+    pub fn with_remote(mut self, remote: Option<&'a dyn crate::remote::RemoteCache>) -> Self {
+        self.remote = remote;
+        self
+    }
+
+    /// The remote cache, for an action whose result may be shared: cacheable, run
+    /// sandboxed, not validating.
+    pub(super) fn remote_for(&self, action: &Action) -> Option<&'a dyn crate::remote::RemoteCache> {
+        let shared = action.cacheable
+            && !self.options.validate
+            && self.options.sandbox == crate::sandbox::SandboxMode::On;
+        self.remote.filter(|_| shared)
     }
 
     /// The stamps the digests of the plan's source files were read with (what analysis

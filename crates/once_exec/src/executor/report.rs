@@ -81,6 +81,8 @@ pub struct ActionResult {
     pub signal: Option<i32>,
     /// What the sandbox denied its program, as traced ([`ExecOptions::validate`]).
     pub findings: Vec<crate::sandbox::Finding>,
+    /// A hit found in the remote cache (`cache` is `Hit`), not in the local store.
+    pub remote_hit: bool,
 }
 
 impl ActionResult {
@@ -103,6 +105,7 @@ impl ActionResult {
             timed_out: false,
             signal: None,
             findings: Vec::new(),
+            remote_hit: false,
         }
     }
 }

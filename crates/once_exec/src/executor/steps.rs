@@ -312,6 +312,9 @@ impl<'a> Executor<'a> {
                 .write_record(key, &record)
                 .map_err(|e| format!("cannot write the action's record to the store: {e}"))?;
             run.index.remember(key, &record, SystemTime::now());
+            if let Some(remote) = self.remote_for(action) {
+                remote.upload(key, &record);
+            }
         }
         result.outputs = declared_outputs(action, &entries);
         result.entries = entries;
