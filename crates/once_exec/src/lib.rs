@@ -75,7 +75,7 @@ pub use executor::{
 pub use fake::{FakeOutcome, FakeRunner};
 pub use inputs::SourceStamps;
 pub use key::{KEY_FORMAT_VERSION, ToolIdentity};
-pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 pub use remote::{FetchError, RemoteCache};
+pub use runner::{CancelHandle, ProcessExit, ProcessRequest, ProcessRunner, SystemRunner};
 pub use sandbox::SandboxMode;
 pub use store::{GcReport, Store, StoreStats};

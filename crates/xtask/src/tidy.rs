@@ -115,8 +115,12 @@ pub const LAYERS: &[(&str, Allowed)] = &[
             "once_evidence",
             "once_test_results",
             "once_runtime",
+            "once_remote",
         ]),
     ),
+    // The remote cache client (REAPI over gRPC, Bazel's HTTP cache): implements
+    // once_exec's RemoteCache seam; its async runtime stays inside it.
+    ("once_remote", Allowed::Only(&["once_exec", "once_model"])),
     // Runtime sessions: the supervisor, the session store and logs, over once_exec's
     // program lookup and environment.
     (
@@ -197,7 +201,21 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
         Placement::OnlyIn(&["once_lsp"]),
         Scope::AllTables,
     ),
-    ("ureq", Placement::OnlyIn(&["once_fetch"]), Scope::AllTables),
+    (
+        "ureq",
+        Placement::OnlyIn(&["once_fetch", "once_remote"]),
+        Scope::AllTables,
+    ),
+    (
+        "tonic",
+        Placement::OnlyIn(&["once_remote"]),
+        Scope::ShippedOnly,
+    ),
+    (
+        "tokio",
+        Placement::OnlyIn(&["once_remote"]),
+        Scope::ShippedOnly,
+    ),
     (
         "rusqlite",
         Placement::OnlyIn(&["once_evidence"]),

@@ -404,7 +404,11 @@ fn encode_remote_cache(out: &mut ValueWriter, cache: Option<&RemoteCacheDecl>) {
         Some(false) => 1,
         Some(true) => 2,
     });
-    for number in [*max_upload_size, upload_jobs.map(u64::from), *timeout_seconds] {
+    for number in [
+        *max_upload_size,
+        upload_jobs.map(u64::from),
+        *timeout_seconds,
+    ] {
         match number {
             Some(number) => {
                 out.u8(1);
