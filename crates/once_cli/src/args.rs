@@ -378,6 +378,28 @@ pub struct ExecArgs {
     /// are kept apart from sandboxed ones). See docs/sandbox.md.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
+    /// Use this remote cache (`grpc://`, `grpcs://`, `http://`, `https://`): wins over
+    /// `ONCE_REMOTE_CACHE` and the root `once.toml`'s `[cache] remote`. See
+    /// docs/remote-cache.md.
+    #[arg(long, value_name = "URL", conflicts_with = "no_remote_cache")]
+    pub remote_cache: Option<String>,
+    /// Use no remote cache, whatever the environment and `once.toml` say.
+    #[arg(long)]
+    pub no_remote_cache: bool,
+    /// Look results up in the remote cache but upload nothing.
+    #[arg(long)]
+    pub remote_cache_read_only: bool,
+}
+
+impl ExecArgs {
+    /// What the flags say of the remote cache.
+    pub fn remote_cache(&self) -> once_remote::Overrides {
+        once_remote::Overrides {
+            url: self.remote_cache.clone(),
+            disabled: self.no_remote_cache,
+            read_only: self.remote_cache_read_only,
+        }
+    }
 }
 
 /// `--sandbox on|off`.

@@ -102,7 +102,11 @@ pub(crate) fn plan_cold(
 /// `.once/store`) and the execution options of its flags.
 pub(crate) fn open_session(root: &Path, exec: &ExecArgs) -> anyhow::Result<Session> {
     Session::open(root, exec.store.as_deref(), options(exec))
-        .map(|session| session.with_sandbox(crate::args::SandboxArg::mode(exec.sandbox)))
+        .map(|session| {
+            session
+                .with_sandbox(crate::args::SandboxArg::mode(exec.sandbox))
+                .with_remote_cache(exec.remote_cache())
+        })
         .map_err(|e| anyhow!(e))
 }
 

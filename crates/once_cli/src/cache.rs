@@ -25,6 +25,34 @@ fn stats_json(store: &Store, stats: &StoreStats) -> serde_json::Value {
     })
 }
 
+/// The hit, transfer and failure counters of the commands that used the store.
+fn usage_json(store: &Store) -> serde_json::Value {
+    let usage = once_remote::stats::read(store);
+    serde_json::Value::Object(
+        usage
+            .fields()
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), json!(value)))
+            .collect(),
+    )
+}
+
+fn print_usage(store: &Store) {
+    let usage = once_remote::stats::read(store);
+    println!(
+        "hits:    {} local, {} remote; {} actions run ({} commands since the store was cleaned)",
+        usage.local_hits, usage.remote_hits, usage.misses, usage.commands
+    );
+    println!(
+        "remote:  {} lookups, {} bytes down, {} bytes up ({} results uploaded)",
+        usage.remote_lookups, usage.bytes_down, usage.bytes_up, usage.uploads
+    );
+    println!(
+        "remote failures: {} uploads, {} lookups or downloads, {} corrupt blobs, {} skipped",
+        usage.upload_failures, usage.read_failures, usage.corrupt, usage.skipped
+    );
+}
+
 fn print_stats(store: &Store, stats: &StoreStats, verb: &str) {
     println!("{verb} {}", store.path().display());
     println!("blobs:   {} ({} bytes)", stats.blobs, stats.blob_bytes);
@@ -38,9 +66,12 @@ pub fn run(args: &Args, cache: &Cache) -> anyhow::Result<Outcome> {
             let store = open(args, store)?;
             let stats = store.stats().context("cannot read the store")?;
             if json {
-                print_json(&stats_json(&store, &stats))?;
+                let mut answer = stats_json(&store, &stats);
+                answer["usage"] = usage_json(&store);
+                print_json(&answer)?;
             } else {
                 print_stats(&store, &stats, "store");
+                print_usage(&store);
             }
         }
         Cache::Clean { store } => {

@@ -54,6 +54,9 @@ pub struct Session {
     evidence: bool,
     /// `--sandbox`: wins over the workspace's `[workspace] sandbox`.
     sandbox: Option<SandboxMode>,
+    /// `--remote-cache`, `--no-remote-cache`, `--remote-cache-read-only`: win over the
+    /// environment and the workspace's `[cache]`.
+    remote: once_remote::Overrides,
 }
 
 /// From how many actions a build records its evidence on a thread beside the records.
@@ -81,6 +84,43 @@ impl Session {
             cancel: CancelHandle::new(),
             evidence: true,
             sandbox: None,
+            remote: once_remote::Overrides::default(),
+        }
+    }
+
+    /// The command line's say on the remote cache (see `once_remote::settings`).
+    pub fn with_remote_cache(mut self, overrides: once_remote::Overrides) -> Session {
+        self.remote = overrides;
+        self
+    }
+
+    /// The remote cache client for `plan`'s execution, if one is configured. A
+    /// configuration that cannot be used (a bad URL in the environment, a credentials
+    /// file inside the workspace) is a warning, and the build runs without it.
+    fn remote_client(&self, plan: &Plan, warnings: &mut Vec<String>) -> Option<once_remote::RemoteClient> {
+        if !self.evidence {
+            // Throwaway stores (`--verify-reproducible` trials) share nothing.
+            return None;
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let settings = match once_remote::resolve(
+            plan.remote_cache.as_ref(),
+            &self.remote,
+            &env,
+            &self.root,
+        ) {
+            Ok(settings) => settings?,
+            Err(why) => {
+                warnings.push(format!("the remote cache is not used: {why}"));
+                return None;
+            }
+        };
+        match once_remote::RemoteClient::new(settings, self.store.path()) {
+            Ok(client) => Some(client),
+            Err(why) => {
+                warnings.push(format!("the remote cache is not used: {why}"));
+                None
+            }
         }
     }
 
@@ -149,19 +189,50 @@ impl Session {
                 observer.action_started(id);
             }
         };
+        let mut remote_warnings = Vec::new();
+        let remote = self.remote_client(plan, &mut remote_warnings);
         let mut executor = Executor::new(&self.root, &self.store)
             .with_options(ExecOptions {
                 sandbox: self.sandbox_mode(plan.sandbox),
                 ..self.options.clone()
             })
             .with_cancel(self.cancel.clone())
-            .with_source_stamps(plan.source_stamps.clone());
+            .with_source_stamps(plan.source_stamps.clone())
+            .with_remote(remote.as_ref().map(|r| r as &dyn once_exec::RemoteCache));
         if observer.is_some() {
             executor = executor.on_progress(&callback).on_start(&started);
         }
-        executor
+        let mut report = executor
             .run(actions)
-            .map_err(|e| format!("cannot run the plan: {e}"))
+            .map_err(|e| format!("cannot run the plan: {e}"))?;
+        // Uploads finish before the command reports: their failures are part of it.
+        let summary = remote.as_ref().map(once_remote::RemoteClient::finish);
+        if let Some(summary) = &summary {
+            remote_warnings.extend(summary.warnings());
+        }
+        report.warnings.extend(remote_warnings);
+        self.count_cache_use(&report, summary.as_ref());
+        Ok(report)
+    }
+
+    /// Adds this execution's hits, misses and remote transfers to the store's counters
+    /// (`once cache stats`); failing to is not worth a warning.
+    fn count_cache_use(
+        &self,
+        report: &ExecutionReport,
+        remote: Option<&once_remote::RemoteSummary>,
+    ) {
+        let (mut local, mut from_remote, mut misses) = (0, 0, 0);
+        for result in &report.results {
+            match result.cache {
+                Some(once_exec::CacheState::Hit) if result.remote_hit => from_remote += 1,
+                Some(once_exec::CacheState::Hit) => local += 1,
+                Some(once_exec::CacheState::Miss) => misses += 1,
+                _ => {}
+            }
+        }
+        let counts = once_remote::stats::CacheStats::of_command(local, from_remote, misses, remote);
+        let _ = once_remote::stats::add(&self.store, &counts);
     }
 
     /// Builds (or runs, for a `run` plan whose program goes through the executor:
