@@ -185,6 +185,9 @@ struct Shared {
     reads: Breaker,
     writes: Breaker,
     errors: Mutex<Vec<String>>,
+    /// Blobs the server sent with wrong content: uploaded again whatever it says it
+    /// has, so the next result naming them repairs the server's copy.
+    corrupted: Mutex<Vec<Blob>>,
 }
 
 type Job = (Sha256Digest, ActionRecord);
@@ -227,6 +230,7 @@ impl RemoteClient {
                 reads: Breaker::default(),
                 writes: Breaker::default(),
                 errors: Mutex::default(),
+                corrupted: Mutex::default(),
             }),
             pool: Mutex::new(None),
         })
@@ -388,6 +392,10 @@ impl Shared {
             }
             Ok(Err(FetchError::Corrupt(why))) => {
                 add(&self.counters.corrupt, 1);
+                self.corrupted
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(blob);
                 self.note_error(format!("wrong content for {}: {why}", blob.hash));
                 Err(FetchError::Corrupt(why))
             }
@@ -455,7 +463,12 @@ impl Shared {
             }
         };
         let uploaded = self.attempt(&self.writes, "upload", |transport| {
-            let missing = transport.find_missing(&blobs)?;
+            let mut missing = transport.find_missing(&blobs)?;
+            for blob in self.corrupted.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                if blobs.contains(blob) && !missing.contains(blob) {
+                    missing.push(*blob);
+                }
+            }
             let limit = transport.batch_limit();
             let mut batch: Vec<(Blob, Vec<u8>)> = Vec::new();
             let mut batch_bytes = 0u64;
