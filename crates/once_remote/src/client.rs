@@ -464,7 +464,12 @@ impl Shared {
         };
         let uploaded = self.attempt(&self.writes, "upload", |transport| {
             let mut missing = transport.find_missing(&blobs)?;
-            for blob in self.corrupted.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            for blob in self
+                .corrupted
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
                 if blobs.contains(blob) && !missing.contains(blob) {
                     missing.push(*blob);
                 }

@@ -97,7 +97,11 @@ impl Session {
     /// The remote cache client for `plan`'s execution, if one is configured. A
     /// configuration that cannot be used (a bad URL in the environment, a credentials
     /// file inside the workspace) is a warning, and the build runs without it.
-    fn remote_client(&self, plan: &Plan, warnings: &mut Vec<String>) -> Option<once_remote::RemoteClient> {
+    fn remote_client(
+        &self,
+        plan: &Plan,
+        warnings: &mut Vec<String>,
+    ) -> Option<once_remote::RemoteClient> {
         if !self.evidence {
             // Throwaway stores (`--verify-reproducible` trials) share nothing.
             return None;

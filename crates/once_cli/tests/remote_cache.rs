@@ -1,0 +1,566 @@
+//! The remote cache against real servers this test starts on loopback (never a mock):
+//! BuildGrid 0.9.1 (REAPI v2 over gRPC: disk CAS, ActionCache, ByteStream) and nginx
+//! (Bazel's HTTP cache protocol through WebDAV `PUT`), both installed by
+//! `./.ci/remote-cache-servers` (which `./.ci/test` runs). A server that cannot be found
+//! or started fails the test with a message naming that script; nothing is skipped.
+//!
+//! Each server is started once per test and serves every scenario in turn: two clean
+//! clients of one workspace share results (the second runs nothing, its outputs are the
+//! first's bytes), a blob above the gRPC batch limit round-trips through ByteStream, a
+//! read-only client writes nothing, credentials never reach a store or the output, a
+//! server sending wrong bytes is a miss with a warning (the output is rebuilt right), and
+//! a server that refuses writes, is down or dies mid-build leaves a correct build whose
+//! remote failures are counted and reported.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "support/binary.rs"]
+mod binary;
+use binary::{copy_tree, text, write};
+
+use serde_json::Value;
+
+/// The big output: larger than any gRPC batch (4 MiB), so it goes through ByteStream.
+const BIG: usize = 6 * 1024 * 1024 + 17;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    _directory: tempfile::TempDir,
+    /// Its data directory (nginx's root).
+    data: PathBuf,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("cannot bind a loopback port");
+    listener.local_addr().unwrap().port()
+}
+
+fn missing(what: &str) -> ! {
+    panic!(
+        "{what}: install the remote-cache test servers with `./.ci/remote-cache-servers` \
+         (`./.ci/test` runs it first)"
+    )
+}
+
+/// BuildGrid with a disk CAS, an in-memory ActionCache and ByteStream, no auth, on a
+/// free port; ready once its gRPC health check answers SERVING.
+fn start_buildgrid() -> Server {
+    let bgd = repository().join(".venv-buildgrid/bin/bgd");
+    if !bgd.is_file() {
+        missing(&format!(
+            "BuildGrid is not installed (no `{}`)",
+            bgd.display()
+        ));
+    }
+    let directory = tempfile::tempdir().unwrap();
+    let data = directory.path().join("cas");
+    let port = free_port();
+    let config = directory.path().join("buildgrid.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n    insecure-mode: true\n\
+             authorization:\n  method: none\n\
+             storages:\n  - !disk-storage &cas\n    path: {}\n\
+             caches:\n  - !lru-action-cache &ac\n    storage: *cas\n    max-cached-refs: 10000\n    \
+             allow-updates: true\n    cache-failed-actions: false\n\
+             instances:\n  - name: \"\"\n    services:\n      - !action-cache\n        cache: *ac\n      \
+             - !cas\n        storage: *cas\n      - !bytestream\n        storage: *cas\n\
+             thread-pool-size: 8\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(directory.path().join("buildgrid.log")).unwrap();
+    let child = Command::new(&bgd)
+        .args(["server", "start"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| missing(&format!("cannot start `{}`: {e}", bgd.display())));
+    let mut server = Server {
+        child,
+        data,
+        url: format!("grpc://127.0.0.1:{port}"),
+        _directory: directory,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let serving = runtime.block_on(async {
+            let channel =
+                tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+                    .ok()?
+                    .connect()
+                    .await
+                    .ok()?;
+            let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
+            let answer = client
+                .check(tonic_health::pb::HealthCheckRequest::default())
+                .await
+                .ok()?;
+            Some(answer.into_inner().status)
+        });
+        if serving == Some(tonic_health::pb::health_check_response::ServingStatus::Serving as i32) {
+            eprintln!("BuildGrid ready in {:?}", started.elapsed());
+            return server;
+        }
+        if let Ok(Some(status)) = server.child.try_wait() {
+            let log = std::fs::read_to_string(server._directory.path().join("buildgrid.log"))
+                .unwrap_or_default();
+            panic!("BuildGrid exited ({status}) before it was ready:\n{log}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "BuildGrid did not become ready in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// nginx serving `/team/` with WebDAV `PUT` and `/readonly/` without it (a server that
+/// refuses writes), foreground, one process, its own prefix; ready once it answers.
+fn start_nginx() -> Server {
+    let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| missing("nginx is not installed"));
+    let directory = tempfile::tempdir().unwrap();
+    let prefix = directory.path();
+    let data = prefix.join("root");
+    for sub in ["root/team", "root/readonly", "tmp", "logs"] {
+        std::fs::create_dir_all(prefix.join(sub)).unwrap();
+    }
+    let port = free_port();
+    let config = prefix.join("nginx.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\n\
+             error_log {p}/logs/error.log;\npid {p}/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {p}/tmp;\n  client_max_body_size 0;\n  \
+             server {{\n    listen 127.0.0.1:{port};\n    root {p}/root;\n    \
+             location /team/ {{\n      dav_methods PUT;\n      create_full_put_path on;\n      \
+             dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n",
+            p = prefix.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(&nginx)
+        .arg("-p")
+        .arg(prefix)
+        .arg("-c")
+        .arg(&config)
+        .arg("-e")
+        .arg(prefix.join("logs/error.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| missing(&format!("cannot start `{}`: {e}", nginx.display())));
+    let mut server = Server {
+        child,
+        data,
+        url: format!("http://127.0.0.1:{port}/team"),
+        _directory: directory,
+    };
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            let log = std::fs::read_to_string(server._directory.path().join("logs/error.log"))
+                .unwrap_or_default();
+            panic!("nginx exited ({status}) before it was ready:\n{log}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "nginx did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+/// `gen/Gen` writes a small file (from its source) and a big one; `use/Use` reads the
+/// small one; `slow/Slow` sleeps, for the server that dies mid-build.
+fn workspace(input: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        "[workspace]\ninclude = [\"gen\", \"use\", \"slow\"]\n",
+    );
+    write(
+        root,
+        "gen/once.toml",
+        &format!(
+            r#"[[target]]
+name = "Gen"
+kind = "command"
+srcs = ["in.txt"]
+visibility = ["public"]
+
+[target.attrs]
+cmd = "cat in.txt > \"$OUT/gen.txt\" && head -c {BIG} /dev/zero | tr '\\0' x > \"$OUT/big.bin\" && echo generated"
+outputs = ["gen.txt", "big.bin"]
+"#
+        ),
+    );
+    write(root, "gen/in.txt", input);
+    write(
+        root,
+        "use/once.toml",
+        r#"[[target]]
+name = "Use"
+kind = "command"
+deps = ["gen/Gen"]
+
+[target.attrs]
+cmd = "tr a-z A-Z < ../.once/out/gen/Gen/out/gen.txt > \"$OUT/use.txt\""
+outputs = ["use.txt"]
+"#,
+    );
+    write(
+        root,
+        "slow/once.toml",
+        r#"[[target]]
+name = "Slow"
+kind = "command"
+srcs = ["in.txt"]
+
+[target.attrs]
+cmd = "sleep 2 && cat in.txt > \"$OUT/slow.txt\""
+outputs = ["slow.txt"]
+"#,
+    );
+    write(root, "slow/in.txt", input);
+    dir
+}
+
+/// A clean client: its own checkout (a copy of `source`) and its own store.
+struct Machine {
+    checkout: tempfile::TempDir,
+    store: tempfile::TempDir,
+}
+
+impl Machine {
+    fn of(source: &Path) -> Machine {
+        let checkout = tempfile::tempdir().unwrap();
+        copy_tree(source, checkout.path());
+        Machine {
+            checkout,
+            store: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.checkout.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_once"));
+        command
+            .arg("-C")
+            .arg(self.root())
+            .args(args)
+            .arg("--store")
+            .arg(self.store.path())
+            .env_remove("ONCE_WORKSPACE");
+        for name in [
+            "ONCE_REMOTE_CACHE",
+            "ONCE_REMOTE_CACHE_INSTANCE",
+            "ONCE_REMOTE_CACHE_READ_ONLY",
+            "ONCE_REMOTE_CACHE_TOKEN",
+            "ONCE_REMOTE_CACHE_HEADER",
+            "ONCE_REMOTE_CACHE_CREDENTIALS_FILE",
+        ] {
+            command.env_remove(name);
+        }
+        command
+    }
+
+    fn build(&self, targets: &[&str], flags: &[&str]) -> Output {
+        let mut args = vec!["build"];
+        args.extend(targets);
+        args.extend(flags);
+        let output = self.command(&args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "the build failed:\n{}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        );
+        output
+    }
+
+    /// `once cache stats`'s usage counters.
+    fn usage(&self) -> Value {
+        let output = self
+            .command(&["--format", "json", "cache", "stats"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        answer["usage"].clone()
+    }
+
+    fn output(&self, path: &str) -> Vec<u8> {
+        std::fs::read(self.root().join(".once/out").join(path)).unwrap()
+    }
+}
+
+fn count(usage: &Value, name: &str) -> u64 {
+    usage[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no `{name}` in {usage}"))
+}
+
+/// Every file under `directory` (recursively) whose bytes contain `needle`.
+fn files_containing(directory: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if kind.is_file()
+            && let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|window| window == needle)
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The scenarios every server must pass: sharing between two clean clients (with the
+/// big blob), read-only, and credentials that never show.
+fn check_sharing(server: &Server) -> tempfile::TempDir {
+    let source = workspace("hello\n");
+    let remote = ["--remote-cache", server.url.as_str()];
+    let a = Machine::of(source.path());
+    let started = Instant::now();
+    a.build(&["use/Use"], &remote);
+    eprintln!(
+        "{}: cold build with uploads: {:?}",
+        server.url,
+        started.elapsed()
+    );
+    let usage = a.usage();
+    assert_eq!(
+        (count(&usage, "misses"), count(&usage, "uploads")),
+        (2, 2),
+        "machine A ran and uploaded both actions: {usage}"
+    );
+    assert_eq!(count(&usage, "upload_failures"), 0, "{usage}");
+    assert!(count(&usage, "bytes_up") >= BIG as u64, "{usage}");
+
+    let b = Machine::of(source.path());
+    let started = Instant::now();
+    let built = b.build(&["use/Use"], &remote);
+    eprintln!("{}: remote-hit build: {:?}", server.url, started.elapsed());
+    let usage = b.usage();
+    assert_eq!(
+        (count(&usage, "remote_hits"), count(&usage, "misses")),
+        (2, 0),
+        "machine B ran nothing: {usage}\n{}",
+        text(&built.stderr)
+    );
+    assert!(count(&usage, "bytes_down") >= BIG as u64, "{usage}");
+    for output in [
+        "gen/Gen/out/gen.txt",
+        "gen/Gen/out/big.bin",
+        "use/Use/out/use.txt",
+    ] {
+        assert!(a.output(output) == b.output(output), "{output} differs");
+    }
+    assert_eq!(b.output("use/Use/out/use.txt"), b"HELLO\n");
+    assert_eq!(b.output("gen/Gen/out/big.bin").len(), BIG);
+
+    // A read-only client of a new revision runs it and writes nothing: a second client of
+    // that revision finds nothing either.
+    let changed = workspace("read only\n");
+    let c = Machine::of(changed.path());
+    let read_only = [remote[0], remote[1], "--remote-cache-read-only"];
+    c.build(&["gen/Gen"], &read_only);
+    let usage = c.usage();
+    assert_eq!(
+        (
+            count(&usage, "misses"),
+            count(&usage, "uploads"),
+            count(&usage, "bytes_up")
+        ),
+        (1, 0, 0),
+        "{usage}"
+    );
+    let d = Machine::of(changed.path());
+    d.build(&["gen/Gen"], &read_only);
+    assert_eq!(
+        count(&d.usage(), "remote_hits"),
+        0,
+        "the read-only client wrote"
+    );
+
+    // Credentials from the environment reach the server, never a file or the output.
+    let secret = "s3cr3t-token-for-the-remote-cache";
+    let token_workspace = workspace("token\n");
+    let e = Machine::of(token_workspace.path());
+    let output = e
+        .command(&["build", "use/Use", remote[0], remote[1]])
+        .env("ONCE_REMOTE_CACHE_TOKEN", secret)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(count(&e.usage(), "uploads"), 2);
+    let shown = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(!shown.contains(secret), "{shown}");
+    for directory in [e.store.path(), e.root()] {
+        let found = files_containing(directory, secret.as_bytes());
+        assert!(found.is_empty(), "the token was written to {found:?}");
+    }
+    source
+}
+
+#[test]
+fn buildgrid_shares_results_over_grpc() {
+    let server = start_buildgrid();
+    let source = check_sharing(&server);
+
+    // Configured in once.toml rather than on the command line, through an instance
+    // prefix-free URL: the same entries.
+    let configured = Machine::of(source.path());
+    write(
+        configured.root(),
+        "once.toml",
+        &format!(
+            "[workspace]\ninclude = [\"gen\", \"use\", \"slow\"]\n\n[cache]\nremote = \"{}\"\n",
+            server.url
+        ),
+    );
+    configured.build(&["use/Use"], &[]);
+    let usage = configured.usage();
+    assert_eq!(count(&usage, "remote_hits"), 2, "{usage}");
+
+    // The server dies while an action runs: the build is right, the failed upload
+    // reported and counted.
+    let dying = Machine::of(workspace("dies\n").path());
+    let child = dying
+        .command(&["build", "slow/Slow", "--remote-cache", server.url.as_str()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    drop(server);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(dying.output("slow/Slow/out/slow.txt"), b"dies\n");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("the remote cache") && stderr.contains("uploads failed"),
+        "{stderr}"
+    );
+    assert_eq!(count(&dying.usage(), "upload_failures"), 1);
+}
+
+#[test]
+fn nginx_shares_results_over_http_and_wrong_bytes_are_misses() {
+    let server = start_nginx();
+    let source = check_sharing(&server);
+
+    // The server's copy of `gen.txt` is overwritten: a new client rebuilds `Gen` (with a
+    // warning), never restores the wrong bytes, and `Use` (same input digest) still hits.
+    let blob = server.data.join("team/cas").join(sha256_hex(b"hello\n"));
+    assert!(blob.is_file(), "no blob at {}", blob.display());
+    std::fs::write(&blob, b"EVIL!\n").unwrap();
+    let f = Machine::of(source.path());
+    let output = f.build(&["use/Use"], &["--remote-cache", server.url.as_str()]);
+    assert_eq!(f.output("gen/Gen/out/gen.txt"), b"hello\n");
+    assert_eq!(f.output("use/Use/out/use.txt"), b"HELLO\n");
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("wrong content"), "{stderr}");
+    let usage = f.usage();
+    assert_eq!(
+        (
+            count(&usage, "corrupt"),
+            count(&usage, "misses"),
+            count(&usage, "remote_hits")
+        ),
+        (1, 1, 1),
+        "{usage}"
+    );
+    // The rebuilt blob was uploaded again over the wrong one.
+    assert_eq!(std::fs::read(&blob).unwrap(), b"hello\n");
+
+    // A server that refuses writes (no WebDAV on `/readonly/`): the build succeeds, the
+    // failures are reported and counted.
+    let refusing = Machine::of(workspace("refused\n").path());
+    let url = server.url.replace("/team", "/readonly");
+    let output = refusing.build(&["use/Use"], &["--remote-cache", url.as_str()]);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("uploads failed"), "{stderr}");
+    assert!(count(&refusing.usage(), "upload_failures") >= 1);
+
+    // A server that is down: the same.
+    drop(server);
+    let down = Machine::of(workspace("down\n").path());
+    let url = format!("http://127.0.0.1:{}/team", free_port());
+    let started = Instant::now();
+    let output = down.build(&["use/Use"], &["--remote-cache", url.as_str()]);
+    eprintln!(
+        "build against a server that is down: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(down.output("use/Use/out/use.txt"), b"DOWN\n");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("the remote cache") && stderr.contains("failed"),
+        "{stderr}"
+    );
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let output = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    text(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
