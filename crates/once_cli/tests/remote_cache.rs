@@ -12,6 +12,9 @@
 //! a server that refuses writes, is down or dies mid-build leaves a correct build whose
 //! remote failures are counted and reported.
 
+// The timings of the scenarios are printed for `--nocapture` runs.
+#![allow(clippy::print_stderr)]
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -405,6 +405,7 @@ mod tests {
                 "[workspace]",
                 "[workspace.configuration]",
                 "[modules]",
+                "[cache]",
             ]
         );
     }
