@@ -386,6 +386,8 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
     assert_eq!(count(&usage, "upload_failures"), 0, "{usage}");
     assert!(count(&usage, "bytes_up") >= BIG as u64, "{usage}");
 
+    // Machine B asks for `use/Use`: both actions are remote hits, and only what it asked
+    // for is downloaded (not `gen/Gen`'s outputs, which only fed a hit).
     let b = Machine::of(source.path());
     let started = Instant::now();
     let built = b.build(&["use/Use"], &remote);
@@ -397,6 +399,19 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
         "machine B ran nothing: {usage}\n{}",
         text(&built.stderr)
     );
+    assert!(
+        count(&usage, "bytes_down") < 1024,
+        "only use.txt came down: {usage}"
+    );
+    assert_eq!(
+        b.output("use/Use/out/use.txt"),
+        a.output("use/Use/out/use.txt")
+    );
+    assert!(!b.root().join(".once/out/gen/Gen/out/big.bin").exists());
+    // Asking for `gen/Gen` brings its outputs, the big one through ByteStream on gRPC.
+    b.build(&["gen/Gen"], &remote);
+    let usage = b.usage();
+    assert_eq!(count(&usage, "misses"), 0, "{usage}");
     assert!(count(&usage, "bytes_down") >= BIG as u64, "{usage}");
     for output in [
         "gen/Gen/out/gen.txt",
@@ -408,13 +423,34 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
     assert_eq!(b.output("use/Use/out/use.txt"), b"HELLO\n");
     assert_eq!(b.output("gen/Gen/out/big.bin").len(), BIG);
 
+    // Machine C changes `use/Use`'s command: it runs, so `gen/Gen`'s outputs (a remote
+    // hit) are brought in place first.
+    let c = Machine::of(source.path());
+    write(
+        c.root(),
+        "use/once.toml",
+        "[[target]]\nname = \"Use\"\nkind = \"command\"\ndeps = [\"gen/Gen\"]\n\n[target.attrs]\n\
+         cmd = \"wc -c < ../.once/out/gen/Gen/out/big.bin > \\\"$OUT/use.txt\\\"\"\noutputs = [\"use.txt\"]\n",
+    );
+    c.build(&["use/Use"], &remote);
+    let usage = c.usage();
+    assert_eq!(
+        (count(&usage, "remote_hits"), count(&usage, "misses")),
+        (1, 1),
+        "{usage}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&c.output("use/Use/out/use.txt")).trim(),
+        BIG.to_string()
+    );
+
     // A read-only client of a new revision runs it and writes nothing: a second client of
     // that revision finds nothing either.
     let changed = workspace("read only\n");
-    let c = Machine::of(changed.path());
+    let r = Machine::of(changed.path());
     let read_only = [remote[0], remote[1], "--remote-cache-read-only"];
-    c.build(&["gen/Gen"], &read_only);
-    let usage = c.usage();
+    r.build(&["gen/Gen"], &read_only);
+    let usage = r.usage();
     assert_eq!(
         (
             count(&usage, "misses"),
@@ -499,13 +535,17 @@ fn nginx_shares_results_over_http_and_wrong_bytes_are_misses() {
     let server = start_nginx();
     let source = check_sharing(&server);
 
-    // The server's copy of `gen.txt` is overwritten: a new client rebuilds `Gen` (with a
-    // warning), never restores the wrong bytes, and `Use` (same input digest) still hits.
+    // The server's copy of `gen.txt` is overwritten: a new client asking for `Gen`
+    // rebuilds it (with a warning), never restores the wrong bytes, and `Use` (same input
+    // digest) still hits.
     let blob = server.data.join("team/cas").join(sha256_hex(b"hello\n"));
     assert!(blob.is_file(), "no blob at {}", blob.display());
     std::fs::write(&blob, b"EVIL!\n").unwrap();
     let f = Machine::of(source.path());
-    let output = f.build(&["use/Use"], &["--remote-cache", server.url.as_str()]);
+    let output = f.build(
+        &["gen/Gen", "use/Use"],
+        &["--remote-cache", server.url.as_str()],
+    );
     assert_eq!(f.output("gen/Gen/out/gen.txt"), b"hello\n");
     assert_eq!(f.output("use/Use/out/use.txt"), b"HELLO\n");
     let stderr = text(&output.stderr);

@@ -203,6 +203,15 @@ impl Session {
             .with_cancel(self.cancel.clone())
             .with_source_stamps(plan.source_stamps.clone())
             .with_remote(remote.as_ref().map(|r| r as &dyn once_exec::RemoteCache));
+        if plan.capability == "build" {
+            // A build needs the requested targets' outputs in the workspace; what only
+            // feeds actions that are hits stays in the remote cache.
+            executor = executor.with_required_outputs(
+                plan.targets
+                    .iter()
+                    .flat_map(|target| target.actions.iter().cloned()),
+            );
+        }
         if observer.is_some() {
             executor = executor.on_progress(&callback).on_start(&started);
         }

@@ -57,12 +57,13 @@ impl<'a> Executor<'a> {
     pub(super) fn process(
         &self,
         run: &Run<'_>,
-        planned: &PlannedAction,
+        index: usize,
         dependency_outputs: &[(String, Sha256Digest)],
     ) -> ActionResult {
         let started = Instant::now();
+        let planned = &run.plan[index];
         let mut result = ActionResult::new(&planned.action.id, ActionStatus::Failed);
-        if let Err(message) = self.process_action(run, planned, dependency_outputs, &mut result) {
+        if let Err(message) = self.process_action(run, index, dependency_outputs, &mut result) {
             result.status = ActionStatus::Failed;
             result.message = Some(message);
         }
@@ -77,10 +78,11 @@ impl<'a> Executor<'a> {
     pub(super) fn process_action(
         &self,
         run: &Run<'_>,
-        planned: &PlannedAction,
+        index: usize,
         dependency_outputs: &[(String, Sha256Digest)],
         result: &mut ActionResult,
     ) -> Result<(), String> {
+        let planned = &run.plan[index];
         let action = &planned.action;
         let host = &self.options.host_env;
         let mut program = None;
@@ -172,43 +174,165 @@ impl<'a> Executor<'a> {
             host_file,
             produced: &produced,
         };
-        // An action without outputs writes nothing another could clash with: taking the
-        // lock of the empty set would serialise every such action in the workspace.
-        let _outputs_lock = if action.outputs.is_empty() {
-            None
-        } else {
-            let Some(lock) = run
-                .workspace
-                .lock_outputs(&action.outputs, give_up)
-                .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
+        // Each pass takes the locks and looks for a hit again; an action that must run
+        // while inputs of its are still in the remote cache ([`Executor::deferrable`])
+        // lets go of its locks, brings them in place and tries once more.
+        loop {
+            // An action without outputs writes nothing another could clash with: taking
+            // the lock of the empty set would serialise every such action in the
+            // workspace.
+            let _outputs_lock = if action.outputs.is_empty() {
+                None
+            } else {
+                let Some(lock) = run
+                    .workspace
+                    .lock_outputs(&action.outputs, give_up)
+                    .map_err(|e| format!("cannot lock the action's outputs: {e}"))?
+                else {
+                    return Err("cancelled".to_owned());
+                };
+                Some(lock)
+            };
+            if !action.cacheable || self.options.validate {
+                if self.has_deferred_inputs(run, index) {
+                    drop(_outputs_lock);
+                    self.materialize_inputs(run, index)?;
+                    continue;
+                }
+                return self.execute(run, action, &prepared, None, result);
+            }
+            // Without a record a moment ago, the look under the key's lock below is the
+            // one that matters (a record written meanwhile is found there).
+            if recorded && self.try_hit(run, action, &key, result)? {
+                return Ok(());
+            }
+            let Some(_lock) = self
+                .store
+                .lock_key(&key, give_up)
+                .map_err(|e| format!("cannot lock the action's key in the store: {e}"))?
             else {
                 return Err("cancelled".to_owned());
             };
-            Some(lock)
+            // Another thread or process may have run it while this one waited.
+            if self.try_hit(run, action, &key, result)? {
+                return Ok(());
+            }
+            if self.try_remote_hit(run, action, &key, result)? {
+                return Ok(());
+            }
+            if self.has_deferred_inputs(run, index) {
+                drop(_lock);
+                drop(_outputs_lock);
+                self.materialize_inputs(run, index)?;
+                recorded = true;
+                continue;
+            }
+            return self.execute(run, action, &prepared, Some(&key), result);
+        }
+    }
+
+    /// Whether an action producing an input of action `index` left its outputs in the
+    /// remote cache.
+    pub(super) fn has_deferred_inputs(&self, run: &Run<'_>, index: usize) -> bool {
+        let deferred = run.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        !deferred.is_empty()
+            && run.graph.dependencies[index]
+                .iter()
+                .any(|(producer, _)| deferred.contains_key(&run.plan[*producer].action.id))
+    }
+
+    /// Brings the outputs of the deferred producers of action `index` in place: their
+    /// blobs from the remote cache (checked), then restored under each producer's output
+    /// lock, as a hit restores them. One at a time: a second consumer waits for the first
+    /// to finish.
+    pub(super) fn materialize_inputs(&self, run: &Run<'_>, index: usize) -> Result<(), String> {
+        let _one_at_a_time = run.materializing.lock().unwrap_or_else(|e| e.into_inner());
+        for (producer, _) in &run.graph.dependencies[index] {
+            let action = &run.plan[*producer].action;
+            let Some(key) = run
+                .deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&action.id)
+                .copied()
+            else {
+                continue;
+            };
+            let give_up = || self.cancel.is_cancelled();
+            let _lock = match run.workspace.lock_outputs(&action.outputs, give_up) {
+                Ok(Some(lock)) => lock,
+                Ok(None) => return Err("cancelled".to_owned()),
+                Err(e) => return Err(format!("cannot lock the outputs of `{}`: {e}", action.id)),
+            };
+            let record = match self.store.read_record_used(&key) {
+                RecordRead::Found(record, _) => record,
+                _ => {
+                    return Err(format!(
+                        "the result of `{}` (from the remote cache) is no longer in the store",
+                        action.id
+                    ));
+                }
+            };
+            self.fetch_missing(action, &record, true).map_err(|why| {
+                format!(
+                    "cannot bring the outputs of `{}` from the remote cache: {why}",
+                    action.id
+                )
+            })?;
+            run.workspace
+                .restore(&record.outputs, self.store, &run.stamps)
+                .map_err(|e| match e {
+                    RestoreError::Blob(digest, error) => {
+                        format!(
+                            "cannot restore the output {digest} of `{}`: {error}",
+                            action.id
+                        )
+                    }
+                    RestoreError::Io(error) => {
+                        format!("cannot restore the outputs of `{}`: {error}", action.id)
+                    }
+                })?;
+            run.deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&action.id);
+        }
+        Ok(())
+    }
+
+    /// Brings the blobs of `record` the store lacks from the remote cache: its streams,
+    /// and with `outputs` its files too.
+    pub(super) fn fetch_missing(
+        &self,
+        action: &Action,
+        record: &ActionRecord,
+        outputs: bool,
+    ) -> Result<(), crate::remote::FetchError> {
+        let Some(remote) = self.remote_for(action) else {
+            return Err(crate::remote::FetchError::Failed(
+                "no remote cache".to_owned(),
+            ));
         };
-        if !action.cacheable || self.options.validate {
-            return self.execute(run, action, &prepared, None, result);
+        let empty = Sha256Digest::of(b"");
+        let mut needed: Vec<(Sha256Digest, u64)> = Vec::new();
+        let blobs = record_blobs(record);
+        let wanted = if outputs { &blobs[..] } else { &blobs[..2] };
+        for &(digest, size) in wanted {
+            if digest != empty && !needed.contains(&(digest, size)) && !self.store.has_blob(&digest)
+            {
+                needed.push((digest, size));
+            }
         }
-        // Without a record a moment ago, the look under the key's lock below is the one
-        // that matters (a record written meanwhile is found there).
-        if recorded && self.try_hit(run, action, &key, result)? {
-            return Ok(());
+        for (digest, size) in needed {
+            remote.fetch_blob(self.store, &digest, size)?;
         }
-        let Some(_lock) = self
-            .store
-            .lock_key(&key, give_up)
-            .map_err(|e| format!("cannot lock the action's key in the store: {e}"))?
-        else {
-            return Err("cancelled".to_owned());
-        };
-        // Another thread or process may have run it while this one waited.
-        if self.try_hit(run, action, &key, result)? {
-            return Ok(());
+        if self.store.has_blob(&empty) || self.store.put_hashed_blob(b"", &empty).is_ok() {
+            Ok(())
+        } else {
+            Err(crate::remote::FetchError::Failed(
+                "cannot store the empty blob".to_owned(),
+            ))
         }
-        if self.try_remote_hit(run, action, &key, result)? {
-            return Ok(());
-        }
-        self.execute(run, action, &prepared, Some(&key), result)
     }
 
     /// The identity of the program at `found` for an action's key, with the fingerprint
@@ -346,6 +470,18 @@ impl<'a> Executor<'a> {
         if !covers(action, &record) {
             return Ok(false);
         }
+        // A result an earlier command took from the remote cache without its outputs:
+        // they stay there while nothing that runs needs them.
+        if self.remote_for(action).is_some()
+            && record_blobs(&record)[2..]
+                .iter()
+                .any(|(digest, _)| !self.store.has_blob(digest))
+        {
+            let deferred = self.deferrable(action);
+            if self.fetch_missing(action, &record, !deferred).is_ok() && deferred {
+                return Ok(self.defer_hit(run, action, key, record, result));
+            }
+        }
         match run
             .workspace
             .restore(&record.outputs, self.store, &run.stamps)
@@ -393,40 +529,57 @@ impl<'a> Executor<'a> {
         if !covers(action, &record) {
             return Ok(false);
         }
-        let empty = Sha256Digest::of(b"");
-        let mut needed: Vec<(Sha256Digest, u64)> = Vec::new();
-        for (digest, size) in record_blobs(&record) {
-            if digest != empty && !needed.contains(&(digest, size)) && !self.store.has_blob(&digest)
-            {
-                needed.push((digest, size));
+        let deferred = self.deferrable(action);
+        match self.fetch_missing(action, &record, !deferred) {
+            Ok(()) => {}
+            Err(crate::remote::FetchError::Corrupt(why)) => {
+                warn(
+                    result,
+                    format!(
+                        "the remote cache's copy of an output could not be used ({why}); running the action again"
+                    ),
+                );
+                return Ok(false);
             }
-        }
-        for (digest, size) in needed {
-            match remote.fetch_blob(self.store, &digest, size) {
-                Ok(()) => {}
-                Err(crate::remote::FetchError::Corrupt(why)) => {
-                    warn(
-                        result,
-                        format!(
-                            "the remote cache's copy of {digest} could not be used ({why}); running the action again"
-                        ),
-                    );
-                    return Ok(false);
-                }
-                Err(_) => return Ok(false),
-            }
-        }
-        if self.store.put_hashed_blob(b"", &empty).is_err() {
-            return Ok(false);
+            Err(_) => return Ok(false),
         }
         self.store
             .write_record(key, &record)
             .map_err(|e| format!("cannot write the action's record to the store: {e}"))?;
+        if deferred {
+            return Ok(self.defer_hit(run, action, key, record, result));
+        }
         if self.try_hit(run, action, key, result)? {
             result.remote_hit = true;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// A hit whose outputs stay in the remote cache until an action that runs needs them
+    /// (its streams are in the store).
+    pub(super) fn defer_hit(
+        &self,
+        run: &Run<'_>,
+        action: &Action,
+        key: &Sha256Digest,
+        record: ActionRecord,
+        result: &mut ActionResult,
+    ) -> bool {
+        let found = Found {
+            record,
+            used: SystemTime::now(),
+            indexed: false,
+        };
+        if !self.finish_hit(run, action, key, found, result) {
+            return false;
+        }
+        result.remote_hit = true;
+        run.deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(action.id.clone(), *key);
+        true
     }
 
     /// Replays the streams of the record `found` (whose outputs are in place) into

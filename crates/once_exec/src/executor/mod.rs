@@ -146,6 +146,10 @@ pub struct Executor<'a> {
     scratch: crate::sandbox::ScratchPool,
     /// The shared cache looked up after the local store, and given sandboxed results.
     remote: Option<&'a dyn crate::remote::RemoteCache>,
+    /// The actions whose outputs must be in the workspace when the execution ends;
+    /// `None`: all. The outputs of the others, when their result comes from the remote
+    /// cache, are downloaded only if an action that runs needs them.
+    required: Option<rustc_hash::FxHashSet<String>>,
 }
 
 impl<'a> Executor<'a> {
@@ -166,7 +170,25 @@ impl<'a> Executor<'a> {
             order: Vec::new(),
             source_stamps: SourceStamps::default(),
             remote: None,
+            required: None,
         }
+    }
+
+    /// Only the outputs of the actions `ids` must be in the workspace at the end (the
+    /// requested targets' own actions); see [`Executor::required`].
+    pub fn with_required_outputs(mut self, ids: impl IntoIterator<Item = String>) -> Self {
+        self.required = Some(ids.into_iter().collect());
+        self
+    }
+
+    /// Whether a remote hit of `action` may leave its outputs in the remote cache until
+    /// an action that runs needs them: it is shared and not required.
+    pub(super) fn deferrable(&self, action: &Action) -> bool {
+        self.remote_for(action).is_some()
+            && self
+                .required
+                .as_ref()
+                .is_some_and(|required| !required.contains(&action.id))
     }
 
     /// Looks results up in `remote` after the local store, and uploads the results of

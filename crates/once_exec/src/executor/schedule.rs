@@ -37,6 +37,11 @@ pub(super) struct Run<'r> {
     /// action (a sandboxed action may list the build directory its generated inputs
     /// come from).
     pub(super) build_dirs: std::sync::OnceLock<Vec<String>>,
+    /// Actions whose result came from the remote cache with their outputs left there
+    /// (by id: their key), until an action that runs needs them.
+    pub(super) deferred: Mutex<FxHashMap<String, Sha256Digest>>,
+    /// Held while a deferred action's outputs are brought in place.
+    pub(super) materializing: Mutex<()>,
 }
 
 impl Run<'_> {
@@ -102,6 +107,8 @@ impl<'a> Executor<'a> {
             programs: Mutex::new(HashMap::new()),
             identities: Mutex::new(HashMap::new()),
             build_dirs: std::sync::OnceLock::new(),
+            deferred: Mutex::new(FxHashMap::default()),
+            materializing: Mutex::new(()),
             scheduler: Mutex::new(Scheduler {
                 ready,
                 waiting_for,
@@ -273,7 +280,7 @@ impl<'a> Executor<'a> {
             self.announce_start(&run.plan[index].action.id);
             // A bug in one action must not leave the others waiting for it forever.
             let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.process(run, &run.plan[index], &dependency_outputs)
+                self.process(run, index, &dependency_outputs)
             }));
             let result = processed.unwrap_or_else(|panic| {
                 let why = panic
