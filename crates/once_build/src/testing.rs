@@ -388,6 +388,7 @@ pub fn run(
     options: &TestOptions,
     cancel: &CancelHandle,
     progress: &(dyn Fn(&TestProgress<'_>) + Sync),
+    remote: Option<&dyn once_exec::RemoteCache>,
 ) -> Result<(Vec<TestRun>, Vec<String>), String> {
     let mut warnings = Vec::new();
     let mut actions = plan.actions.clone();
@@ -455,6 +456,7 @@ pub fn run(
         .with_options(exec_options.clone())
         .with_cancel(cancel.clone())
         .with_source_stamps(plan.source_stamps.clone())
+        .with_remote(remote)
         .on_progress(&callback)
         .run(&actions)
         .map_err(|e| format!("cannot run the plan: {e}"))?;

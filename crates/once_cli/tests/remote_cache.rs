@@ -508,6 +508,19 @@ fn buildgrid_shares_results_over_grpc() {
     let usage = configured.usage();
     assert_eq!(count(&usage, "remote_hits"), 2, "{usage}");
 
+    // Results made without the sandbox are never shared: no lookup, no upload.
+    let unsandboxed = Machine::of(workspace("unsandboxed\n").path());
+    unsandboxed.build(
+        &["use/Use"],
+        &["--sandbox", "off", "--remote-cache", server.url.as_str()],
+    );
+    let usage = unsandboxed.usage();
+    assert_eq!(
+        (count(&usage, "remote_lookups"), count(&usage, "uploads"), count(&usage, "misses")),
+        (0, 0, 2),
+        "{usage}"
+    );
+
     // The server dies while an action runs: the build is right, the failed upload
     // reported and counted.
     let dying = Machine::of(workspace("dies\n").path());

@@ -408,14 +408,21 @@ impl Session {
             sandbox: self.sandbox_mode(plan.sandbox),
             ..options.clone()
         };
-        let (runs, warnings) = crate::testing::run(
+        let mut remote_warnings = Vec::new();
+        let remote = self.remote_client(plan, &mut remote_warnings);
+        let (runs, mut warnings) = crate::testing::run(
             &self.root,
             &self.store,
             plan,
             &options,
             &self.cancel,
             &progress,
+            remote.as_ref().map(|r| r as &dyn once_exec::RemoteCache),
         )?;
+        if let Some(remote) = &remote {
+            remote_warnings.extend(remote.finish().warnings());
+        }
+        warnings.extend(remote_warnings);
         Ok(Tested {
             cancelled: self.cancel.is_cancelled(),
             runs,
