@@ -44,8 +44,8 @@ fn print_usage(store: &Store) {
         usage.local_hits, usage.remote_hits, usage.misses, usage.commands
     );
     println!(
-        "remote:  {} lookups, {} bytes down, {} bytes up ({} results uploaded)",
-        usage.remote_lookups, usage.bytes_down, usage.bytes_up, usage.uploads
+        "remote:  {} lookups, {} bytes down, {} bytes up ({} results uploaded, {} above max_upload_size not uploaded)",
+        usage.remote_lookups, usage.bytes_down, usage.bytes_up, usage.uploads, usage.too_large
     );
     println!(
         "remote failures: {} uploads, {} lookups or downloads, {} corrupt blobs, {} skipped",

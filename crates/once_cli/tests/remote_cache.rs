@@ -364,6 +364,94 @@ fn files_containing(directory: &Path, needle: &[u8]) -> Vec<PathBuf> {
     found
 }
 
+/// How many files are under `directory` (recursively).
+fn file_count(directory: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => file_count(&entry.path()),
+            Ok(kind) if kind.is_file() => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// `count` independent actions (`many/M0`, …), for the circuit breaker.
+fn independent(count: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "once.toml", "[workspace]\ninclude = [\"many\"]\n");
+    let mut manifest = String::new();
+    for index in 0..count {
+        manifest.push_str(&format!(
+            "[[target]]\nname = \"M{index}\"\nkind = \"command\"\n\n[target.attrs]\n\
+             cmd = \"echo {index} > \\\"$OUT/m.txt\\\"\"\noutputs = [\"m.txt\"]\n\n"
+        ));
+    }
+    write(root, "many/once.toml", &manifest);
+    dir
+}
+
+/// A build of six independent actions against `url`, where nothing answers: it succeeds,
+/// and the circuit breaker stops the remote after a few failures instead of paying one
+/// per action. Answers the counters.
+fn check_breaker(url: &str) -> Value {
+    let machine = Machine::of(independent(6).path());
+    let started = Instant::now();
+    let output = machine.build(&["many/..."], &["--remote-cache", url]);
+    eprintln!("six actions against a dead server: {:?}", started.elapsed());
+    for index in 0..6 {
+        assert_eq!(
+            machine.output(&format!("many/M{index}/out/m.txt")),
+            format!("{index}\n").as_bytes()
+        );
+    }
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("lookups stopped for this command")
+            && stderr.contains("uploads stopped for this command"),
+        "{stderr}"
+    );
+    let usage = machine.usage();
+    assert_eq!(
+        (count(&usage, "misses"), count(&usage, "uploads")),
+        (6, 0),
+        "{usage}"
+    );
+    assert!(count(&usage, "skipped") >= 1, "{usage}");
+    usage
+}
+
+/// A clean client asking for `gen/Gen` and `use/Use` of `source` after the server's copy
+/// of one of `Gen`'s outputs was overwritten with other bytes of the same size: `Gen` is
+/// rebuilt (with a warning), the wrong bytes are never restored, and `Use` (whose key
+/// depends on the unchanged `gen.txt`) is still a hit.
+fn check_corruption(server: &Server, source: &Path) {
+    let f = Machine::of(source);
+    let output = f.build(
+        &["gen/Gen", "use/Use"],
+        &["--remote-cache", server.url.as_str()],
+    );
+    assert_eq!(f.output("gen/Gen/out/gen.txt"), b"hello\n");
+    assert_eq!(f.output("gen/Gen/out/big.bin"), vec![b'x'; BIG]);
+    assert_eq!(f.output("use/Use/out/use.txt"), b"HELLO\n");
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("wrong content"), "{stderr}");
+    let usage = f.usage();
+    assert_eq!(
+        (
+            count(&usage, "corrupt"),
+            count(&usage, "misses"),
+            count(&usage, "remote_hits")
+        ),
+        (1, 1, 1),
+        "{usage}"
+    );
+}
+
 /// The scenarios every server must pass: sharing between two clean clients (with the
 /// big blob), read-only, and credentials that never show.
 fn check_sharing(server: &Server) -> tempfile::TempDir {
@@ -449,7 +537,13 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
     let changed = workspace("read only\n");
     let r = Machine::of(changed.path());
     let read_only = [remote[0], remote[1], "--remote-cache-read-only"];
+    let files_before = file_count(&server.data);
     r.build(&["gen/Gen"], &read_only);
+    assert_eq!(
+        file_count(&server.data),
+        files_before,
+        "the read-only client wrote to the server's directory"
+    );
     let usage = r.usage();
     assert_eq!(
         (
@@ -508,6 +602,19 @@ fn buildgrid_shares_results_over_grpc() {
     let usage = configured.usage();
     assert_eq!(count(&usage, "remote_hits"), 2, "{usage}");
 
+    // BuildGrid's copy of the big output (read through ByteStream) is overwritten with
+    // other bytes of its size: detected, never restored. (BuildGrid keeps the first copy
+    // of a blob it has, so its copy is not repaired by the upload that follows.)
+    let big = sha256_hex(&vec![b'x'; BIG]);
+    let blob = server
+        .data
+        .join("cas/objects")
+        .join(&big[..2])
+        .join(&big[2..]);
+    assert!(blob.is_file(), "no blob at {}", blob.display());
+    std::fs::write(&blob, vec![b'y'; BIG]).unwrap();
+    check_corruption(&server, source.path());
+
     // Results made without the sandbox are never shared: no lookup, no upload.
     let unsandboxed = Machine::of(workspace("unsandboxed\n").path());
     unsandboxed.build(
@@ -516,16 +623,21 @@ fn buildgrid_shares_results_over_grpc() {
     );
     let usage = unsandboxed.usage();
     assert_eq!(
-        (count(&usage, "remote_lookups"), count(&usage, "uploads"), count(&usage, "misses")),
+        (
+            count(&usage, "remote_lookups"),
+            count(&usage, "uploads"),
+            count(&usage, "misses")
+        ),
         (0, 0, 2),
         "{usage}"
     );
 
     // The server dies while an action runs: the build is right, the failed upload
     // reported and counted.
+    let url = server.url.clone();
     let dying = Machine::of(workspace("dies\n").path());
     let child = dying
-        .command(&["build", "slow/Slow", "--remote-cache", server.url.as_str()])
+        .command(&["build", "slow/Slow", "--remote-cache", url.as_str()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -541,6 +653,12 @@ fn buildgrid_shares_results_over_grpc() {
         "{stderr}"
     );
     assert_eq!(count(&dying.usage(), "upload_failures"), 1);
+
+    // The dead server again, for six actions: connecting fails once and switches the
+    // remote off for the command (both directions).
+    let usage = check_breaker(&url);
+    assert_eq!(count(&usage, "read_failures"), 1, "{usage}");
+    assert_eq!(count(&usage, "skipped"), 11, "{usage}");
 }
 
 #[test]
@@ -554,25 +672,7 @@ fn nginx_shares_results_over_http_and_wrong_bytes_are_misses() {
     let blob = server.data.join("team/cas").join(sha256_hex(b"hello\n"));
     assert!(blob.is_file(), "no blob at {}", blob.display());
     std::fs::write(&blob, b"EVIL!\n").unwrap();
-    let f = Machine::of(source.path());
-    let output = f.build(
-        &["gen/Gen", "use/Use"],
-        &["--remote-cache", server.url.as_str()],
-    );
-    assert_eq!(f.output("gen/Gen/out/gen.txt"), b"hello\n");
-    assert_eq!(f.output("use/Use/out/use.txt"), b"HELLO\n");
-    let stderr = text(&output.stderr);
-    assert!(stderr.contains("wrong content"), "{stderr}");
-    let usage = f.usage();
-    assert_eq!(
-        (
-            count(&usage, "corrupt"),
-            count(&usage, "misses"),
-            count(&usage, "remote_hits")
-        ),
-        (1, 1, 1),
-        "{usage}"
-    );
+    check_corruption(&server, source.path());
     // The rebuilt blob was uploaded again over the wrong one.
     assert_eq!(std::fs::read(&blob).unwrap(), b"hello\n");
 
@@ -585,8 +685,34 @@ fn nginx_shares_results_over_http_and_wrong_bytes_are_misses() {
     assert!(stderr.contains("uploads failed"), "{stderr}");
     assert!(count(&refusing.usage(), "upload_failures") >= 1);
 
-    // A server that is down: the same.
+    // The server dies while an action runs: the build is right, the failed upload
+    // reported and counted.
+    let url = server.url.clone();
+    let dying = Machine::of(workspace("dies\n").path());
+    let child = dying
+        .command(&["build", "slow/Slow", "--remote-cache", url.as_str()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
     drop(server);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(dying.output("slow/Slow/out/slow.txt"), b"dies\n");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("the remote cache") && stderr.contains("uploads failed"),
+        "{stderr}"
+    );
+    assert_eq!(count(&dying.usage(), "upload_failures"), 1);
+
+    // Six actions against the dead server: three failed lookups and three failed
+    // uploads in a row open the breakers, the rest is skipped.
+    let usage = check_breaker(&url);
+    assert!((3..6).contains(&count(&usage, "read_failures")), "{usage}");
+
+    // A server that is down from the start: the same.
     let down = Machine::of(workspace("down\n").path());
     let url = format!("http://127.0.0.1:{}/team", free_port());
     let started = Instant::now();

@@ -66,6 +66,8 @@ pub struct RemoteSummary {
     pub corrupt: u64,
     /// Results not uploaded by the upload policy (`max_upload_size`).
     pub too_large: u64,
+    /// The policy's limit, for the warning that says so.
+    pub max_upload_size: u64,
     /// Operations skipped because the remote failed earlier in the command.
     pub skipped: u64,
     /// Why the remote was given up on, per direction, when it was.
@@ -79,6 +81,13 @@ impl RemoteSummary {
     /// The failures as warnings for the end of the command: empty when nothing failed.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
+        if self.too_large > 0 {
+            warnings.push(format!(
+                "the remote cache {}: {} results were not uploaded, a file of theirs being above \
+                 `max_upload_size` ({} bytes)",
+                self.url, self.too_large, self.max_upload_size
+            ));
+        }
         if self.read_failures + self.upload_failures + self.corrupt + self.skipped == 0 {
             return warnings;
         }
@@ -181,6 +190,8 @@ struct Shared {
     /// The client's own handle on the local store (uploads read blobs from it).
     store: Store,
     transport: OnceLock<Option<Box<dyn Transport>>>,
+    /// Whether the failed connection was counted (once, as one failure).
+    connect_failure_counted: AtomicBool,
     counters: Counters,
     reads: Breaker,
     writes: Breaker,
@@ -226,6 +237,7 @@ impl RemoteClient {
                 settings,
                 store,
                 transport: OnceLock::new(),
+                connect_failure_counted: AtomicBool::new(false),
                 counters: Counters::default(),
                 reads: Breaker::default(),
                 writes: Breaker::default(),
@@ -271,6 +283,7 @@ impl Shared {
             upload_failures: get(&c.upload_failures),
             corrupt: get(&c.corrupt),
             too_large: get(&c.too_large),
+            max_upload_size: self.settings.max_upload_size,
             skipped: get(&c.skipped),
             reads_disabled: self.reads.reason(),
             writes_disabled: self.writes.reason(),
@@ -325,6 +338,12 @@ impl Shared {
             return Err(Skip::Skipped);
         }
         let Some(transport) = self.transport() else {
+            // One failure for the connection that failed; what waited for it (or came
+            // after) is skipped.
+            if self.connect_failure_counted.swap(true, Ordering::Relaxed) {
+                add(&self.counters.skipped, 1);
+                return Err(Skip::Skipped);
+            }
             return Err(Skip::Failed);
         };
         let mut delay = Duration::from_millis(100);
@@ -621,5 +640,116 @@ impl RemoteCache for RemoteClient {
             self.shared
                 .note_error("cannot start the upload threads".to_owned());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The retry and breaker policy, over a transport that fails as told (the protocols
+    //! themselves are tested against real servers: crates/once_cli/tests/remote_cache.rs).
+
+    use super::*;
+    use bazel_remote_apis::build::bazel::remote::execution::v2::ActionResult;
+
+    /// Fails every call, transiently or not, and counts the calls.
+    struct Failing {
+        transient: bool,
+        calls: AtomicU64,
+    }
+
+    impl Failing {
+        fn fail(&self) -> Failure {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            if self.transient {
+                Failure::Transient("unavailable".into())
+            } else {
+                Failure::Refused("permission denied".into())
+            }
+        }
+    }
+
+    impl Transport for Arc<Failing> {
+        fn get_action_result(&self, _: &Blob) -> Result<Option<ActionResult>, Failure> {
+            Err(self.fail())
+        }
+        fn update_action_result(&self, _: &Blob, _: &ActionResult) -> Result<(), Failure> {
+            Err(self.fail())
+        }
+        fn find_missing(&self, _: &[Blob]) -> Result<Vec<Blob>, Failure> {
+            Err(self.fail())
+        }
+        fn batch_limit(&self) -> u64 {
+            1 << 20
+        }
+        fn upload_small(&self, _: &[(Blob, Vec<u8>)]) -> Result<(), Failure> {
+            Err(self.fail())
+        }
+        fn upload_large(&self, _: &Blob, _: std::fs::File) -> Result<(), Failure> {
+            Err(self.fail())
+        }
+        fn download(&self, _: &Blob, _: &mut dyn Write) -> Result<bool, Failure> {
+            Err(self.fail())
+        }
+    }
+
+    fn client(store: &std::path::Path, transport: Arc<Failing>) -> RemoteClient {
+        let settings = crate::settings::resolve(
+            None,
+            &crate::Overrides {
+                url: Some("http://127.0.0.1:9/cache".into()),
+                ..crate::Overrides::default()
+            },
+            &|_| None,
+            store,
+        )
+        .unwrap()
+        .unwrap();
+        let client = RemoteClient::new(settings, store).unwrap();
+        let _ = client
+            .shared
+            .transport
+            .set(Some(Box::new(transport) as Box<dyn Transport>));
+        client
+    }
+
+    #[test]
+    fn transient_failures_are_retried_and_three_in_a_row_stop_the_direction() {
+        let directory = tempfile::tempdir().unwrap();
+        let failing = Arc::new(Failing {
+            transient: true,
+            calls: AtomicU64::new(0),
+        });
+        let client = client(directory.path(), Arc::clone(&failing));
+        for n in 0..5u8 {
+            assert_eq!(client.lookup(&Sha256Digest::of(&[n])), None);
+        }
+        let summary = client.finish();
+        // Three operations of three tries each; the other two never reached the server.
+        assert_eq!(failing.calls.load(Ordering::Relaxed), 9);
+        assert_eq!(
+            (summary.lookups, summary.read_failures, summary.skipped),
+            (5, 3, 2)
+        );
+        let why = summary.reads_disabled.clone().unwrap();
+        assert!(why.starts_with("3 failures in a row"), "{why}");
+        assert_eq!(summary.writes_disabled, None);
+        let warnings = summary.warnings();
+        assert!(
+            warnings[0].contains("lookups stopped for this command"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn refusals_are_not_retried() {
+        let directory = tempfile::tempdir().unwrap();
+        let failing = Arc::new(Failing {
+            transient: false,
+            calls: AtomicU64::new(0),
+        });
+        let client = client(directory.path(), Arc::clone(&failing));
+        assert_eq!(client.lookup(&Sha256Digest::of(b"key")), None);
+        assert_eq!(failing.calls.load(Ordering::Relaxed), 1);
+        assert_eq!(client.finish().read_failures, 1);
     }
 }

@@ -34,11 +34,13 @@ pub struct CacheStats {
     pub read_failures: u64,
     pub corrupt: u64,
     pub skipped: u64,
+    /// Results not uploaded by the upload policy (a file above `max_upload_size`).
+    pub too_large: u64,
 }
 
 impl CacheStats {
     /// The counters, named, in the order they are written and shown.
-    pub fn fields(&self) -> [(&'static str, u64); 12] {
+    pub fn fields(&self) -> [(&'static str, u64); 13] {
         [
             ("commands", self.commands),
             ("local_hits", self.local_hits),
@@ -52,6 +54,7 @@ impl CacheStats {
             ("read_failures", self.read_failures),
             ("corrupt", self.corrupt),
             ("skipped", self.skipped),
+            ("too_large", self.too_large),
         ]
     }
 
@@ -69,6 +72,7 @@ impl CacheStats {
             "read_failures" => &mut self.read_failures,
             "corrupt" => &mut self.corrupt,
             "skipped" => &mut self.skipped,
+            "too_large" => &mut self.too_large,
             _ => return None,
         })
     }
@@ -97,6 +101,7 @@ impl CacheStats {
             stats.read_failures = remote.read_failures;
             stats.corrupt = remote.corrupt;
             stats.skipped = remote.skipped;
+            stats.too_large = remote.too_large;
         }
         stats
     }
