@@ -214,7 +214,12 @@ fn workspace(input: &str) -> tempfile::TempDir {
     write(
         root,
         "once.toml",
-        "[workspace]\ninclude = [\"gen\", \"use\", \"slow\"]\n",
+        "[workspace]\ninclude = [\"gen\", \"use\", \"slow\", \"all\"]\n",
+    );
+    write(
+        root,
+        "all/once.toml",
+        "[[target]]\nname = \"All\"\nkind = \"filegroup\"\ndeps = [\"use/Use\"]\n",
     );
     write(
         root,
@@ -496,6 +501,19 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
         a.output("use/Use/out/use.txt")
     );
     assert!(!b.root().join(".once/out/gen/Gen/out/big.bin").exists());
+    // A filegroup has no action of its own: its outputs are its dependencies', which a
+    // clean client asking for it gets (and nothing that only fed them).
+    let g = Machine::of(source.path());
+    g.build(&["all/All"], &remote);
+    let usage = g.usage();
+    assert_eq!(
+        (count(&usage, "remote_hits"), count(&usage, "misses")),
+        (2, 0),
+        "{usage}"
+    );
+    assert_eq!(g.output("use/Use/out/use.txt"), b"HELLO\n");
+    assert!(!g.root().join(".once/out/gen/Gen/out/big.bin").exists());
+
     // Asking for `gen/Gen` brings its outputs, the big one through ByteStream on gRPC.
     b.build(&["gen/Gen"], &remote);
     let usage = b.usage();
@@ -594,7 +612,7 @@ fn buildgrid_shares_results_over_grpc() {
         configured.root(),
         "once.toml",
         &format!(
-            "[workspace]\ninclude = [\"gen\", \"use\", \"slow\"]\n\n[cache]\nremote = \"{}\"\n",
+            "[workspace]\ninclude = [\"gen\", \"use\", \"slow\", \"all\"]\n\n[cache]\nremote = \"{}\"\n",
             server.url
         ),
     );

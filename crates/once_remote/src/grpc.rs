@@ -35,6 +35,10 @@ const BATCH_OVERHEAD: u64 = 64 << 10;
 const CHUNK: usize = 1 << 20;
 /// The time allowed to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// HTTP/2 flow-control windows of a stream and of the connection (bytes a server may
+/// send before the client acknowledges them).
+const STREAM_WINDOW: u32 = 8 << 20;
+const CONNECTION_WINDOW: u32 = 32 << 20;
 /// The largest message accepted from a server.
 const DECODING_LIMIT: usize = 16 << 20;
 
@@ -93,7 +97,13 @@ impl GrpcTransport {
         let mut endpoint = Endpoint::from_shared(address)
             .map_err(|e| format!("the remote cache URL is not a valid endpoint: {e}"))?
             .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(settings.timeout);
+            .timeout(settings.timeout)
+            // HTTP/2's default windows (64 KiB) make a blob's download wait for a window
+            // update every 64 KiB: with a window of a few MiB a blob flows at the
+            // server's pace (about 4 times as fast from BuildGrid on loopback).
+            .initial_stream_window_size(Some(STREAM_WINDOW))
+            .initial_connection_window_size(Some(CONNECTION_WINDOW))
+            .tcp_nodelay(true);
         if tls {
             endpoint = endpoint
                 .tls_config(ClientTlsConfig::new().with_native_roots())

@@ -12,6 +12,8 @@
 //! - `bench-exec` ([`execution`]): full hits, restores, the warm MCP build, executor
 //!   overhead and the no-op build of generated `command` workspaces (also a section of
 //!   `bench`).
+//! - `bench-remote` ([`remote`]): the 15-action graph against BuildGrid on loopback: the
+//!   upload overhead of a full miss and clean clients with every result remote (issue 34).
 //! - `bench-scripts` ([`scripts`]): `once exec` hits of a no-op script next to running it
 //!   directly, and a 15-script `needs` graph of hits (issue 17).
 //! - `bench-tests` ([`tests`]): `once test --rerun` on 200-case pytest and Rust suites
@@ -32,6 +34,7 @@ pub mod execution;
 pub mod harness;
 pub mod lsp;
 pub mod nx;
+pub mod remote;
 pub mod scripts;
 pub mod synth;
 pub mod tests;

@@ -76,6 +76,12 @@ commands:
                      executor overhead per action, and the no-op build of every target of
                      a generated `command` workspace of the size next to its cold
                      `validate-workspace`
+  bench-remote [--runs N] [--once BINARY] [--out DIR]
+                     the remote cache (issue 34) against BuildGrid started on loopback
+                     (`./.ci/remote-cache-servers` installs it): full misses of the
+                     15-action graph with and without uploads (the overhead), then clean
+                     clients with every result in the remote cache building its `All`
+                     (default 10 runs); writes DIR/results-remote.json (DIR target/bench)
   help       print this message";
 
 fn main() -> ExitCode {
@@ -140,6 +146,7 @@ fn main() -> ExitCode {
         ["bench", rest @ ..] => finish(bench_command(rest)),
         ["bench-digests", rest @ ..] => finish(bench_digests(rest)),
         ["bench-exec", rest @ ..] => finish(bench_exec(rest)),
+        ["bench-remote", rest @ ..] => finish(bench_remote(rest)),
         ["bench-scripts", rest @ ..] => finish(bench_scripts(rest)),
         ["bench-tests", rest @ ..] => finish(bench_tests(rest)),
         ["bench-cached-tests", rest @ ..] => finish(bench_cached_tests(rest)),
@@ -203,6 +210,21 @@ fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
 
 fn bench_exec(args: &[&str]) -> anyhow::Result<String> {
     bench::harness::run_execution(&bench_options(args)?)
+}
+
+fn bench_remote(args: &[&str]) -> anyhow::Result<String> {
+    let options = bench_options(args)?;
+    let (table, rows) = bench::remote::run(
+        &options.once,
+        &project_root(),
+        &options.out_dir.join("scratch"),
+        options.runs,
+    )?;
+    std::fs::create_dir_all(&options.out_dir)?;
+    let file = options.out_dir.join("results-remote.json");
+    let results = serde_json::json!({ "machine": bench::harness::machine(), "rows": rows });
+    std::fs::write(&file, serde_json::to_string_pretty(&results)? + "\n")?;
+    Ok(format!("{table}\nresults written to {}", file.display()))
 }
 
 fn bench_scripts(args: &[&str]) -> anyhow::Result<String> {

@@ -206,11 +206,7 @@ impl Session {
         if plan.capability == "build" {
             // A build needs the requested targets' outputs in the workspace; what only
             // feeds actions that are hits stays in the remote cache.
-            executor = executor.with_required_outputs(
-                plan.targets
-                    .iter()
-                    .flat_map(|target| target.actions.iter().cloned()),
-            );
+            executor = executor.with_required_outputs(required_actions(plan, actions));
         }
         if observer.is_some() {
             executor = executor.on_progress(&callback).on_start(&started);
@@ -671,4 +667,47 @@ impl Started {
             exit::FAILED
         }
     }
+}
+
+/// The actions whose outputs a build of `plan` must leave in the workspace: the
+/// requested targets' own actions, and those producing a file the targets hand over
+/// (a `filegroup` has no action of its own: its outputs are its dependencies').
+fn required_actions(plan: &Plan, actions: &[PlannedAction]) -> Vec<String> {
+    let mut required: Vec<String> = plan
+        .targets
+        .iter()
+        .flat_map(|target| target.actions.iter().cloned())
+        .collect();
+    let wanted: Vec<&str> = plan
+        .targets
+        .iter()
+        .flat_map(|target| {
+            target
+                .default_outputs
+                .iter()
+                .chain(&target.required_outputs)
+        })
+        .map(String::as_str)
+        .collect();
+    let within = |path: &str, output: &str| {
+        path == output
+            || path
+                .strip_prefix(output)
+                .is_some_and(|rest| rest.starts_with('/'))
+            || output
+                .strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    for planned in actions {
+        let action = &planned.action;
+        if !required.contains(&action.id)
+            && action
+                .outputs
+                .iter()
+                .any(|output| wanted.iter().any(|path| within(path, output)))
+        {
+            required.push(action.id.clone());
+        }
+    }
+    required
 }

@@ -34,10 +34,10 @@ use super::Mcp;
 use super::harness::timed;
 
 /// The artifact sizes of the 15 actions, in MiB (84 in all).
-const ARTIFACT_MIB: [u32; 15] = [1, 2, 4, 8, 16, 1, 2, 4, 8, 16, 1, 2, 4, 8, 7];
+pub(super) const ARTIFACT_MIB: [u32; 15] = [1, 2, 4, 8, 16, 1, 2, 4, 8, 16, 1, 2, 4, 8, 7];
 
 /// The package of the cache-comparison graph.
-const GRAPH_PACKAGE: &str = "pkgs/graph";
+pub(super) const GRAPH_PACKAGE: &str = "pkgs/graph";
 
 /// How many trivial actions the overhead measure runs.
 const TRIVIAL_ACTIONS: usize = 200;
@@ -67,11 +67,11 @@ impl Row {
     }
 }
 
-fn ms(duration: Duration) -> f64 {
+pub(super) fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-fn fmt_ms(duration: Option<Duration>) -> String {
+pub(super) fn fmt_ms(duration: Option<Duration>) -> String {
     match duration {
         None => "n/a".into(),
         Some(d) if ms(d) < 10.0 => format!("{:.2} ms", ms(d)),
@@ -80,7 +80,7 @@ fn fmt_ms(duration: Option<Duration>) -> String {
 }
 
 /// The one-minute load average (`/proc/loadavg`).
-fn load_average() -> String {
+pub(super) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next().map(str::to_owned))
@@ -88,7 +88,7 @@ fn load_average() -> String {
 }
 
 /// The load averages seen during a measure, as `a` or `a–b`.
-fn load_range(loads: &[String]) -> String {
+pub(super) fn load_range(loads: &[String]) -> String {
     let values: Vec<f64> = loads.iter().filter_map(|load| load.parse().ok()).collect();
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -110,7 +110,7 @@ fn write_root(root: &Path) -> anyhow::Result<()> {
 }
 
 /// The cache-comparison graph (see the module documentation).
-fn write_graph(root: &Path) -> anyhow::Result<()> {
+pub(super) fn write_graph(root: &Path) -> anyhow::Result<()> {
     write_root(root)?;
     let package = root.join(GRAPH_PACKAGE);
     std::fs::create_dir_all(&package)?;
@@ -207,7 +207,7 @@ fn build(once: &Path, workspace: &Path, extra: &[&str]) -> anyhow::Result<(Durat
 }
 
 /// The cache state of every action of the records in `targets`.
-fn action_states(targets: &Value) -> Vec<String> {
+pub(super) fn action_states(targets: &Value) -> Vec<String> {
     targets
         .as_array()
         .into_iter()
@@ -226,7 +226,7 @@ fn ensure_all(states: &[String], expected: &str, count: usize, what: &str) -> an
 }
 
 /// Checks that every artifact of the graph is in place with its size.
-fn check_artifacts(workspace: &Path) -> anyhow::Result<()> {
+pub(super) fn check_artifacts(workspace: &Path) -> anyhow::Result<()> {
     for (index, mib) in ARTIFACT_MIB.iter().enumerate() {
         let path = workspace.join(format!(
             ".once/out/{GRAPH_PACKAGE}/n{index:02}/out/n{index:02}"
