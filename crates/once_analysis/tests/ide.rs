@@ -568,6 +568,7 @@ fn completion_context_comes_from_the_syntax_tree() {
         Table [workspace] => "[workspace]" @ 4:1-4:10
         Table [workspace.configuration] => "[workspace.configuration]" @ 4:1-4:10
         Table [modules] => "[modules]" @ 4:1-4:10
+        Table [cache] => "[cache]" @ 4:1-4:10
         -- [target.attrs]
         Attribute strict => "strict = " @ 7:1-7:1
         Attribute output => "output = " @ 7:1-7:1
