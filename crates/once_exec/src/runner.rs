@@ -53,6 +53,17 @@ pub enum ProcessExit {
     TimedOut,
 }
 
+impl ProcessExit {
+    /// How a reaped process ended.
+    fn of(status: std::process::ExitStatus) -> ProcessExit {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => ProcessExit::Code(code),
+            (None, Some(signal)) => ProcessExit::Signal(signal),
+            (None, None) => ProcessExit::Signal(0),
+        }
+    }
+}
+
 /// Something that runs programs: [`SystemRunner`], or a fake in tests.
 pub trait ProcessRunner: Send + Sync {
     /// Runs `request` to its end (or until it is cancelled).
@@ -115,11 +126,7 @@ impl ProcessRunner for SystemRunner {
         if timed_out {
             return Ok(ProcessExit::TimedOut);
         }
-        Ok(match (status.code(), status.signal()) {
-            (Some(code), _) => ProcessExit::Code(code),
-            (None, Some(signal)) => ProcessExit::Signal(signal),
-            (None, None) => ProcessExit::Signal(0),
-        })
+        Ok(ProcessExit::of(status))
     }
 }
 
@@ -165,11 +172,7 @@ fn run_through_launcher(
         return Ok(ProcessExit::TimedOut);
     }
     let status = std::process::ExitStatus::from_raw(status);
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => ProcessExit::Code(code),
-        (None, Some(signal)) => ProcessExit::Signal(signal),
-        (None, None) => ProcessExit::Signal(0),
-    })
+    Ok(ProcessExit::of(status))
 }
 
 /// Runs `command` traced to its end, its file accesses into `sink`. It is not announced
@@ -184,11 +187,7 @@ fn run_traced(
     sink.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .extend(accesses);
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => ProcessExit::Code(code),
-        (None, Some(signal)) => ProcessExit::Signal(signal),
-        (None, None) => ProcessExit::Signal(0),
-    })
+    Ok(ProcessExit::of(status))
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
