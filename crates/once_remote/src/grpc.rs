@@ -5,8 +5,8 @@
 //! The async runtime stays in here: the transport owns a small tokio runtime and every
 //! method blocks on it, so the executor's threads and the upload pool call it like any
 //! blocking client. Blobs up to the batch limit the server announces (at most 4 MiB,
-//! gRPC's usual message limit) go through `BatchUpdateBlobs`/`BatchReadBlobs`; larger
-//! ones are streamed through ByteStream in 1 MiB chunks, read from and written to files,
+//! gRPC's usual message limit) are uploaded through `BatchUpdateBlobs`, and those up to
+//! 64 KiB downloaded through `BatchReadBlobs`; larger ones are streamed through ByteStream in 1 MiB chunks, read from and written to files,
 //! so memory stays bounded whatever their size.
 
 use std::fs::File;
@@ -39,6 +39,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// send before the client acknowledges them).
 const STREAM_WINDOW: u32 = 8 << 20;
 const CONNECTION_WINDOW: u32 = 32 << 20;
+/// The largest blob downloaded through `BatchReadBlobs`; larger ones are streamed through
+/// ByteStream, which BuildGrid serves faster per byte than one large batch message
+/// (measured: a clean client's hit of 22 MiB, median 64 against 68-76 ms).
+const BATCH_READ_LIMIT: u64 = 64 << 10;
 /// The largest message accepted from a server.
 const DECODING_LIMIT: usize = 16 << 20;
 
@@ -401,7 +405,7 @@ impl Transport for GrpcTransport {
     }
 
     fn download(&self, blob: &Blob, sink: &mut dyn Write) -> Result<bool, Failure> {
-        if blob.size <= self.batch_limit {
+        if blob.size <= self.batch_limit.min(BATCH_READ_LIMIT) {
             let mut client = self.cas();
             let request = self.request(reapi::BatchReadBlobsRequest {
                 instance_name: self.instance.clone(),
