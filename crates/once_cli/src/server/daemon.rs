@@ -88,7 +88,14 @@ impl Warm for WarmDatabase {
         // The fence: every change made before this point is in `changes`.
         let changes = warm.watcher.sync();
         if !changes.is_empty() {
+            let started = Instant::now();
             warm.host.apply_changes(&changes);
+            if changes.contains(&once_db::ChangeEvent::Rescan) {
+                log(&format!(
+                    "rescanned the workspace in {:?}",
+                    started.elapsed()
+                ));
+            }
         }
         let analysis = warm.host.analysis();
         body(&analysis);
