@@ -459,3 +459,45 @@ fn builds_through_the_server_are_cancelled_with_the_client_and_survive_a_killed_
     assert_eq!(stopped["stopped"].as_array().unwrap().len(), 2, "{stopped}");
     assert!(!processes::ps_lists(first) && !processes::ps_lists(other));
 }
+
+/// `[workspace] server = "auto"` starts a server from the first command that finds none,
+/// except under `CI`; any other value is a diagnostic.
+#[test]
+fn auto_mode_starts_a_server_outside_ci() {
+    let ws = Workspace::new();
+    let root = ws.root();
+    write(&root, "once.toml", "[workspace]\nserver = \"auto\"\n");
+    write(
+        &root,
+        "p/once.toml",
+        "[[target]]\nname = \"Files\"\nkind = \"filegroup\"\nsrcs = [\"a.txt\"]\n",
+    );
+    write(&root, "p/a.txt", "a\n");
+    let exe = Path::new(env!("CARGO_BIN_EXE_once"));
+    let in_ci = ws
+        .command(exe, &["query", "targets"])
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert!(in_ci.status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(ws.status().is_none(), "a server started under CI");
+    assert!(!root.join(".once/server.lock").exists());
+    let first = ws.once(&["query", "targets"]);
+    assert_eq!(first.stdout, ws.in_process(&["query", "targets"]).stdout);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ws.status().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = ws.requests();
+    check_equal(&ws, &[&["query", "targets"]], "auto");
+    assert_eq!(ws.requests(), before + 1);
+    write(&root, "once.toml", "[workspace]\nserver = \"sometimes\"\n");
+    let validation = ws.once(&["query", "validate-workspace"]);
+    assert_eq!(validation.status.code(), Some(1));
+    assert!(
+        text(&validation.stdout).contains("`server` must be \"auto\" or \"off\""),
+        "{}",
+        text(&validation.stdout)
+    );
+}
