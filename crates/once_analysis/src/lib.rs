@@ -257,6 +257,48 @@ impl AnalysisHost {
             workspace: self.workspace,
         }
     }
+
+    /// What the database's memos and inputs hold, per query and per input or tracked
+    /// struct, largest first (the workspace server's `once server status`). Waits for
+    /// every snapshot to be dropped, as a change does.
+    pub fn memory_usage(&mut self) -> Vec<QueryMemory> {
+        let info = <dyn salsa::Database>::memory_usage(&mut self.db);
+        let bytes = |info: &salsa::IngredientInfo| {
+            info.size_of_fields()
+                + info.size_of_metadata()
+                + info.heap_size_of_fields().unwrap_or(0)
+        };
+        let mut usage: Vec<QueryMemory> = info
+            .queries
+            .iter()
+            .map(|(name, info)| QueryMemory {
+                name: (*name).to_owned(),
+                count: info.count(),
+                bytes: bytes(info),
+                heap_measured: info.heap_size_of_fields().is_some(),
+            })
+            .chain(info.structs.iter().map(|info| QueryMemory {
+                name: info.debug_name().to_owned(),
+                count: info.count(),
+                bytes: bytes(info),
+                heap_measured: info.heap_size_of_fields().is_some(),
+            }))
+            .filter(|usage| usage.count > 0)
+            .collect();
+        usage.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+        usage
+    }
+}
+
+/// The memory one query's memos (or one input's or struct's values) take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryMemory {
+    pub name: String,
+    pub count: usize,
+    /// Their size: inline fields and salsa's metadata, plus what their values own on the
+    /// heap when the query measures it ([`QueryMemory::heap_measured`]).
+    pub bytes: usize,
+    pub heap_measured: bool,
 }
 
 /// [`Analysis::action_plans`] starts a planning thread per this many ids (up to the

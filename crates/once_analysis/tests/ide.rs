@@ -600,6 +600,7 @@ fn completion_context_comes_from_the_syntax_tree() {
         Key exclude => "exclude = " @ 3:1-3:1
         Key test_attempts => "test_attempts = " @ 3:1-3:1
         Key sandbox => "sandbox = " @ 3:1-3:1
+        Key server => "server = " @ 3:1-3:1
         Key python => "python = " @ 3:1-3:1
         Key configuration => "configuration = " @ 3:1-3:1
         -- [workspace.configuration]

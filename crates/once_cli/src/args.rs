@@ -185,6 +185,11 @@ pub enum Command {
     /// Inspect and trim the local store of build results (`.once/cache`).
     #[command(subcommand)]
     Cache(Cache),
+    /// A warm workspace server that `once query`, `build`, `test` and `exec` ask first,
+    /// answering in milliseconds from a database a file watcher keeps fresh
+    /// (docs/server.md).
+    #[command(subcommand)]
+    Server(Server),
     /// Start targets in the background under a supervisor, follow their status and
     /// logs, stop them (sessions under `.once/runtime`, docs/runtime.md).
     #[command(subcommand)]
@@ -292,6 +297,36 @@ pub enum Cache {
         max_size: String,
         #[command(flatten)]
         store: StoreArg,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+#[command(defer = true)]
+pub enum Server {
+    /// Start the workspace's server in the background (once it has loaded the workspace
+    /// it answers; nothing happens when one already runs).
+    Start {
+        /// Stop after this long without a request: `90s`, `30m`, `3h` (default `3h`, or
+        /// `ONCE_SERVER_IDLE_TIMEOUT`).
+        #[arg(long, value_name = "DURATION")]
+        idle_timeout: Option<String>,
+    },
+    /// Stop the workspace's server.
+    Stop {
+        /// Stop every server of this user, whatever their workspace.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Whether the workspace's server runs: its process, version, requests, idle
+    /// timeout, resident memory and the database's memory per query. Exits 1 when none
+    /// runs.
+    Status,
+    /// Internal: the server itself (started by `once server start`).
+    #[command(name = "__serve", hide = true)]
+    Serve {
+        /// Seconds without a request before it stops.
+        #[arg(long)]
+        idle_seconds: u64,
     },
 }
 

@@ -46,6 +46,20 @@ fn interruptible() -> std::sync::MutexGuard<'static, Interruptible> {
 }
 
 pub(crate) fn set_interruptible(what: Interruptible) {
+    // On the workspace server, the client's connection interrupts its own command.
+    if let Some(context) = crate::context::current() {
+        let cancel = match what {
+            Interruptible::Execution(cancel) => Some(cancel),
+            _ => None,
+        };
+        if let Some(cancel) = &cancel
+            && context.signal.load(Ordering::SeqCst) != 0
+        {
+            cancel.cancel();
+        }
+        *context.cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel;
+        return;
+    }
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -76,7 +90,11 @@ pub(crate) fn set_interruptible(what: Interruptible) {
 
 /// The termination signal `once` received, if any (its exit status is then 128 + it).
 fn received_signal() -> Option<i32> {
-    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&signal| signal != 0)
+    let received = match crate::context::current() {
+        Some(context) => context.signal.load(Ordering::SeqCst),
+        None => RECEIVED.load(Ordering::SeqCst),
+    };
+    Some(received).filter(|&signal| signal != 0)
 }
 
 /// Plans `request` in a one-shot process (`once_build::plan_cache`, cold: the
@@ -89,6 +107,12 @@ pub(crate) fn plan_cold(
     request: &PlanRequest<'_>,
     ends_with_process: bool,
 ) -> anyhow::Result<Planned> {
+    // On the workspace server: from its warm database, the snapshot dropped on return.
+    if let Some(planned) = crate::context::with_warm_analysis(|analysis| {
+        planning::plan(PlanSource::Warm(analysis), request, listing_hint)
+    }) {
+        return answer(planned)?.map_err(|e| anyhow!(e));
+    }
     let source = PlanSource::Cold {
         root,
         store,
@@ -145,6 +169,8 @@ fn options(exec: &ExecArgs) -> ExecOptions {
 /// building TARGET (kind)` and the actions running (those the executor took up and has
 /// not finished, as it says).
 struct ProgressLine<'p> {
+    /// Whose stderr the line is on (the executor's workers call the observer).
+    context: Option<std::sync::Arc<crate::context::Context>>,
     plan: &'p Plan,
     total: usize,
     /// The ids of the actions running, in the order they started.
@@ -157,6 +183,7 @@ struct ProgressLine<'p> {
 impl<'p> ProgressLine<'p> {
     fn new(plan: &'p Plan, total: usize) -> Self {
         ProgressLine {
+            context: crate::context::current(),
             plan,
             total,
             running: Mutex::new(Vec::new()),
@@ -166,6 +193,7 @@ impl<'p> ProgressLine<'p> {
     }
 
     fn show(&self, done: usize, last: Option<&str>) {
+        let _context = crate::context::enter(self.context.clone());
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let current = running.first().map(String::as_str).or(last);
         let mut line = format!("[{done}/{}]", self.total);
@@ -197,6 +225,7 @@ impl<'p> ProgressLine<'p> {
     }
 
     fn clear(&self) {
+        let _context = crate::context::enter(self.context.clone());
         if self.shown.load(Ordering::Relaxed) {
             let mut stderr = crate::output::stderr();
             let _ = write!(stderr, "\r\x1b[K");
@@ -226,8 +255,7 @@ impl Observer for ProgressLine<'_> {
 }
 
 pub(crate) fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
+    crate::context::var("COLUMNS")
         .and_then(|c| c.parse().ok())
         .filter(|&c: &usize| c > 10)
         .unwrap_or(100)
@@ -239,7 +267,8 @@ fn progress_line<'p>(
     actions: &[once_exec::PlannedAction],
     format: Format,
 ) -> Option<ProgressLine<'p>> {
-    let live = format == Format::Human && std::io::stderr().is_terminal() && !actions.is_empty();
+    let live =
+        format == Format::Human && crate::context::stderr_is_terminal() && !actions.is_empty();
     live.then(|| {
         let line = ProgressLine::new(plan, actions.len());
         line.show(0, None);
@@ -429,7 +458,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
     // The process ends with the build: what it holds is left to the exit, not freed
     // (10,000 actions' plan, results and records took a no-op build of 10,000 targets
     // about a twentieth of its time to free).
-    planning::leave_to_exit((plan, built, session));
+    crate::context::leave_to_exit((plan, built, session));
     Ok(outcome_of(code))
 }
 

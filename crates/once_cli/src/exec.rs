@@ -52,7 +52,7 @@ struct Lowered {
 }
 
 pub fn exec(args: &Args, request: &ExecRequest<'_>) -> anyhow::Result<Outcome> {
-    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let cwd = crate::context::current_dir().context("cannot determine the current directory")?;
     let script = match request.script {
         Some(path) => Some((path.to_path_buf(), request.command.to_vec())),
         None => detect_script(&cwd, request.command)?,
@@ -170,7 +170,7 @@ fn lower_script(
     let plan = answer(analysis.script_plan(&ScriptRequest {
         path: relative,
         args: script_args,
-        environment: std::env::vars().collect(),
+        environment: crate::context::vars().into_iter().collect(),
     }))?
     .map_err(|e| anyhow!("{e}"))?;
     let job = answer(ScriptJob::of_script(&analysis, plan))?;

@@ -6,7 +6,7 @@
 macro_rules! println {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(crate::output::Watched(anstream::stdout()), $($arg)*);
+        let _ = writeln!(crate::output::human_stdout(), $($arg)*);
     }};
 }
 
@@ -14,7 +14,7 @@ macro_rules! println {
 macro_rules! print {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(crate::output::Watched(anstream::stdout()), $($arg)*);
+        let _ = write!(crate::output::human_stdout(), $($arg)*);
     }};
 }
 use anstyle::{AnsiColor, Style};
@@ -593,7 +593,7 @@ pub fn external_source(fetched: &once_fetch::FetchedSource) {
         fetched.content_digest
     );
     let shown = printable(&fetched.content);
-    let mut stdout = crate::output::Watched(anstream::stdout());
+    let mut stdout = crate::output::human_stdout();
     let _ = std::io::Write::write_all(&mut stdout, shown.as_bytes());
     if !shown.is_empty() && !shown.ends_with('\n') {
         println!();

@@ -40,6 +40,7 @@ macro_rules! eprintln {
 mod args;
 mod build;
 mod cache;
+mod context;
 mod edit;
 mod exec;
 mod human;
@@ -48,6 +49,7 @@ mod output;
 mod panic;
 mod query;
 mod runtime;
+mod server;
 mod test;
 mod test_adapter;
 
@@ -110,10 +112,21 @@ fn run() -> ExitCode {
             };
         }
     };
-    let format = args.format;
-    if format == Format::Json {
+    if args.format == Format::Json {
         panic::report_as_json();
     }
+    // The workspace server answers when it is there (`docs/server.md`); else, or when it
+    // cannot, the command is computed here.
+    if let Some(code) = server::client::forward(&args) {
+        return ExitCode::from(code);
+    }
+    ExitCode::from(execute(&args))
+}
+
+/// Runs the parsed command and answers its exit status: here, or on a thread of the
+/// workspace server for a client (`crate::context`).
+pub(crate) fn execute(args: &Args) -> u8 {
+    let format = args.format;
     if !matches!(
         args.command,
         Command::EvaluateModule | Command::TestAdapter { .. } | Command::Supervise { .. }
@@ -122,15 +135,16 @@ fn run() -> ExitCode {
         once_starlark::install_isolation(Box::new(isolation));
     }
     let outcome = match &args.command {
+        Command::Server(command) => server::run(args, command),
         Command::Query(args::Query::ValidateActions {
             targets,
             capability,
             store,
-        }) => build::validate_actions(&args, targets, capability, store.as_deref()),
-        Command::Query(query) => query::run(&args, query),
-        Command::Edit(edit) => edit::run(&args, edit),
-        Command::Cache(cache) => cache::run(&args, cache),
-        Command::Build { targets, exec } => build::build(&args, targets, exec),
+        }) => build::validate_actions(args, targets, capability, store.as_deref()),
+        Command::Query(query) => query::run(args, query),
+        Command::Edit(edit) => edit::run(args, edit),
+        Command::Cache(cache) => cache::run(args, cache),
+        Command::Build { targets, exec } => build::build(args, targets, exec),
         Command::Test {
             targets,
             changed,
@@ -141,7 +155,7 @@ fn run() -> ExitCode {
             sandbox,
             store,
         } => test::test(
-            &args,
+            args,
             &test::TestArgs {
                 targets,
                 changed,
@@ -157,7 +171,7 @@ fn run() -> ExitCode {
             target,
             args: extra,
             exec,
-        } => build::run(&args, target, extra, exec),
+        } => build::run(args, target, extra, exec),
         Command::Exec {
             script,
             quiet,
@@ -168,7 +182,7 @@ fn run() -> ExitCode {
             store,
             command,
         } => exec::exec(
-            &args,
+            args,
             &exec::ExecRequest {
                 script: script.as_deref(),
                 quiet: *quiet,
@@ -180,11 +194,11 @@ fn run() -> ExitCode {
                 command,
             },
         ),
-        Command::Runtime(runtime) => runtime::run(&args, runtime),
+        Command::Runtime(runtime) => runtime::run(args, runtime),
         Command::Supervise { session_dir } => once_runtime::supervise(session_dir)
             .map(|()| Outcome::Success)
             .map_err(Into::into),
-        Command::Mcp { allow_run, store } => query::workspace_root(&args).and_then(|root| {
+        Command::Mcp { allow_run, store } => query::workspace_root(args).and_then(|root| {
             let config = once_mcp::ServerConfig {
                 // Relative to where `once mcp` started, as every `--store`.
                 store: store.as_ref().map(|store| {
@@ -206,7 +220,7 @@ fn run() -> ExitCode {
             // `-C`/`ONCE_WORKSPACE` pin the workspace; otherwise the client's root decides.
             let explicit = args.directory.is_some() || std::env::var_os("ONCE_WORKSPACE").is_some();
             let root = if explicit {
-                Some(query::workspace_root(&args))
+                Some(query::workspace_root(args))
             } else {
                 None
             };
@@ -268,18 +282,16 @@ fn run() -> ExitCode {
     };
     // A reader that left early (`once … | head`): whatever happened, nobody reads on.
     if output::closed() {
-        return ExitCode::from(output::CLOSED_PIPE_EXIT);
+        return output::CLOSED_PIPE_EXIT;
     }
     match outcome {
-        Ok(Outcome::Success) => ExitCode::SUCCESS,
-        Ok(Outcome::Invalid) => ExitCode::from(1),
-        Ok(Outcome::Exit(code)) => ExitCode::from(code),
-        Ok(Outcome::Interrupted(signal)) => {
-            ExitCode::from(u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(1))
-        }
+        Ok(Outcome::Success) => 0,
+        Ok(Outcome::Invalid) => 1,
+        Ok(Outcome::Exit(code)) => code,
+        Ok(Outcome::Interrupted(signal)) => u8::try_from(128 + signal.clamp(0, 127)).unwrap_or(1),
         Err(err) => {
             report_error(format, &err);
-            ExitCode::from(2)
+            2
         }
     }
 }

@@ -16,12 +16,16 @@ use crate::human;
 /// errors), else `ONCE_WORKSPACE`, else the nearest ancestor of the
 /// current directory whose `once.toml` has `[workspace]`, else the current directory.
 pub fn workspace_root(args: &Args) -> anyhow::Result<PathBuf> {
+    // The workspace server's client found the root (the server's) by this very rule.
+    if let Some(root) = crate::context::server_root() {
+        return Ok(root);
+    }
     let explicit = match &args.directory {
         Some(dir) => Some((
             dir.clone(),
             crate::args::directory_flag(std::env::args_os().skip(1)),
         )),
-        None => std::env::var_os("ONCE_WORKSPACE")
+        None => crate::context::var_os("ONCE_WORKSPACE")
             .filter(|v| !v.is_empty())
             .map(|v| (PathBuf::from(v), "ONCE_WORKSPACE")),
     };
@@ -104,6 +108,11 @@ pub fn run(args: &Args, query: &Query) -> anyhow::Result<Outcome> {
     if let Query::ValidateWorkspace { fix: true } = query {
         return fix_workspace(args);
     }
+    if let Some(outcome) =
+        crate::context::with_warm_analysis(|analysis| answer_query(args, query, analysis))
+    {
+        return outcome;
+    }
     let analysis = load(args)?;
     // Only a head start: the query below computes whatever priming did not, and is the
     // one whose failure (a bug in a worker shows up as a cancellation) is reported.
@@ -145,8 +154,8 @@ fn fix_workspace(args: &Args) -> anyhow::Result<Outcome> {
 /// The threads that compute packages side by side: `ONCE_THREADS` when set, else one per
 /// core (at most eight).
 pub(crate) fn analysis_threads() -> anyhow::Result<usize> {
-    match std::env::var("ONCE_THREADS") {
-        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<usize>() {
+    match crate::context::var("ONCE_THREADS") {
+        Some(value) if !value.trim().is_empty() => match value.trim().parse::<usize>() {
             Ok(threads) if threads > 0 => Ok(threads),
             _ => bail!("ONCE_THREADS must be a positive number of threads, not `{value}`"),
         },

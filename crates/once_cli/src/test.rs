@@ -5,7 +5,7 @@
 //! and prints one line per target with its failing cases. Exit codes: 0 every test
 //! passed, 1 one failed, 2 usage or I/O errors.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -91,8 +91,8 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
         ..TestOptions::default()
     };
     set_interruptible(Interruptible::Execution(session.cancel_handle()));
-    let live = args.format == Format::Human && std::io::stderr().is_terminal();
-    let line = live.then_some(TestLine);
+    let live = args.format == Format::Human && crate::context::stderr_is_terminal();
+    let line = live.then(|| TestLine(crate::context::current()));
     let started = Instant::now();
     let outcome = session.test(&plan, &options, line.as_ref().map(|l| l as &dyn Observer));
     set_interruptible(Interruptible::Nothing);
@@ -124,7 +124,7 @@ fn current_directory_in(args: &Args, root: &Path) -> String {
         return String::new();
     }
     let real = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let Ok(cwd) = std::env::current_dir() else {
+    let Ok(cwd) = crate::context::current_dir() else {
         return String::new();
     };
     let (cwd, root) = (real(&cwd), real(root));
@@ -139,10 +139,12 @@ fn current_directory_in(args: &Args, root: &Path) -> String {
 }
 
 /// The live progress line of `once test` on a terminal: `[done/total] STATUS TARGET`.
-struct TestLine;
+/// Whose stderr the line is on (the executor's workers call the observer).
+struct TestLine(Option<std::sync::Arc<crate::context::Context>>);
 
 impl Observer for TestLine {
     fn test_finished(&self, p: &TestProgress<'_>) {
+        let _context = crate::context::enter(self.0.clone());
         let line = format!("[{}/{}] {} {}", p.done, p.total, p.status, p.target);
         let line: String = printable(&line)
             .chars()

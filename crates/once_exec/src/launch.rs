@@ -223,6 +223,34 @@ pub fn start_detached(
     Ok(())
 }
 
+/// Starts `once` itself (`executable`) with `args` in `cwd`, with this process's
+/// environment and the given streams, to outlive this process (the workspace server,
+/// which leaves this process's session itself; it must see the environment the commands
+/// it answers would see). It is reaped by a thread of its own when it ends. Answers its
+/// process id.
+pub fn start_background(
+    executable: &Path,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> io::Result<u32> {
+    let mut command = Command::new(executable);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr);
+    let mut child = crate::runner::spawn(&mut command)?;
+    let pid = child.id();
+    let _ = std::thread::Builder::new()
+        .name("once-background-wait".into())
+        .spawn(move || child.wait());
+    Ok(pid)
+}
+
 /// The first argument that starts `once` as the sandbox's launcher.
 pub const SANDBOX_LAUNCHER_ROLE: &str = once_sandbox::launcher::ROLE;
 

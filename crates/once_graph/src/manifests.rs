@@ -529,6 +529,22 @@ impl Reader {
                         None
                     });
                 }
+                "server" => {
+                    // Read by the CLI itself (`once_cli::server`); only checked here.
+                    if let Some(value) = self.string(entry, None)
+                        && !matches!(value.value.as_str(), "auto" | "off")
+                    {
+                        let diagnostic = self.diagnostic(
+                            DiagnosticCode::InvalidFieldType,
+                            format!(
+                                "`server` must be \"auto\" or \"off\", not {:?}",
+                                value.value
+                            ),
+                            value.range,
+                        );
+                        diagnostic.attribute = Some("server".to_owned());
+                    }
+                }
                 "python" => workspace.python = self.string(entry, None),
                 "configuration" => {
                     let ValueKind::Table(configuration) = &entry.value.kind else {

@@ -274,6 +274,12 @@ pub const MANIFEST_KEYS: &[ManifestKey] = &[
     ),
     key(
         T::Workspace,
+        "server",
+        S::String,
+        "`\"auto\"`: `once` commands start the workspace server in the background when none runs (never when `CI` is set, unless `ONCE_SERVER=auto`); `\"off\"` (the default): only a server started with `once server start` answers. See docs/server.md.",
+    ),
+    key(
+        T::Workspace,
         "python",
         S::String,
         "The Python interpreter of every Python target that does not set its own `python` attribute, instead of the `python3` on `PATH`: a virtual environment or installation directory (its `bin/python3` runs) or an interpreter file (a last component such as `python3` or `python3.12`), relative to the workspace root or absolute. See docs/kinds.md.",

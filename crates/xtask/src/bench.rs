@@ -18,6 +18,8 @@
 //!   directly, and a 15-script `needs` graph of hits (issue 17).
 //! - `bench-tests` ([`tests`]): `once test --rerun` on 200-case pytest and Rust suites
 //!   next to running their runners directly (issue 16).
+//! - `bench-server` ([`server`]): `validate-workspace` and the no-op build through the
+//!   warm workspace server next to in-process, and the fallback (issue 35).
 //! - `bench-worst-cases` ([`worst_cases`]): hostile inputs that were quadratic or
 //!   unbounded, each measured (also a section of `bench`).
 
@@ -36,6 +38,7 @@ pub mod lsp;
 pub mod nx;
 pub mod remote;
 pub mod scripts;
+pub mod server;
 pub mod synth;
 pub mod tests;
 pub mod warm;

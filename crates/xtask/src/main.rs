@@ -66,6 +66,11 @@ commands:
                      crate next to the runner run directly (pytest, `cargo test`, the test
                      executable); default 15 runs; writes target/bench/tests.json
                      (pytest must be importable by `python3`)
+  bench-server [--sizes 10k,100k] [--runs N] [--build-packages P] [--once BINARY]
+                     `validate-workspace` in-process, with no server (the fallback),
+                     through a warm server (nothing changed, one manifest edited) and
+                     its resident memory; the no-op build of P × 10 `command` targets
+                     in-process and through the server (default 10 runs, P = 1000)
   bench-cached-tests [--runs N] [--once BINARY]
                      `once test --all` on a copy of test_data/demo with every result
                      cached, a fresh process per run (default 30 runs; pytest must be
@@ -149,6 +154,7 @@ fn main() -> ExitCode {
         ["bench-remote", rest @ ..] => finish(bench_remote(rest)),
         ["bench-scripts", rest @ ..] => finish(bench_scripts(rest)),
         ["bench-tests", rest @ ..] => finish(bench_tests(rest)),
+        ["bench-server", rest @ ..] => finish(bench_server(rest)),
         ["bench-cached-tests", rest @ ..] => finish(bench_cached_tests(rest)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
@@ -210,6 +216,19 @@ fn bench_digests(args: &[&str]) -> anyhow::Result<String> {
 
 fn bench_exec(args: &[&str]) -> anyhow::Result<String> {
     bench::harness::run_execution(&bench_options(args)?)
+}
+
+/// `bench-server [--sizes 10k,100k] [--runs N] [--build-packages P] [--once BINARY]`.
+fn bench_server(args: &[&str]) -> anyhow::Result<String> {
+    let once = flag(args, "--once")
+        .map_or_else(|| project_root().join("target/release/once"), PathBuf::from);
+    let sizes: Vec<&str> = flag(args, "--sizes")
+        .unwrap_or("10k,100k")
+        .split(',')
+        .collect();
+    let runs = parsed(args, "--runs", 10)?;
+    let packages = parsed(args, "--build-packages", 1000)?;
+    bench::server::run(&once, &bench::scratch_dir(), &sizes, runs, packages)
 }
 
 fn bench_remote(args: &[&str]) -> anyhow::Result<String> {

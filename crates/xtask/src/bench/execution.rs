@@ -161,7 +161,7 @@ fn write_trivial(root: &Path, count: usize) -> anyhow::Result<()> {
 
 /// `packages × 10` `command` targets: each in a directory of its own with a source file
 /// it copies, chained inside its package.
-fn write_commands(root: &Path, packages: usize) -> anyhow::Result<usize> {
+pub(super) fn write_commands(root: &Path, packages: usize) -> anyhow::Result<usize> {
     write_root(root)?;
     for p in 0..packages {
         let package = root.join(format!("pkgs/g{}/p{p}", p / 100));
