@@ -35,9 +35,19 @@ pub fn edit_request(value: &Value) -> Result<once_analysis::EditRequest, String>
                 let target = op.get("target").filter(|t| t.is_object()).ok_or_else(|| {
                     format!("invalid `operations[{index}]`: `create` needs a `target` object")
                 })?;
+                let comment = match op.get("comment") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(comment)) => Some(comment.clone()),
+                    Some(_) => {
+                        return Err(format!(
+                            "invalid `operations[{index}].comment`: a string is required"
+                        ));
+                    }
+                };
                 EditOperation::Create {
                     target: json_to_attr_value(target)
                         .map_err(|e| format!("invalid `operations[{index}].target`: {e}"))?,
+                    comment,
                 }
             }
             Some("update") => {

@@ -16,7 +16,7 @@ use crate::schema::output_schema;
 pub struct ApplyEdit {
     /// Package directory relative to the workspace root, such as `packages/core`. Use `""` for the root manifest.
     package: String,
-    /// Ordered list of operations. Each is `{ op: "create", target: {...} }`, `{ op: "update", target_name: "...", set: {...} }`, or `{ op: "delete", target_name: "..." }`.
+    /// Ordered list of operations. Each is `{ op: "create", target: {...}, comment?: "..." }` (the comment, one or more lines, is written above the new `[[target]]`), `{ op: "update", target_name: "...", set: {...} }`, or `{ op: "delete", target_name: "..." }`.
     operations: Vec<Map<String, Value>>,
 }
 
