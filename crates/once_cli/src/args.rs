@@ -260,6 +260,22 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Describe the repository from its own ecosystem files (Cargo, Python, Node, Go and
+    /// shell tests) and keep its manifests in step with them: writes one batch per
+    /// package, updating the targets it generated and leaving hand-written ones alone
+    /// (docs/init.md).
+    Init {
+        /// The repository to describe (default: the workspace root, as `-C` finds it).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print what would change (a diff per manifest) and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write nothing; exit 1 and print the diff when the manifests are out of step
+        /// with the ecosystem files (for CI and pre-commit).
+        #[arg(long, conflicts_with = "dry_run")]
+        check: bool,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

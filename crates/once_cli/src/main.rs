@@ -43,6 +43,7 @@ mod cache;
 mod edit;
 mod exec;
 mod human;
+mod init;
 mod isolation;
 mod output;
 mod panic;
@@ -256,6 +257,11 @@ fn run() -> ExitCode {
             let _ = std::io::stdout().flush();
             std::process::exit(code)
         }),
+        Command::Init {
+            dir,
+            dry_run,
+            check,
+        } => init::run(&args, dir.as_deref(), *dry_run, *check),
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();

@@ -277,7 +277,11 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             all.extend(package.dev_path_deps.iter().cloned());
             p.deps = refs(&all, &package.dir);
             p.attrs = vec![("edition".to_owned(), edition)];
-            p.owned_attrs = &["edition", "manifest_path", "package", "crate_name"];
+            if package.lib.is_none() {
+                // No library, so no documentation tests (and `cargo test --doc` would fail).
+                p.attrs.push(("doctests".to_owned(), AttrValue::Bool(false)));
+            }
+            p.owned_attrs = &["edition", "manifest_path", "package", "crate_name", "doctests"];
             p.owned_roles = &["crate_under_test"];
             out.push(p);
         }
@@ -497,14 +501,16 @@ fn go(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out: 
         let binary = package.name == "main";
         let kind = if binary { "go_binary" } else { "go_library" };
         let mut p = Proposal::new(&package.dir, name.clone(), kind, package.go_mod.clone());
+        // The `_test.go` files too: the go command reads every `.go` file of a package
+        // directory (for build constraints) when it compiles a package importing it.
         p.srcs = if compiled == plain_on_disk {
-            if tests_on_disk.is_empty() {
-                vec!["*.go".to_owned()]
-            } else {
-                vec!["*.go".to_owned(), "!*_test.go".to_owned()]
-            }
+            vec!["*.go".to_owned()]
         } else {
-            compiled.iter().map(|f| (*f).to_owned()).collect()
+            compiled
+                .iter()
+                .chain(&tests_on_disk)
+                .map(|f| (*f).to_owned())
+                .collect()
         };
         p.deps = refs(&package.imports, &package.import_path);
         let id = p.id();
