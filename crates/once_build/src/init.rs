@@ -10,8 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use once_analysis::init::{
-    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner,
-    ShellTests,
+    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner, ShellTests,
 };
 use once_db::System;
 use serde_json::Value;
@@ -117,7 +116,12 @@ fn under<'a>(files: &'a [String], dir: &str) -> impl Iterator<Item = &'a str> {
 }
 
 /// Runs an ecosystem tool in `cwd`: its standard output, or why it failed.
-fn run_tool(program: &str, args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+fn run_tool(
+    program: &str,
+    args: &[&str],
+    cwd: &Path,
+    env: &[(&str, &str)],
+) -> Result<Vec<u8>, String> {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     let mut stdout = once_exec::piped::Bounded::new(TOOL_OUTPUT_LIMIT);
     let mut stderr = once_exec::piped::Bounded::new(64 << 10);
@@ -133,7 +137,10 @@ fn run_tool(program: &str, args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> R
     )
     .map_err(|e| format!("cannot run `{line}`: {e}"))?;
     if exit.timed_out {
-        return Err(format!("`{line}` took longer than {} s", TOOL_TIMEOUT.as_secs()));
+        return Err(format!(
+            "`{line}` took longer than {} s",
+            TOOL_TIMEOUT.as_secs()
+        ));
     }
     if !exit.status.success() {
         return Err(format!(
@@ -174,7 +181,13 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         let dir = reader.root.join(dir_of(manifest));
         let output = match run_tool(
             "cargo",
-            &["metadata", "--format-version", "1", "--no-deps", "--offline"],
+            &[
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ],
             &dir,
             &[],
         ) {
@@ -332,15 +345,28 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             .or(cfg_name)
             .unwrap_or_else(|| {
                 let segment = file_name(&dir);
-                if segment.is_empty() { "project" } else { segment }.to_owned()
+                if segment.is_empty() {
+                    "project"
+                } else {
+                    segment
+                }
+                .to_owned()
             });
-        let src_layout = files
-            .iter()
-            .any(|f| f.starts_with("src/") && f.ends_with("/__init__.py") && f.matches('/').count() == 2);
+        let src_layout = files.iter().any(|f| {
+            f.starts_with("src/") && f.ends_with("/__init__.py") && f.matches('/').count() == 2
+        });
         let import_root = if src_layout { "src" } else { "." };
         let prefix = if src_layout { "src/" } else { "" };
         let not_code = [
-            "tests", "test", "docs", "doc", "examples", "example", "build", "dist", "scripts",
+            "tests",
+            "test",
+            "docs",
+            "doc",
+            "examples",
+            "example",
+            "build",
+            "dist",
+            "scripts",
             "benchmarks",
         ];
         let mut packages = BTreeSet::new();
@@ -363,7 +389,11 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         }
         let tests = ["tests", "test"]
             .into_iter()
-            .find(|t| files.iter().any(|f| f.starts_with(&format!("{t}/")) && f.ends_with(".py")))
+            .find(|t| {
+                files
+                    .iter()
+                    .any(|f| f.starts_with(&format!("{t}/")) && f.ends_with(".py"))
+            })
             .map(str::to_owned);
         let tests_package = tests
             .as_ref()
@@ -403,9 +433,10 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             })
             .unwrap_or_default();
         let uses = |needle: &[&str]| {
-            test_texts
-                .iter()
-                .any(|text| text.lines().any(|l| needle.iter().any(|n| l.trim_start().starts_with(n))))
+            test_texts.iter().any(|text| {
+                text.lines()
+                    .any(|l| needle.iter().any(|n| l.trim_start().starts_with(n)))
+            })
         };
         let conftest_in_tests = tests
             .as_ref()
@@ -413,7 +444,9 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         let runner = if !pytest_files.is_empty()
             || conftest_in_tests
             || uses(&["import pytest", "from pytest"])
-            || pyproject.as_ref().is_some_and(|(text, _)| mentions_pytest(text))
+            || pyproject
+                .as_ref()
+                .is_some_and(|(text, _)| mentions_pytest(text))
         {
             PythonRunner::Pytest
         } else if uses(&["import unittest", "from unittest"]) {
@@ -425,7 +458,8 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         if let Some((_, table)) = &pyproject {
             let tool = table.get("tool");
             let sources = [
-                tool.and_then(|t| t.get("uv")).and_then(|u| u.get("sources")),
+                tool.and_then(|t| t.get("uv"))
+                    .and_then(|u| u.get("sources")),
                 tool.and_then(|t| t.get("poetry"))
                     .and_then(|p| p.get("dependencies")),
                 tool.and_then(|t| t.get("poetry"))
@@ -503,11 +537,10 @@ fn node(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         };
         let test_script = json["scripts"]["test"].as_str().map(str::to_owned);
         let node_test = test_script.as_deref().is_some_and(|s| {
-            s.split("&&")
-                .any(|part| {
-                    let words: Vec<&str> = part.split_whitespace().collect();
-                    words.first() == Some(&"node") && words.contains(&"--test")
-                })
+            s.split("&&").any(|part| {
+                let words: Vec<&str> = part.split_whitespace().collect();
+                words.first() == Some(&"node") && words.contains(&"--test")
+            })
         });
         let mut dependencies = names("dependencies");
         dependencies.extend(names("peerDependencies"));
@@ -537,7 +570,11 @@ fn go(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             "go",
             &["list", "-e", "-json", "./..."],
             &dir,
-            &[("GOFLAGS", "-mod=mod"), ("GOPROXY", "off"), ("GOWORK", "off")],
+            &[
+                ("GOFLAGS", "-mod=mod"),
+                ("GOPROXY", "off"),
+                ("GOWORK", "off"),
+            ],
         ) {
             Ok(output) => output,
             Err(e) => {
@@ -547,18 +584,16 @@ fn go(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         };
         for package in serde_json::Deserializer::from_slice(&output).into_iter::<Value>() {
             let Ok(package) = package else {
-                facts
-                    .warnings
-                    .push(format!("{go_mod}: `go list` printed something that is not JSON"));
+                facts.warnings.push(format!(
+                    "{go_mod}: `go list` printed something that is not JSON"
+                ));
                 break;
             };
             if let Some(error) = package["Error"]["Err"].as_str() {
                 facts.warnings.push(format!("{go_mod}: {error}"));
                 continue;
             }
-            let Some(package_dir) = package["Dir"]
-                .as_str()
-                .and_then(|d| reader.relative("", d))
+            let Some(package_dir) = package["Dir"].as_str().and_then(|d| reader.relative("", d))
             else {
                 continue;
             };
@@ -572,7 +607,10 @@ fn go(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             facts.go.push(GoPackage {
                 dir: package_dir,
                 go_mod: go_mod.clone(),
-                import_path: package["ImportPath"].as_str().unwrap_or_default().to_owned(),
+                import_path: package["ImportPath"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 name: package["Name"].as_str().unwrap_or_default().to_owned(),
                 go_files: both("GoFiles", "CgoFiles"),
                 test_files: both("TestGoFiles", "XTestGoFiles"),

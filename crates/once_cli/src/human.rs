@@ -932,7 +932,10 @@ pub fn init(plan: &once_analysis::init::InitPlan, diffs: bool, after: Option<&Va
         for note in &manifest.left_alone {
             println!("          {}", paint(DIM, format!("left alone: {note}")));
         }
-        if let once_analysis::EditOutcome::Rejected { diagnostics: found, .. } = &manifest.outcome {
+        if let once_analysis::EditOutcome::Rejected {
+            diagnostics: found, ..
+        } = &manifest.outcome
+        {
             diagnostics(found);
         }
         if diffs && manifest.changed() && !manifest.rejected() {

@@ -361,7 +361,11 @@ fn render_key_value(key: &str, value: &AttrValue) -> String {
     format!("{line} = {value}\n")
 }
 
-fn append_target(layout: &Layout, entries: &[(String, AttrValue)], comment: Option<&str>) -> String {
+fn append_target(
+    layout: &Layout,
+    entries: &[(String, AttrValue)],
+    comment: Option<&str>,
+) -> String {
     // Neighbours decide the form of `attrs` and `dependencies`: a `[target.x]` sub-table
     // or an inline table. Without neighbours: `attrs` as a sub-table, `dependencies` inline.
     let uses_subtable = |field: &str| {

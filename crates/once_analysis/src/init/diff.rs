@@ -95,7 +95,10 @@ pub fn unified_diff(path: &str, before: Option<&str>, after: &str) -> String {
             Line::Removed(_) => None,
         });
         let old_count = hunk.iter().filter(|l| !matches!(l, Line::Added(_))).count();
-        let new_count = hunk.iter().filter(|l| !matches!(l, Line::Removed(_))).count();
+        let new_count = hunk
+            .iter()
+            .filter(|l| !matches!(l, Line::Removed(_)))
+            .count();
         let position = |first: Option<usize>, count: usize, before: usize| match first {
             Some(i) => (i + 1, count),
             None => (before, 0),
@@ -156,6 +159,10 @@ mod tests {
             +[[target]]
             +name = "A"
         "#]]
-        .assert_eq(&unified_diff("new/once.toml", None, "[[target]]\nname = \"A\"\n"));
+        .assert_eq(&unified_diff(
+            "new/once.toml",
+            None,
+            "[[target]]\nname = \"A\"\n",
+        ));
     }
 }

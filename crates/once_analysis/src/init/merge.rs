@@ -67,8 +67,8 @@ pub(crate) fn existing_targets(text: &str) -> Vec<Existing> {
             .any(|line| line.contains('#') && line.contains(KEEP));
         let mut fields: Vec<(String, AttrValue)> = Vec::new();
         let mut kept = BTreeSet::new();
-        let add = |fields: &mut Vec<(String, AttrValue)>, key: &[String], value: AttrValue| {
-            match key {
+        let add =
+            |fields: &mut Vec<(String, AttrValue)>, key: &[String], value: AttrValue| match key {
                 [field] => match fields.iter_mut().find(|(k, _)| k == field) {
                     Some((_, AttrValue::Dict(existing))) if matches!(value, AttrValue::Dict(_)) => {
                         if let AttrValue::Dict(more) = value {
@@ -90,13 +90,16 @@ pub(crate) fn existing_targets(text: &str) -> Vec<Existing> {
                     }
                 }
                 _ => {}
-            }
-        };
+            };
         for kv in layout.key_values(&group.main.node) {
             let Some(value) = value_from_text(layout.slice(kv.value)) else {
                 continue;
             };
-            if kept_at(text, usize::from(kv.line.start()), usize::from(kv.line.end())) {
+            if kept_at(
+                text,
+                usize::from(kv.line.start()),
+                usize::from(kv.line.end()),
+            ) {
                 kept.insert(kv.key.join("."));
             }
             add(&mut fields, &kv.key, value);
@@ -106,7 +109,11 @@ pub(crate) fn existing_targets(text: &str) -> Vec<Existing> {
                 continue;
             };
             let sub_header = layout.line_of(sub.header_range());
-            if kept_at(text, usize::from(sub_header.start()), usize::from(sub_header.end())) {
+            if kept_at(
+                text,
+                usize::from(sub_header.start()),
+                usize::from(sub_header.end()),
+            ) {
                 kept.insert(field.clone());
             }
             for kv in layout.key_values(&sub.node) {
@@ -115,7 +122,11 @@ pub(crate) fn existing_targets(text: &str) -> Vec<Existing> {
                 };
                 let mut key = vec![field.clone()];
                 key.extend(kv.key.iter().cloned());
-                if kept_at(text, usize::from(kv.line.start()), usize::from(kv.line.end())) {
+                if kept_at(
+                    text,
+                    usize::from(kv.line.start()),
+                    usize::from(kv.line.end()),
+                ) {
                     kept.insert(key.join("."));
                 }
                 add(&mut fields, &key, value);
@@ -199,7 +210,11 @@ pub(crate) fn update(existing: &Existing, p: &Proposal) -> Option<EditOperation>
     let AttrValue::Dict(want) = target_table(p) else {
         return None;
     };
-    let wanted = |field: &str| want.iter().find(|(k, _)| k == field).map(|(_, v)| v.clone());
+    let wanted = |field: &str| {
+        want.iter()
+            .find(|(k, _)| k == field)
+            .map(|(_, v)| v.clone())
+    };
     let mut set = Vec::new();
     for field in ["kind", "srcs", "deps"] {
         if existing.kept.contains(field) {
@@ -211,7 +226,10 @@ pub(crate) fn update(existing: &Existing, p: &Proposal) -> Option<EditOperation>
             set.push((field.to_owned(), want));
         }
     }
-    for (table, owned) in [("dependencies", p.owned_roles_with_deps()), ("attrs", p.owned_attrs.to_vec())] {
+    for (table, owned) in [
+        ("dependencies", p.owned_roles_with_deps()),
+        ("attrs", p.owned_attrs.to_vec()),
+    ] {
         if existing.kept.contains(table) {
             continue;
         }

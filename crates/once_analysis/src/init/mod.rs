@@ -17,13 +17,13 @@ use crate::edit::{EditOperation, EditOutcome, EditRequest, manifest_path, plan_e
 
 pub use diff::unified_diff;
 pub use facts::{
-    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner,
-    ShellTests,
+    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner, ShellTests,
 };
 use propose::{Proposal, TargetRef, Tree};
 
 /// The text a root manifest `once init` creates starts from.
-pub const ROOT_MANIFEST: &str = "# The workspace root: `once` finds the workspace by this table.\n[workspace]\n";
+pub const ROOT_MANIFEST: &str =
+    "# The workspace root: `once` finds the workspace by this table.\n[workspace]\n";
 
 /// What `once init` would do to the repository's manifests.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +101,11 @@ enum Fate {
     Alone(String, TargetRef),
 }
 
-fn read_manifest(db: &RootDatabase, workspace: Workspace, package: &str) -> Result<Option<String>, String> {
+fn read_manifest(
+    db: &RootDatabase,
+    workspace: Workspace,
+    package: &str,
+) -> Result<Option<String>, String> {
     let path = manifest_path(package);
     let root = workspace.root(db).clone();
     match db.system().read_confined(&root, &path) {
@@ -147,7 +151,9 @@ pub(crate) fn plan_init(
         let text = read_manifest(db, workspace, package)?;
         existing.insert(
             package.clone(),
-            text.as_deref().map(merge::existing_targets).unwrap_or_default(),
+            text.as_deref()
+                .map(merge::existing_targets)
+                .unwrap_or_default(),
         );
         texts.insert(package.clone(), text);
     }
@@ -162,10 +168,9 @@ pub(crate) fn plan_init(
             .filter(|q| q.package == p.package && q.kind == p.kind)
             .count();
         let fate = match here.iter().find(|e| e.name == p.name) {
-            Some(e) if e.generated && e.keep => Fate::Alone(
-                format!("`{}`: kept (`# once:keep`)", p.name),
-                p.id(),
-            ),
+            Some(e) if e.generated && e.keep => {
+                Fate::Alone(format!("`{}`: kept (`# once:keep`)", p.name), p.id())
+            }
             Some(e) if e.generated => Fate::Update(e.clone()),
             Some(_) => Fate::Alone(
                 format!("`{}`: a hand-written target of this name exists", p.name),
@@ -214,13 +219,15 @@ pub(crate) fn plan_init(
     let mut left_alone: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (p, fate) in proposals.iter().zip(fates) {
         match fate {
-            Fate::Create => operations
-                .entry(p.package.clone())
-                .or_default()
-                .push(EditOperation::Create {
-                    target: merge::target_table(p),
-                    comment: Some(merge::provenance(p)),
-                }),
+            Fate::Create => {
+                operations
+                    .entry(p.package.clone())
+                    .or_default()
+                    .push(EditOperation::Create {
+                        target: merge::target_table(p),
+                        comment: Some(merge::provenance(p)),
+                    })
+            }
             Fate::Update(e) => {
                 if let Some(op) = merge::update(&e, p) {
                     operations.entry(p.package.clone()).or_default().push(op);
@@ -238,10 +245,10 @@ pub(crate) fn plan_init(
             };
             if e.generated && !proposed.contains(&id) {
                 if e.keep {
-                    left_alone
-                        .entry(package.clone())
-                        .or_default()
-                        .push(format!("`{}`: its source is gone, kept (`# once:keep`)", e.name));
+                    left_alone.entry(package.clone()).or_default().push(format!(
+                        "`{}`: its source is gone, kept (`# once:keep`)",
+                        e.name
+                    ));
                 } else {
                     operations
                         .entry(package.clone())

@@ -172,7 +172,11 @@ fn string(value: &str) -> AttrValue {
 /// Every target the facts describe, package by package, and warnings about what they
 /// leave out. `packages` are the package directories files are divided by (the existing
 /// packages and those the facts describe).
-pub(crate) fn propose(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>) -> Vec<Proposal> {
+pub(crate) fn propose(
+    facts: &EcosystemFacts,
+    tree: &Tree<'_>,
+    warnings: &mut Vec<String>,
+) -> Vec<Proposal> {
     let mut out = Vec::new();
     cargo(facts, tree, &mut out);
     python(facts, tree, &mut out);
@@ -233,7 +237,8 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
         let files = tree.owned(&package.dir);
         let source = join(&package.dir, "Cargo.toml");
         let base = pascal(&package.name);
-        let build = (package.build_script && files.contains(&"build.rs")).then(|| "build.rs".to_owned());
+        let build =
+            (package.build_script && files.contains(&"build.rs")).then(|| "build.rs".to_owned());
         let crate_srcs = sources(&["src/**/*.rs".to_owned()], &[], &files)
             .into_iter()
             .chain(build.clone())
@@ -267,21 +272,36 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             out.push(p);
         }
         if package.has_tests {
-            let mut p = Proposal::new(&package.dir, format!("{base}Test"), "rust_test", source.clone());
+            let mut p = Proposal::new(
+                &package.dir,
+                format!("{base}Test"),
+                "rust_test",
+                source.clone(),
+            );
             let globs: Vec<String> = ["src", "tests", "examples", "benches"]
                 .iter()
                 .map(|d| format!("{d}/**/*.rs"))
                 .collect();
-            p.srcs = sources(&globs, &[], &files).into_iter().chain(build).collect();
+            p.srcs = sources(&globs, &[], &files)
+                .into_iter()
+                .chain(build)
+                .collect();
             let mut all: Vec<String> = package.path_deps.clone();
             all.extend(package.dev_path_deps.iter().cloned());
             p.deps = refs(&all, &package.dir);
             p.attrs = vec![("edition".to_owned(), edition)];
             if package.lib.is_none() {
                 // No library, so no documentation tests (and `cargo test --doc` would fail).
-                p.attrs.push(("doctests".to_owned(), AttrValue::Bool(false)));
+                p.attrs
+                    .push(("doctests".to_owned(), AttrValue::Bool(false)));
             }
-            p.owned_attrs = &["edition", "manifest_path", "package", "crate_name", "doctests"];
+            p.owned_attrs = &[
+                "edition",
+                "manifest_path",
+                "package",
+                "crate_name",
+                "doctests",
+            ];
             p.owned_roles = &["crate_under_test"];
             out.push(p);
         }
@@ -289,7 +309,8 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
 }
 
 fn python(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
-    let has_library = |p: &super::facts::PythonProject| !p.packages.is_empty() || !p.modules.is_empty();
+    let has_library =
+        |p: &super::facts::PythonProject| !p.packages.is_empty() || !p.modules.is_empty();
     let libs: BTreeMap<&str, TargetRef> = facts
         .python
         .iter()
@@ -335,7 +356,9 @@ fn python(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             lib = Some(p.id());
             out.push(p);
         }
-        let Some(tests) = &project.tests else { continue };
+        let Some(tests) = &project.tests else {
+            continue;
+        };
         let test_glob = format!("{tests}/**/*.py");
         if !matches_any(&test_glob, &files) {
             continue;
@@ -359,7 +382,8 @@ fn python(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             PythonRunner::Unittest => {
                 p.attrs.push(("start_directory".to_owned(), string(tests)));
                 if project.tests_package {
-                    p.attrs.push(("top_level_directory".to_owned(), string(".")));
+                    p.attrs
+                        .push(("top_level_directory".to_owned(), string(".")));
                 }
                 p.owned_attrs = &["start_directory", "top_level_directory"];
             }
@@ -382,11 +406,20 @@ fn node_test_globs() -> Vec<String> {
     out
 }
 
-fn node(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out: &mut Vec<Proposal>) {
+fn node(
+    facts: &EcosystemFacts,
+    tree: &Tree<'_>,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<Proposal>,
+) {
     let test_globs = node_test_globs();
     let test_matchers: Vec<_> = test_globs.iter().filter_map(|g| matcher(g)).collect();
     let is_test = |f: &str| test_matchers.iter().any(|m| m.is_match(f));
-    let is_js = |f: &str| NODE_EXTENSIONS.iter().any(|e| f.ends_with(&format!(".{e}")));
+    let is_js = |f: &str| {
+        NODE_EXTENSIONS
+            .iter()
+            .any(|e| f.ends_with(&format!(".{e}")))
+    };
     // Which packages have a library, by package name.
     let mut libs: BTreeMap<&str, TargetRef> = BTreeMap::new();
     let mut lib_of_dir: BTreeMap<&str, TargetRef> = BTreeMap::new();
@@ -423,7 +456,13 @@ fn node(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out
         };
         let lib = lib_of_dir.get(package.dir.as_str()).cloned();
         let base = lib.as_ref().map_or_else(
-            || pascal(if package.name.is_empty() { last_segment(&package.dir) } else { &package.name }),
+            || {
+                pascal(if package.name.is_empty() {
+                    last_segment(&package.dir)
+                } else {
+                    &package.name
+                })
+            },
             |l| l.name.clone(),
         );
         if let Some(lib) = &lib {
@@ -457,10 +496,19 @@ fn node(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out
     }
 }
 
-fn go(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out: &mut Vec<Proposal>) {
+fn go(
+    facts: &EcosystemFacts,
+    tree: &Tree<'_>,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<Proposal>,
+) {
     let name_of = |package: &super::facts::GoPackage| {
         let segment = last_segment(&package.import_path);
-        pascal(if segment.is_empty() { &package.name } else { segment })
+        pascal(if segment.is_empty() {
+            &package.name
+        } else {
+            segment
+        })
     };
     let by_import: BTreeMap<&str, (TargetRef, bool)> = facts
         .go
@@ -492,9 +540,21 @@ fn go(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out: 
     };
     for package in &facts.go {
         let files = tree.owned(&package.dir);
-        let in_dir: Vec<&str> = files.iter().copied().filter(|f| !f.contains('/') && f.ends_with(".go")).collect();
-        let tests_on_disk: BTreeSet<&str> = in_dir.iter().copied().filter(|f| f.ends_with("_test.go")).collect();
-        let plain_on_disk: BTreeSet<&str> = in_dir.iter().copied().filter(|f| !f.ends_with("_test.go")).collect();
+        let in_dir: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|f| !f.contains('/') && f.ends_with(".go"))
+            .collect();
+        let tests_on_disk: BTreeSet<&str> = in_dir
+            .iter()
+            .copied()
+            .filter(|f| f.ends_with("_test.go"))
+            .collect();
+        let plain_on_disk: BTreeSet<&str> = in_dir
+            .iter()
+            .copied()
+            .filter(|f| !f.ends_with("_test.go"))
+            .collect();
         let compiled: BTreeSet<&str> = package.go_files.iter().map(String::as_str).collect();
         let test_files: BTreeSet<&str> = package.test_files.iter().map(String::as_str).collect();
         let name = name_of(package);
@@ -526,7 +586,12 @@ fn go(facts: &EcosystemFacts, tree: &Tree<'_>, warnings: &mut Vec<String>, out: 
             ));
             continue;
         }
-        let mut t = Proposal::new(&package.dir, format!("{name}Test"), "go_test", package.go_mod.clone());
+        let mut t = Proposal::new(
+            &package.dir,
+            format!("{name}Test"),
+            "go_test",
+            package.go_mod.clone(),
+        );
         t.srcs = if test_files == tests_on_disk {
             vec!["*_test.go".to_owned()]
         } else {
