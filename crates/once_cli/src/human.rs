@@ -902,19 +902,6 @@ pub fn test_results(results: &once_test_results::TestResults, summary_only: bool
     }
 }
 
-#[cfg(test)]
-mod evidence_tests {
-    #[test]
-    fn utc_times() {
-        assert_eq!(super::utc_time(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::utc_time(951_782_400_001), "2000-02-29T00:00:00.001Z");
-        assert_eq!(
-            super::utc_time(1_812_345_678_901),
-            "2027-06-07T05:21:18.901Z"
-        );
-    }
-}
-
 /// `once init`: each manifest's status (with its diff when `diffs`), what was left
 /// alone, the warnings, and the validation after a write.
 pub fn init(plan: &once_analysis::init::InitPlan, diffs: bool, after: Option<&Validation>) {
@@ -956,5 +943,18 @@ pub fn init(plan: &once_analysis::init::InitPlan, diffs: bool, after: Option<&Va
     if let Some(validation) = after {
         println!();
         self::validation(validation);
+    }
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    #[test]
+    fn utc_times() {
+        assert_eq!(super::utc_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::utc_time(951_782_400_001), "2000-02-29T00:00:00.001Z");
+        assert_eq!(
+            super::utc_time(1_812_345_678_901),
+            "2027-06-07T05:21:18.901Z"
+        );
     }
 }
