@@ -41,12 +41,12 @@ fn script(a: &[&str], b: &[&str]) -> Vec<Line> {
             out.push(Line::Same(i, j));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[at(i, j + 1)] >= lcs[at(i + 1, j)]) {
-            out.push(Line::Added(j));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[at(i + 1, j)] >= lcs[at(i, j + 1)]) {
             out.push(Line::Removed(i));
             i += 1;
+        } else {
+            out.push(Line::Added(j));
+            j += 1;
         }
     }
     out
