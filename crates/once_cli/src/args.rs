@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// A typed, self-describing build graph.
 #[derive(Parser, Debug)]
-#[command(name = "once", version, about, propagate_version = true)]
+#[command(name = "once", version = crate::VERSION, about, propagate_version = true)]
 pub struct Args {
     /// Use DIR as the workspace root (`--workspace` is the same flag).
     #[arg(
@@ -275,6 +275,12 @@ pub enum Command {
         /// with the ecosystem files (for CI and pre-commit).
         #[arg(long, conflicts_with = "dry_run")]
         check: bool,
+    },
+    /// Write the manual pages (`once.1` and one per subcommand, such as `once-init.1`),
+    /// generated from this command line, into DIR (for example `~/.local/share/man/man1`).
+    ManPages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
     /// Print a shell completion script.
     Completions {

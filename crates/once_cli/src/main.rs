@@ -262,6 +262,18 @@ fn run() -> ExitCode {
             dry_run,
             check,
         } => init::run(&args, dir.as_deref(), *dry_run, *check),
+        Command::ManPages { dir } => {
+            let command = <Args as clap::CommandFactory>::command();
+            std::fs::create_dir_all(dir)
+                .and_then(|()| clap_mangen::generate_to(command, dir))
+                .map(|()| Outcome::Success)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot write the manual pages into `{}`: {e}",
+                        dir.display()
+                    )
+                })
+        }
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();
@@ -289,6 +301,10 @@ fn run() -> ExitCode {
         }
     }
 }
+
+/// `once --version`: the package version and the commit it was built from
+/// (`build.rs`), such as `0.1.0 (3b17397a1c2e)`.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ONCE_COMMIT"), ")");
 
 /// How a command that ran ended.
 pub enum Outcome {
