@@ -666,3 +666,115 @@ fn mcp_plans_init_read_only_and_its_batches_apply_with_once_apply_edit() {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=once",
+            "-c",
+            "user.email=once@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `pre-commit run --all-files` in `project` with `once` first on `PATH`: its exit code and
+/// output.
+fn pre_commit(project: &Path, home: &Path) -> (i32, String) {
+    let once_dir = Path::new(env!("CARGO_BIN_EXE_once")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        once_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("pre-commit")
+        .args(["run", "--all-files", "--color", "never"])
+        .current_dir(project)
+        .env("PATH", path)
+        .env("PRE_COMMIT_HOME", home)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run pre-commit ({e}): run ./.ci/test, which installs it into .venv from .ci/requirements-tools.txt"
+            )
+        });
+    (
+        output.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[test]
+fn the_repositorys_pre_commit_hooks_validate_and_check_with_the_real_pre_commit() {
+    // A repository of this one's `.pre-commit-hooks.yaml`, as pre-commit clones a hooks
+    // repository at a revision.
+    let hooks = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.pre-commit-hooks.yaml"),
+        hooks.path().join(".pre-commit-hooks.yaml"),
+    )
+    .unwrap();
+    git(hooks.path(), &["init", "-q"]);
+    git(hooks.path(), &["add", "-A"]);
+    git(hooks.path(), &["commit", "-q", "-m", "hooks"]);
+    let rev = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(hooks.path())
+        .output()
+        .unwrap();
+    let rev = String::from_utf8_lossy(&rev.stdout).trim().to_owned();
+
+    let (_dir, root) = fixture("go");
+    let init = once(&root, &["init"]);
+    assert_eq!(init.status.code(), Some(0));
+    std::fs::write(
+        root.join(".pre-commit-config.yaml"),
+        format!(
+            "repos:\n  - repo: {}\n    rev: {rev}\n    hooks:\n      - id: once-validate\n      - id: once-init-check\n",
+            hooks.path().display()
+        ),
+    )
+    .unwrap();
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "-A"]);
+    let home = tempfile::tempdir().unwrap();
+    let (code, text) = pre_commit(&root, home.path());
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("once validate-workspace"), "{text}");
+    assert!(text.contains("once init --check"), "{text}");
+    assert!(!text.contains("Failed"), "{text}");
+
+    // A new package the manifests do not describe: the check fails with the diff.
+    std::fs::create_dir_all(root.join("units")).unwrap();
+    std::fs::write(
+        root.join("units/units.go"),
+        "package units\n\n// M is a metre.\nconst M = 1\n",
+    )
+    .unwrap();
+    git(&root, &["add", "-A"]);
+    let (code, text) = pre_commit(&root, home.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("+++ b/units/once.toml"), "{text}");
+    // A broken manifest fails the validation.
+    std::fs::write(
+        root.join("units/once.toml"),
+        "[[target]]\nname = \"U\"\nkind = \"no_such_kind\"\n",
+    )
+    .unwrap();
+    git(&root, &["add", "-A"]);
+    let (code, text) = pre_commit(&root, home.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("unknown_target_kind"), "{text}");
+}
