@@ -10,6 +10,7 @@ mod answers;
 pub mod edit;
 mod format;
 pub mod ide;
+pub mod init;
 pub mod kind_search;
 pub mod modules;
 mod plans;
@@ -176,6 +177,24 @@ impl AnalysisHost {
                 .map_err(|e| e.to_string())?;
         }
         Ok(outcome)
+    }
+
+    /// Plans `once init` from `facts` and writes every changed manifest of an accepted
+    /// batch (under the write lock, like [`AnalysisHost::apply_edit`]: each file
+    /// atomically, confined to the workspace). Returns the plan; the next snapshot sees
+    /// the written manifests.
+    pub fn apply_init(&mut self, facts: &init::EcosystemFacts) -> Result<init::InitPlan, String> {
+        let lock = self.lock_writes()?;
+        let plan = self
+            .analysis()
+            .plan_init(facts)
+            .map_err(|_| "`once init` was cancelled".to_owned())??;
+        let writes = plan.writes();
+        if !writes.is_empty() {
+            self.write_files_locked(&lock, &writes)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(plan)
     }
 
     /// Plans a starter under `destination` and, without conflicts, writes its files (under
@@ -766,6 +785,16 @@ impl Analysis {
     pub fn plan_edit(&self, request: &EditRequest) -> Cancellable<Result<EditOutcome, String>> {
         let request = request.clone();
         self.with_db(move |db, ws| edit::plan_edit(db, ws, &request))
+    }
+
+    /// Plans `once init`: one batch of edit operations per package that brings its
+    /// manifest in step with the ecosystem files `facts` describe. Nothing is written.
+    pub fn plan_init(
+        &self,
+        facts: &init::EcosystemFacts,
+    ) -> Cancellable<Result<init::InitPlan, String>> {
+        let facts = facts.clone();
+        self.with_db(move |db, ws| init::plan_init(db, ws, &facts))
     }
 
     /// Plans writing a starter's files under `destination`: created, unchanged and

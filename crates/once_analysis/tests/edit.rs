@@ -129,6 +129,7 @@ fn create_appends_a_table_formatted_like_its_neighbours() {
                 ("deps", list(&["./Core"])),
                 ("attrs", dict(&[("crate_name", s("extra"))])),
             ]),
+            comment: None,
         }],
         expect![[r##"
             # The package of odd formatting.
@@ -192,6 +193,7 @@ fn update_replaces_only_the_touched_values() {
                     ("srcs", list(&["t/*.rs"])),
                     ("attrs", dict(&[("crate_name", s("tool2"))])),
                 ]),
+                comment: None,
             },
         ],
         expect![[r##"
@@ -339,6 +341,7 @@ fn missing_targets_and_duplicate_names_are_rejected() {
         }],
         vec![EditOperation::Create {
             target: dict(&[("name", s("Core")), ("kind", s("rust_library"))]),
+            comment: None,
         }],
         vec![EditOperation::Update {
             target_name: "Tool".into(),
@@ -346,6 +349,7 @@ fn missing_targets_and_duplicate_names_are_rejected() {
         }],
         vec![EditOperation::Create {
             target: dict(&[("name", s("X")), ("kind", s("no_such_kind"))]),
+            comment: None,
         }],
     ] {
         let outcome = host
@@ -374,6 +378,7 @@ fn a_missing_manifest_is_created() {
                     ("kind", s("filegroup")),
                     ("srcs", list(&["*.txt"])),
                 ]),
+                comment: None,
             }],
         })
         .unwrap();
@@ -404,6 +409,7 @@ fn packages_outside_the_workspace_are_refused() {
     let create = || {
         vec![EditOperation::Create {
             target: dict(&[("name", s("X")), ("kind", s("filegroup"))]),
+            comment: None,
         }]
     };
     for package in ["../x", "/etc", "pkg/../../x", "escape"] {

@@ -16,6 +16,7 @@
 //! `once.evidence.v1` records of the actions that ran or were reused (`once query
 //! evidence`); failing to store them is a warning, never the build's outcome.
 
+pub mod init;
 pub mod plan_cache;
 pub mod record;
 pub mod scripts;

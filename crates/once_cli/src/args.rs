@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// A typed, self-describing build graph.
 #[derive(Parser, Debug)]
-#[command(name = "once", version, about, propagate_version = true)]
+#[command(name = "once", version = crate::VERSION, about, propagate_version = true)]
 pub struct Args {
     /// Use DIR as the workspace root (`--workspace` is the same flag).
     #[arg(
@@ -264,6 +264,28 @@ pub enum Command {
         /// The test runner and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Describe the repository from its own ecosystem files (Cargo, Python, Node, Go and
+    /// shell tests) and keep its manifests in step with them: writes one batch per
+    /// package, updating the targets it generated and leaving hand-written ones alone
+    /// (docs/init.md).
+    Init {
+        /// The repository to describe (default: the workspace root, as `-C` finds it).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print what would change (a diff per manifest) and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write nothing; exit 1 and print the diff when the manifests are out of step
+        /// with the ecosystem files (for CI and pre-commit).
+        #[arg(long, conflicts_with = "dry_run")]
+        check: bool,
+    },
+    /// Write the manual pages (`once.1` and one per subcommand, such as `once-init.1`),
+    /// generated from this command line, into DIR (for example `~/.local/share/man/man1`).
+    ManPages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
     /// Print a shell completion script.
     Completions {

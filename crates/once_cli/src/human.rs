@@ -902,6 +902,50 @@ pub fn test_results(results: &once_test_results::TestResults, summary_only: bool
     }
 }
 
+/// `once init`: each manifest's status (with its diff when `diffs`), what was left
+/// alone, the warnings, and the validation after a write.
+pub fn init(plan: &once_analysis::init::InitPlan, diffs: bool, after: Option<&Validation>) {
+    for manifest in &plan.manifests {
+        let status = if manifest.rejected() {
+            paint(ERROR, "rejected ")
+        } else if !manifest.changed() {
+            "unchanged".to_owned()
+        } else if manifest.before.is_none() {
+            paint(OK, "created  ")
+        } else {
+            paint(OK, "updated  ")
+        };
+        println!("{status} {}", manifest.path);
+        for note in &manifest.left_alone {
+            println!("          {}", paint(DIM, format!("left alone: {note}")));
+        }
+        if let once_analysis::EditOutcome::Rejected {
+            diagnostics: found, ..
+        } = &manifest.outcome
+        {
+            diagnostics(found);
+        }
+        if diffs && manifest.changed() && !manifest.rejected() {
+            for line in manifest.diff().lines() {
+                let painted = match line.as_bytes().first() {
+                    Some(b'+') if !line.starts_with("+++") => paint(OK, printable(line)),
+                    Some(b'-') if !line.starts_with("---") => paint(ERROR, printable(line)),
+                    Some(b'@') => paint(INFO, printable(line)),
+                    _ => printable(line).into_owned(),
+                };
+                println!("{painted}");
+            }
+        }
+    }
+    for warning in &plan.warnings {
+        println!("{} {}", paint(WARNING, "warning:"), printable(warning));
+    }
+    if let Some(validation) = after {
+        println!();
+        self::validation(validation);
+    }
+}
+
 #[cfg(test)]
 mod evidence_tests {
     #[test]

@@ -44,6 +44,7 @@ mod context;
 mod edit;
 mod exec;
 mod human;
+mod init;
 mod isolation;
 mod output;
 mod panic;
@@ -270,6 +271,23 @@ pub(crate) fn execute(args: &Args) -> u8 {
             let _ = std::io::stdout().flush();
             std::process::exit(code)
         }),
+        Command::Init {
+            dir,
+            dry_run,
+            check,
+        } => init::run(&args, dir.as_deref(), *dry_run, *check),
+        Command::ManPages { dir } => {
+            let command = <Args as clap::CommandFactory>::command();
+            std::fs::create_dir_all(dir)
+                .and_then(|()| clap_mangen::generate_to(command, dir))
+                .map(|()| Outcome::Success)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot write the manual pages into `{}`: {e}",
+                        dir.display()
+                    )
+                })
+        }
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             let mut script = Vec::new();
@@ -295,6 +313,10 @@ pub(crate) fn execute(args: &Args) -> u8 {
         }
     }
 }
+
+/// `once --version`: the package version and the commit it was built from
+/// (`build.rs`), such as `0.1.0 (3b17397a1c2e)`.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ONCE_COMMIT"), ")");
 
 /// How a command that ran ended.
 pub enum Outcome {

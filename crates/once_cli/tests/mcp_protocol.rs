@@ -1135,6 +1135,7 @@ fn every_tools_answer_on_the_demo_validates_against_its_output_schema() {
             json!({ "changed_paths": ["libs", "/elsewhere"] }),
         ),
         ("once_validate_workspace", json!({})),
+        ("once_plan_init", json!({})),
         (
             "once_validate_target",
             json!({ "target": { "name": "x", "kind": "rust_binary", "attrs": { "edition": 1 } } }),

@@ -71,6 +71,27 @@ pub fn run_program(
     run_piped(&mut command, timeout, stdout, stderr)
 }
 
+/// Runs `program` with `args` in the directory `cwd`, with this process's environment
+/// and `env` on top of it, as [`run_program`] does: for a front end asking an ecosystem's
+/// own tool (`cargo metadata`, `go list`) about a directory of the workspace.
+pub fn run_program_in(
+    program: &str,
+    args: &[String],
+    cwd: &std::path::Path,
+    env: &[(&str, &str)],
+    timeout: Option<Duration>,
+    stdout: Sink<'_>,
+    stderr: Sink<'_>,
+) -> io::Result<PipedExit> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null());
+    run_piped(&mut command, timeout, stdout, stderr)
+}
+
 /// Runs `command` (its program, arguments, environment, working directory and standard
 /// input as the caller set them; its standard output and error are replaced by pipes)
 /// as the leader of its own process group, passing what it writes to `stdout` and

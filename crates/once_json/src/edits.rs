@@ -35,9 +35,19 @@ pub fn edit_request(value: &Value) -> Result<once_analysis::EditRequest, String>
                 let target = op.get("target").filter(|t| t.is_object()).ok_or_else(|| {
                     format!("invalid `operations[{index}]`: `create` needs a `target` object")
                 })?;
+                let comment = match op.get("comment") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(comment)) => Some(comment.clone()),
+                    Some(_) => {
+                        return Err(format!(
+                            "invalid `operations[{index}].comment`: a string is required"
+                        ));
+                    }
+                };
                 EditOperation::Create {
                     target: json_to_attr_value(target)
                         .map_err(|e| format!("invalid `operations[{index}].target`: {e}"))?,
+                    comment,
                 }
             }
             Some("update") => {
@@ -170,4 +180,115 @@ pub fn materialize(
         warnings: plan.warnings.clone(),
         workspace_validation: after.map(validation),
     }
+}
+
+/// One operation of a batch, in the form `once edit apply` and `once_apply_edit` read.
+pub fn edit_operation(operation: &once_analysis::EditOperation) -> Value {
+    use once_analysis::EditOperation;
+    match operation {
+        EditOperation::Create { target, comment } => {
+            let mut op = serde_json::json!({ "op": "create", "target": attr_value(target) });
+            if let Some(comment) = comment {
+                op["comment"] = Value::String(comment.clone());
+            }
+            op
+        }
+        EditOperation::Update { target_name, set } => {
+            let set: serde_json::Map<String, Value> = set
+                .iter()
+                .map(|(key, value)| (key.clone(), value.as_ref().map_or(Value::Null, attr_value)))
+                .collect();
+            serde_json::json!({ "op": "update", "target_name": target_name, "set": set })
+        }
+        EditOperation::Delete { target_name } => {
+            serde_json::json!({ "op": "delete", "target_name": target_name })
+        }
+    }
+}
+
+/// One manifest of `once init`'s plan.
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct InitManifestDto {
+    /// Package directory relative to the workspace root (`""` is the root).
+    pub package: String,
+    /// Workspace-relative manifest path.
+    pub path: String,
+    /// `created` (the file does not exist yet), `updated`, `unchanged` or `rejected`
+    /// (a check failed: nothing of this batch is written).
+    pub status: String,
+    /// The batch, as `once_apply_edit` takes it: `{package, operations}`.
+    pub edit: Value,
+    /// The root manifest does not exist: it starts from a `[workspace]` table, which no
+    /// operation writes (write it before applying the batch).
+    pub create_root: bool,
+    /// The unified diff of the change; empty when nothing changes.
+    pub diff: String,
+    /// Proposed targets left as they are: hand-written ones, and those `# once:keep`
+    /// protects.
+    pub left_alone: Vec<String>,
+    /// Why the batch was rejected.
+    pub diagnostics: Vec<DiagnosticDto>,
+}
+
+/// `once init`'s plan: whether the manifests are in step with the ecosystem files, and
+/// the batch of each manifest.
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct InitPlanDto {
+    /// No manifest would change.
+    pub in_step: bool,
+    pub manifests: Vec<InitManifestDto>,
+    /// What the ecosystem files leave out or what could not be read.
+    pub warnings: Vec<String>,
+}
+
+pub fn init_plan(plan: &once_analysis::init::InitPlan) -> InitPlanDto {
+    InitPlanDto {
+        in_step: plan.in_step(),
+        manifests: plan
+            .manifests
+            .iter()
+            .map(|m| {
+                let status = if m.rejected() {
+                    "rejected"
+                } else if !m.changed() {
+                    "unchanged"
+                } else if m.before.is_none() {
+                    "created"
+                } else {
+                    "updated"
+                };
+                let diagnostics = match &m.outcome {
+                    once_analysis::EditOutcome::Rejected { diagnostics, .. } => {
+                        diagnostics.iter().map(diagnostic).collect()
+                    }
+                    once_analysis::EditOutcome::Applied { .. } => Vec::new(),
+                };
+                InitManifestDto {
+                    package: m.package.clone(),
+                    path: m.path.clone(),
+                    status: status.to_owned(),
+                    edit: serde_json::json!({
+                        "package": m.request.package,
+                        "operations": m.request.operations.iter().map(edit_operation).collect::<Vec<_>>(),
+                    }),
+                    create_root: m.create_root,
+                    diff: m.diff(),
+                    left_alone: m.left_alone.clone(),
+                    diagnostics,
+                }
+            })
+            .collect(),
+        warnings: plan.warnings.clone(),
+    }
+}
+
+/// `once init`'s answer: the plan, whether it was written, and the workspace validation
+/// after the write.
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct InitDto {
+    #[serde(flatten)]
+    pub plan: InitPlanDto,
+    /// The changed manifests were written (not with `--dry-run` or `--check`).
+    pub written: bool,
+    pub workspace_validation: Option<ValidationDto>,
 }

@@ -192,6 +192,11 @@ pub const EXTERNAL: &[(&str, Placement, Scope)] = &[
         Scope::AllTables,
     ),
     (
+        "clap_mangen",
+        Placement::OnlyIn(&["once_cli"]),
+        Scope::AllTables,
+    ),
+    (
         "lsp-types",
         Placement::OnlyIn(&["once_lsp"]),
         Scope::AllTables,

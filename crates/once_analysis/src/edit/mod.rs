@@ -7,7 +7,7 @@
 //! checked with the same local checks as `validate_target` ([`check_manifest_text`]); an
 //! operation fails when it introduces an error diagnostic.
 
-mod cst;
+pub(crate) mod cst;
 mod materialize;
 
 use std::collections::HashMap;
@@ -33,9 +33,11 @@ pub struct EditRequest {
 /// One operation of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EditOperation {
-    /// Appends a `[[target]]` table (a table value of `name`, `kind`, `srcs`, …).
+    /// Appends a `[[target]]` table (a table value of `name`, `kind`, `srcs`, …), with
+    /// `comment` (one or more lines, each written as `# line`) directly above its header.
     Create {
         target: AttrValue,
+        comment: Option<String>,
     },
     /// Sets fields of a target; `None` removes a field. `attrs` and `dependencies` are
     /// replaced as whole tables, but entries whose value does not change keep their text.
@@ -51,7 +53,7 @@ pub enum EditOperation {
 impl EditOperation {
     fn describe(&self) -> String {
         match self {
-            EditOperation::Create { target } => {
+            EditOperation::Create { target, .. } => {
                 let name = match target {
                     AttrValue::Dict(entries) => entries
                         .iter()
@@ -148,6 +150,18 @@ pub(crate) fn plan_edit(
     workspace: Workspace,
     request: &EditRequest,
 ) -> Result<EditOutcome, String> {
+    plan_edit_from(db, workspace, request, None)
+}
+
+/// [`plan_edit`] on `base` instead of the manifest on disk, when given (the text `once
+/// init` starts a root manifest from); the planned write is then made even when the
+/// operations change nothing.
+pub(crate) fn plan_edit_from(
+    db: &RootDatabase,
+    workspace: Workspace,
+    request: &EditRequest,
+    base: Option<&str>,
+) -> Result<EditOutcome, String> {
     use once_db::Db;
     let package =
         normalize_relative(&request.package).map_err(|e| format!("invalid `package`: {e}"))?;
@@ -158,13 +172,16 @@ pub(crate) fn plan_edit(
     };
     let root = workspace.root(db).clone();
     let system = db.system();
-    let original = match system
-        .read_confined(&root, &path)
-        .map_err(|e| format!("invalid `package`: {e}"))?
-    {
-        None => String::new(),
-        Some(bytes) => String::from_utf8(bytes)
-            .map_err(|_| format!("cannot read `{path}`: it is not UTF-8"))?,
+    let original = match base {
+        Some(base) => base.to_owned(),
+        None => match system
+            .read_confined(&root, &path)
+            .map_err(|e| format!("invalid `package`: {e}"))?
+        {
+            None => String::new(),
+            Some(bytes) => String::from_utf8(bytes)
+                .map_err(|_| format!("cannot read `{path}`: it is not UTF-8"))?,
+        },
     };
     let reject = |failed_operation, diagnostics: Vec<Diagnostic>| EditOutcome::Rejected {
         path: path.clone(),
@@ -210,7 +227,7 @@ pub(crate) fn plan_edit(
         previous = after;
         text = next;
     }
-    let changed = text != original;
+    let changed = text != original || base.is_some();
     Ok(EditOutcome::Applied {
         write: changed.then(|| FileWrite {
             path: path.clone(),
@@ -269,7 +286,7 @@ fn apply_operation(
 ) -> Result<String, Box<Diagnostic>> {
     let layout = Layout::new(text);
     match operation {
-        EditOperation::Create { target } => {
+        EditOperation::Create { target, comment } => {
             let AttrValue::Dict(entries) = target else {
                 return Err(Box::new(Diagnostic::new(
                     DiagnosticCode::InvalidFieldType,
@@ -288,7 +305,7 @@ fn apply_operation(
             {
                 return Err(already_exists(package, name));
             }
-            Ok(append_target(&layout, entries))
+            Ok(append_target(&layout, entries, comment.as_deref()))
         }
         EditOperation::Delete { target_name } => {
             let Some(index) = layout.group(target_name) else {
@@ -344,7 +361,11 @@ fn render_key_value(key: &str, value: &AttrValue) -> String {
     format!("{line} = {value}\n")
 }
 
-fn append_target(layout: &Layout, entries: &[(String, AttrValue)]) -> String {
+fn append_target(
+    layout: &Layout,
+    entries: &[(String, AttrValue)],
+    comment: Option<&str>,
+) -> String {
     // Neighbours decide the form of `attrs` and `dependencies`: a `[target.x]` sub-table
     // or an inline table. Without neighbours: `attrs` as a sub-table, `dependencies` inline.
     let uses_subtable = |field: &str| {
@@ -360,7 +381,11 @@ fn append_target(layout: &Layout, entries: &[(String, AttrValue)]) -> String {
         });
         sub || (!inline && field == "attrs")
     };
-    let mut body = String::from("[[target]]\n");
+    let mut body = String::new();
+    for line in comment.into_iter().flat_map(str::lines) {
+        body.push_str(comment_line(line).as_str());
+    }
+    body.push_str("[[target]]\n");
     let mut subtables = String::new();
     // Fields in the vocabulary's write order, then any others as given.
     let field_order = ManifestTable::Target.key_names();
@@ -399,6 +424,21 @@ fn append_target(layout: &Layout, entries: &[(String, AttrValue)]) -> String {
     out.push_str("\n\n");
     out.push_str(&body);
     out
+}
+
+/// `line` as a TOML comment line: `# line`, control characters (a newline would end the
+/// comment) replaced by spaces.
+fn comment_line(line: &str) -> String {
+    let clean: String = line
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let clean = clean.trim_end();
+    if clean.is_empty() {
+        "#\n".to_owned()
+    } else {
+        format!("# {clean}\n")
+    }
 }
 
 /// Sets (or with `None` removes) one field of the target named `name`.

@@ -1395,11 +1395,26 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn version_and_help() {
+    // The version and the commit it was built from.
     let version = Once::new(&["--version"]).run();
+    assert_eq!(version.code, 0);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
     assert_eq!(
-        (version.code, version.stdout.as_str()),
-        (0, concat!("once ", env!("CARGO_PKG_VERSION"), "\n"))
+        version.stdout,
+        format!("once {} ({head})\n", env!("CARGO_PKG_VERSION"))
     );
+    let pages = tempfile::tempdir().unwrap();
+    let written = Once::new(&["man-pages", pages.path().to_str().unwrap()]).run();
+    assert_eq!(written.code, 0, "{}", written.render());
+    let init = std::fs::read_to_string(pages.path().join("once-init.1")).unwrap();
+    assert!(init.contains(".TH once-init 1 "), "{init}");
+    assert!(init.contains("\\-\\-check"), "{init}");
+    assert!(pages.path().join("once.1").is_file());
     let help = Once::new(&["query", "--help"]).run();
     assert_eq!(help.code, 0);
     for command in [

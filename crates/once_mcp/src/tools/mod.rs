@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-pub use edit::{ApplyEdit, MaterializeExample};
+pub use edit::{ApplyEdit, MaterializeExample, PlanInit};
 pub use graph::*;
 pub use modules::{FetchExternalSource, QueryModuleContract, ValidateModule, ValidateScript};
 pub use run::{
@@ -341,6 +341,7 @@ pub fn registry() -> Vec<Tool> {
         graph::evidence(),
         graph::validate_workspace(),
         graph::validate_target(),
+        edit::plan_init(),
         edit::apply_edit(),
         edit::materialize_example(),
         run::build_target(),

@@ -29,6 +29,7 @@ EXPECTED_TOOLS = [
     "once_query_evidence",
     "once_validate_workspace",
     "once_validate_target",
+    "once_plan_init",
     "once_runtime_status",
     "once_runtime_logs",
     "once_fetch_external_source",

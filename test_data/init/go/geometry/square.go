@@ -1,0 +1,4 @@
+package geometry
+
+// Square is a rectangle of equal sides.
+func Square(side int) Rect { return Rect{side, side} }

@@ -1,0 +1,3 @@
+const { capitalize } = require("./lib/capitalize");
+
+module.exports = { capitalize, shout: (s) => capitalize(s) + "!" };

@@ -1,0 +1,1 @@
+exports.capitalize = (s) => s.charAt(0).toUpperCase() + s.slice(1);
