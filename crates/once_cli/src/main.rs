@@ -275,7 +275,7 @@ pub(crate) fn execute(args: &Args) -> u8 {
             dir,
             dry_run,
             check,
-        } => init::run(&args, dir.as_deref(), *dry_run, *check),
+        } => init::run(args, dir.as_deref(), *dry_run, *check),
         Command::ManPages { dir } => {
             let command = <Args as clap::CommandFactory>::command();
             std::fs::create_dir_all(dir)
