@@ -290,11 +290,6 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             all.extend(package.dev_path_deps.iter().cloned());
             p.deps = refs(&all, &package.dir);
             p.attrs = vec![("edition".to_owned(), edition)];
-            if package.lib.is_none() {
-                // No library, so no documentation tests (and `cargo test --doc` would fail).
-                p.attrs
-                    .push(("doctests".to_owned(), AttrValue::Bool(false)));
-            }
             p.owned_attrs = &[
                 "edition",
                 "manifest_path",
