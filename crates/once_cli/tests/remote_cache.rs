@@ -10,7 +10,10 @@
 //! read-only client writes nothing, credentials never reach a store or the output, a
 //! server sending wrong bytes is a miss with a warning (the output is rebuilt right), and
 //! a server that refuses writes, is down or dies mid-build leaves a correct build whose
-//! remote failures are counted and reported.
+//! remote failures are counted and reported. Both servers are then started again with
+//! TLS (`grpcs://`, `https://`) and a certificate the test makes for loopback: a client
+//! that does not trust it builds right and names the certificate, clients that trust it
+//! through `SSL_CERT_FILE` share results as over plain connections.
 
 // The timings of the scenarios are printed for `--nocapture` runs.
 #![allow(clippy::print_stderr)]
@@ -61,9 +64,38 @@ fn missing(what: &str) -> ! {
     )
 }
 
+/// A certificate of its own for `127.0.0.1` and `localhost` (self-signed: the client
+/// trusts it through `SSL_CERT_FILE`, as a team trusts its private CA).
+struct Tls {
+    directory: tempfile::TempDir,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        let names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+        let certified = rcgen::generate_simple_self_signed(names).unwrap();
+        let directory = tempfile::tempdir().unwrap();
+        std::fs::write(directory.path().join("cert.pem"), certified.cert.pem()).unwrap();
+        std::fs::write(
+            directory.path().join("key.pem"),
+            certified.signing_key.serialize_pem(),
+        )
+        .unwrap();
+        Tls { directory }
+    }
+
+    fn cert(&self) -> PathBuf {
+        self.directory.path().join("cert.pem")
+    }
+
+    fn key(&self) -> PathBuf {
+        self.directory.path().join("key.pem")
+    }
+}
+
 /// BuildGrid with a disk CAS, an in-memory ActionCache and ByteStream, no auth, on a
-/// free port; ready once its gRPC health check answers SERVING.
-fn start_buildgrid() -> Server {
+/// free port, over TLS with `tls`; ready once its gRPC health check answers SERVING.
+fn start_buildgrid(tls: Option<&Tls>) -> Server {
     let bgd = repository().join(".venv-buildgrid/bin/bgd");
     if !bgd.is_file() {
         missing(&format!(
@@ -75,10 +107,19 @@ fn start_buildgrid() -> Server {
     let data = directory.path().join("cas");
     let port = free_port();
     let config = directory.path().join("buildgrid.yml");
+    let channel = match tls {
+        None => "    insecure-mode: true\n".to_owned(),
+        Some(tls) => format!(
+            "    insecure-mode: false\n    credentials:\n      tls-server-key: {}\n      \
+             tls-server-cert: {}\n",
+            tls.key().display(),
+            tls.cert().display()
+        ),
+    };
     std::fs::write(
         &config,
         format!(
-            "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n    insecure-mode: true\n\
+            "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n{channel}\
              authorization:\n  method: none\n\
              storages:\n  - !disk-storage &cas\n    path: {}\n\
              caches:\n  - !lru-action-cache &ac\n    storage: *cas\n    max-cached-refs: 10000\n    \
@@ -102,7 +143,10 @@ fn start_buildgrid() -> Server {
     let mut server = Server {
         child,
         data,
-        url: format!("grpc://127.0.0.1:{port}"),
+        url: format!(
+            "{}://127.0.0.1:{port}",
+            if tls.is_some() { "grpcs" } else { "grpc" }
+        ),
         _directory: directory,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -112,12 +156,20 @@ fn start_buildgrid() -> Server {
     let started = Instant::now();
     loop {
         let serving = runtime.block_on(async {
-            let channel =
-                tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
-                    .ok()?
-                    .connect()
-                    .await
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            let mut endpoint =
+                tonic::transport::Endpoint::from_shared(format!("{scheme}://127.0.0.1:{port}"))
                     .ok()?;
+            if let Some(tls) = tls {
+                let pem = std::fs::read(tls.cert()).ok()?;
+                endpoint = endpoint
+                    .tls_config(
+                        tonic::transport::ClientTlsConfig::new()
+                            .ca_certificate(tonic::transport::Certificate::from_pem(pem)),
+                    )
+                    .ok()?;
+            }
+            let channel = endpoint.connect().await.ok()?;
             let mut client = tonic_health::pb::health_client::HealthClient::new(channel);
             let answer = client
                 .check(tonic_health::pb::HealthCheckRequest::default())
@@ -143,8 +195,9 @@ fn start_buildgrid() -> Server {
 }
 
 /// nginx serving `/team/` with WebDAV `PUT` and `/readonly/` without it (a server that
-/// refuses writes), foreground, one process, its own prefix; ready once it answers.
-fn start_nginx() -> Server {
+/// refuses writes), foreground, one process, its own prefix, over TLS with `tls`; ready
+/// once it answers.
+fn start_nginx(tls: Option<&Tls>) -> Server {
     let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
         .into_iter()
         .map(PathBuf::from)
@@ -157,6 +210,14 @@ fn start_nginx() -> Server {
         std::fs::create_dir_all(prefix.join(sub)).unwrap();
     }
     let port = free_port();
+    let listen = match tls {
+        None => format!("listen 127.0.0.1:{port};"),
+        Some(tls) => format!(
+            "listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};",
+            tls.cert().display(),
+            tls.key().display()
+        ),
+    };
     let config = prefix.join("nginx.conf");
     std::fs::write(
         &config,
@@ -165,7 +226,7 @@ fn start_nginx() -> Server {
              error_log {p}/logs/error.log;\npid {p}/nginx.pid;\n\
              events {{ worker_connections 64; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {p}/tmp;\n  client_max_body_size 0;\n  \
-             server {{\n    listen 127.0.0.1:{port};\n    root {p}/root;\n    \
+             server {{\n    {listen}\n    root {p}/root;\n    \
              location /team/ {{\n      dav_methods PUT;\n      create_full_put_path on;\n      \
              dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n",
             p = prefix.display()
@@ -187,7 +248,10 @@ fn start_nginx() -> Server {
     let mut server = Server {
         child,
         data,
-        url: format!("http://127.0.0.1:{port}/team"),
+        url: format!(
+            "{}://127.0.0.1:{port}/team",
+            if tls.is_some() { "https" } else { "http" }
+        ),
         _directory: directory,
     };
     let started = Instant::now();
@@ -272,6 +336,8 @@ outputs = ["slow.txt"]
 struct Machine {
     checkout: tempfile::TempDir,
     store: tempfile::TempDir,
+    /// The certificates it trusts (`SSL_CERT_FILE`); the system's when `None`.
+    trusts: Option<PathBuf>,
 }
 
 impl Machine {
@@ -281,6 +347,14 @@ impl Machine {
         Machine {
             checkout,
             store: tempfile::tempdir().unwrap(),
+            trusts: None,
+        }
+    }
+
+    fn trusting(source: &Path, tls: &Tls) -> Machine {
+        Machine {
+            trusts: Some(tls.cert()),
+            ..Machine::of(source)
         }
     }
 
@@ -304,8 +378,13 @@ impl Machine {
             "ONCE_REMOTE_CACHE_TOKEN",
             "ONCE_REMOTE_CACHE_HEADER",
             "ONCE_REMOTE_CACHE_CREDENTIALS_FILE",
+            "SSL_CERT_FILE",
+            "SSL_CERT_DIR",
         ] {
             command.env_remove(name);
+        }
+        if let Some(certificates) = &self.trusts {
+            command.env("SSL_CERT_FILE", certificates);
         }
         command
     }
@@ -602,7 +681,7 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
 
 #[test]
 fn buildgrid_shares_results_over_grpc() {
-    let server = start_buildgrid();
+    let server = start_buildgrid(None);
     let source = check_sharing(&server);
 
     // Configured in once.toml rather than on the command line, through an instance
@@ -681,7 +760,7 @@ fn buildgrid_shares_results_over_grpc() {
 
 #[test]
 fn nginx_shares_results_over_http_and_wrong_bytes_are_misses() {
-    let server = start_nginx();
+    let server = start_nginx(None);
     let source = check_sharing(&server);
 
     // The server's copy of `gen.txt` is overwritten: a new client asking for `Gen`
@@ -763,4 +842,61 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .next()
         .unwrap()
         .to_owned()
+}
+
+/// TLS with a certificate of the team's own: a client that does not trust it builds right
+/// and says why the remote was not used; clients trusting it (through `SSL_CERT_FILE`)
+/// share results, the big blob included (ByteStream on gRPC).
+fn check_tls(server: &Server, tls: &Tls) {
+    let source = workspace("secure\n");
+    let remote = ["--remote-cache", server.url.as_str()];
+
+    let stranger = Machine::of(source.path());
+    let output = stranger.build(&["gen/Gen"], &remote);
+    assert_eq!(stranger.output("gen/Gen/out/gen.txt"), b"secure\n");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("the remote cache {}", server.url))
+            && stderr.contains("certificate"),
+        "{stderr}"
+    );
+    let usage = stranger.usage();
+    assert_eq!(
+        (count(&usage, "uploads"), count(&usage, "remote_hits")),
+        (0, 0),
+        "{usage}"
+    );
+
+    let a = Machine::trusting(source.path(), tls);
+    a.build(&["gen/Gen"], &remote);
+    let usage = a.usage();
+    assert_eq!(
+        (
+            count(&usage, "misses"),
+            count(&usage, "uploads"),
+            count(&usage, "upload_failures")
+        ),
+        (1, 1, 0),
+        "{usage}"
+    );
+    let b = Machine::trusting(source.path(), tls);
+    b.build(&["gen/Gen"], &remote);
+    let usage = b.usage();
+    assert_eq!(
+        (count(&usage, "remote_hits"), count(&usage, "misses")),
+        (1, 0),
+        "{usage}"
+    );
+    assert!(count(&usage, "bytes_down") >= BIG as u64, "{usage}");
+    for output in ["gen/Gen/out/gen.txt", "gen/Gen/out/big.bin"] {
+        assert!(a.output(output) == b.output(output), "{output} differs");
+    }
+}
+
+#[test]
+fn tls_to_both_servers_with_a_private_certificate() {
+    let tls = Tls::new();
+    for server in [start_buildgrid(Some(&tls)), start_nginx(Some(&tls))] {
+        check_tls(&server, &tls);
+    }
 }

@@ -508,8 +508,7 @@ impl Shared {
                     continue;
                 }
                 if batch_bytes + blob.size > limit && !batch.is_empty() {
-                    transport.upload_small(&batch)?;
-                    batch.clear();
+                    transport.upload_small(std::mem::take(&mut batch))?;
                     batch_bytes = 0;
                 }
                 let data = match memory(blob) {
@@ -533,7 +532,7 @@ impl Shared {
                 batch.push((*blob, data));
             }
             if !batch.is_empty() {
-                transport.upload_small(&batch)?;
+                transport.upload_small(batch)?;
             }
             transport.update_action_result(&mapped.action, &action_result(key, record))?;
             Ok(sent)
@@ -681,7 +680,7 @@ mod tests {
         fn batch_limit(&self) -> u64 {
             1 << 20
         }
-        fn upload_small(&self, _: &[(Blob, Vec<u8>)]) -> Result<(), Failure> {
+        fn upload_small(&self, _: Vec<(Blob, Vec<u8>)>) -> Result<(), Failure> {
             Err(self.fail())
         }
         fn upload_large(&self, _: &Blob, _: std::fs::File) -> Result<(), Failure> {

@@ -308,15 +308,15 @@ impl Transport for GrpcTransport {
         self.batch_limit
     }
 
-    fn upload_small(&self, blobs: &[(Blob, Vec<u8>)]) -> Result<(), Failure> {
+    fn upload_small(&self, blobs: Vec<(Blob, Vec<u8>)>) -> Result<(), Failure> {
         let mut client = self.cas();
         let request = self.request(reapi::BatchUpdateBlobsRequest {
             instance_name: self.instance.clone(),
             requests: blobs
-                .iter()
+                .into_iter()
                 .map(|(blob, data)| reapi::batch_update_blobs_request::Request {
                     digest: Some(blob.to_proto()),
-                    data: data.clone(),
+                    data,
                     ..Default::default()
                 })
                 .collect(),
@@ -365,8 +365,11 @@ impl Transport for GrpcTransport {
                 return None;
             }
             let want = usize::try_from((size - offset).min(CHUNK as u64)).unwrap_or(CHUNK);
-            let mut data = vec![0u8; want];
-            if let Err(e) = file.read_exact(&mut data) {
+            // Read into spare capacity: no chunk is zeroed first.
+            let mut data = Vec::with_capacity(want);
+            let read = (&mut file).take(want as u64).read_to_end(&mut data);
+            let short = || std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+            if let Err(e) = read.and_then(|n| if n == want { Ok(()) } else { Err(short()) }) {
                 *error_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 return None;
             }

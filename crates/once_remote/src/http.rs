@@ -151,8 +151,8 @@ impl Transport for HttpTransport {
         SMALL_BLOB
     }
 
-    fn upload_small(&self, blobs: &[(Blob, Vec<u8>)]) -> Result<(), Failure> {
-        for (blob, data) in blobs {
+    fn upload_small(&self, blobs: Vec<(Blob, Vec<u8>)>) -> Result<(), Failure> {
+        for (blob, data) in &blobs {
             self.put("cas", blob, data)?;
         }
         Ok(())

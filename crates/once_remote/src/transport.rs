@@ -37,7 +37,8 @@ pub trait Transport: Send + Sync {
     /// Blobs up to this size go through [`Transport::upload_small`] (in batches whose total
     /// stays below it); larger ones are streamed.
     fn batch_limit(&self) -> u64;
-    fn upload_small(&self, blobs: &[(Blob, Vec<u8>)]) -> Result<(), Failure>;
+    /// Uploads `blobs` in one request; they are moved into it, not copied.
+    fn upload_small(&self, blobs: Vec<(Blob, Vec<u8>)>) -> Result<(), Failure>;
     /// Streams the blob from `file` (at its start).
     fn upload_large(&self, blob: &Blob, file: File) -> Result<(), Failure>;
     /// Streams the blob into `sink`; `false` when the server does not have it. The bytes
