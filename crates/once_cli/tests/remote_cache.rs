@@ -506,6 +506,21 @@ fn check_breaker(url: &str) -> Value {
         "{usage}"
     );
     assert!(count(&usage, "skipped") >= 1, "{usage}");
+
+    // The same build again: every action is a local hit, the remote is never asked, so
+    // its being down is not reported (the connection started ahead is never waited for).
+    let again = machine.build(&["many/..."], &["--remote-cache", url]);
+    let stderr = text(&again.stderr);
+    assert!(!stderr.contains("remote cache"), "{stderr}");
+    let after = machine.usage();
+    for counter in [
+        "read_failures",
+        "upload_failures",
+        "skipped",
+        "remote_lookups",
+    ] {
+        assert_eq!(count(&after, counter), count(&usage, counter), "{after}");
+    }
     usage
 }
 

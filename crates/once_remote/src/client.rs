@@ -190,6 +190,9 @@ struct Shared {
     /// The client's own handle on the local store (uploads read blobs from it).
     store: Store,
     transport: OnceLock<Option<Box<dyn Transport>>>,
+    /// A connection started ahead of the first request ([`RemoteClient::connect_ahead`]),
+    /// taken by the first request that needs the transport.
+    connecting: Mutex<Option<std::thread::JoinHandle<Connected>>>,
     /// Whether the failed connection was counted (once, as one failure).
     connect_failure_counted: AtomicBool,
     counters: Counters,
@@ -202,6 +205,20 @@ struct Shared {
 }
 
 type Job = (Sha256Digest, ActionRecord);
+
+/// A transport connected to the server, or why it could not be.
+type Connected = Result<Box<dyn Transport>, String>;
+
+/// Connects to the server `settings` name (for gRPC: the connection and the check of
+/// its capabilities; HTTP connects per request).
+fn connect(settings: &RemoteSettings) -> Connected {
+    match settings.protocol {
+        Protocol::Grpc { .. } => {
+            crate::grpc::GrpcTransport::connect(settings).map(|t| Box::new(t) as Box<dyn Transport>)
+        }
+        Protocol::Http => Ok(Box::new(crate::http::HttpTransport::new(settings))),
+    }
+}
 
 /// Why [`Shared::attempt`] did not succeed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -237,6 +254,7 @@ impl RemoteClient {
                 settings,
                 store,
                 transport: OnceLock::new(),
+                connecting: Mutex::new(None),
                 connect_failure_counted: AtomicBool::new(false),
                 counters: Counters::default(),
                 reads: Breaker::default(),
@@ -250,6 +268,30 @@ impl RemoteClient {
 
     pub fn settings(&self) -> &RemoteSettings {
         &self.shared.settings
+    }
+
+    /// Starts connecting now, on a thread of its own, so that the connection (for gRPC a
+    /// TCP and HTTP/2 handshake, TLS, and the capabilities' round trip) overlaps what the
+    /// command does before its first lookup. Nothing is reported unless a request needs
+    /// the connection: a command that never asks the remote reports no failure to reach
+    /// it. Calling it again, or after the first request, does nothing.
+    pub fn connect_ahead(&self) {
+        if self.shared.transport.get().is_some() {
+            return;
+        }
+        let mut connecting = self
+            .shared
+            .connecting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if connecting.is_some() {
+            return;
+        }
+        let settings = self.shared.settings.clone();
+        *connecting = std::thread::Builder::new()
+            .name("once-remote-connect".to_owned())
+            .spawn(move || connect(&settings))
+            .ok();
     }
 
     /// Waits for the uploads handed over so far and answers what the command did with
@@ -307,10 +349,16 @@ impl Shared {
     fn transport(&self) -> Option<&dyn Transport> {
         self.transport
             .get_or_init(|| {
-                let connected: Result<Box<dyn Transport>, String> = match self.settings.protocol {
-                    Protocol::Grpc { .. } => crate::grpc::GrpcTransport::connect(&self.settings)
-                        .map(|t| Box::new(t) as Box<dyn Transport>),
-                    Protocol::Http => Ok(Box::new(crate::http::HttpTransport::new(&self.settings))),
+                let ahead = self
+                    .connecting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                let connected = match ahead {
+                    Some(thread) => thread.join().unwrap_or_else(|_| {
+                        Err("connecting to the remote cache failed".to_owned())
+                    }),
+                    None => connect(&self.settings),
                 };
                 match connected {
                     Ok(transport) => Some(transport),

@@ -120,7 +120,11 @@ impl Session {
             }
         };
         match once_remote::RemoteClient::new(settings, self.store.path()) {
-            Ok(client) => Some(client),
+            Ok(client) => {
+                // The connection overlaps the keys of the first actions.
+                client.connect_ahead();
+                Some(client)
+            }
             Err(why) => {
                 warnings.push(format!("the remote cache is not used: {why}"));
                 None
