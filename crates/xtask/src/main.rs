@@ -85,7 +85,8 @@ commands:
                      the remote cache (issue 34) against BuildGrid started on loopback
                      (`./.ci/remote-cache-servers` installs it): full misses of the
                      15-action graph with and without uploads (the overhead), then clean
-                     clients with every result in the remote cache building its `All`
+                     clients with every result in the remote cache building its `n14`
+                     (the original's 1 MiB `distribution.bin`), its `All` and `...`
                      (default 10 runs); writes DIR/results-remote.json (DIR target/bench)
   help       print this message";
 

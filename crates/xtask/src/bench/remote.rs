@@ -10,9 +10,11 @@
 //! - **clean client, every result in the remote cache**: the last round's server holds
 //!   the 15 results; a client whose `.once` (store, outputs, plan memo, records) is
 //!   deleted before every run, as the original's `reset-clients.sh` did, builds
-//!   `pkgs/graph/All`: 15 remote hits, downloading only the requested target's outputs
-//!   (the five top-level artifacts, 22 MiB) and the captured streams (after `sync`, so
-//!   that the write-back of the rounds before stays out of it, and three untimed runs);
+//!   `pkgs/graph/n14`, the original's measure (its `distribution.bin`): 15 remote hits,
+//!   downloading only the requested target's output (1 MiB) and the captured streams
+//!   (after `sync`, so that the write-back of the rounds before stays out of it, and three
+//!   untimed runs); then `pkgs/graph/All`, 15 remote hits and the five artifacts of
+//!   `n10`–`n14` (22 MiB);
 //! - the same client building `...` (every artifact downloaded, 84 MiB), for scale.
 //!
 //! Every answer is checked: the store's counters (`once cache stats`: remote hits,
@@ -28,12 +30,16 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use super::execution::{
-    ARTIFACT_MIB, GRAPH_PACKAGE, check_artifacts, fmt_ms, load_average, load_range, ms, write_graph,
+    ARTIFACT_MIB, DISTRIBUTION, GRAPH_PACKAGE, check_artifacts, fmt_ms, load_average, load_range,
+    ms, write_graph,
 };
 use super::harness::timed;
 
-/// The artifacts of the graph's last layer, which `All` groups (in MiB).
-const TOP_LEVEL: std::ops::Range<usize> = 10..15;
+/// The artifacts `All` groups.
+const ALL_TOP_LEVEL: std::ops::Range<usize> = 10..15;
+
+/// The artifact of [`DISTRIBUTION`].
+const DISTRIBUTION_TOP_LEVEL: std::ops::Range<usize> = 14..15;
 
 /// A BuildGrid server on loopback, killed when dropped.
 struct BuildGrid {
@@ -196,6 +202,91 @@ fn clean_client_hit(
     Ok((elapsed, count(&stats, "bytes_down")?))
 }
 
+/// Clean clients building one target of the graph with every result in the server:
+/// 15 remote hits each, downloading only the target's own outputs.
+struct TopLevelHits {
+    target: String,
+    samples: Vec<Duration>,
+    loads: Vec<String>,
+    down: u64,
+}
+
+impl TopLevelHits {
+    /// Three untimed runs, then `runs` timed ones, each checked: exactly the artifacts
+    /// `top_level` are in the workspace, with their sizes, and nothing more came down.
+    fn measure(
+        once: &Path,
+        client: &Path,
+        server: &BuildGrid,
+        name: &str,
+        top_level: std::ops::Range<usize>,
+        runs: usize,
+    ) -> anyhow::Result<TopLevelHits> {
+        let target = format!("{GRAPH_PACKAGE}/{name}");
+        for _ in 0..3 {
+            clean_client_hit(once, client, &target, server)?;
+        }
+        let (mut samples, mut loads, mut down) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..runs.max(1) {
+            loads.push(load_average());
+            let (elapsed, bytes) = clean_client_hit(once, client, &target, server)?;
+            samples.push(elapsed);
+            down = bytes;
+            for (index, mib) in ARTIFACT_MIB.iter().enumerate() {
+                let path = artifact(client, index);
+                if top_level.contains(&index) {
+                    let size = std::fs::metadata(&path)
+                        .with_context(|| format!("`{}` is missing", path.display()))?
+                        .len();
+                    ensure!(
+                        size == u64::from(*mib) << 20,
+                        "`{}` has {size} bytes",
+                        path.display()
+                    );
+                } else {
+                    ensure!(
+                        !path.exists(),
+                        "`{}` was downloaded, though it only fed hits",
+                        path.display()
+                    );
+                }
+            }
+        }
+        let top_bytes: u64 = top_level.map(|i| u64::from(ARTIFACT_MIB[i]) << 20).sum();
+        ensure!(
+            down >= top_bytes && down < top_bytes + (64 << 10),
+            "a clean client of `{target}` downloaded {down} bytes, its outputs are {top_bytes}"
+        );
+        Ok(TopLevelHits {
+            target,
+            samples,
+            loads,
+            down,
+        })
+    }
+
+    /// The table row: `what` says what came down.
+    fn row(
+        &self,
+        target: &'static str,
+        what: &str,
+    ) -> (String, Vec<Duration>, &'static str, String) {
+        (
+            format!(
+                "clean client, all 15 results in BuildGrid, `{}`",
+                self.target
+            ),
+            self.samples.clone(),
+            target,
+            format!(
+                "load {}; 15 remote hits; {:.1} MiB down: {what}",
+                load_range(&self.loads),
+                self.down as f64 / f64::from(1 << 20)
+            ),
+        )
+    }
+}
+
 /// Runs the section: a Markdown table and the JSON rows.
 pub fn run(
     once: &Path,
@@ -265,41 +356,15 @@ pub fn run(
     // the measures below.
     let synced = Command::new("sync").status()?;
     ensure!(synced.success(), "`sync` failed");
-    let all = format!("{GRAPH_PACKAGE}/All");
-    for _ in 0..3 {
-        clean_client_hit(&once, &client, &all, &server)?;
-    }
-    let (mut hits, mut hit_loads, mut down) = (Vec::new(), Vec::new(), 0);
-    for _ in 0..runs.max(1) {
-        hit_loads.push(load_average());
-        let (elapsed, bytes) = clean_client_hit(&once, &client, &all, &server)?;
-        hits.push(elapsed);
-        down = bytes;
-        for (index, mib) in ARTIFACT_MIB.iter().enumerate() {
-            let path = artifact(&client, index);
-            if TOP_LEVEL.contains(&index) {
-                let size = std::fs::metadata(&path)
-                    .with_context(|| format!("`{}` is missing", path.display()))?
-                    .len();
-                ensure!(
-                    size == u64::from(*mib) << 20,
-                    "`{}` has {size} bytes",
-                    path.display()
-                );
-            } else {
-                ensure!(
-                    !path.exists(),
-                    "`{}` was downloaded, though it only fed hits",
-                    path.display()
-                );
-            }
-        }
-    }
-    let top_bytes: u64 = TOP_LEVEL.map(|i| u64::from(ARTIFACT_MIB[i]) << 20).sum();
-    ensure!(
-        down >= top_bytes && down < top_bytes + (64 << 10),
-        "a clean client of `{all}` downloaded {down} bytes, the top-level outputs are {top_bytes}"
-    );
+    let distribution = TopLevelHits::measure(
+        &once,
+        &client,
+        &server,
+        DISTRIBUTION,
+        DISTRIBUTION_TOP_LEVEL,
+        runs,
+    )?;
+    let all = TopLevelHits::measure(&once, &client, &server, "All", ALL_TOP_LEVEL, runs)?;
     let (mut everything, mut everything_loads, mut everything_down) = (Vec::new(), Vec::new(), 0);
     for _ in 0..runs.clamp(1, 5) {
         everything_loads.push(load_average());
@@ -331,15 +396,13 @@ pub fn run(
                 overhead * 100.0
             ),
         ),
-        (
-            format!("clean client, all 15 results in BuildGrid, `{all}`"),
-            hits.clone(),
+        distribution.row(
             "≤ 60 ms",
-            format!(
-                "load {}; 15 remote hits; {:.1} MiB down (the 5 top-level outputs and streams), nothing else",
-                load_range(&hit_loads),
-                down as f64 / f64::from(1 << 20)
-            ),
+            "its 1 MiB output and the streams, nothing else (the original's measure)",
+        ),
+        all.row(
+            "",
+            "the 5 outputs of `n10`–`n14` and the streams, nothing else",
         ),
         (
             "clean client, all 15 results in BuildGrid, `...` (every output)".to_owned(),
