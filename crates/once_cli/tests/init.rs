@@ -912,7 +912,7 @@ fn examples_build_scripts_benches_setup_py_node_bins_and_nested_workspaces() {
     assert!(out.contains("LEVEL 42"), "{out}");
     let exe = root.join(".once/out/gauge/ShowExample/examples/show");
     assert!(exe.is_file(), "{}", exe.display());
-    let run = once(&root, &["run", "hello/Hello"]);
+    let run = once(&root, &["run", "hello/HelloBin"]);
     let out =
         String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{out}");
