@@ -961,3 +961,33 @@ fn this_repository_is_described_and_validates_with_no_diagnostic() {
     let cli = std::fs::read_to_string(root.join("crates/once_cli/once.toml")).unwrap();
     assert!(cli.contains("crate_name = \"once\""), "{cli}");
 }
+
+#[test]
+fn mcp_plan_init_gives_the_root_manifest_to_create_with_the_nested_workspaces_excluded() {
+    let (_dir, root) = odds_and_ends();
+    let plan = mcp_calls(&root, &[], &[("once_plan_init", serde_json::json!({}))]).remove(0);
+    let text = plan["root_manifest"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(text.starts_with("# The workspace root"), "{text}");
+    assert!(text.contains("\"vendored/**\""), "{text}");
+    let root_entry = plan["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["package"] == "")
+        .unwrap();
+    assert_eq!(root_entry["create_root"], true);
+    let cli = json(&once(&root, &["--format", "json", "init", "--dry-run"]));
+    assert_eq!(cli["root_manifest"], plan["root_manifest"]);
+    assert!(
+        manifests(&root).keys().all(|p| p.starts_with("vendored")),
+        "planning wrote"
+    );
+
+    // With a root manifest, the plan has none to create.
+    initialize(&root);
+    let plan = mcp_calls(&root, &[], &[("once_plan_init", serde_json::json!({}))]).remove(0);
+    assert_eq!(plan["in_step"], true, "{plan}");
+    assert!(plan.get("root_manifest").is_none(), "{plan}");
+}
