@@ -131,6 +131,8 @@ fn a_cargo_workspace_gets_libraries_binaries_examples_and_tests() {
         "crates/cli/Cargo.toml",
         "crates/cli/src/main.rs",
         "crates/cli/src/bin/extra.rs",
+        "crates/cli/build/main.rs",
+        "crates/cli/build/generate.rs",
     ]);
     facts.cargo = vec![
         CargoPackage {
@@ -142,6 +144,7 @@ fn a_cargo_workspace_gets_libraries_binaries_examples_and_tests() {
                 cargo_target("extra", "src/bin/extra.rs", &["fancy", "color"]),
             ],
             path_deps: strings(&["crates/shapes"]),
+            build_script: Some("build/main.rs".into()),
             ..CargoPackage::default()
         },
         CargoPackage {
@@ -173,7 +176,7 @@ fn a_cargo_workspace_gets_libraries_binaries_examples_and_tests() {
             name = "ShapesCli"
             kind = "rust_binary"
             deps = ["crates/shapes/Shapes"]
-            srcs = ["src/**/*.rs"]
+            srcs = ["src/**/*.rs", "build/**/*.rs"]
 
             [target.attrs]
             crate_name = "shapes-cli"
@@ -184,7 +187,7 @@ fn a_cargo_workspace_gets_libraries_binaries_examples_and_tests() {
             name = "Extra"
             kind = "rust_binary"
             deps = ["crates/shapes/Shapes"]
-            srcs = ["src/**/*.rs"]
+            srcs = ["src/**/*.rs", "build/**/*.rs"]
 
             [target.attrs]
             crate_name = "extra"

@@ -244,12 +244,16 @@ fn cargo(
         let base = pascal(&package.name);
         // The build script joins `srcs` when the `src/` glob does not already cover it,
         // so that editing it rebuilds the crates (Cargo runs it before compiling them).
-        let build = package
-            .build_script
-            .as_ref()
-            .filter(|b| files.contains(&b.as_str()))
-            .filter(|b| !(b.starts_with("src/") && b.ends_with(".rs")))
-            .cloned();
+        // A build script of several files (`build/main.rs` and its modules) by its
+        // directory.
+        let build: Vec<String> = match package.build_script.as_deref() {
+            Some(b) if b.starts_with("src/") || !files.contains(&b) => Vec::new(),
+            Some(b) => match b.rsplit_once('/') {
+                Some((dir, "main.rs")) => sources(&[format!("{dir}/**/*.rs")], &[], &files),
+                _ => vec![b.to_owned()],
+            },
+            None => Vec::new(),
+        };
         let crate_srcs = sources(&["src/**/*.rs".to_owned()], &[], &files)
             .into_iter()
             .chain(build.clone())
