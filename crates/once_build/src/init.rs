@@ -87,6 +87,11 @@ fn once_workspaces(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
 fn leave_out_nested(facts: &mut EcosystemFacts) {
     facts.nested_workspaces.sort();
     facts.nested_workspaces.dedup();
+    // One inside another is excluded with it (the walk may meet the inner one first).
+    let all = facts.nested_workspaces.clone();
+    facts
+        .nested_workspaces
+        .retain(|n| !all.iter().any(|outer| outer != n && within(n, outer)));
     if facts.nested_workspaces.is_empty() {
         return;
     }

@@ -819,6 +819,7 @@ fn odds_and_ends() -> (tempfile::TempDir, PathBuf) {
             ),
             ("gauge/fuzz/src/main.rs", "fn main() {}\n"),
             ("vendored/once.toml", "[workspace]\n"),
+            ("vendored/inner/once.toml", "[workspace]\n"),
             (
                 "vendored/lib/once.toml",
                 "[[target]]\nname = \"Theirs\"\nkind = \"filegroup\"\nsrcs = [\"*.txt\"]\n",
@@ -865,6 +866,10 @@ fn examples_build_scripts_benches_setup_py_node_bins_and_nested_workspaces() {
     ] {
         assert!(root_manifest.contains(pattern), "{pattern}: {dry}");
     }
+    assert!(
+        !root_manifest.contains("vendored/inner"),
+        "a workspace inside a nested one goes with it: {root_manifest}"
+    );
     let warnings = dry["warnings"].to_string();
     for needle in [
         "the benchmarks (`speed`) get no target",
