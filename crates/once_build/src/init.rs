@@ -1,9 +1,12 @@
 //! The facts `once init` plans from ([`once_analysis::init::EcosystemFacts`]): the
 //! workspace walk and the ecosystem files it finds, read through the `System` and parsed
-//! here (`package.json`, `pyproject.toml`, `setup.cfg`), and what the ecosystems' own
-//! tools report, run through `once_exec` (`cargo metadata` for Cargo packages and
-//! workspaces, `go list -json ./...` for Go modules). Nothing here writes: the planner in
-//! `once_analysis` decides the manifests.
+//! here (`package.json`, `pyproject.toml`, `setup.cfg`, and `setup.py` scanned for its
+//! name, never run), and what the ecosystems' own tools report, run through `once_exec`
+//! (`cargo metadata` for Cargo packages and workspaces, `go list -json ./...` for Go
+//! modules). Directories that are workspaces of their own (a nested `once.toml` with
+//! `[workspace]`, a Cargo workspace that is not a member of the one around it) are
+//! recorded and left out of the walk before any ecosystem reads it. Nothing here writes:
+//! the planner in `once_analysis` decides the manifests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};

@@ -78,7 +78,8 @@ pub struct PythonProject {
     pub dir: String,
     /// The file it was found by, workspace-relative.
     pub config_file: String,
-    /// The project's name (`[project] name`, `[metadata] name`), else the directory's.
+    /// The project's name (`[project] name`, `[metadata] name`, the string literal of
+    /// `setup(name=…)` in `setup.py`), else the directory's.
     pub name: String,
     /// `src` for a src layout, `.` for a flat one.
     pub import_root: String,
