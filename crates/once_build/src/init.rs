@@ -1,19 +1,25 @@
 //! The facts `once init` plans from ([`once_analysis::init::EcosystemFacts`]): the
 //! workspace walk and the ecosystem files it finds, read through the `System` and parsed
-//! here (`package.json`, `pyproject.toml`, `setup.cfg`), and what the ecosystems' own
-//! tools report, run through `once_exec` (`cargo metadata` for Cargo packages and
-//! workspaces, `go list -json ./...` for Go modules). Nothing here writes: the planner in
-//! `once_analysis` decides the manifests.
+//! here (`package.json`, `pyproject.toml`, `setup.cfg`, and `setup.py` scanned for its
+//! name, never run), and what the ecosystems' own tools report, run through `once_exec`
+//! (`cargo metadata` for Cargo packages and workspaces, `go list -json ./...` for Go
+//! modules). Directories that are workspaces of their own (a nested `once.toml` with
+//! `[workspace]`, a Cargo workspace that is not a member of the one around it) are
+//! recorded and left out of the walk before any ecosystem reads it. Nothing here writes:
+//! the planner in `once_analysis` decides the manifests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use once_analysis::init::{
-    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner, ShellTests,
+    CargoPackage, CargoTarget, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner,
+    ShellTests,
 };
 use once_db::System;
 use serde_json::Value;
+
+mod setup_py;
 
 /// How long one ecosystem tool may run.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
@@ -34,12 +40,68 @@ pub fn gather(system: &dyn System, root: &Path) -> EcosystemFacts {
         }
     }
     let reader = Reader { system, root };
+    once_workspaces(&reader, &mut facts);
+    leave_out_nested(&mut facts);
     cargo(&reader, &mut facts);
+    leave_out_nested(&mut facts);
     python(&reader, &mut facts);
     node(&reader, &mut facts);
     go(&reader, &mut facts);
     shell(&mut facts);
     facts
+}
+
+/// Whether `path` is `dir` or lies under it (`dir` `""` is the root, above everything).
+fn within(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Records the directories below the root whose `once.toml` has a `[workspace]` table:
+/// workspaces of their own, which this one does not describe.
+fn once_workspaces(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
+    for file in &facts.files {
+        let dir = dir_of(file);
+        if file_name(file) != "once.toml" || dir.is_empty() {
+            continue;
+        }
+        if facts.nested_workspaces.iter().any(|n| within(dir, n)) {
+            continue;
+        }
+        let Some(text) = reader.read(file) else {
+            continue;
+        };
+        let declares = match text.parse::<toml::Table>() {
+            Ok(table) => table.contains_key("workspace"),
+            // A manifest that does not parse: its header line still says what it is.
+            Err(_) => text.lines().any(|l| l.trim() == "[workspace]"),
+        };
+        if declares {
+            facts.nested_workspaces.push(dir.to_owned());
+        }
+    }
+}
+
+/// Drops the files of the nested workspaces from the walk, so that no ecosystem reads
+/// them.
+fn leave_out_nested(facts: &mut EcosystemFacts) {
+    facts.nested_workspaces.sort();
+    facts.nested_workspaces.dedup();
+    // One inside another is excluded with it (the walk may meet the inner one first).
+    let all = facts.nested_workspaces.clone();
+    facts
+        .nested_workspaces
+        .retain(|n| !all.iter().any(|outer| outer != n && within(n, outer)));
+    if facts.nested_workspaces.is_empty() {
+        return;
+    }
+    let nested = &facts.nested_workspaces;
+    facts
+        .files
+        .retain(|f| !nested.iter().any(|n| within(dir_of(f), n)));
 }
 
 struct Reader<'a> {
@@ -174,8 +236,13 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
     manifests.sort_by_key(|f| (f.matches('/').count(), (*f).clone()));
     let mut covered: BTreeSet<String> = BTreeSet::new();
     let mut packages = Vec::new();
+    // The Cargo workspace roots seen, outermost first: one below another, of which it is
+    // not a member, is a workspace of its own (`cargo-fuzz`'s `fuzz/`, a vendored tool).
+    let mut cargo_roots: Vec<String> = Vec::new();
+    let mut nested: Vec<String> = Vec::new();
     for manifest in manifests {
-        if covered.contains(manifest.as_str()) {
+        if covered.contains(manifest.as_str()) || nested.iter().any(|n| within(dir_of(manifest), n))
+        {
             continue;
         }
         let dir = reader.root.join(dir_of(manifest));
@@ -205,6 +272,21 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             continue;
         };
         covered.insert(manifest.clone());
+        let workspace_root = metadata["workspace_root"]
+            .as_str()
+            .and_then(|r| reader.relative("", r));
+        if let Some(workspace_root) = workspace_root {
+            let outer = cargo_roots
+                .iter()
+                .any(|r| *r != workspace_root && within(&workspace_root, r));
+            if outer && !workspace_root.is_empty() {
+                nested.push(workspace_root);
+                continue;
+            }
+            if !cargo_roots.contains(&workspace_root) {
+                cargo_roots.push(workspace_root);
+            }
+        }
         for package in metadata["packages"].as_array().into_iter().flatten() {
             let Some(manifest_path) = package["manifest_path"].as_str() else {
                 continue;
@@ -218,6 +300,7 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             packages.push((relative, package.clone()));
         }
     }
+    facts.nested_workspaces.extend(nested);
     for (manifest, package) in packages {
         let dir = dir_of(&manifest).to_owned();
         let mut out = CargoPackage {
@@ -239,11 +322,17 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             }) {
                 out.lib = Some(name.replace('-', "_"));
             } else if kinds.iter().any(|k| k == "bin") {
-                out.bins.push(name);
+                out.bins.push(cargo_target(reader, &dir, target, name));
+            } else if kinds.iter().any(|k| k == "example") {
+                out.examples.push(cargo_target(reader, &dir, target, name));
+            } else if kinds.iter().any(|k| k == "bench") {
+                out.benches.push(name);
             } else if kinds.iter().any(|k| k == "test") {
                 integration_tests = true;
             } else if kinds.iter().any(|k| k == "custom-build") {
-                out.build_script = true;
+                out.build_script = Some(
+                    target_path(reader, &dir, target).unwrap_or_else(|| "build.rs".to_owned()),
+                );
             }
         }
         for dependency in package["dependencies"].as_array().into_iter().flatten() {
@@ -273,6 +362,25 @@ fn cargo(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         facts.cargo.push(out);
     }
     facts.cargo.sort_by(|a, b| a.dir.cmp(&b.dir));
+}
+
+/// A Cargo target's root source file, relative to its package directory `dir`.
+fn target_path(reader: &Reader<'_>, dir: &str, target: &Value) -> Option<String> {
+    let path = reader.relative("", target["src_path"].as_str()?)?;
+    if dir.is_empty() {
+        Some(path)
+    } else {
+        path.strip_prefix(&format!("{dir}/")).map(str::to_owned)
+    }
+}
+
+/// A binary or example target of `cargo metadata`.
+fn cargo_target(reader: &Reader<'_>, dir: &str, target: &Value, name: String) -> CargoTarget {
+    CargoTarget {
+        path: target_path(reader, dir, target).unwrap_or_default(),
+        required_features: strings(&target["required-features"]),
+        name,
+    }
 }
 
 /// Whether a pyproject table mentions pytest among the project's dependencies.
@@ -343,6 +451,25 @@ fn python(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
             .as_ref()
             .and_then(|(_, t)| t.get("project")?.get("name")?.as_str().map(str::to_owned))
             .or(cfg_name)
+            .or_else(|| {
+                if !has("setup.py") {
+                    return None;
+                }
+                let text = reader.read(&join(&dir, "setup.py"))?;
+                match setup_py::setup_name(&text) {
+                    setup_py::SetupName::Literal(name) if !name.trim().is_empty() => {
+                        Some(name.trim().to_owned())
+                    }
+                    setup_py::SetupName::NotLiteral(expression) => {
+                        facts.warnings.push(format!(
+                            "{}: the name passed to `setup()` is not a string literal (`{expression}`), and `setup.py` is not run: the project is named after its directory",
+                            join(&dir, "setup.py")
+                        ));
+                        None
+                    }
+                    _ => None,
+                }
+            })
             .unwrap_or_else(|| {
                 let segment = file_name(&dir);
                 if segment.is_empty() {
@@ -545,9 +672,48 @@ fn node(reader: &Reader<'_>, facts: &mut EcosystemFacts) {
         let mut dependencies = names("dependencies");
         dependencies.extend(names("peerDependencies"));
         dependencies.extend(names("optionalDependencies"));
+        let name = json["name"].as_str().unwrap_or_default().to_owned();
+        let dir = dir_of(&manifest).to_owned();
+        // `bin`: one file named after the package (its name without the scope), or a
+        // map of command names to files.
+        let mut bins: Vec<(String, String)> = match &json["bin"] {
+            Value::String(path) => {
+                let command = name.rsplit('/').next().unwrap_or_default();
+                vec![(command.to_owned(), path.clone())]
+            }
+            Value::Object(map) => map
+                .iter()
+                .filter_map(|(command, path)| Some((command.clone(), path.as_str()?.to_owned())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        bins.retain_mut(|(command, path)| {
+            let inside = reader.relative(&dir, path).and_then(|relative| {
+                if dir.is_empty() {
+                    Some(relative)
+                } else {
+                    relative
+                        .strip_prefix(&format!("{dir}/"))
+                        .map(str::to_owned)
+                }
+            });
+            match inside {
+                Some(inside) => {
+                    *path = inside;
+                    true
+                }
+                None => {
+                    facts.warnings.push(format!(
+                        "{manifest}: the `bin` entry `{command}` (`{path}`) is outside the package's directory: no target describes it"
+                    ));
+                    false
+                }
+            }
+        });
         facts.node.push(NodePackage {
-            dir: dir_of(&manifest).to_owned(),
-            name: json["name"].as_str().unwrap_or_default().to_owned(),
+            dir,
+            name,
+            bins,
             node_test,
             test_script,
             dependencies,

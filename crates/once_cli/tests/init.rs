@@ -778,3 +778,221 @@ fn the_repositorys_pre_commit_hooks_validate_and_check_with_the_real_pre_commit(
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("unknown_target_kind"), "{text}");
 }
+
+fn write(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// A Cargo package with an example needing a feature, a build script declaring `links`
+/// and a benchmark; a cargo-fuzz style Cargo workspace and a once workspace nested in
+/// the repository; Python projects named by `setup.py`; a Node package with commands.
+fn odds_and_ends() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        &[
+            (
+                "gauge/Cargo.toml",
+                "[package]\nname = \"gauge\"\nversion = \"0.1.0\"\nedition = \"2021\"\nlinks = \"gauge_native\"\n\n[features]\nloud = []\n\n[[example]]\nname = \"show\"\nrequired-features = [\"loud\"]\n\n[[bench]]\nname = \"speed\"\nharness = false\n\n[workspace]\n",
+            ),
+            (
+                "gauge/build.rs",
+                "fn main() {\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}\n",
+            ),
+            (
+                "gauge/src/lib.rs",
+                "//! Gauges.\n\n/// The level, in percent.\npub fn level() -> u32 {\n    42\n}\n",
+            ),
+            (
+                "gauge/examples/show.rs",
+                "fn main() {\n    #[cfg(feature = \"loud\")]\n    println!(\"LEVEL {}\", gauge::level());\n}\n",
+            ),
+            ("gauge/benches/speed.rs", "fn main() {}\n"),
+            (
+                "gauge/fuzz/Cargo.toml",
+                "[package]\nname = \"gauge-fuzz\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\nmembers = [\".\"]\n",
+            ),
+            ("gauge/fuzz/src/main.rs", "fn main() {}\n"),
+            ("vendored/once.toml", "[workspace]\n"),
+            ("vendored/inner/once.toml", "[workspace]\n"),
+            (
+                "vendored/lib/once.toml",
+                "[[target]]\nname = \"Theirs\"\nkind = \"filegroup\"\nsrcs = [\"*.txt\"]\n",
+            ),
+            ("vendored/lib/a.txt", "theirs\n"),
+            ("vendored/tool/package.json", "{\"name\": \"tool\"}\n"),
+            ("vendored/tool/index.js", "module.exports = 1;\n"),
+            (
+                "pyname/setup.py",
+                "from setuptools import setup\n\nsetup(\n    # the distribution\n    name=\"py-name\",\n    version=\"1.0\",\n)\n",
+            ),
+            ("pyname/pyname.py", "VALUE = 1\n"),
+            (
+                "pycomputed/setup.py",
+                "from setuptools import setup\n\nNAME = 'computed'\nsetup(name=NAME)\n",
+            ),
+            ("pycomputed/computed.py", "VALUE = 2\n"),
+            (
+                "hello/package.json",
+                "{\"name\": \"@acme/hello\", \"bin\": {\"hello\": \"./bin/hello.js\", \"gone\": \"bin/gone.js\"}}\n",
+            ),
+            (
+                "hello/bin/hello.js",
+                "console.log('hello from ' + require('../lib.js').who);\n",
+            ),
+            ("hello/lib.js", "module.exports = { who: 'hello' };\n"),
+        ],
+    );
+    (dir, root)
+}
+
+#[test]
+fn examples_build_scripts_benches_setup_py_node_bins_and_nested_workspaces() {
+    let (_dir, root) = odds_and_ends();
+    let dry = once(&root, &["--format", "json", "init", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0));
+    let dry = json(&dry);
+    let root_manifest = dry["root_manifest"].as_str().unwrap_or_default();
+    for pattern in [
+        "\"gauge/fuzz\"",
+        "\"gauge/fuzz/**\"",
+        "\"vendored\"",
+        "\"vendored/**\"",
+    ] {
+        assert!(root_manifest.contains(pattern), "{pattern}: {dry}");
+    }
+    assert!(
+        !root_manifest.contains("vendored/inner"),
+        "a workspace inside a nested one goes with it: {root_manifest}"
+    );
+    let warnings = dry["warnings"].to_string();
+    for needle in [
+        "the benchmarks (`speed`) get no target",
+        "pycomputed/setup.py: the name passed to `setup()` is not a string literal (`NAME`)",
+        "the `bin` entry `gone` names `bin/gone.js`, which does not exist",
+    ] {
+        assert!(warnings.contains(needle), "{needle}: {warnings}");
+    }
+    initialize(&root);
+
+    let root_text = std::fs::read_to_string(root.join("once.toml")).unwrap();
+    assert_eq!(root_text, root_manifest, "the root is written as planned");
+    assert!(!root.join("gauge/fuzz/once.toml").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("vendored/lib/once.toml")).unwrap(),
+        "[[target]]\nname = \"Theirs\"\nkind = \"filegroup\"\nsrcs = [\"*.txt\"]\n",
+        "a nested workspace's manifests are not touched"
+    );
+    assert!(!root.join("vendored/tool/once.toml").exists());
+
+    let gauge = std::fs::read_to_string(root.join("gauge/once.toml")).unwrap();
+    for needle in [
+        "name = \"ShowExample\"",
+        "example = \"show\"",
+        "features = [\"loud\"]",
+        "links = \"gauge_native\"",
+        "\"build.rs\"",
+        "\"examples/show.rs\"",
+    ] {
+        assert!(gauge.contains(needle), "{needle}:\n{gauge}");
+    }
+    assert!(!gauge.contains("Speed"), "{gauge}");
+    let names = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    assert!(names("pyname/once.toml").contains("name = \"PyName\""));
+    assert!(names("pycomputed/once.toml").contains("name = \"Pycomputed\""));
+    let hello = names("hello/once.toml");
+    assert!(hello.contains("kind = \"node_binary\""), "{hello}");
+    assert!(hello.contains("main = \"bin/hello.js\""), "{hello}");
+
+    // The example builds with its required feature, and runs.
+    let run = once(&root, &["run", "gauge/ShowExample"]);
+    let out =
+        String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(out.contains("LEVEL 42"), "{out}");
+    let exe = root.join(".once/out/gauge/ShowExample/examples/show");
+    assert!(exe.is_file(), "{}", exe.display());
+    let run = once(&root, &["run", "hello/HelloBin"]);
+    let out =
+        String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(out.contains("hello from hello"), "{out}");
+}
+
+/// Every file of this repository but its build output and version control.
+fn copy_repository(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if matches!(
+            name.as_ref(),
+            "target" | ".git" | ".once" | "node_modules" | ".venv" | "__pycache__"
+        ) {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            copy_repository(&entry.path(), &target);
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn this_repository_is_described_and_validates_with_no_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    copy_repository(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), &root);
+    initialize(&root);
+    let root_text = std::fs::read_to_string(root.join("once.toml")).unwrap();
+    // Its test fixtures and starters are workspaces of their own; cargo-fuzz's `fuzz/` is
+    // a Cargo workspace of its own.
+    for pattern in [
+        "\"fuzz/**\"",
+        "\"test_data/demo/**\"",
+        "\"test_data/workspaces/valid/**\"",
+    ] {
+        assert!(root_text.contains(pattern), "{pattern}:\n{root_text}");
+    }
+    let cli = std::fs::read_to_string(root.join("crates/once_cli/once.toml")).unwrap();
+    assert!(cli.contains("crate_name = \"once\""), "{cli}");
+}
+
+#[test]
+fn mcp_plan_init_gives_the_root_manifest_to_create_with_the_nested_workspaces_excluded() {
+    let (_dir, root) = odds_and_ends();
+    let plan = mcp_calls(&root, &[], &[("once_plan_init", serde_json::json!({}))]).remove(0);
+    let text = plan["root_manifest"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(text.starts_with("# The workspace root"), "{text}");
+    assert!(text.contains("\"vendored/**\""), "{text}");
+    let root_entry = plan["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["package"] == "")
+        .unwrap();
+    assert_eq!(root_entry["create_root"], true);
+    let cli = json(&once(&root, &["--format", "json", "init", "--dry-run"]));
+    assert_eq!(cli["root_manifest"], plan["root_manifest"]);
+    assert!(
+        manifests(&root).keys().all(|p| p.starts_with("vendored")),
+        "planning wrote"
+    );
+
+    // With a root manifest, the plan has none to create.
+    initialize(&root);
+    let plan = mcp_calls(&root, &[], &[("once_plan_init", serde_json::json!({}))]).remove(0);
+    assert_eq!(plan["in_step"], true, "{plan}");
+    assert!(plan.get("root_manifest").is_none(), "{plan}");
+}

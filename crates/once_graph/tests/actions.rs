@@ -568,3 +568,74 @@ fn a_memo_replays_plans_and_misses_on_what_changed() {
     assert_eq!(memo.take_hits(), 3, "only the prelude plans hit");
     assert_eq!(memo.len(), before, "nothing of the module kind is recorded");
 }
+
+/// A `rust_binary` with `example` builds it with `cargo build --example` and copies the
+/// executable Cargo leaves in `examples/` into `examples/` of its build directory, which
+/// `run` starts; `example` with `crate_name` is an error of the implementation.
+#[test]
+fn a_rust_example_is_built_with_cargo_build_example() {
+    let system = Fixture::parse(
+        r#"
+        //- /once.toml
+        [workspace]
+        //- /rs/once.toml
+        [[target]]
+        name = "ShowExample"
+        kind = "rust_binary"
+        srcs = ["src/lib.rs", "examples/show.rs"]
+        attrs = { example = "show", features = ["loud"] }
+
+        [[target]]
+        name = "Both"
+        kind = "rust_binary"
+        srcs = ["src/lib.rs"]
+        attrs = { example = "show", crate_name = "rs" }
+        //- /rs/Cargo.toml
+        //- /rs/src/lib.rs
+        //- /rs/examples/show.rs
+        "#,
+    )
+    .system();
+    let (db, workspace, _) = load(&system);
+    let plan = target_actions(&db, workspace, "rs/ShowExample", "build");
+    assert!(plan.diagnostics.is_empty(), "{:?}", plan.diagnostics);
+    let exe = ".once/out/rs/ShowExample/examples/show";
+    assert_eq!(plan.actions.default_outputs, vec![exe.to_owned()]);
+    let cargo = plan
+        .actions
+        .actions
+        .iter()
+        .find(|a| a.outputs.iter().any(|o| o == exe))
+        .expect("an action makes the executable");
+    let ActionStep::Run(command) = &cargo.step else {
+        panic!("{:?}", cargo.step);
+    };
+    let argv = command.argv.join(" ");
+    for needle in [
+        "build --manifest-path rs/Cargo.toml",
+        "--features loud",
+        "--example show",
+        "cp '.once/cargo/debug/examples/show' '.once/out/rs/ShowExample/examples/show'",
+    ] {
+        assert!(argv.contains(needle), "{needle}: {argv}");
+    }
+    assert!(!argv.contains("--bin"), "{argv}");
+    let run = target_actions(&db, workspace, "rs/ShowExample", "run");
+    let ActionStep::Run(command) = &run.actions.actions[0].step else {
+        panic!("{:?}", run.actions.actions[0].step);
+    };
+    assert_eq!(command.argv, ["../.once/out/rs/ShowExample/examples/show"]);
+
+    let both = target_actions(&db, workspace, "rs/Both", "build");
+    let messages: Vec<&str> = both
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("`example` and `crate_name` are both set")),
+        "{messages:?}"
+    );
+}

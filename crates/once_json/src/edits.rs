@@ -218,8 +218,9 @@ pub struct InitManifestDto {
     pub status: String,
     /// The batch, as `once_apply_edit` takes it: `{package, operations}`.
     pub edit: Value,
-    /// The root manifest does not exist: it starts from a `[workspace]` table, which no
-    /// operation writes (write it before applying the batch).
+    /// The root manifest does not exist: it starts from the plan's `root_manifest` text
+    /// (a `[workspace]` table), which no operation writes (write it before applying the
+    /// batch).
     pub create_root: bool,
     /// The unified diff of the change; empty when nothing changes.
     pub diff: String,
@@ -239,6 +240,11 @@ pub struct InitPlanDto {
     pub manifests: Vec<InitManifestDto>,
     /// What the ecosystem files leave out or what could not be read.
     pub warnings: Vec<String>,
+    /// When the root manifest does not exist: the text `once init` creates it with (a
+    /// `[workspace]` table, with an `exclude` of the nested workspaces it found), to
+    /// write before applying the root's batch. Absent when the root manifest exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_manifest: Option<String>,
 }
 
 pub fn init_plan(plan: &once_analysis::init::InitPlan) -> InitPlanDto {
@@ -279,6 +285,7 @@ pub fn init_plan(plan: &once_analysis::init::InitPlan) -> InitPlanDto {
             })
             .collect(),
         warnings: plan.warnings.clone(),
+        root_manifest: plan.root_manifest.clone(),
     }
 }
 

@@ -18,6 +18,10 @@ pub struct EcosystemFacts {
     /// Directories whose `tests/` holds shell test scripts and nothing of another
     /// ecosystem: each script becomes an `sh_test`.
     pub shell: Vec<ShellTests>,
+    /// Directories that are workspaces of their own inside this one (a `once.toml` with
+    /// `[workspace]`, or a Cargo workspace that is not a member of the one around it):
+    /// nothing under them is described, and the root manifest excludes them.
+    pub nested_workspaces: Vec<String>,
     /// What could not be read or run, and what was seen but is not described.
     pub warnings: Vec<String>,
 }
@@ -32,19 +36,33 @@ pub struct CargoPackage {
     pub edition: String,
     /// The crate name of its library target, when it has one.
     pub lib: Option<String>,
-    /// Its binary targets' names.
-    pub bins: Vec<String>,
+    /// Its binary targets.
+    pub bins: Vec<CargoTarget>,
+    /// Its example targets (`[[example]]`, `examples/*.rs`).
+    pub examples: Vec<CargoTarget>,
+    /// Its benchmark targets' names (`[[bench]]`, `benches/*.rs`).
+    pub benches: Vec<String>,
     /// Whether `cargo test` finds tests: integration test targets, or `#[test]` functions
     /// or documentation examples in its sources.
     pub has_tests: bool,
-    /// Whether it has a build script (`build.rs`).
-    pub build_script: bool,
+    /// Its build script, relative to `dir` (`build.rs`, or the `build` key's path).
+    pub build_script: Option<String>,
     /// Its `links` value.
     pub links: Option<String>,
     /// The directories of the path dependencies it declares (normal and build).
     pub path_deps: Vec<String>,
     /// The directories of its path dev-dependencies (its tests use them).
     pub dev_path_deps: Vec<String>,
+}
+
+/// A binary or example target of a Cargo package.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CargoTarget {
+    pub name: String,
+    /// Its root source file, relative to the package directory (`examples/demo.rs`).
+    pub path: String,
+    /// Its `required-features`.
+    pub required_features: Vec<String>,
 }
 
 /// Which runner a Python project's tests are written for.
@@ -60,7 +78,8 @@ pub struct PythonProject {
     pub dir: String,
     /// The file it was found by, workspace-relative.
     pub config_file: String,
-    /// The project's name (`[project] name`, `[metadata] name`), else the directory's.
+    /// The project's name (`[project] name`, `[metadata] name`, the string literal of
+    /// `setup(name=…)` in `setup.py`), else the directory's.
     pub name: String,
     /// `src` for a src layout, `.` for a flat one.
     pub import_root: String,
@@ -96,6 +115,9 @@ pub struct NodePackage {
     pub dependencies: Vec<String>,
     /// Names in `devDependencies`.
     pub dev_dependencies: Vec<String>,
+    /// Its `bin` field: (command name, entry file relative to `dir`). A string `bin`
+    /// names the command after the package.
+    pub bins: Vec<(String, String)>,
 }
 
 /// A Go package, as `go list -json ./...` reports it.

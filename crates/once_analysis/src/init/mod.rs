@@ -17,7 +17,8 @@ use crate::edit::{EditOperation, EditOutcome, EditRequest, manifest_path, plan_e
 
 pub use diff::unified_diff;
 pub use facts::{
-    CargoPackage, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner, ShellTests,
+    CargoPackage, CargoTarget, EcosystemFacts, GoPackage, NodePackage, PythonProject, PythonRunner,
+    ShellTests,
 };
 use propose::{Proposal, TargetRef, Tree};
 
@@ -32,6 +33,11 @@ pub struct InitPlan {
     pub manifests: Vec<ManifestInit>,
     /// What the facts leave out or could not be read.
     pub warnings: Vec<String>,
+    /// The text the root manifest starts from when `once init` creates it (`[workspace]`,
+    /// with an `exclude` of the nested workspaces): written before the root's batch, which
+    /// applies on top of it. `None` when the root manifest exists (it is never rewritten
+    /// outside its batch).
+    pub root_manifest: Option<String>,
 }
 
 /// The batch of one package's manifest.
@@ -123,10 +129,13 @@ pub(crate) fn plan_init(
     workspace: Workspace,
     facts: &EcosystemFacts,
 ) -> Result<InitPlan, String> {
+    // The packages of nested workspaces are theirs: never read, updated or deleted here.
+    let nested = &facts.nested_workspaces;
     let existing_packages: BTreeSet<String> = workspace
         .packages(db)
         .iter()
         .map(|p| p.path(db).clone())
+        .filter(|p| !nested.iter().any(|n| within(p, n)))
         .collect();
     // Files belong to the deepest package above them: first with every directory the
     // facts describe, then with those that get targets.
@@ -261,6 +270,19 @@ pub(crate) fn plan_init(
         }
     }
 
+    let root_manifest = texts
+        .get("")
+        .is_some_and(Option::is_none)
+        .then(|| root_manifest_text(nested));
+    if root_manifest.is_none() {
+        warnings.extend(nested_not_excluded(db, workspace, facts));
+    }
+    warnings.extend(left_out(
+        db,
+        workspace,
+        proposals.iter().map(|p| p.package.as_str()),
+    ));
+
     let mut manifests = Vec::new();
     for package in &packages {
         let before = texts[package].clone();
@@ -278,7 +300,11 @@ pub(crate) fn plan_init(
             package: package.clone(),
             operations: ops,
         };
-        let base = create_root.then_some(ROOT_MANIFEST);
+        let base = if create_root {
+            root_manifest.as_deref()
+        } else {
+            None
+        };
         let outcome = plan_edit_from(db, workspace, &request, base)?;
         let after = match &outcome {
             EditOutcome::Applied {
@@ -300,5 +326,98 @@ pub(crate) fn plan_init(
     Ok(InitPlan {
         manifests,
         warnings,
+        root_manifest,
     })
+}
+
+/// Whether the package directory `path` is `dir` or lies below it.
+fn within(path: &str, dir: &str) -> bool {
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The text of a root manifest `once init` creates: [`ROOT_MANIFEST`], with each nested
+/// workspace and everything below it excluded.
+fn root_manifest_text(nested: &[String]) -> String {
+    let mut text = ROOT_MANIFEST.to_owned();
+    if nested.is_empty() {
+        return text;
+    }
+    text.push_str(
+        "# Workspaces of their own inside this one (once init found them): not loaded here.\nexclude = [\n",
+    );
+    for dir in nested {
+        let quoted = |pattern: String| {
+            let mut out = String::new();
+            // Writing to a `String` cannot fail.
+            let _ = once_model::value::write_toml_string(&mut out, &pattern);
+            out
+        };
+        text.push_str(&format!(
+            "    {},\n    {},\n",
+            quoted(dir.clone()),
+            quoted(format!("{dir}/**"))
+        ));
+    }
+    text.push_str("]\n");
+    text
+}
+
+/// A warning for each nested workspace the existing root manifest does not exclude.
+fn nested_not_excluded(
+    db: &RootDatabase,
+    workspace: Workspace,
+    facts: &EcosystemFacts,
+) -> Vec<String> {
+    let settings = once_graph::workspace_settings(db, workspace);
+    let (filter, ..) = once_db::PackageFilter::new(&settings.include, &settings.exclude);
+    let packages: Vec<String> = workspace
+        .packages(db)
+        .iter()
+        .map(|p| p.path(db).clone())
+        .collect();
+    facts
+        .nested_workspaces
+        .iter()
+        .filter(|dir| {
+            filter.includes(dir)
+                || packages
+                    .iter()
+                    .any(|p| within(p, dir) && filter.includes(p))
+        })
+        .map(|dir| {
+            format!(
+                "`{dir}` is a workspace of its own, but the root `once.toml` does not exclude it, so its packages are loaded as this workspace's: add `\"{dir}\", \"{dir}/**\"` to `[workspace] exclude`"
+            )
+        })
+        .collect()
+}
+
+/// A warning for each package with generated targets that `[workspace] include/exclude`
+/// leave out: its manifest is written, but its targets are not loaded.
+fn left_out<'a>(
+    db: &RootDatabase,
+    workspace: Workspace,
+    packages: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
+    let packages: BTreeSet<&str> = packages.collect();
+    let settings = once_graph::workspace_settings(db, workspace);
+    let (included, ..) = once_db::PackageFilter::new(&settings.include, &[]);
+    let (filter, ..) = once_db::PackageFilter::new(&settings.include, &settings.exclude);
+    packages
+        .into_iter()
+        .filter(|p| !filter.includes(p))
+        .map(|p| {
+            let reason = if included.includes(p) {
+                "matches `[workspace] exclude`"
+            } else {
+                "is outside `[workspace] include`"
+            };
+            format!(
+                "the package `{p}` {reason} of the root `once.toml`: once init describes it, but the workspace does not load its targets; change `[workspace]` to add it"
+            )
+        })
+        .collect()
 }

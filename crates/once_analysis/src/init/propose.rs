@@ -178,7 +178,7 @@ pub(crate) fn propose(
     warnings: &mut Vec<String>,
 ) -> Vec<Proposal> {
     let mut out = Vec::new();
-    cargo(facts, tree, &mut out);
+    cargo(facts, tree, warnings, &mut out);
     python(facts, tree, &mut out);
     node(facts, tree, warnings, &mut out);
     go(facts, tree, warnings, &mut out);
@@ -208,7 +208,12 @@ pub(crate) fn described_dirs(facts: &EcosystemFacts) -> BTreeSet<String> {
     dirs
 }
 
-fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
+fn cargo(
+    facts: &EcosystemFacts,
+    tree: &Tree<'_>,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<Proposal>,
+) {
     let libs: BTreeMap<&str, TargetRef> = facts
         .cargo
         .iter()
@@ -237,14 +242,46 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
         let files = tree.owned(&package.dir);
         let source = join(&package.dir, "Cargo.toml");
         let base = pascal(&package.name);
-        let build =
-            (package.build_script && files.contains(&"build.rs")).then(|| "build.rs".to_owned());
+        // The build script joins `srcs` when the `src/` glob does not already cover it,
+        // so that editing it rebuilds the crates (Cargo runs it before compiling them).
+        // A build script of several files (`build/main.rs` and its modules) by its
+        // directory.
+        let build: Vec<String> = match package.build_script.as_deref() {
+            Some(b) if b.starts_with("src/") || !files.contains(&b) => Vec::new(),
+            Some(b) => match b.rsplit_once('/') {
+                Some((dir, "main.rs")) => sources(&[format!("{dir}/**/*.rs")], &[], &files),
+                _ => vec![b.to_owned()],
+            },
+            None => Vec::new(),
+        };
         let crate_srcs = sources(&["src/**/*.rs".to_owned()], &[], &files)
             .into_iter()
             .chain(build.clone())
             .collect::<Vec<_>>();
         let deps = refs(&package.path_deps, &package.dir);
         let edition = string(&package.edition);
+        // `links` is only read with `c_deps`, but it is the Cargo.toml's word: recorded
+        // on every target, so that adding `c_deps` by hand needs nothing else.
+        let links = package
+            .links
+            .as_ref()
+            .map(|l| ("links".to_owned(), string(l)));
+        let features = |target: &super::facts::CargoTarget| {
+            (!target.required_features.is_empty()).then(|| {
+                (
+                    "features".to_owned(),
+                    AttrValue::List(target.required_features.iter().map(|f| string(f)).collect()),
+                )
+            })
+        };
+        const OWNED: &[&str] = &[
+            "crate_name",
+            "edition",
+            "manifest_path",
+            "package",
+            "links",
+            "example",
+        ];
         if let Some(lib) = &package.lib {
             let mut p = Proposal::new(&package.dir, base.clone(), "rust_library", source.clone());
             p.srcs = crate_srcs.clone();
@@ -253,23 +290,70 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
                 ("crate_name".to_owned(), string(lib)),
                 ("edition".to_owned(), edition.clone()),
             ];
-            p.owned_attrs = &["crate_name", "edition", "manifest_path", "package"];
+            p.attrs.extend(links.clone());
+            p.owned_attrs = OWNED;
             out.push(p);
         }
         for bin in &package.bins {
-            let mut name = pascal(bin);
+            let mut name = pascal(&bin.name);
             if name == base && package.lib.is_some() {
                 name.push_str("Bin");
             }
             let mut p = Proposal::new(&package.dir, name, "rust_binary", source.clone());
             p.srcs = crate_srcs.clone();
+            if !bin.path.starts_with("src/") && files.contains(&bin.path.as_str()) {
+                p.srcs.push(bin.path.clone());
+            }
             p.deps = deps.clone();
             p.attrs = vec![
-                ("crate_name".to_owned(), string(bin)),
+                ("crate_name".to_owned(), string(&bin.name)),
                 ("edition".to_owned(), edition.clone()),
             ];
-            p.owned_attrs = &["crate_name", "edition", "manifest_path", "package"];
+            p.attrs.extend(links.clone());
+            p.attrs.extend(features(bin));
+            p.owned_attrs = OWNED;
             out.push(p);
+        }
+        // An example builds against the library and the dev-dependencies, as `cargo
+        // build --example` does.
+        let mut example_deps = package.path_deps.clone();
+        example_deps.extend(package.dev_path_deps.iter().cloned());
+        let example_deps = refs(&example_deps, &package.dir);
+        for example in &package.examples {
+            let name = format!("{}Example", pascal(&example.name));
+            let mut p = Proposal::new(&package.dir, name, "rust_binary", source.clone());
+            p.srcs = crate_srcs.clone();
+            // A one-file example (`examples/demo.rs`), or a directory of them
+            // (`examples/demo/main.rs`).
+            let own = match example.path.rsplit_once('/') {
+                Some((dir, "main.rs")) if dir.starts_with("examples/") => {
+                    sources(&[format!("{dir}/**/*.rs")], &[], &files)
+                }
+                _ if files.contains(&example.path.as_str()) => vec![example.path.clone()],
+                _ => Vec::new(),
+            };
+            p.srcs
+                .extend(own.into_iter().filter(|s| !s.starts_with("src/")));
+            p.deps = example_deps.clone();
+            p.attrs = vec![
+                ("example".to_owned(), string(&example.name)),
+                ("edition".to_owned(), edition.clone()),
+            ];
+            p.attrs.extend(links.clone());
+            p.attrs.extend(features(example));
+            p.owned_attrs = OWNED;
+            out.push(p);
+        }
+        if !package.benches.is_empty() {
+            warnings.push(format!(
+                "{source}: the benchmarks ({}) get no target: no kind runs `cargo bench` (the package's `rust_test` compiles them as tests only when they set `test = true`)",
+                package
+                    .benches
+                    .iter()
+                    .map(|b| format!("`{b}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         if package.has_tests {
             let mut p = Proposal::new(
@@ -290,12 +374,14 @@ fn cargo(facts: &EcosystemFacts, tree: &Tree<'_>, out: &mut Vec<Proposal>) {
             all.extend(package.dev_path_deps.iter().cloned());
             p.deps = refs(&all, &package.dir);
             p.attrs = vec![("edition".to_owned(), edition)];
+            p.attrs.extend(links);
             p.owned_attrs = &[
                 "edition",
                 "manifest_path",
                 "package",
                 "crate_name",
                 "doctests",
+                "links",
             ];
             p.owned_roles = &["crate_under_test"];
             out.push(p);
@@ -467,6 +553,32 @@ fn node(
                 .collect();
             p.srcs = sources(&includes, &test_globs, &files);
             p.deps = workspace_deps(&package.dependencies);
+            out.push(p);
+        }
+        // Each command of `bin`: the package's sources (what its entry file may load by
+        // relative paths), the entry file as `main`.
+        for (command, main) in &package.bins {
+            if !files.contains(&main.as_str()) {
+                warnings.push(format!(
+                    "{source}: the `bin` entry `{command}` names `{main}`, which does not exist: no target describes it"
+                ));
+                continue;
+            }
+            let mut name = pascal(command);
+            if lib.as_ref().is_some_and(|l| l.name == name) {
+                name.push_str("Bin");
+            }
+            let mut p = Proposal::new(&package.dir, name, "node_binary", source.clone());
+            let includes: Vec<String> = std::iter::once("package.json".to_owned())
+                .chain(NODE_EXTENSIONS.iter().map(|e| format!("**/*.{e}")))
+                .collect();
+            p.srcs = sources(&includes, &test_globs, &files);
+            if !is_js(main) || is_test(main) {
+                p.srcs.push(main.clone());
+            }
+            p.deps = workspace_deps(&package.dependencies);
+            p.attrs = vec![("main".to_owned(), string(main))];
+            p.owned_attrs = &["main"];
             out.push(p);
         }
         let tests: Vec<&str> = files.iter().copied().filter(|f| is_test(f)).collect();
