@@ -455,6 +455,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
         println!("{summary}");
     }
     let code = built.exit_code(&plan);
+    crate::server::memo::offer(&root, &plan, &built, &session, code);
     // The process ends with the build: what it holds is left to the exit, not freed
     // (10,000 actions' plan, results and records took a no-op build of 10,000 targets
     // about a twentieth of its time to free).

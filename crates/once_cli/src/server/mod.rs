@@ -20,6 +20,7 @@
 
 pub mod client;
 pub mod daemon;
+pub mod memo;
 pub mod protocol;
 
 use std::fs::File;
