@@ -675,3 +675,35 @@ fn no_op_builds_are_replayed_only_while_nothing_changed() {
     }
     assert!(!build_twice(&served, &computed, all, "a manifest edited"));
 }
+
+#[test]
+fn a_start_right_after_a_stop_starts_a_new_server() {
+    let ws = Workspace::new();
+    write(&ws.root(), "once.toml", "[workspace]\n");
+    write(&ws.root(), "p/once.toml", &package(0, ""));
+    let mut pid = ws.start(&[]);
+    for round in 0..5 {
+        let stopped = ws.once(&["server", "stop"]);
+        assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+        // `stop` returns once the lock is free: nobody holds it now.
+        let lock = std::fs::File::open(ws.root().join(".once/server.lock")).unwrap();
+        assert!(
+            lock.try_lock().is_ok(),
+            "round {round}: the lock is still held after `stop`"
+        );
+        drop(lock);
+        let next = ws.start(&[]);
+        assert_ne!(next, pid, "round {round}: the old server answered");
+        assert!(
+            ws.status().is_some(),
+            "round {round}: no server after start"
+        );
+        pid = next;
+    }
+    let stopped = ws.once(&["server", "stop"]);
+    assert!(stopped.status.success());
+    assert!(
+        !processes::ps_lists(pid),
+        "the last server outlives its stop"
+    );
+}

@@ -23,6 +23,9 @@ use super::protocol::{self, Hello, Request};
 use super::{Paths, VERSION, identity};
 use crate::args::{Args, Command, Query};
 
+/// How long `stop` waits for the server to exit and release its lock.
+const STOP_DEADLINE: Duration = Duration::from_secs(30);
+
 /// How long the server may take to answer the handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(1);
 
@@ -243,7 +246,7 @@ fn auto_start(paths: &Paths, mode: Mode) {
 }
 
 /// Whether a server holds the workspace's lock (it is loading, or runs).
-fn starting(paths: &Paths) -> bool {
+pub fn starting(paths: &Paths) -> bool {
     let Ok(file) = std::fs::File::open(&paths.lock) else {
         return false;
     };
@@ -295,9 +298,13 @@ pub fn stop(paths: &Paths) -> Option<u32> {
     protocol::write_frame(&mut stream, protocol::STOP, &[]).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let _ = protocol::read_frame(&mut stream);
-    // It cancels what runs, then removes its socket and exits.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::time::Instant::now() < deadline && super::process_alive(hello.pid) {
+    // It cancels what runs, then removes its socket and exits. Its main thread ends
+    // (and shows as gone) before the others: the lock is released only when the last
+    // one has, so a `start` right after this finds the workspace free.
+    let deadline = std::time::Instant::now() + STOP_DEADLINE;
+    while std::time::Instant::now() < deadline
+        && (super::process_alive(hello.pid) || starting(paths))
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     Some(hello.pid)

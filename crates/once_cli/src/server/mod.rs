@@ -310,8 +310,22 @@ fn start(args: &Args, root: &Path, idle: Duration) -> anyhow::Result<Outcome> {
     }
     // A server of another build answers no status: stop it, a new one replaces it.
     let _ = client::stop(&paths);
-    let pid = spawn(&paths, idle)?;
     let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    // A server still loading (or one stopping) holds the lock: wait until it answers,
+    // or lets go of the lock, instead of starting one that would give up at once.
+    while client::starting(&paths) && std::time::Instant::now() < deadline {
+        if let Some(status) = client::status(&paths) {
+            let pid = status.get("pid").cloned().unwrap_or_default();
+            report(
+                args.format,
+                json!({ "started": false, "running": true, "pid": pid }),
+                &format!("the workspace server already runs (pid {pid})"),
+            )?;
+            return Ok(Outcome::Success);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = spawn(&paths, idle)?;
     loop {
         if let Some(status) = client::status(&paths) {
             let pid = status.get("pid").cloned().unwrap_or_default();
