@@ -707,3 +707,84 @@ fn a_start_right_after_a_stop_starts_a_new_server() {
         "the last server outlives its stop"
     );
 }
+
+#[test]
+fn run_is_planned_by_the_server_and_runs_in_the_client() {
+    let ws = Workspace::new();
+    let root = ws.root();
+    write(&root, "once.toml", "[workspace]\n");
+    write(
+        &root,
+        "tools/once.toml",
+        "[[target]]\nname = \"Hello\"\nkind = \"script\"\nsrcs = [\"hello.sh\"]\n\n\
+         [target.attrs]\nscript_path = \"hello.sh\"\nscript_runtime = \"sh\"\nargs = [\"fixed\"]\n",
+    );
+    write(
+        &root,
+        "tools/hello.sh",
+        "#!/bin/sh\nif [ \"$2\" = fail ]; then echo failing >&2; exit 7; fi\necho \"hello $*\"\n",
+    );
+    ws.start(&[]);
+    let check = |args: &[&str], when: &str, served: bool| {
+        let before = ws.requests();
+        let answer = ws.once(args);
+        let expected = ws.in_process(args);
+        assert_eq!(
+            (
+                without_durations(&text(&answer.stdout)),
+                text(&answer.stderr),
+                answer.status.code()
+            ),
+            (
+                without_durations(&text(&expected.stdout)),
+                text(&expected.stderr),
+                expected.status.code()
+            ),
+            "{when}: `once {}` differs through the server",
+            args.join(" ")
+        );
+        if served {
+            assert_eq!(
+                ws.requests(),
+                before + 1,
+                "{when}: not planned by the server"
+            );
+        }
+    };
+    check(&["run", "tools/Hello", "--", "extra"], "first run", true);
+    check(&["run", "tools/Hello", "--", "extra"], "again", true);
+    check(
+        &["run", "tools/Hello", "--", "fail"],
+        "a failing program",
+        true,
+    );
+    check(&["run", "tools/Hello", "--format", "json"], "JSON", true);
+    // Edited, then planned again from the fresh database.
+    write(&root, "tools/hello.sh", "#!/bin/sh\necho \"edited $*\"\n");
+    let edited = ws.once(&["run", "tools/Hello"]);
+    assert_eq!(text(&edited.stdout), "edited fixed\n");
+    check(&["run", "tools/Hello"], "after an edit", true);
+    // Errors are the client's own (the server declines, the client plans).
+    check(&["run", "tools/Nope"], "an unknown target", false);
+    write(
+        &root,
+        "tools/once.toml",
+        "[[target]]\nname = \"Hello\"\nkind = \n",
+    );
+    check(&["run", "tools/Hello"], "a broken manifest", false);
+}
+
+/// `text` with every `"duration_ms":N` made `0` (how long a program ran differs from one
+/// run to the next, wherever it is planned).
+fn without_durations(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"duration_ms\":") {
+        let (head, tail) = rest.split_at(at + "\"duration_ms\":".len());
+        out.push_str(head);
+        out.push('0');
+        rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}

@@ -57,6 +57,50 @@ pub fn eligible(args: &Args) -> Option<bool> {
     }
 }
 
+/// Whether the server plans `args`' command for the client (`once run`: the client runs
+/// the program itself, attached to its terminal).
+pub fn plannable(args: &Args) -> bool {
+    matches!(&args.command, Command::Run { exec, .. }
+        if !exec.store.as_deref().is_some_and(|s| s.is_relative()))
+}
+
+/// The plan of `once run`'s command from the workspace server; `None` when it must be
+/// planned here (no server, another build, a decline, a silence, or `ONCE_SERVER=off`).
+pub fn plan_run(args: &Args) -> Option<once_build::Plan> {
+    if crate::context::current().is_some() || !plannable(args) {
+        return None;
+    }
+    let mode = mode();
+    if mode == Mode::Off {
+        return None;
+    }
+    let root = crate::query::workspace_root(args).ok()?;
+    let paths = Paths::of(&root);
+    let Some((mut stream, theirs)) = connect(&paths) else {
+        auto_start(&paths, mode);
+        return None;
+    };
+    if theirs.version != VERSION || theirs.identity != identity() {
+        if wants_server(&paths, mode) {
+            let _ = stop(&paths);
+            auto_start(&paths, mode);
+        }
+        return None;
+    }
+    let request = request(&root, false)?;
+    protocol::write_frame(&mut stream, protocol::PLAN, &request.encode()).ok()?;
+    let _ = stream.set_read_timeout(Some(SILENCE));
+    loop {
+        match protocol::read_frame(&mut stream).ok()? {
+            (protocol::KEEPALIVE, _) => {}
+            (protocol::PLANNED, bytes) => {
+                return once_build::plan_cache::last_plan::decode_transfer(&bytes);
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// What `ONCE_SERVER` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {

@@ -364,6 +364,13 @@ fn connection(server: &Arc<Server>, mut stream: UnixStream) {
             }
         }
         protocol::REQUEST => decline(&mut stream, "another `once` build"),
+        protocol::PLAN if theirs.version == ours.version && theirs.identity == ours.identity => {
+            match Request::decode(&payload) {
+                Some(request) => plan_request(server, stream, request),
+                None => decline(&mut stream, "a malformed request"),
+            }
+        }
+        protocol::PLAN => decline(&mut stream, "another `once` build"),
         _ => {}
     }
 }
@@ -586,6 +593,75 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
         .last_activity
         .store(now_millis(server), Ordering::SeqCst);
     server.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Plans `once run`'s command for a client, which runs the program itself: the plan is
+/// sent when planning printed nothing and found no problem (the client plans anything
+/// else itself, and prints what it prints).
+fn plan_request(server: &Arc<Server>, mut stream: UnixStream, request: Request) {
+    if request.root != server.root {
+        return decline(&mut stream, "another workspace");
+    }
+    let argv = std::iter::once(OsString::from("once")).chain(request.argv.iter().cloned());
+    let Ok(args) = Args::try_parse_from(argv) else {
+        return decline(&mut stream, "a command line that does not parse");
+    };
+    if !super::client::plannable(&args) {
+        return decline(&mut stream, "a command the server does not plan");
+    }
+    let env: BTreeMap<OsString, OsString> = request.env.into_iter().collect();
+    if !execution_env_matches(&server.env, &env) {
+        return decline(&mut stream, "an environment that differs from the server's");
+    }
+    let buffer = Arc::new(Buffer(Mutex::new(Vec::new())));
+    let context = Arc::new(Context {
+        root: server.root.clone(),
+        cwd: request.cwd,
+        env,
+        stderr_terminal: request.stderr_terminal,
+        stdout_color: anstream::ColorChoice::Never,
+        sink: buffer.clone(),
+        warm: Arc::new(WarmDatabase(server.clone())),
+        closed: AtomicBool::new(false),
+        cancel: Mutex::new(None),
+        signal: AtomicI32::new(0),
+        memo: Mutex::new(None),
+    });
+    server.active.fetch_add(1, Ordering::SeqCst);
+    server.requests.fetch_add(1, Ordering::SeqCst);
+    server
+        .last_activity
+        .store(now_millis(server), Ordering::SeqCst);
+    let planned = {
+        let _entered = crate::context::enter(Some(context));
+        std::panic::catch_unwind(AssertUnwindSafe(|| crate::build::plan_for_run(&args)))
+    };
+    let encoded = match planned {
+        Ok(Ok(plan)) if lock(&buffer.0).is_empty() => {
+            once_build::plan_cache::last_plan::encode_transfer(&plan)
+        }
+        _ => None,
+    };
+    match encoded {
+        Some(bytes) => {
+            let _ = protocol::write_frame(&mut stream, protocol::PLANNED, &bytes);
+        }
+        None => decline(&mut stream, "a plan the client makes itself"),
+    }
+    server
+        .last_activity
+        .store(now_millis(server), Ordering::SeqCst);
+    server.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// What planning printed (nothing, normally).
+struct Buffer(Mutex<Vec<u8>>);
+
+impl Sink for Buffer {
+    fn write(&self, _stream: Stream, bytes: &[u8]) -> io::Result<()> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(())
+    }
 }
 
 /// Fences both watchers (the workspace's, and the outputs' and store's for `store`)
