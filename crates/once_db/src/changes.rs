@@ -55,6 +55,7 @@ pub(crate) fn load_walked_workspace(
             let manifest = file_input(db, &Package::join(&found.path, MANIFEST_NAME));
             Package::builder(found.path, manifest, found.files, found.links)
                 .path_durability(Durability::HIGH)
+                .manifest_durability(Durability::HIGH)
                 .files_durability(Durability::MEDIUM)
                 .links_durability(Durability::MEDIUM)
                 .new(db)
@@ -328,6 +329,7 @@ fn rescan_workspace(db: &mut RootDatabase, workspace: Workspace) {
             None => packages.push(
                 Package::builder(found.path, manifest, found.files, found.links)
                     .path_durability(Durability::HIGH)
+                    .manifest_durability(Durability::HIGH)
                     .files_durability(Durability::MEDIUM)
                     .links_durability(Durability::MEDIUM)
                     .new(db),
