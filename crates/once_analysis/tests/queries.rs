@@ -54,7 +54,10 @@ fn editing_one_manifest_relocates_only_its_diagnostics() {
     // what read it cannot backdate then: a first change (a trailing blank line) before
     // the measured one.
     let path = once_fixture::path("a/once.toml");
-    system.write(&path, "[[target]]\nname = \"A\"\nkind = \"rust_libary\"\n\n");
+    system.write(
+        &path,
+        "[[target]]\nname = \"A\"\nkind = \"rust_libary\"\n\n",
+    );
     host.apply_changes(&[ChangeEvent::Changed(path.clone())]);
     let _ = host.analysis().diagnostics_by_file().unwrap();
     let _ = log.take();

@@ -15,7 +15,7 @@ use crate::manifests::{Configurable, manifest};
 use crate::resolve::{
     ResolvedTarget, is_label_type, resolved_targets, string_elements, target_summaries,
 };
-use crate::settings::{package_by_path, workspace_packages};
+use crate::settings::package_by_path;
 use crate::text::closest;
 
 /// Every diagnostic of one package's manifest: structure, local checks, and checks of its

@@ -26,7 +26,9 @@
 //!
 //! A replay records the evidence an in-process no-op build records (the same action
 //! evidence with the time of the replay) and counts the hits in the store's statistics,
-//! before the answer is sent. It does not renew the records' last use (the in-process
+//! while the answer is sent (before its exit status: whoever reads the answer can query
+//! the evidence); a failure to record is the warning the in-process build prints, last.
+//! A JSON answer's `duration_ms` are those of the remembered build. It does not renew the records' last use (the in-process
 //! build renews a use older than an hour; the memo's age bound keeps the difference
 //! small). Whenever anything is in doubt, the server builds.
 
@@ -111,8 +113,10 @@ impl Capture {
     }
 
     /// Records what the in-process no-op build records: its evidence (now) and its hits.
-    /// `false` when the evidence cannot be recorded (then the build runs and says so).
-    pub fn record(&self) -> bool {
+    /// When the evidence cannot be recorded, answers the warning the in-process build
+    /// prints then (`once: warning: …`, a line of its stderr).
+    pub fn record(&self) -> Option<String> {
+        let mut warning = None;
         if !self.evidence.is_empty() {
             let now = once_exec::evidence::now_unix_ms();
             let records: Vec<EvidenceRecord> = self
@@ -120,15 +124,19 @@ impl Capture {
                 .iter()
                 .map(|evidence| EvidenceRecord::new(evidence.clone(), now))
                 .collect();
-            if once_evidence::append_to_journal(&self.root, &records).is_err() {
-                return false;
+            if let Err(err) = once_evidence::append_to_journal(&self.root, &records) {
+                let message = format!("the evidence of this execution was not recorded: {err}");
+                warning = Some(format!(
+                    "once: warning: {}\n",
+                    crate::human::printable(&message)
+                ));
             }
         }
         if let Ok(store) = once_exec::Store::open(&self.store) {
             let counts = once_remote::stats::CacheStats::of_command(self.local_hits, 0, 0, None);
             let _ = once_remote::stats::add(&store, &counts);
         }
-        true
+        warning
     }
 }
 
