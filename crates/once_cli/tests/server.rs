@@ -788,3 +788,36 @@ fn without_durations(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+#[test]
+fn a_build_reading_a_link_is_never_replayed() {
+    let (served, computed) = (Workspace::new(), Workspace::new());
+    for ws in [&served, &computed] {
+        let root = ws.root();
+        write(&root, "once.toml", "[workspace]\n");
+        write(&root, "lnk/once.toml", &package(0, ""));
+        write(&root, "lnk/check.sh", "#!/bin/sh\nexit 0\n");
+        write(&root, "lnk/src/f0.txt", "0\n");
+        write(&root, "shared/data.txt", "first\n");
+        std::os::unix::fs::symlink("../../shared/data.txt", root.join("lnk/src/l.txt")).unwrap();
+    }
+    served.start(&[]);
+    let all: &[&str] = &["build", "lnk/..."];
+    for round in 0..3 {
+        assert!(!build_twice(
+            &served,
+            &computed,
+            all,
+            &format!("round {round}")
+        ));
+    }
+    for ws in [&served, &computed] {
+        write(&ws.root(), "shared/data.txt", "second\n");
+    }
+    assert!(!build_twice(
+        &served,
+        &computed,
+        all,
+        "the link's target edited"
+    ));
+}

@@ -116,14 +116,12 @@ impl TreeWatcher {
                         ),
                         // A directory gone or renamed: its watches are stale.
                         EventKind::Remove(RemoveKind::Folder) => self.broken = true,
-                        EventKind::Modify(ModifyKind::Name(_)) => {
-                            if event
-                                .paths
-                                .iter()
-                                .any(|p| self.watched.contains(p) || entry(p) == Entry::Directory)
-                            {
-                                self.broken = true;
-                            }
+                        EventKind::Modify(ModifyKind::Name(_))
+                            if event.paths.iter().any(|p| {
+                                self.watched.contains(p) || entry(p) == Entry::Directory
+                            }) =>
+                        {
+                            self.broken = true;
                         }
                         _ => {}
                     }

@@ -758,10 +758,15 @@ fn remember(
     }
     {
         let warm = lock(&server.warm);
+        // A link's target, or what is inside a directory, may be where no watch is.
+        let plain = |input: &std::path::Path| match std::fs::symlink_metadata(input) {
+            Ok(metadata) => metadata.is_file(),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+        };
         if !capture
             .inputs
             .iter()
-            .all(|input| warm.watcher.covers(input))
+            .all(|input| plain(input) && warm.watcher.covers(input))
         {
             return;
         }

@@ -15,8 +15,9 @@
 //!   outputs) or the store's `actions/` and `blobs/`; both are fenced at the request
 //!   (every change made before it is seen), and the build itself was bracketed by fences
 //!   that saw nothing change while it ran;
-//! - every source input the build read is somewhere a change reaches the workspace
-//!   watcher ([`once_watch::WorkspaceWatcher::covers`]), every output is under
+//! - every source input the build read is a regular file (or missing), not a link or a
+//!   directory, somewhere a change reaches the workspace watcher
+//!   ([`once_watch::WorkspaceWatcher::covers`]), every output is under
 //!   `.once/out`, and no action has toolchain probes or copies a host file (their
 //!   identity lives outside the workspace);
 //! - the programs the actions run resolve to the same files with the same metadata
