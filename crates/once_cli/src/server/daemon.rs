@@ -791,7 +791,7 @@ fn remember(
 /// the memo), given up past [`memo::MAX_OUTPUT`] bytes.
 struct Recorder {
     connection: Arc<Connection>,
-    frames: Mutex<Option<Vec<(Stream, Vec<u8>)>>>,
+    frames: Mutex<Option<memo::Frames>>,
     size: AtomicUsize,
 }
 

@@ -141,13 +141,16 @@ impl Capture {
     }
 }
 
+/// What a command wrote, in order: each stream's consecutive writes joined.
+pub type Frames = Vec<(Stream, Vec<u8>)>;
+
 /// What a build through the server answered, for replays.
 pub struct Memo {
     /// The encoded request.
     pub key: Vec<u8>,
     /// The server's generation the answer holds for.
     pub generation: u64,
-    pub frames: Vec<(Stream, Vec<u8>)>,
+    pub frames: Frames,
     pub code: u8,
     pub capture: Capture,
     pub created: Instant,
