@@ -120,11 +120,27 @@ impl Capture {
         let mut warning = None;
         if !self.evidence.is_empty() {
             let now = once_exec::evidence::now_unix_ms();
-            let records: Vec<EvidenceRecord> = self
-                .evidence
-                .iter()
-                .map(|evidence| EvidenceRecord::new(evidence.clone(), now))
-                .collect();
+            // A record's id is a SHA-256 of its content and time: 10,000 of them are
+            // worth two threads.
+            let make = |part: &[ActionEvidence]| -> Vec<EvidenceRecord> {
+                part.iter()
+                    .map(|evidence| EvidenceRecord::new(evidence.clone(), now))
+                    .collect()
+            };
+            let (first, second) = self.evidence.split_at(self.evidence.len() / 2);
+            let records: Vec<EvidenceRecord> = if first.len() < 512 {
+                make(&self.evidence)
+            } else {
+                std::thread::scope(|scope| {
+                    let other = scope.spawn(|| make(second));
+                    let mut records = make(first);
+                    match other.join() {
+                        Ok(rest) => records.extend(rest),
+                        Err(_) => records.extend(make(second)),
+                    }
+                    records
+                })
+            };
             if let Err(err) = once_evidence::append_to_journal(&self.root, &records) {
                 let message = format!("the evidence of this execution was not recorded: {err}");
                 warning = Some(format!(
