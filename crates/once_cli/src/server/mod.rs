@@ -7,7 +7,9 @@
 //! own with the client's environment, current directory and terminals
 //! ([`crate::context`]), only planning from its warm database instead of loading one
 //! ([`daemon`]). Every answer is fenced: before it reads the database, the watcher has
-//! seen every change made before the request was sent.
+//! seen every change made before the request was sent. `once run` asks it for its plan
+//! only, and runs the program itself with its terminal; a no-op build is answered from
+//! the server's memory while its watchers prove nothing changed ([`memo`]).
 //!
 //! Where things are: the lock (held by the running server), the log and the socket under
 //! the workspace's `.once/` ([`Paths`]); when the socket's path is too long for a Unix
