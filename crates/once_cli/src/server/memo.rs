@@ -39,7 +39,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use once_build::Plan;
 use once_build::session::{Built, Session};
-use once_evidence::{ActionEvidence, EvidenceRecord};
 use once_exec::{ActionStatus, CacheState};
 use once_model::action::{ActionStep, OUT_DIR};
 
@@ -99,8 +98,8 @@ pub struct Capture {
     root: PathBuf,
     /// The store the build used.
     pub store: PathBuf,
-    /// The evidence the build recorded, without its time.
-    evidence: Vec<ActionEvidence>,
+    /// The evidence the build recorded, ready to be recorded again at another time.
+    evidence: Vec<once_evidence::Repeatable>,
     local_hits: u64,
     tools: Vec<ToolCheck>,
     /// The source inputs (absolute) the build read outside `.once`.
@@ -118,36 +117,13 @@ impl Capture {
     /// prints then (`once: warning: …`, a line of its stderr).
     pub fn record(&self) -> Option<String> {
         let mut warning = None;
-        if !self.evidence.is_empty() {
-            let now = once_exec::evidence::now_unix_ms();
-            // A record's id is a SHA-256 of its content and time: 10,000 of them are
-            // worth two threads.
-            let make = |part: &[ActionEvidence]| -> Vec<EvidenceRecord> {
-                part.iter()
-                    .map(|evidence| EvidenceRecord::new(evidence.clone(), now))
-                    .collect()
-            };
-            let (first, second) = self.evidence.split_at(self.evidence.len() / 2);
-            let records: Vec<EvidenceRecord> = if first.len() < 512 {
-                make(&self.evidence)
-            } else {
-                std::thread::scope(|scope| {
-                    let other = scope.spawn(|| make(second));
-                    let mut records = make(first);
-                    match other.join() {
-                        Ok(rest) => records.extend(rest),
-                        Err(_) => records.extend(make(second)),
-                    }
-                    records
-                })
-            };
-            if let Err(err) = once_evidence::append_to_journal(&self.root, &records) {
-                let message = format!("the evidence of this execution was not recorded: {err}");
-                warning = Some(format!(
-                    "once: warning: {}\n",
-                    crate::human::printable(&message)
-                ));
-            }
+        let now = once_exec::evidence::now_unix_ms();
+        if let Err(err) = once_evidence::append_repeated(&self.root, &self.evidence, now) {
+            let message = format!("the evidence of this execution was not recorded: {err}");
+            warning = Some(format!(
+                "once: warning: {}\n",
+                crate::human::printable(&message)
+            ));
         }
         if let Ok(store) = once_exec::Store::open(&self.store) {
             let counts = once_remote::stats::CacheStats::of_command(self.local_hits, 0, 0, None);
@@ -307,7 +283,7 @@ fn ctime(metadata: &std::fs::Metadata) -> SystemTime {
 }
 
 /// The evidence the build recorded, in the order it recorded it.
-fn plan_evidence(plan: &Plan, built: &Built) -> Vec<ActionEvidence> {
+fn plan_evidence(plan: &Plan, built: &Built) -> Vec<once_evidence::Repeatable> {
     let planned: std::collections::HashMap<&str, &once_exec::PlannedAction> = plan
         .actions
         .iter()
@@ -320,5 +296,6 @@ fn plan_evidence(plan: &Plan, built: &Built) -> Vec<ActionEvidence> {
         .filter_map(|result| {
             once_exec::evidence::action_evidence(planned.get(result.id.as_str())?, result)
         })
+        .map(|evidence| once_evidence::Repeatable::new(&evidence))
         .collect()
 }
