@@ -50,8 +50,19 @@ fn editing_one_manifest_relocates_only_its_diagnostics() {
     let _ = host.analysis().diagnostics_by_file().unwrap();
     assert_eq!(runs(&log, "located_diagnostics_of_file"), 0);
 
-    // A keystroke in a/once.toml (a blank line moves its diagnostic down a line).
+    // The first change of a file lowers its durability (see `once_db`'s `file_input`), and
+    // what read it cannot backdate then: a first change (a trailing blank line) before
+    // the measured one.
     let path = once_fixture::path("a/once.toml");
+    system.write(
+        &path,
+        "[[target]]\nname = \"A\"\nkind = \"rust_libary\"\n\n",
+    );
+    host.apply_changes(&[ChangeEvent::Changed(path.clone())]);
+    let _ = host.analysis().diagnostics_by_file().unwrap();
+    let _ = log.take();
+
+    // A keystroke in a/once.toml (a blank line moves its diagnostic down a line).
     system.write(
         &path,
         "\n[[target]]\nname = \"A\"\nkind = \"rust_libary\"\n",

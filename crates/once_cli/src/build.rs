@@ -455,6 +455,7 @@ pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Resul
         println!("{summary}");
     }
     let code = built.exit_code(&plan);
+    crate::server::memo::offer(&root, &plan, &built, &session, code);
     // The process ends with the build: what it holds is left to the exit, not freed
     // (10,000 actions' plan, results and records took a no-op build of 10,000 targets
     // about a twentieth of its time to free).
@@ -534,6 +535,22 @@ pub(crate) fn print_records(records: &[TargetRecord]) {
     print!("{out}");
 }
 
+/// The plan of `once run`'s command, as [`run`] makes it in-process (on the workspace
+/// server: from its warm database, for a client that runs the program itself).
+pub(crate) fn plan_for_run(args: &Args) -> anyhow::Result<Plan> {
+    let crate::args::Command::Run { target, exec, .. } = &args.command else {
+        return Err(anyhow!("not a `once run` command"));
+    };
+    let root = workspace_root(args)?;
+    let session = open_session(&root, exec)?;
+    let patterns = [target.clone()];
+    let request = PlanRequest::Capability {
+        patterns: &patterns,
+        capability: "run",
+    };
+    Ok(plan_cold(&root, session.store(), &request, false)?.plan)
+}
+
 /// `once run TARGET [-- ARGS…]`: builds what the run capability needs, then runs its
 /// uncached commands with the terminal attached (ARGS appended to the last one). Exits
 /// with the program's exit code once it ran (`once_build::session::exit`).
@@ -550,7 +567,12 @@ pub fn run(
         patterns: &patterns,
         capability: "run",
     };
-    let plan = plan_cold(&root, session.store(), &request, false)?.plan;
+    // Planned by the workspace server when one runs (the program still runs here, with
+    // this terminal).
+    let plan = match crate::server::client::plan_run(args) {
+        Some(plan) => plan,
+        None => plan_cold(&root, session.store(), &request, false)?.plan,
+    };
     if !plan.problems.is_empty() {
         return refuse(&plan, args.format);
     }

@@ -60,6 +60,8 @@ pub struct Context {
     pub cancel: Mutex<Option<CancelHandle>>,
     /// The termination signal the client forwarded (0: none).
     pub signal: AtomicI32,
+    /// What a build left for the server's replays of it ([`crate::server::memo`]).
+    pub memo: Mutex<Option<crate::server::memo::Capture>>,
 }
 
 impl Context {

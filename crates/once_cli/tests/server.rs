@@ -501,3 +501,324 @@ fn auto_mode_starts_a_server_outside_ci() {
         text(&validation.stdout)
     );
 }
+
+/// Two twin workspaces: `served` answers through a server, `computed` in-process. Every
+/// command goes to both and the answers must be equal.
+fn twins() -> (Workspace, Workspace) {
+    let twins = (Workspace::new(), Workspace::new());
+    for ws in [&twins.0, &twins.1] {
+        let root = ws.root();
+        write(&root, "once.toml", "[workspace]\n");
+        for p in 0..4 {
+            write(&root, &format!("p{p}/once.toml"), &package(p, ""));
+            write(&root, &format!("p{p}/check.sh"), "#!/bin/sh\nexit 0\n");
+            for f in 0..2 {
+                write(&root, &format!("p{p}/src/f{f}.txt"), &format!("{p} {f}\n"));
+            }
+        }
+    }
+    twins
+}
+
+fn replays(ws: &Workspace) -> u64 {
+    ws.status().expect("the server runs")["replayed_builds"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Runs `args` through the server of `served` and in-process in `computed`, checks the
+/// answers are equal and answers whether the server replayed the build from memory.
+fn build_twice(served: &Workspace, computed: &Workspace, args: &[&str], when: &str) -> bool {
+    let (before, requests) = (replays(served), served.requests());
+    let answer = served.once(args);
+    let expected = computed.in_process(args);
+    assert_eq!(
+        (
+            text(&answer.stdout),
+            text(&answer.stderr),
+            answer.status.code()
+        ),
+        (
+            text(&expected.stdout),
+            text(&expected.stderr),
+            expected.status.code()
+        ),
+        "{when}: `once {}` differs through the server",
+        args.join(" ")
+    );
+    assert_eq!(served.requests(), requests + 1, "{when}: not served");
+    replays(served) > before
+}
+
+fn evidence_count(ws: &Workspace, subject: &str) -> usize {
+    let output = ws.in_process(&[
+        "query",
+        "evidence",
+        "--subject",
+        subject,
+        "--limit",
+        "100",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    answer["records"]
+        .as_array()
+        .or_else(|| answer.as_array())
+        .map_or(0, Vec::len)
+}
+
+#[test]
+fn no_op_builds_are_replayed_only_while_nothing_changed() {
+    let (served, computed) = twins();
+    served.start(&[]);
+    let all: &[&str] = &["build", "..."];
+    assert!(!build_twice(&served, &computed, all, "first build"));
+    // The first no-op runs the executor and is remembered; the next ones are replayed,
+    // and record the same evidence as in-process builds.
+    assert!(!build_twice(&served, &computed, all, "first no-op"));
+    assert!(build_twice(&served, &computed, all, "second no-op"));
+    assert!(build_twice(&served, &computed, all, "third no-op"));
+    assert_eq!(
+        evidence_count(&served, "p1/T1"),
+        evidence_count(&computed, "p1/T1"),
+        "replays record evidence"
+    );
+    let json: &[&str] = &["build", "...", "--format", "json"];
+    assert!(!build_twice(&served, &computed, json, "other arguments"));
+    assert!(build_twice(
+        &served,
+        &computed,
+        json,
+        "other arguments again"
+    ));
+
+    // A deleted output: the server builds (and puts it back).
+    for ws in [&served, &computed] {
+        std::fs::remove_file(ws.root().join(".once/out/p1/T1/out/o")).unwrap();
+    }
+    assert!(!build_twice(&served, &computed, all, "an output deleted"));
+    assert!(served.root().join(".once/out/p1/T1/out/o").exists());
+    // A modified output.
+    let _ = build_twice(&served, &computed, all, "settling");
+    assert!(build_twice(&served, &computed, all, "settled"));
+    for ws in [&served, &computed] {
+        // T2's output is its own (every U writes the same bytes: one blob, linked to all).
+        std::fs::write(ws.root().join(".once/out/p2/T2/out/o"), "changed\n").unwrap();
+    }
+    assert!(!build_twice(&served, &computed, all, "an output modified"));
+    let _ = build_twice(&served, &computed, all, "settling");
+    assert!(build_twice(&served, &computed, all, "settled"));
+
+    // A source edited: a miss through the server as in-process.
+    for ws in [&served, &computed] {
+        write(&ws.root(), "p2/src/f0.txt", "edited\n");
+    }
+    assert!(!build_twice(&served, &computed, all, "a source edited"));
+    let _ = build_twice(&served, &computed, all, "settling");
+    assert!(build_twice(&served, &computed, all, "settled"));
+
+    // The store changed: records removed by `once cache clean` (in-process).
+    for ws in [&served, &computed] {
+        let cleaned = ws.in_process(&["cache", "clean"]);
+        assert!(cleaned.status.success(), "{}", text(&cleaned.stderr));
+    }
+    assert!(!build_twice(&served, &computed, all, "the store cleaned"));
+    let _ = build_twice(&served, &computed, all, "settling");
+    assert!(build_twice(&served, &computed, all, "settled"));
+    // Any change in the store's records, even one that changes no answer.
+    let actions = served.root().join(".once/cache/actions");
+    let shard = std::fs::read_dir(&actions)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_type().unwrap().is_dir())
+        .unwrap()
+        .path();
+    std::fs::write(shard.join("stray"), "").unwrap();
+    assert!(!build_twice(&served, &computed, all, "the store touched"));
+
+    // Another environment, other arguments: not the remembered request.
+    let _ = build_twice(&served, &computed, all, "settling");
+    assert!(build_twice(&served, &computed, all, "settled"));
+    let env_served = served
+        .command(Path::new(env!("CARGO_BIN_EXE_once")), all)
+        .env("ONCE_MEMO_TEST", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&env_served.stdout),
+        text(&computed.in_process(all).stdout)
+    );
+    assert!(!build_twice(
+        &served,
+        &computed,
+        &["build", "p1/..."],
+        "a subset"
+    ));
+    let before = replays(&served);
+    let _ = served
+        .command(Path::new(env!("CARGO_BIN_EXE_once")), all)
+        .env("ONCE_MEMO_TEST", "2")
+        .output()
+        .unwrap();
+    assert_eq!(replays(&served), before, "another environment is replayed");
+    // A manifest edited (a target added): planned again.
+    for ws in [&served, &computed] {
+        write(
+            &ws.root(),
+            "p3/once.toml",
+            &package(
+                3,
+                "\n[[target]]\nname = \"New\"\nkind = \"command\"\n\n[target.attrs]\ncmd = \"echo n > $OUT/o\"\noutputs = [\"o\"]\n",
+            ),
+        );
+    }
+    assert!(!build_twice(&served, &computed, all, "a manifest edited"));
+}
+
+#[test]
+fn a_start_right_after_a_stop_starts_a_new_server() {
+    let ws = Workspace::new();
+    write(&ws.root(), "once.toml", "[workspace]\n");
+    write(&ws.root(), "p/once.toml", &package(0, ""));
+    let mut pid = ws.start(&[]);
+    for round in 0..5 {
+        let stopped = ws.once(&["server", "stop"]);
+        assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+        // `stop` returns once the lock is free: nobody holds it now.
+        let lock = std::fs::File::open(ws.root().join(".once/server.lock")).unwrap();
+        assert!(
+            lock.try_lock().is_ok(),
+            "round {round}: the lock is still held after `stop`"
+        );
+        drop(lock);
+        let next = ws.start(&[]);
+        assert_ne!(next, pid, "round {round}: the old server answered");
+        assert!(
+            ws.status().is_some(),
+            "round {round}: no server after start"
+        );
+        pid = next;
+    }
+    let stopped = ws.once(&["server", "stop"]);
+    assert!(stopped.status.success());
+    assert!(
+        !processes::ps_lists(pid),
+        "the last server outlives its stop"
+    );
+}
+
+#[test]
+fn run_is_planned_by_the_server_and_runs_in_the_client() {
+    let ws = Workspace::new();
+    let root = ws.root();
+    write(&root, "once.toml", "[workspace]\n");
+    write(
+        &root,
+        "tools/once.toml",
+        "[[target]]\nname = \"Hello\"\nkind = \"script\"\nsrcs = [\"hello.sh\"]\n\n\
+         [target.attrs]\nscript_path = \"hello.sh\"\nscript_runtime = \"sh\"\nargs = [\"fixed\"]\n",
+    );
+    write(
+        &root,
+        "tools/hello.sh",
+        "#!/bin/sh\nif [ \"$2\" = fail ]; then echo failing >&2; exit 7; fi\necho \"hello $*\"\n",
+    );
+    ws.start(&[]);
+    let check = |args: &[&str], when: &str, served: bool| {
+        let before = ws.requests();
+        let answer = ws.once(args);
+        let expected = ws.in_process(args);
+        assert_eq!(
+            (
+                without_durations(&text(&answer.stdout)),
+                text(&answer.stderr),
+                answer.status.code()
+            ),
+            (
+                without_durations(&text(&expected.stdout)),
+                text(&expected.stderr),
+                expected.status.code()
+            ),
+            "{when}: `once {}` differs through the server",
+            args.join(" ")
+        );
+        if served {
+            assert_eq!(
+                ws.requests(),
+                before + 1,
+                "{when}: not planned by the server"
+            );
+        }
+    };
+    check(&["run", "tools/Hello", "--", "extra"], "first run", true);
+    check(&["run", "tools/Hello", "--", "extra"], "again", true);
+    check(
+        &["run", "tools/Hello", "--", "fail"],
+        "a failing program",
+        true,
+    );
+    check(&["run", "tools/Hello", "--format", "json"], "JSON", true);
+    // Edited, then planned again from the fresh database.
+    write(&root, "tools/hello.sh", "#!/bin/sh\necho \"edited $*\"\n");
+    let edited = ws.once(&["run", "tools/Hello"]);
+    assert_eq!(text(&edited.stdout), "edited fixed\n");
+    check(&["run", "tools/Hello"], "after an edit", true);
+    // Errors are the client's own (the server declines, the client plans).
+    check(&["run", "tools/Nope"], "an unknown target", false);
+    write(
+        &root,
+        "tools/once.toml",
+        "[[target]]\nname = \"Hello\"\nkind = \n",
+    );
+    check(&["run", "tools/Hello"], "a broken manifest", false);
+}
+
+/// `text` with every `"duration_ms":N` made `0` (how long a program ran differs from one
+/// run to the next, wherever it is planned).
+fn without_durations(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"duration_ms\":") {
+        let (head, tail) = rest.split_at(at + "\"duration_ms\":".len());
+        out.push_str(head);
+        out.push('0');
+        rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_build_reading_a_link_is_never_replayed() {
+    let (served, computed) = (Workspace::new(), Workspace::new());
+    for ws in [&served, &computed] {
+        let root = ws.root();
+        write(&root, "once.toml", "[workspace]\n");
+        write(&root, "lnk/once.toml", &package(0, ""));
+        write(&root, "lnk/check.sh", "#!/bin/sh\nexit 0\n");
+        write(&root, "lnk/src/f0.txt", "0\n");
+        write(&root, "shared/data.txt", "first\n");
+        std::os::unix::fs::symlink("../../shared/data.txt", root.join("lnk/src/l.txt")).unwrap();
+    }
+    served.start(&[]);
+    let all: &[&str] = &["build", "lnk/..."];
+    for round in 0..3 {
+        assert!(!build_twice(
+            &served,
+            &computed,
+            all,
+            &format!("round {round}")
+        ));
+    }
+    for ws in [&served, &computed] {
+        write(&ws.root(), "shared/data.txt", "second\n");
+    }
+    assert!(!build_twice(
+        &served,
+        &computed,
+        all,
+        "the link's target edited"
+    ));
+}

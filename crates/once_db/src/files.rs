@@ -38,7 +38,12 @@ pub struct SourceText {
 }
 
 /// Reads a file's text through the system.
-#[salsa::tracked(returns(ref))]
+///
+/// At most 2,048 texts are kept from one revision to the next (the least
+/// recently used are dropped when the database moves on, their dependencies kept): the
+/// queries built on a text keep what they need of it, and a text asked for again is read
+/// again, under the same file revision.
+#[salsa::tracked(returns(ref), lru = 2048)]
 pub fn source_text(db: &dyn Db, file: File) -> SourceText {
     let read = read_file(db, file);
     match read.and_then(|bytes| {
@@ -276,8 +281,9 @@ impl LineIndex {
     }
 }
 
-/// The line index of a file's current text.
-#[salsa::tracked(returns(ref))]
+/// The line index of a file's current text (the least recently used past 512 are
+/// dropped when the database moves on; they hold the text too).
+#[salsa::tracked(returns(ref), lru = 512)]
 pub fn line_index(db: &dyn Db, file: File) -> LineIndex {
     LineIndex::new(source_text(db, file).text.clone())
 }

@@ -76,8 +76,10 @@ pub(crate) fn host_path_input(db: &RootDatabase, path: &Path) -> HostPath {
     if let Some(input) = table.paths.get(path) {
         return *input;
     }
+    // MEDIUM until it first changes, then LOW, as a file's revision (`file_input`).
     let input = HostPath::builder(path.to_path_buf(), 0)
         .path_durability(Durability::HIGH)
+        .revision_durability(Durability::MEDIUM)
         .new(db);
     table.paths.insert(path.to_path_buf(), input);
     input

@@ -179,6 +179,37 @@ impl RootDatabase {
         (db, log)
     }
 
+    /// A database that logs every query execution into the first log and every memo
+    /// validated without running (in one step by durability, or dependency by
+    /// dependency) into the second.
+    pub fn with_validation_log(
+        system: Arc<dyn System>,
+    ) -> (RootDatabase, ExecutionLog, ExecutionLog) {
+        let (executions, validations) = (ExecutionLog::default(), ExecutionLog::default());
+        let (executed, validated) = (executions.clone(), validations.clone());
+        let callback = move |event: salsa::Event| {
+            let (sink, key) = match event.kind {
+                salsa::EventKind::WillExecute { database_key } => (&executed, database_key),
+                salsa::EventKind::DidValidateMemoizedValue { database_key } => {
+                    (&validated, database_key)
+                }
+                _ => return,
+            };
+            if let Ok(mut entries) = sink.0.lock() {
+                entries.push(format!("{key:?}"));
+            }
+        };
+        let db = RootDatabase {
+            storage: salsa::Storage::new(Some(Box::new(callback))),
+            system,
+            file_table: Arc::default(),
+            host_paths: Arc::default(),
+            digest_index: Arc::default(),
+            plan_memo: None,
+        };
+        (db, executions, validations)
+    }
+
     /// Walks the workspace at `root` and creates its inputs.
     pub fn load(&mut self, root: std::path::PathBuf) -> Workspace {
         changes::load_workspace(self, root)

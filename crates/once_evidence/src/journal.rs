@@ -37,7 +37,7 @@ use once_model::Sha256Digest;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 
 use crate::database::{EvidenceError, EvidenceStore, RETAINED_RECORDS, StoredRow};
-use crate::record::EvidenceRecord;
+use crate::record::{ActionEvidence, EvidenceRecord};
 
 /// Where the journal lives, relative to the workspace root.
 pub const JOURNAL_PATH: &str = ".once/evidence.journal";
@@ -67,26 +67,113 @@ pub(crate) fn append_bounded(
     if records.is_empty() {
         return Ok(0);
     }
-    let path = root.join(JOURNAL_PATH);
-    let io_error = |source: io::Error| EvidenceError::Io {
-        path: path.clone(),
-        source,
-    };
     let mut lines = Vec::new();
     for record in records {
         write_record_line(&mut lines, record);
         lines.push(b'\n');
     }
+    append_lines(root, &lines, bound)?;
+    Ok(records.len())
+}
+
+/// The same evidence recorded again and again at other times (the workspace server
+/// answering a no-op build from memory records every action's evidence each time): the
+/// record's id hashed up to its time once, and its journal line written but for its id
+/// and time, so that each repetition costs one SHA-256 block and a copy.
+#[derive(Clone)]
+pub struct Repeatable {
+    /// The SHA-256 state after everything [`crate::record_id`] hashes but the time.
+    hasher: sha2::Sha256,
+    /// The journal line between the id and the time.
+    middle: Vec<u8>,
+}
+
+impl std::fmt::Debug for Repeatable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repeatable")
+            .field("line", &String::from_utf8_lossy(&self.middle))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Repeatable {
+    pub fn new(evidence: &ActionEvidence) -> Repeatable {
+        use sha2::Digest as _;
+        let encoding = crate::record::canonical_encoding(evidence, 0);
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(&encoding[..encoding.len().saturating_sub(8)]);
+        // The line of the record with a placeholder id and the time 0: `["<id>",…,0]`.
+        let mut line = Vec::new();
+        write_record_line(
+            &mut line,
+            &EvidenceRecord {
+                id: Sha256Digest([0; 32]),
+                evidence: evidence.clone(),
+                created_at_unix_ms: 0,
+            },
+        );
+        let start = 2 + 64;
+        let end = line.len().saturating_sub(2);
+        Repeatable {
+            hasher,
+            middle: line.get(start..end).map(<[u8]>::to_vec).unwrap_or_default(),
+        }
+    }
+
+    /// The journal line of the record made at `created_at_unix_ms`, newline included.
+    fn write_line(&self, out: &mut Vec<u8>, created_at_unix_ms: u64) {
+        use sha2::Digest as _;
+        let id: [u8; 32] = self
+            .hasher
+            .clone()
+            .chain_update(created_at_unix_ms.to_le_bytes())
+            .finalize()
+            .into();
+        out.extend_from_slice(b"[\"");
+        out.extend_from_slice(Sha256Digest(id).to_hex().as_bytes());
+        out.extend_from_slice(&self.middle);
+        // As the stored row has it (`StoredRow::of`).
+        let stored = i64::try_from(created_at_unix_ms).unwrap_or(i64::MAX);
+        out.extend_from_slice(stored.to_string().as_bytes());
+        out.extend_from_slice(b"]\n");
+    }
+}
+
+/// Appends the records of `repeated`, each made at `created_at_unix_ms`, to the journal
+/// (as [`append_to_journal`] would append them); returns how many were appended.
+pub fn append_repeated(
+    root: &Path,
+    repeated: &[Repeatable],
+    created_at_unix_ms: u64,
+) -> Result<usize, EvidenceError> {
+    if repeated.is_empty() {
+        return Ok(0);
+    }
+    let mut lines = Vec::with_capacity(repeated.iter().map(|r| r.middle.len() + 96).sum());
+    for record in repeated {
+        record.write_line(&mut lines, created_at_unix_ms);
+    }
+    append_lines(root, &lines, JOURNAL_INGEST_BYTES)?;
+    Ok(repeated.len())
+}
+
+/// Appends complete journal lines in one write; compacts past `bound`.
+fn append_lines(root: &Path, lines: &[u8], bound: u64) -> Result<(), EvidenceError> {
+    let path = root.join(JOURNAL_PATH);
+    let io_error = |source: io::Error| EvidenceError::Io {
+        path: path.clone(),
+        source,
+    };
     let (_, mut file) = open_locked(root, true, FlockOperation::LockShared)
         .map_err(io_error)?
         .ok_or_else(|| io_error(io::Error::other("the directory `.once` could not be made")))?;
-    file.write_all(&lines).map_err(io_error)?;
+    file.write_all(lines).map_err(io_error)?;
     let size = file.metadata().map_err(io_error)?.len();
     drop(file);
     if size > bound && !compact(root, bound, bound / 2).map_err(io_error)? {
         EvidenceStore::open(root)?;
     }
-    Ok(records.len())
+    Ok(())
 }
 
 /// Whether the workspace at `root` has a journal (with or without records).
@@ -628,5 +715,41 @@ mod tests {
             1 + writers * each,
             "records appended to a replaced journal were lost"
         );
+    }
+}
+
+#[cfg(test)]
+mod repeat_tests {
+    use super::*;
+    use crate::record::{CacheOutcome, EvidenceStatus, Subject};
+
+    #[test]
+    fn a_repeated_record_is_the_record_made_at_that_time() {
+        let evidence = ActionEvidence {
+            subject: Subject::Target {
+                id: "p/\"quoted\"\u{e9}".into(),
+                capability: "build".into(),
+            },
+            action: Some("p/T#build/cmd".into()),
+            status: EvidenceStatus::Passed,
+            action_digest: Sha256Digest::of(b"key"),
+            input_digest: Some(Sha256Digest::of(b"static")),
+            cache: CacheOutcome::Hit,
+            exit_code: Some(0),
+            stdout: Some(Sha256Digest::of(b"out")),
+            stderr: None,
+        };
+        let repeatable = Repeatable::new(&evidence);
+        for time in [0, 1, 9, 10, 1_764_950_000_123, u64::MAX] {
+            let mut expected = Vec::new();
+            write_record_line(&mut expected, &EvidenceRecord::new(evidence.clone(), time));
+            expected.push(b'\n');
+            let mut line = Vec::new();
+            repeatable.write_line(&mut line, time);
+            assert_eq!(
+                String::from_utf8_lossy(&line),
+                String::from_utf8_lossy(&expected)
+            );
+        }
     }
 }

@@ -16,6 +16,8 @@
 //! - [`append_to_journal`]: how a build records without opening SQLite: one appended
 //!   write to `.once/evidence.journal`, which every opener of the database ingests first
 //!   (so every reader sees it).
+//! - [`append_repeated`]: the same, for the same evidence recorded again at another time
+//!   ([`Repeatable`]: its id hashed up to the time and its line made once).
 //! - [`query_workspace`]: the newest records matching a subject filter, for `once query
 //!   evidence` and the MCP tool `once_query_evidence`; no database yet is no records.
 //!
@@ -32,7 +34,9 @@ pub use database::{
     DATABASE_PATH, DEFAULT_LIMIT, EvidenceError, EvidenceStore, MAX_LIMIT, RETAINED_RECORDS,
     SCHEMA_VERSION, query_workspace,
 };
-pub use journal::{JOURNAL_INGEST_BYTES, JOURNAL_PATH, append_to_journal};
+pub use journal::{
+    JOURNAL_INGEST_BYTES, JOURNAL_PATH, Repeatable, append_repeated, append_to_journal,
+};
 pub use record::{
     ActionEvidence, CacheOutcome, EVIDENCE_SCHEMA, EvidenceRecord, EvidenceStatus, RECORD_KIND,
     Subject, record_id,

@@ -187,6 +187,12 @@ impl Encoder {
 /// canonical encoding of the schema, kind, subject, action, status, digests, cache state,
 /// exit code, stream digests and time.
 pub fn record_id(evidence: &ActionEvidence, created_at_unix_ms: u64) -> Sha256Digest {
+    Sha256Digest::of(&canonical_encoding(evidence, created_at_unix_ms))
+}
+
+/// What [`record_id`] hashes. Its last 8 bytes are the time (little-endian), the only
+/// part a repeated record changes ([`crate::Repeatable`]).
+pub(crate) fn canonical_encoding(evidence: &ActionEvidence, created_at_unix_ms: u64) -> Vec<u8> {
     let mut encoder = Encoder(Vec::with_capacity(512));
     encoder.bytes(EVIDENCE_SCHEMA.as_bytes());
     encoder.field("kind", RECORD_KIND.as_bytes());
@@ -209,7 +215,7 @@ pub fn record_id(evidence: &ActionEvidence, created_at_unix_ms: u64) -> Sha256Di
     encoder.optional("stdout", evidence.stdout.as_ref().map(|d| &d.0[..]));
     encoder.optional("stderr", evidence.stderr.as_ref().map(|d| &d.0[..]));
     encoder.field("created_at_unix_ms", &created_at_unix_ms.to_le_bytes());
-    Sha256Digest::of(&encoder.0)
+    encoder.0
 }
 
 #[cfg(test)]

@@ -48,6 +48,11 @@ impl SourceStamps {
         self.0.len()
     }
 
+    /// Every path with its stamp, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<FileStamp>)> {
+        self.0.iter().map(|(path, stamp)| (path.as_str(), *stamp))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -140,7 +140,40 @@ pub fn reverse_deps(db: &dyn Db, workspace: Workspace) -> Vec<Vec<usize>> {
 /// graph: a new target re-runs one sum, not the whole-workspace graph.
 #[salsa::tracked]
 pub fn target_count(db: &dyn Db, workspace: Workspace) -> usize {
-    workspace_packages(db, workspace)
+    (0..package_chunks(db, workspace))
+        .map(|chunk| chunk_target_count(db, workspace, chunk))
+        .sum()
+}
+
+/// How many packages a chunk of a workspace-wide query holds: such a query depends on
+/// one chunk query per this many packages, so that after an edit it checks a few hundred
+/// dependencies instead of every package's, and re-runs one chunk.
+pub const PACKAGE_CHUNK: usize = 64;
+
+/// How many chunks of [`PACKAGE_CHUNK`] packages the workspace has.
+pub fn package_chunks(db: &dyn Db, workspace: Workspace) -> u32 {
+    u32::try_from(
+        workspace_packages(db, workspace)
+            .len()
+            .div_ceil(PACKAGE_CHUNK),
+    )
+    .unwrap_or(u32::MAX)
+}
+
+/// The packages of chunk `chunk` (empty past the end).
+pub fn chunk_of(db: &dyn Db, workspace: Workspace, chunk: u32) -> &[Package] {
+    let packages = workspace_packages(db, workspace);
+    let start = (chunk as usize)
+        .saturating_mul(PACKAGE_CHUNK)
+        .min(packages.len());
+    let end = start.saturating_add(PACKAGE_CHUNK).min(packages.len());
+    &packages[start..end]
+}
+
+/// The targets of one chunk of packages.
+#[salsa::tracked]
+pub fn chunk_target_count(db: &dyn Db, workspace: Workspace, chunk: u32) -> usize {
+    chunk_of(db, workspace, chunk)
         .iter()
         .map(|&package| package_nodes(db, package).len())
         .sum()
@@ -205,10 +238,14 @@ pub fn cycle_candidate_packages(db: &dyn Db, workspace: Workspace) -> Vec<Packag
         .enumerate()
         .map(|(i, p)| (p.path(db).as_str(), i))
         .collect();
-    let edges: Vec<Vec<usize>> = packages
+    // One dependency per chunk of packages (see `PACKAGE_CHUNK`), in package order.
+    let links: Vec<&(Vec<String>, bool)> = (0..package_chunks(db, workspace))
+        .flat_map(|chunk| chunk_package_links(db, workspace, chunk).iter())
+        .collect();
+    let edges: Vec<Vec<usize>> = links
         .iter()
-        .map(|&package| {
-            package_dependencies(db, package)
+        .map(|(dependencies, _)| {
+            dependencies
                 .iter()
                 .filter_map(|path| index.get(path.as_str()).copied())
                 .collect()
@@ -217,13 +254,32 @@ pub fn cycle_candidate_packages(db: &dyn Db, workspace: Workspace) -> Vec<Packag
     let mut candidates: Vec<Package> = strongly_connected_components(&edges)
         .into_iter()
         .filter(|component| {
-            component.len() > 1 || *package_has_internal_cycle(db, packages[component[0]])
+            component.len() > 1 || links.get(component[0]).is_some_and(|(_, cycle)| *cycle)
         })
         .flatten()
         .map(|node| packages[node])
         .collect();
     candidates.sort_by(|a, b| a.path(db).cmp(b.path(db)));
     candidates
+}
+
+/// For each package of a chunk (in order): the packages it depends on and whether its
+/// own targets form a cycle.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_package_links(
+    db: &dyn Db,
+    workspace: Workspace,
+    chunk: u32,
+) -> Vec<(Vec<String>, bool)> {
+    chunk_of(db, workspace, chunk)
+        .iter()
+        .map(|&package| {
+            (
+                package_dependencies(db, package).clone(),
+                *package_has_internal_cycle(db, package),
+            )
+        })
+        .collect()
 }
 
 /// Tarjan's strongly connected components, iteratively.

@@ -15,8 +15,9 @@ use once_syntax::value::{Entry, Table, Value, ValueKind};
 use crate::text::{closest, range};
 
 /// The CST of a manifest file, with its syntax errors, for tools that need the tree itself
-/// (trivia, exact token layout). [`manifest`] does not go through it.
-#[salsa::tracked(returns(ref))]
+/// (trivia, exact token layout). [`manifest`] does not go through it. Trees are large:
+/// the least recently used past 128 are dropped when the database moves on.
+#[salsa::tracked(returns(ref), lru = 128)]
 pub fn parse_manifest(db: &dyn Db, file: File) -> once_syntax::Parse {
     once_syntax::parse(&source_text(db, file).text)
 }

@@ -15,7 +15,7 @@ use crate::manifests::{Configurable, manifest};
 use crate::resolve::{
     ResolvedTarget, is_label_type, resolved_targets, string_elements, target_summaries,
 };
-use crate::settings::{package_by_path, workspace_packages};
+use crate::settings::package_by_path;
 use crate::text::closest;
 
 /// Every diagnostic of one package's manifest: structure, local checks, and checks of its
@@ -528,6 +528,17 @@ pub fn diagnostics_of_file(db: &dyn Db, file: File) -> Box<[Diagnostic]> {
         .unwrap_or_default()
 }
 
+/// The file diagnostics of one chunk of [`crate::graph::PACKAGE_CHUNK`] packages (in
+/// [`workspace_packages`] order): an edit to one package re-runs its chunk, and the
+/// workspace-wide query checks one dependency per chunk instead of one per package.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_diagnostics(db: &dyn Db, workspace: Workspace, chunk: u32) -> Box<[Diagnostic]> {
+    crate::graph::chunk_of(db, workspace, chunk)
+        .iter()
+        .flat_map(|&package| file_diagnostics(db, package).iter().cloned())
+        .collect()
+}
+
 /// Every diagnostic of the workspace, sorted by file and position.
 #[salsa::tracked(returns(ref))]
 pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnostic]> {
@@ -539,8 +550,8 @@ pub fn workspace_diagnostics(db: &dyn Db, workspace: Workspace) -> Box<[Diagnost
         ));
     }
     // The root package is always included, so its settings are always checked.
-    for &package in workspace_packages(db, workspace) {
-        diagnostics.extend(file_diagnostics(db, package).iter().cloned());
+    for chunk in 0..crate::graph::package_chunks(db, workspace) {
+        diagnostics.extend(chunk_diagnostics(db, workspace, chunk).iter().cloned());
     }
     diagnostics.extend(dependency_cycles(db, workspace).iter().cloned());
     diagnostics.extend(module_diagnostics(db, workspace).iter().cloned());

@@ -79,6 +79,14 @@ fn executed(db: &RootDatabase, log: &ExecutionLog) -> Vec<String> {
     names
 }
 
+/// Changes `path` once (a trailing comment), so that the changes a test measures are not
+/// its first: the first change of a file lowers its durability.
+fn warm_up(system: &MemorySystem, db: &mut RootDatabase, path: &str) {
+    let text = system.read_to_string(Path::new(path)).unwrap();
+    system.write(path, format!("{text}\n# warm-up\n"));
+    apply_changes(db, &[ChangeEvent::Changed(PathBuf::from(path))]);
+}
+
 fn count(executed: &[String], query: &str) -> usize {
     executed
         .iter()
@@ -102,8 +110,13 @@ fn editing_one_manifest_reruns_only_its_queries() {
     // Nothing on the workspace-wide path keeps (or builds) a memoised tree.
     assert_eq!(count(&cold, "parse_manifest"), 0, "{cold:?}");
 
-    // A comment-free but meaningful edit: add an attribute to p17's library.
+    // The first change of a file lowers its durability (see `once_db`'s `file_input`):
+    // what read it cannot backdate then. Measured from the second change on.
     let path = format!("{ROOT}/pkgs/p17/once.toml");
+    warm_up(&system, &mut db, &path);
+    assert!(workspace_diagnostics(&db, workspace).is_empty());
+    let _ = log.take();
+    // A comment-free but meaningful edit: add an attribute to p17's library.
     let text = system.read_to_string(Path::new(&path)).unwrap().replace(
         "srcs = [\"src/lib.rs\"]\ndeps",
         "srcs = [\"src/lib.rs\"]\nattrs = { edition = \"2021\" }\ndeps",
@@ -244,8 +257,11 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
     let (mut db, workspace, log) = load(&system);
     assert!(workspace_diagnostics(&db, workspace).is_empty());
     assert_eq!(*target_count(&db, workspace), 100);
-    let _ = log.take();
     let path = format!("{ROOT}/pkgs/p17/once.toml");
+    warm_up(&system, &mut db, &path);
+    assert!(workspace_diagnostics(&db, workspace).is_empty());
+    assert_eq!(*target_count(&db, workspace), 100);
+    let _ = log.take();
     let text = system.read_to_string(Path::new(&path)).unwrap()
         + "\n[[target]]\nname = \"Extra\"\nkind = \"rust_library\"\nsrcs = [\"src/lib.rs\"]\ndeps = [\"./Lib\"]\n";
     system.write(&path, text);
@@ -260,6 +276,7 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
     assert_eq!(
         names,
         [
+            "chunk_target_count",
             "file_diagnostics",
             "interpreter_diagnostics",
             "manifest",
@@ -274,8 +291,8 @@ fn appending_a_target_reruns_no_whole_workspace_graph_work() {
             "target_summaries",
         ],
         "p17's queries (its own cycle check included), its dependent p18's reference checks \
-         (unchanged: its validation backdates), one sum; no graph, no workspace-wide cycle \
-         search"
+         (unchanged: its validation backdates), the sum of p17's chunk of packages and the \
+         total; no graph, no workspace-wide cycle search"
     );
 
     // A dependency that closes a cycle of packages is found.
@@ -347,6 +364,11 @@ fn interpreter_checks_follow_the_disk_and_rerun_only_when_what_they_looked_at_ch
         apply_changes(db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
     };
 
+    // (The first change of a file lowers its durability, and what read it cannot
+    // backdate then: measured from the second change on.)
+    edit_unrelated(&mut db);
+    assert_eq!(invalid(&db), missing);
+    let _ = log.take();
     // An unrelated edit: no check runs again, and the answer stands.
     edit_unrelated(&mut db);
     assert_eq!(invalid(&db), missing);
@@ -405,4 +427,42 @@ fn interpreter_checks_follow_the_disk_and_rerun_only_when_what_they_looked_at_ch
         .map(|d| d.message.clone())
         .collect();
     assert_eq!(cold_invalid, invalid(&db));
+}
+
+/// Durability and chunks: the first edit of a manifest re-verifies what read any file;
+/// from the second edit of the same file on, the workspace-wide queries check one
+/// dependency per chunk of packages and each untouched chunk in one step, so the memos
+/// validated are a small fraction of the workspace (they were several per package).
+#[test]
+fn a_repeated_edit_validates_a_few_memos_not_every_package() {
+    let packages = 1000;
+    let system = workspace(packages);
+    let (mut db, executions, validations) =
+        RootDatabase::with_validation_log(Arc::new(system.clone()));
+    let workspace = db.load(PathBuf::from(ROOT));
+    assert!(workspace_diagnostics(&db, workspace).is_empty());
+    assert_eq!(*target_count(&db, workspace), 2 * packages);
+    let path = format!("{ROOT}/pkgs/p17/once.toml");
+    let original = system.read_to_string(Path::new(&path)).unwrap();
+    let mut validated = Vec::new();
+    for round in 0..3 {
+        system.write(&path, format!("{original}\n# edit {round}\n"));
+        let _ = (executions.take(), validations.take());
+        apply_changes(&mut db, &[ChangeEvent::Changed(PathBuf::from(&path))]);
+        assert!(workspace_diagnostics(&db, workspace).is_empty());
+        assert_eq!(*target_count(&db, workspace), 2 * packages);
+        let names = validations.take();
+        validated.push(names.len());
+        let executed = executions.take();
+        assert_eq!(count(&executed, "source_text"), 1, "{executed:?}");
+    }
+    // The first edit still checks every package (the file's input was MEDIUM).
+    assert!(validated[0] > 2 * packages, "{validated:?}");
+    for later in &validated[1..] {
+        assert!(
+            *later < packages / 2 && *later * 10 < validated[0],
+            "a repeated edit validated {later} memos of a {packages}-package workspace: \
+             {validated:?}"
+        );
+    }
 }

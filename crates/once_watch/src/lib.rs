@@ -24,6 +24,9 @@
 
 #[cfg(target_os = "linux")]
 mod inotify;
+mod trees;
+
+pub use trees::TreeWatcher;
 
 use std::collections::BTreeSet;
 use std::io;
@@ -337,6 +340,20 @@ impl WorkspaceWatcher {
                 );
             }
         }
+    }
+
+    /// Whether a change to `path` (a file or directory) reaches the next [`sync`]: it is
+    /// not below a hidden or skipped directory, its directory is watched and, when it is
+    /// a directory, so is it. (A file ignored by `.gitignore` in a watched directory is
+    /// reported like any other.)
+    ///
+    /// [`sync`]: WorkspaceWatcher::sync
+    pub fn covers(&self, path: &Path) -> bool {
+        if self.watcher.is_none() || self.is_skipped(path) {
+            return false;
+        }
+        let parent_watched = path.parent().is_some_and(|dir| self.watched.contains(dir));
+        parent_watched && (entry(path) != Entry::Directory || self.watched.contains(path))
     }
 
     /// Paths below hidden or skipped directories, or outside the root.

@@ -568,3 +568,138 @@ mod tests {
         );
     }
 }
+
+/// The first field of a plan sent from the workspace server to a client.
+const TRANSFER_FORMAT: &str = "once.server-plan.v1";
+
+/// `plan` as the workspace server sends it to a client (`once run`'s planning): what a
+/// last plan keeps, and the stamps its sources were read with (the client's executor
+/// checks them). `None` for a plan with problems (the client plans those itself, and
+/// reports them).
+pub fn encode_transfer(plan: &Plan) -> Option<Vec<u8>> {
+    if !plan.problems.is_empty() {
+        return None;
+    }
+    let mut out = ValueWriter::default();
+    out.str(TRANSFER_FORMAT);
+    let inner = encode(plan, None, &[]);
+    out.u64(inner.len() as u64);
+    out.bytes(&inner);
+    let mut stamps: Vec<(&str, Option<once_db::FileStamp>)> = plan.source_stamps.iter().collect();
+    stamps.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.u64(stamps.len() as u64);
+    for (path, stamp) in stamps {
+        out.str(path);
+        match stamp {
+            None => out.u8(0),
+            Some(stamp) => {
+                out.u8(1);
+                out.u8(match stamp.kind {
+                    once_db::EntryKind::File => 0,
+                    once_db::EntryKind::Directory => 1,
+                    once_db::EntryKind::Symlink => 2,
+                    once_db::EntryKind::Other => 3,
+                });
+                out.u64(stamp.size);
+                out.bytes(&stamp.mtime_ns.to_le_bytes());
+                out.bytes(&stamp.ctime_ns.to_le_bytes());
+                out.u64(stamp.inode);
+                out.u32(stamp.mode);
+            }
+        }
+    }
+    Some(out.0)
+}
+
+/// What [`encode_transfer`] wrote; `None` unless it is complete and of this version.
+pub fn decode_transfer(bytes: &[u8]) -> Option<Plan> {
+    let mut input = ValueReader::new(bytes);
+    if input.str()? != TRANSFER_FORMAT {
+        return None;
+    }
+    let length = usize::try_from(input.u64()?).ok()?;
+    let (mut plan, selection, inputs) = decode(input.take(length)?)?;
+    if selection.is_some() || !inputs.is_empty() {
+        return None;
+    }
+    let count = input.count()?;
+    let mut stamps = HashMap::with_capacity(count);
+    for _ in 0..count {
+        let path = input.str()?;
+        let stamp = match input.u8()? {
+            0 => None,
+            1 => Some(once_db::FileStamp {
+                kind: match input.u8()? {
+                    0 => once_db::EntryKind::File,
+                    1 => once_db::EntryKind::Directory,
+                    2 => once_db::EntryKind::Symlink,
+                    3 => once_db::EntryKind::Other,
+                    _ => return None,
+                },
+                size: input.u64()?,
+                mtime_ns: i128::from_le_bytes(input.take(16)?.try_into().ok()?),
+                ctime_ns: i128::from_le_bytes(input.take(16)?.try_into().ok()?),
+                inode: input.u64()?,
+                mode: input.u32()?,
+            }),
+            _ => return None,
+        };
+        stamps.insert(path, stamp);
+    }
+    if !input.is_empty() {
+        return None;
+    }
+    plan.source_stamps = once_exec::SourceStamps::new(stamps);
+    Some(plan)
+}
+
+#[cfg(test)]
+mod transfer_tests {
+    use super::*;
+
+    #[test]
+    fn a_transferred_plan_arrives_whole_with_its_stamps_and_truncations_are_refused() {
+        let stamp = once_db::FileStamp {
+            kind: once_db::EntryKind::File,
+            size: 3,
+            mtime_ns: -5,
+            ctime_ns: 1 << 70,
+            inode: 9,
+            mode: 0o644,
+        };
+        let mut stamps = HashMap::new();
+        stamps.insert("p/src/a.txt".to_owned(), Some(stamp));
+        stamps.insert("p/src/gone.txt".to_owned(), None);
+        let plan = Plan {
+            capability: "run".to_owned(),
+            targets: vec![PlannedTarget {
+                id: "p/T".to_owned(),
+                kind: "command".to_owned(),
+                actions: vec!["p/T#run/run".to_owned()],
+                default_outputs: Vec::new(),
+                output_groups: Vec::new(),
+                required_outputs: Vec::new(),
+                implemented: true,
+                test_attempts: Some(2),
+            }],
+            actions: Vec::new(),
+            problems: Vec::new(),
+            kinds: HashMap::from([("p/T".to_owned(), "command".to_owned())]),
+            source_stamps: once_exec::SourceStamps::new(stamps),
+            sandbox: Some(true),
+            remote_cache: None,
+        };
+        let bytes = encode_transfer(&plan).unwrap();
+        let back = decode_transfer(&bytes).unwrap();
+        assert_eq!(back.capability, plan.capability);
+        assert_eq!(format!("{:?}", back.targets), format!("{:?}", plan.targets));
+        assert_eq!(back.kinds, plan.kinds);
+        assert_eq!(back.sandbox, plan.sandbox);
+        assert_eq!(back.source_stamps.get("p/src/a.txt"), Some(Some(stamp)));
+        assert_eq!(back.source_stamps.get("p/src/gone.txt"), Some(None));
+        assert_eq!(back.source_stamps.len(), 2);
+        for cut in 0..bytes.len() {
+            assert!(decode_transfer(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+    }
+}

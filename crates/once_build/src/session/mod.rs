@@ -132,6 +132,19 @@ impl Session {
         }
     }
 
+    /// Whether `plan`'s execution would use a remote cache (or warn that it cannot):
+    /// the workspace's `[cache]`, the environment or the command line configure one.
+    pub fn uses_remote_cache(&self, plan: &Plan) -> bool {
+        if !self.evidence {
+            return false;
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        !matches!(
+            once_remote::resolve(plan.remote_cache.as_ref(), &self.remote, &env, &self.root),
+            Ok(None)
+        )
+    }
+
     /// Runs every action sandboxed or not whatever the workspace says (`--sandbox`);
     /// `None` leaves it to the workspace's `[workspace] sandbox`, else the default
     /// ([`SandboxMode::default`]).

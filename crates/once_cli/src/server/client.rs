@@ -23,6 +23,9 @@ use super::protocol::{self, Hello, Request};
 use super::{Paths, VERSION, identity};
 use crate::args::{Args, Command, Query};
 
+/// How long `stop` waits for the server to exit and release its lock.
+const STOP_DEADLINE: Duration = Duration::from_secs(30);
+
 /// How long the server may take to answer the handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(1);
 
@@ -51,6 +54,50 @@ pub fn eligible(args: &Args) -> Option<bool> {
         Command::Test { store, .. } if !relative(store.as_deref()) => Some(true),
         Command::Exec { store, .. } if !relative(store.as_deref()) => Some(true),
         _ => None,
+    }
+}
+
+/// Whether the server plans `args`' command for the client (`once run`: the client runs
+/// the program itself, attached to its terminal).
+pub fn plannable(args: &Args) -> bool {
+    matches!(&args.command, Command::Run { exec, .. }
+        if !exec.store.as_deref().is_some_and(|s| s.is_relative()))
+}
+
+/// The plan of `once run`'s command from the workspace server; `None` when it must be
+/// planned here (no server, another build, a decline, a silence, or `ONCE_SERVER=off`).
+pub fn plan_run(args: &Args) -> Option<once_build::Plan> {
+    if crate::context::current().is_some() || !plannable(args) {
+        return None;
+    }
+    let mode = mode();
+    if mode == Mode::Off {
+        return None;
+    }
+    let root = crate::query::workspace_root(args).ok()?;
+    let paths = Paths::of(&root);
+    let Some((mut stream, theirs)) = connect(&paths) else {
+        auto_start(&paths, mode);
+        return None;
+    };
+    if theirs.version != VERSION || theirs.identity != identity() {
+        if wants_server(&paths, mode) {
+            let _ = stop(&paths);
+            auto_start(&paths, mode);
+        }
+        return None;
+    }
+    let request = request(&root, false)?;
+    protocol::write_frame(&mut stream, protocol::PLAN, &request.encode()).ok()?;
+    let _ = stream.set_read_timeout(Some(SILENCE));
+    loop {
+        match protocol::read_frame(&mut stream).ok()? {
+            (protocol::KEEPALIVE, _) => {}
+            (protocol::PLANNED, bytes) => {
+                return once_build::plan_cache::last_plan::decode_transfer(&bytes);
+            }
+            _ => return None,
+        }
     }
 }
 
@@ -243,7 +290,7 @@ fn auto_start(paths: &Paths, mode: Mode) {
 }
 
 /// Whether a server holds the workspace's lock (it is loading, or runs).
-fn starting(paths: &Paths) -> bool {
+pub fn starting(paths: &Paths) -> bool {
     let Ok(file) = std::fs::File::open(&paths.lock) else {
         return false;
     };
@@ -295,9 +342,13 @@ pub fn stop(paths: &Paths) -> Option<u32> {
     protocol::write_frame(&mut stream, protocol::STOP, &[]).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let _ = protocol::read_frame(&mut stream);
-    // It cancels what runs, then removes its socket and exits.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::time::Instant::now() < deadline && super::process_alive(hello.pid) {
+    // It cancels what runs, then removes its socket and exits. Its main thread ends
+    // (and shows as gone) before the others: the lock is released only when the last
+    // one has, so a `start` right after this finds the workspace free.
+    let deadline = std::time::Instant::now() + STOP_DEADLINE;
+    while std::time::Instant::now() < deadline
+        && (super::process_alive(hello.pid) || starting(paths))
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     Some(hello.pid)

@@ -34,6 +34,7 @@ use once_analysis::{AnalysisHost, OsSystem};
 use once_watch::WorkspaceWatcher;
 use serde_json::json;
 
+use super::memo::{self, Memo};
 use super::protocol::{self, Hello, Request};
 use super::{Paths, VERSION, identity, log};
 use crate::args::Args;
@@ -77,6 +78,14 @@ struct Server {
     /// The socket's identity (device, inode), to remove only our own.
     socket_id: Mutex<Option<(u64, u64)>>,
     registry: Mutex<Option<PathBuf>>,
+    /// Grows whenever a watcher reports a change ([`super::memo`]).
+    generation: AtomicU64,
+    /// The outputs' and the store's watcher, for the build memo.
+    trees: Mutex<Option<once_watch::TreeWatcher>>,
+    /// The last no-op builds' answers, newest last.
+    memos: Mutex<Vec<Arc<Memo>>>,
+    /// How many builds were answered from memory.
+    replays: AtomicU64,
 }
 
 /// The warm database as a command sees it ([`crate::context::with_warm_analysis`]).
@@ -88,6 +97,7 @@ impl Warm for WarmDatabase {
         // The fence: every change made before this point is in `changes`.
         let changes = warm.watcher.sync();
         if !changes.is_empty() {
+            self.0.generation.fetch_add(1, Ordering::SeqCst);
             let started = Instant::now();
             warm.host.apply_changes(&changes);
             if changes.contains(&once_db::ChangeEvent::Rescan) {
@@ -156,6 +166,10 @@ pub fn serve(root: PathBuf, idle: Duration) -> anyhow::Result<()> {
         stopping: AtomicBool::new(false),
         socket_id: Mutex::new(None),
         registry: Mutex::new(None),
+        generation: AtomicU64::new(0),
+        trees: Mutex::new(None),
+        memos: Mutex::new(Vec::new()),
+        replays: AtomicU64::new(0),
     });
     let listener = bind(&server)?;
     log(&format!("listening on {}", paths.socket.display()));
@@ -350,6 +364,13 @@ fn connection(server: &Arc<Server>, mut stream: UnixStream) {
             }
         }
         protocol::REQUEST => decline(&mut stream, "another `once` build"),
+        protocol::PLAN if theirs.version == ours.version && theirs.identity == ours.identity => {
+            match Request::decode(&payload) {
+                Some(request) => plan_request(server, stream, request),
+                None => decline(&mut stream, "a malformed request"),
+            }
+        }
+        protocol::PLAN => decline(&mut stream, "another `once` build"),
         _ => {}
     }
 }
@@ -373,6 +394,7 @@ fn status(server: &Server) -> serde_json::Value {
         "version": VERSION,
         "uptime_seconds": server.started.elapsed().as_secs(),
         "requests": server.requests.load(Ordering::SeqCst),
+        "replayed_builds": server.replays.load(Ordering::SeqCst),
         "running_requests": server.active.load(Ordering::SeqCst),
         "idle_timeout_seconds": server.idle.as_secs(),
         "idle_seconds": idle_for(server).as_secs(),
@@ -467,6 +489,19 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
     let Some(executes) = super::client::eligible(&args) else {
         return decline(&mut stream, "a command the server does not run");
     };
+    // A build is answered from memory when nothing changed since the same request.
+    let build_store = match &args.command {
+        crate::args::Command::Build { exec, .. } => Some(once_build::session::store_path(
+            &server.root,
+            exec.store.as_deref(),
+        )),
+        _ => None,
+    };
+    let key = if build_store.is_some() {
+        request.encode()
+    } else {
+        Vec::new()
+    };
     let env: BTreeMap<OsString, OsString> = request.env.into_iter().collect();
     if executes && !execution_env_matches(&server.env, &env) {
         return decline(&mut stream, "an environment that differs from the server's");
@@ -484,17 +519,29 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
         2 => anstream::ColorChoice::Always,
         _ => anstream::ColorChoice::Never,
     };
+    let recorder = build_store.as_ref().map(|_| {
+        Arc::new(Recorder {
+            connection: connection.clone(),
+            frames: Mutex::new(Some(Vec::new())),
+            size: AtomicUsize::new(0),
+        })
+    });
+    let sink: Arc<dyn crate::context::Sink> = match &recorder {
+        Some(recorder) => recorder.clone(),
+        None => connection.clone(),
+    };
     let context = Arc::new(Context {
         root: server.root.clone(),
         cwd: request.cwd,
         env,
         stderr_terminal: request.stderr_terminal,
         stdout_color: color,
-        sink: connection.clone(),
+        sink,
         warm: Arc::new(WarmDatabase(server.clone())),
         closed: AtomicBool::new(false),
         cancel: Mutex::new(None),
         signal: AtomicI32::new(0),
+        memo: Mutex::new(None),
     });
     server.active.fetch_add(1, Ordering::SeqCst);
     server.requests.fetch_add(1, Ordering::SeqCst);
@@ -512,10 +559,22 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
     let done = Arc::new(AtomicBool::new(false));
     listen(reader, &context, &done);
     keep_alive(&connection, &context, &done);
-    let outcome = {
-        let _entered = crate::context::enter(Some(context.clone()));
-        std::panic::catch_unwind(AssertUnwindSafe(|| crate::execute(&args)))
+    let before = build_store
+        .as_deref()
+        .and_then(|store| fence_all(server, store));
+    let replayed = before.and_then(|generation| replay(server, &key, generation, &connection));
+    let outcome = match replayed {
+        Some(code) => Ok(code),
+        None => {
+            let _entered = crate::context::enter(Some(context.clone()));
+            std::panic::catch_unwind(AssertUnwindSafe(|| crate::execute(&args)))
+        }
     };
+    if let (None, Some(store), Some(generation), Some(recorder), Ok(code)) =
+        (replayed, &build_store, before, &recorder, &outcome)
+    {
+        remember(server, store, key, generation, recorder, &context, *code);
+    }
     done.store(true, Ordering::SeqCst);
     match outcome {
         Ok(code) => {
@@ -534,6 +593,223 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
         .last_activity
         .store(now_millis(server), Ordering::SeqCst);
     server.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Plans `once run`'s command for a client, which runs the program itself: the plan is
+/// sent when planning printed nothing and found no problem (the client plans anything
+/// else itself, and prints what it prints).
+fn plan_request(server: &Arc<Server>, mut stream: UnixStream, request: Request) {
+    if request.root != server.root {
+        return decline(&mut stream, "another workspace");
+    }
+    let argv = std::iter::once(OsString::from("once")).chain(request.argv.iter().cloned());
+    let Ok(args) = Args::try_parse_from(argv) else {
+        return decline(&mut stream, "a command line that does not parse");
+    };
+    if !super::client::plannable(&args) {
+        return decline(&mut stream, "a command the server does not plan");
+    }
+    let env: BTreeMap<OsString, OsString> = request.env.into_iter().collect();
+    if !execution_env_matches(&server.env, &env) {
+        return decline(&mut stream, "an environment that differs from the server's");
+    }
+    let buffer = Arc::new(Buffer(Mutex::new(Vec::new())));
+    let context = Arc::new(Context {
+        root: server.root.clone(),
+        cwd: request.cwd,
+        env,
+        stderr_terminal: request.stderr_terminal,
+        stdout_color: anstream::ColorChoice::Never,
+        sink: buffer.clone(),
+        warm: Arc::new(WarmDatabase(server.clone())),
+        closed: AtomicBool::new(false),
+        cancel: Mutex::new(None),
+        signal: AtomicI32::new(0),
+        memo: Mutex::new(None),
+    });
+    server.active.fetch_add(1, Ordering::SeqCst);
+    server.requests.fetch_add(1, Ordering::SeqCst);
+    server
+        .last_activity
+        .store(now_millis(server), Ordering::SeqCst);
+    let planned = {
+        let _entered = crate::context::enter(Some(context));
+        std::panic::catch_unwind(AssertUnwindSafe(|| crate::build::plan_for_run(&args)))
+    };
+    let encoded = match planned {
+        Ok(Ok(plan)) if lock(&buffer.0).is_empty() => {
+            once_build::plan_cache::last_plan::encode_transfer(&plan)
+        }
+        _ => None,
+    };
+    match encoded {
+        Some(bytes) => {
+            let _ = protocol::write_frame(&mut stream, protocol::PLANNED, &bytes);
+        }
+        None => decline(&mut stream, "a plan the client makes itself"),
+    }
+    server
+        .last_activity
+        .store(now_millis(server), Ordering::SeqCst);
+    server.active.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// What planning printed (nothing, normally).
+struct Buffer(Mutex<Vec<u8>>);
+
+impl Sink for Buffer {
+    fn write(&self, _stream: Stream, bytes: &[u8]) -> io::Result<()> {
+        lock(&self.0).extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Fences both watchers (the workspace's, and the outputs' and store's for `store`)
+/// and answers the generation every change made before now is counted in; `None` when
+/// a watcher cannot tell (then nothing is answered from memory).
+fn fence_all(server: &Server, store: &std::path::Path) -> Option<u64> {
+    {
+        let mut warm = lock(&server.warm);
+        if !warm.watcher.is_active() {
+            return None;
+        }
+        let changes = warm.watcher.sync();
+        if !changes.is_empty() {
+            server.generation.fetch_add(1, Ordering::SeqCst);
+            warm.host.apply_changes(&changes);
+        }
+    }
+    let roots = [
+        server.root.join(once_model::action::OUT_DIR),
+        store.join("actions"),
+        store.join("blobs"),
+    ];
+    let mut trees = lock(&server.trees);
+    match trees.as_mut() {
+        Some(watcher) if !watcher.is_broken() && watcher.roots() == roots => {
+            if watcher.changed() {
+                server.generation.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        _ => {
+            // A new watcher knows nothing of what happened before it.
+            server.generation.fetch_add(1, Ordering::SeqCst);
+            *trees = once_watch::TreeWatcher::watch(&roots);
+        }
+    }
+    let generation = server.generation.load(Ordering::SeqCst);
+    trees
+        .as_ref()
+        .is_some_and(|t| !t.is_broken())
+        .then_some(generation)
+}
+
+/// Answers the build of `key` from memory when its memo holds at `generation`: records
+/// its evidence, sends its output and answers its exit status.
+fn replay(server: &Server, key: &[u8], generation: u64, connection: &Connection) -> Option<u8> {
+    let memo = lock(&server.memos)
+        .iter()
+        .rev()
+        .find(|memo| memo.key == key)
+        .cloned()?;
+    if memo.generation != generation
+        || memo.created.elapsed() > memo::MAX_AGE
+        || !memo.capture.tools_hold()
+    {
+        return None;
+    }
+    // The evidence (10,000 records for 10,000 actions) is made and written while the
+    // answer goes out; the exit status follows both.
+    let warning = std::thread::scope(|scope| {
+        let recording = scope.spawn(|| memo.capture.record());
+        for (stream, bytes) in &memo.frames {
+            if connection.write(*stream, bytes).is_err() {
+                break;
+            }
+        }
+        recording.join().ok().flatten()
+    });
+    if let Some(warning) = warning {
+        let _ = connection.write(Stream::Stderr, warning.as_bytes());
+    }
+    server.replays.fetch_add(1, Ordering::SeqCst);
+    Some(memo.code)
+}
+
+/// Keeps the answer of the build just done, when it was a no-op (its command left a
+/// capture), nothing changed while it ran, and every source it read is watched.
+fn remember(
+    server: &Server,
+    store: &std::path::Path,
+    key: Vec<u8>,
+    before: u64,
+    recorder: &Recorder,
+    context: &Context,
+    code: u8,
+) {
+    let Some(capture) = lock(&context.memo).take() else {
+        return;
+    };
+    let Some(frames) = lock(&recorder.frames).take() else {
+        return;
+    };
+    if code != 0 || capture.store != store || fence_all(server, store) != Some(before) {
+        return;
+    }
+    {
+        let warm = lock(&server.warm);
+        // A link's target, or what is inside a directory, may be where no watch is.
+        let plain = |input: &std::path::Path| match std::fs::symlink_metadata(input) {
+            Ok(metadata) => metadata.is_file(),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+        };
+        if !capture
+            .inputs
+            .iter()
+            .all(|input| plain(input) && warm.watcher.covers(input))
+        {
+            return;
+        }
+    }
+    let memo = Arc::new(Memo {
+        key,
+        generation: before,
+        frames,
+        code,
+        capture,
+        created: Instant::now(),
+    });
+    let mut memos = lock(&server.memos);
+    memos.retain(|old| old.key != memo.key);
+    if memos.len() >= memo::MAX_MEMOS {
+        memos.remove(0);
+    }
+    memos.push(memo);
+}
+
+/// The sink of a build: the client's connection, and a copy of what it was sent (for
+/// the memo), given up past [`memo::MAX_OUTPUT`] bytes.
+struct Recorder {
+    connection: Arc<Connection>,
+    frames: Mutex<Option<memo::Frames>>,
+    size: AtomicUsize,
+}
+
+impl Sink for Recorder {
+    fn write(&self, stream: Stream, bytes: &[u8]) -> io::Result<()> {
+        let size = self.size.fetch_add(bytes.len(), Ordering::SeqCst) + bytes.len();
+        let mut frames = lock(&self.frames);
+        if size > memo::MAX_OUTPUT {
+            *frames = None;
+        } else if let Some(frames) = frames.as_mut() {
+            match frames.last_mut() {
+                Some((last, buffer)) if *last == stream => buffer.extend_from_slice(bytes),
+                _ => frames.push((stream, bytes.to_vec())),
+            }
+        }
+        drop(frames);
+        self.connection.write(stream, bytes)
+    }
 }
 
 fn printable_argv(argv: &[OsString]) -> String {

@@ -7,7 +7,9 @@
 //! own with the client's environment, current directory and terminals
 //! ([`crate::context`]), only planning from its warm database instead of loading one
 //! ([`daemon`]). Every answer is fenced: before it reads the database, the watcher has
-//! seen every change made before the request was sent.
+//! seen every change made before the request was sent. `once run` asks it for its plan
+//! only, and runs the program itself with its terminal; a no-op build is answered from
+//! the server's memory while its watchers prove nothing changed ([`memo`]).
 //!
 //! Where things are: the lock (held by the running server), the log and the socket under
 //! the workspace's `.once/` ([`Paths`]); when the socket's path is too long for a Unix
@@ -20,6 +22,7 @@
 
 pub mod client;
 pub mod daemon;
+pub mod memo;
 pub mod protocol;
 
 use std::fs::File;
@@ -309,8 +312,22 @@ fn start(args: &Args, root: &Path, idle: Duration) -> anyhow::Result<Outcome> {
     }
     // A server of another build answers no status: stop it, a new one replaces it.
     let _ = client::stop(&paths);
-    let pid = spawn(&paths, idle)?;
     let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    // A server still loading (or one stopping) holds the lock: wait until it answers,
+    // or lets go of the lock, instead of starting one that would give up at once.
+    while client::starting(&paths) && std::time::Instant::now() < deadline {
+        if let Some(status) = client::status(&paths) {
+            let pid = status.get("pid").cloned().unwrap_or_default();
+            report(
+                args.format,
+                json!({ "started": false, "running": true, "pid": pid }),
+                &format!("the workspace server already runs (pid {pid})"),
+            )?;
+            return Ok(Outcome::Success);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = spawn(&paths, idle)?;
     loop {
         if let Some(status) = client::status(&paths) {
             let pid = status.get("pid").cloned().unwrap_or_default();

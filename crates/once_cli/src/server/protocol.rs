@@ -3,8 +3,9 @@
 //!
 //! A connection starts with the client's [`HELLO`] (its version and binary identity) and
 //! the server's answer (its own, and its process id); then one request: a command
-//! ([`REQUEST`], answered by output frames and one [`EXIT`] or one [`DECLINE`]),
-//! [`STATUS`] or [`STOP`]. While a command runs the server sends [`KEEPALIVE`] every
+//! ([`REQUEST`], answered by output frames and one [`EXIT`] or one [`DECLINE`]), the
+//! planning of `once run` ([`PLAN`], answered by one [`PLANNED`] or [`DECLINE`]: the
+//! client runs the program itself, with its terminal), [`STATUS`] or [`STOP`]. While a command runs the server sends [`KEEPALIVE`] every
 //! second, so a client can tell a busy server from a hung one; the client may send
 //! [`SIGNAL`] (it got SIGINT, say), and closing the connection cancels the command.
 
@@ -17,6 +18,11 @@ use std::path::PathBuf;
 pub const HELLO: u8 = b'H';
 /// Client: a command to run ([`Request`]).
 pub const REQUEST: u8 = b'R';
+/// Client: plan `once run`'s command ([`Request`]); answered with one [`PLANNED`] frame
+/// or one [`DECLINE`].
+pub const PLAN: u8 = b'P';
+/// Server: the plan of a [`PLAN`] request (`once_build::plan_cache::last_plan::encode_transfer`).
+pub const PLANNED: u8 = b'p';
 /// Client: the server's status, answered with one [`STATUS`] frame of JSON.
 pub const STATUS: u8 = b'Q';
 /// Client: stop the server (answered with [`EXIT`] 0, then the server exits).

@@ -9,7 +9,7 @@
 //! - the server's resident memory once every measure ran (`once server status`).
 //!
 //! Then the no-op `once build ...` of 10,000 `command` targets, in-process and through
-//! the server. Every answer is checked (valid, the target count; all hits), and that the
+//! the server (with how many the server answered from its memory of the last no-op). Every answer is checked (valid, the target count; all hits), and that the
 //! server answered (its request count). Wall time of the CLI process, spawned from Rust
 //! with its output captured; medians.
 
@@ -238,7 +238,9 @@ fn build_rows(
     let status = status(exe, &workspace, &runtime)?;
     stop(exe, &workspace, &runtime);
     warm.note = format!(
-        "{targets} actions all hits; server resident {:.1} MiB",
+        "{targets} actions all hits; {} of {} answered from the server's memory; server resident {:.1} MiB",
+        status["replayed_builds"].as_u64().unwrap_or(0),
+        runs + 1,
         status["resident_bytes"].as_u64().unwrap_or(0) as f64 / 1048576.0
     );
     Ok(vec![off, warm])
