@@ -157,6 +157,46 @@ pub fn append_repeated(
     Ok(repeated.len())
 }
 
+/// [`append_repeated`] without the compaction the append may make due: for a server
+/// that answers its client first and then calls [`compact_journal_if_due`].
+pub fn append_repeated_deferred(
+    root: &Path,
+    repeated: &[Repeatable],
+    created_at_unix_ms: u64,
+) -> Result<usize, EvidenceError> {
+    if repeated.is_empty() {
+        return Ok(0);
+    }
+    let mut lines = Vec::with_capacity(repeated.iter().map(|r| r.middle.len() + 96).sum());
+    for record in repeated {
+        record.write_line(&mut lines, created_at_unix_ms);
+    }
+    append_lines(root, &lines, u64::MAX)?;
+    Ok(repeated.len())
+}
+
+/// Compacts (or ingests) the journal of the workspace at `root` when it has grown past
+/// [`JOURNAL_INGEST_BYTES`], as an append leaving it there would have.
+pub fn compact_journal_if_due(root: &Path) -> Result<(), EvidenceError> {
+    let path = root.join(JOURNAL_PATH);
+    let size = match std::fs::symlink_metadata(&path) {
+        Ok(metadata) if metadata.file_type().is_file() => metadata.len(),
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(EvidenceError::Io { path, source }),
+    };
+    let bound = JOURNAL_INGEST_BYTES;
+    if size > bound
+        && !compact(root, bound, bound / 2).map_err(|source| EvidenceError::Io {
+            path: path.clone(),
+            source,
+        })?
+    {
+        EvidenceStore::open(root)?;
+    }
+    Ok(())
+}
+
 /// Appends complete journal lines in one write; compacts past `bound`.
 fn append_lines(root: &Path, lines: &[u8], bound: u64) -> Result<(), EvidenceError> {
     let path = root.join(JOURNAL_PATH);
@@ -722,6 +762,69 @@ mod tests {
 mod repeat_tests {
     use super::*;
     use crate::record::{CacheOutcome, EvidenceStatus, Subject};
+
+    #[test]
+    fn a_deferred_append_leaves_the_compaction_to_compact_journal_if_due() {
+        let workspace = tempfile::tempdir().unwrap();
+        let root = workspace.path();
+        let journal = root.join(JOURNAL_PATH);
+        let evidence = |n: u64| ActionEvidence {
+            subject: Subject::Target {
+                id: format!("pkgs/p{n}/T"),
+                capability: "build".into(),
+            },
+            action: Some(format!("pkgs/p{n}/T#build/0")),
+            status: EvidenceStatus::Passed,
+            action_digest: Sha256Digest::of(n.to_string().as_bytes()),
+            input_digest: None,
+            cache: CacheOutcome::Hit,
+            exit_code: Some(0),
+            stdout: None,
+            stderr: None,
+        };
+        // A journal past its bound, as builds that deferred their compaction leave it.
+        let mut n = 0;
+        while std::fs::metadata(&journal).map_or(0, |m| m.len()) <= JOURNAL_INGEST_BYTES {
+            let batch: Vec<EvidenceRecord> = (n..n + 5_000)
+                .map(|n| EvidenceRecord::new(evidence(n), 1_000 + n))
+                .collect();
+            append_bounded(root, &batch, u64::MAX).unwrap();
+            n += 5_000;
+        }
+        let before = std::fs::metadata(&journal).unwrap().len();
+        let repeated = [Repeatable::new(&evidence(u64::MAX))];
+        assert_eq!(append_repeated_deferred(root, &repeated, 7).unwrap(), 1);
+        let appended = std::fs::metadata(&journal).unwrap().len();
+        assert!(
+            appended > before,
+            "the deferred append compacted the journal"
+        );
+
+        compact_journal_if_due(root).unwrap();
+        let compacted = std::fs::metadata(&journal).unwrap().len();
+        assert!(
+            compacted <= JOURNAL_INGEST_BYTES / 2,
+            "{compacted} bytes left"
+        );
+        // Under its bound it is left alone, and no journal is nothing to do.
+        compact_journal_if_due(root).unwrap();
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), compacted);
+        compact_journal_if_due(tempfile::tempdir().unwrap().path()).unwrap();
+        // The repeated record is among those kept, the newest.
+        let store = EvidenceStore::open(root).unwrap();
+        drop(store);
+        let connection = rusqlite::Connection::open(root.join(crate::DATABASE_PATH)).unwrap();
+        let newest: String = connection
+            .query_row(
+                "SELECT id FROM evidence_records ORDER BY seq DESC LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let mut line = Vec::new();
+        repeated[0].write_line(&mut line, 7);
+        assert_eq!(canonical_id(&line), Some(newest.as_str()));
+    }
 
     #[test]
     fn a_repeated_record_is_the_record_made_at_that_time() {

@@ -17,7 +17,9 @@
 //!   write to `.once/evidence.journal`, which every opener of the database ingests first
 //!   (so every reader sees it).
 //! - [`append_repeated`]: the same, for the same evidence recorded again at another time
-//!   ([`Repeatable`]: its id hashed up to the time and its line made once).
+//!   ([`Repeatable`]: its id hashed up to the time and its line made once);
+//!   [`append_repeated_deferred`] leaves the journal's compaction to a later
+//!   [`compact_journal_if_due`] (the workspace server's, after it has answered).
 //! - [`query_workspace`]: the newest records matching a subject filter, for `once query
 //!   evidence` and the MCP tool `once_query_evidence`; no database yet is no records.
 //!
@@ -35,7 +37,8 @@ pub use database::{
     SCHEMA_VERSION, query_workspace,
 };
 pub use journal::{
-    JOURNAL_INGEST_BYTES, JOURNAL_PATH, Repeatable, append_repeated, append_to_journal,
+    JOURNAL_INGEST_BYTES, JOURNAL_PATH, Repeatable, append_repeated, append_repeated_deferred,
+    append_to_journal, compact_journal_if_due,
 };
 pub use record::{
     ActionEvidence, CacheOutcome, EVIDENCE_SCHEMA, EvidenceRecord, EvidenceStatus, RECORD_KIND,

@@ -589,6 +589,14 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
         }
     }
     let _ = lock(&connection.stream).shutdown(std::net::Shutdown::Both);
+    if replayed.is_some() {
+        // A replay appends its evidence without compacting the journal (an in-process
+        // build compacts it before it answers, every few builds): done now that the
+        // client has its answer. A command that appends meanwhile waits for it.
+        if let Err(err) = once_evidence::compact_journal_if_due(&server.root) {
+            log(&format!("compacting the evidence journal failed: {err}"));
+        }
+    }
     server
         .last_activity
         .store(now_millis(server), Ordering::SeqCst);

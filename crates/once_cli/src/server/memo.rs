@@ -118,7 +118,9 @@ impl Capture {
     pub fn record(&self) -> Option<String> {
         let mut warning = None;
         let now = once_exec::evidence::now_unix_ms();
-        if let Err(err) = once_evidence::append_repeated(&self.root, &self.evidence, now) {
+        // The journal's compaction, when this append makes it due, waits until the
+        // client has its answer (see `daemon::replay`).
+        if let Err(err) = once_evidence::append_repeated_deferred(&self.root, &self.evidence, now) {
             let message = format!("the evidence of this execution was not recorded: {err}");
             warning = Some(format!(
                 "once: warning: {}\n",
