@@ -756,75 +756,50 @@ mod tests {
             "records appended to a replaced journal were lost"
         );
     }
-}
-
-#[cfg(test)]
-mod repeat_tests {
-    use super::*;
-    use crate::record::{CacheOutcome, EvidenceStatus, Subject};
 
     #[test]
     fn a_deferred_append_leaves_the_compaction_to_compact_journal_if_due() {
         let workspace = tempfile::tempdir().unwrap();
         let root = workspace.path();
         let journal = root.join(JOURNAL_PATH);
-        let evidence = |n: u64| ActionEvidence {
-            subject: Subject::Target {
-                id: format!("pkgs/p{n}/T"),
-                capability: "build".into(),
-            },
-            action: Some(format!("pkgs/p{n}/T#build/0")),
-            status: EvidenceStatus::Passed,
-            action_digest: Sha256Digest::of(n.to_string().as_bytes()),
-            input_digest: None,
-            cache: CacheOutcome::Hit,
-            exit_code: Some(0),
-            stdout: None,
-            stderr: None,
-        };
+        let size = || std::fs::metadata(&journal).map_or(0, |m| m.len());
         // A journal past its bound, as builds that deferred their compaction leave it.
         let mut n = 0;
-        while std::fs::metadata(&journal).map_or(0, |m| m.len()) <= JOURNAL_INGEST_BYTES {
-            let batch: Vec<EvidenceRecord> = (n..n + 5_000)
-                .map(|n| EvidenceRecord::new(evidence(n), 1_000 + n))
-                .collect();
+        while size() <= JOURNAL_INGEST_BYTES {
+            let batch: Vec<EvidenceRecord> = (n..n + 5_000).map(record).collect();
             append_bounded(root, &batch, u64::MAX).unwrap();
             n += 5_000;
         }
-        let before = std::fs::metadata(&journal).unwrap().len();
-        let repeated = [Repeatable::new(&evidence(u64::MAX))];
+        let before = size();
+        let repeated = [Repeatable::new(&record(1 << 40).evidence)];
         assert_eq!(append_repeated_deferred(root, &repeated, 7).unwrap(), 1);
-        let appended = std::fs::metadata(&journal).unwrap().len();
-        assert!(
-            appended > before,
-            "the deferred append compacted the journal"
-        );
+        assert!(size() > before, "the deferred append compacted the journal");
 
         compact_journal_if_due(root).unwrap();
-        let compacted = std::fs::metadata(&journal).unwrap().len();
+        let compacted = size();
         assert!(
             compacted <= JOURNAL_INGEST_BYTES / 2,
             "{compacted} bytes left"
         );
         // Under its bound it is left alone, and no journal is nothing to do.
         compact_journal_if_due(root).unwrap();
-        assert_eq!(std::fs::metadata(&journal).unwrap().len(), compacted);
+        assert_eq!(size(), compacted);
         compact_journal_if_due(tempfile::tempdir().unwrap().path()).unwrap();
-        // The repeated record is among those kept, the newest.
-        let store = EvidenceStore::open(root).unwrap();
-        drop(store);
-        let connection = rusqlite::Connection::open(root.join(crate::DATABASE_PATH)).unwrap();
-        let newest: String = connection
-            .query_row(
-                "SELECT id FROM evidence_records ORDER BY seq DESC LIMIT 1",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
+        // The repeated record is kept, the newest.
+        drop(EvidenceStore::open(root).unwrap());
         let mut line = Vec::new();
         repeated[0].write_line(&mut line, 7);
-        assert_eq!(canonical_id(&line), Some(newest.as_str()));
+        assert_eq!(
+            stored_ids(root).last().map(String::as_str),
+            canonical_id(&line)
+        );
     }
+}
+
+#[cfg(test)]
+mod repeat_tests {
+    use super::*;
+    use crate::record::{CacheOutcome, EvidenceStatus, Subject};
 
     #[test]
     fn a_repeated_record_is_the_record_made_at_that_time() {

@@ -75,18 +75,7 @@ pub fn plan_run(args: &Args) -> Option<once_build::Plan> {
         return None;
     }
     let root = crate::query::workspace_root(args).ok()?;
-    let paths = Paths::of(&root);
-    let Some((mut stream, theirs)) = connect(&paths) else {
-        auto_start(&paths, mode);
-        return None;
-    };
-    if theirs.version != VERSION || theirs.identity != identity() {
-        if wants_server(&paths, mode) {
-            let _ = stop(&paths);
-            auto_start(&paths, mode);
-        }
-        return None;
-    }
+    let mut stream = connect_same_build(&root, mode)?;
     let request = request(&root, false)?;
     protocol::write_frame(&mut stream, protocol::PLAN, &request.encode()).ok()?;
     let _ = stream.set_read_timeout(Some(SILENCE));
@@ -127,8 +116,24 @@ pub fn forward(args: &Args) -> Option<u8> {
     }
     let executes = eligible(args)?;
     let root = crate::query::workspace_root(args).ok()?;
-    let paths = Paths::of(&root);
-    let Some((mut stream, theirs)) = connect(&paths) else {
+    let mut stream = connect_same_build(&root, mode)?;
+    let request = request(&root, executes)?;
+    protocol::write_frame(&mut stream, protocol::REQUEST, &request.encode()).ok()?;
+    let _ = stream.set_read_timeout(Some(SILENCE));
+    if executes {
+        forward_signals(&stream);
+        streamed(stream)
+    } else {
+        buffered(stream)
+    }
+}
+
+/// A connection to the workspace server of `root` when it is this very build; `None`
+/// otherwise, after starting one (or replacing one of another build) when servers start
+/// automatically.
+fn connect_same_build(root: &Path, mode: Mode) -> Option<UnixStream> {
+    let paths = Paths::of(root);
+    let Some((stream, theirs)) = connect(&paths) else {
         auto_start(&paths, mode);
         return None;
     };
@@ -140,15 +145,7 @@ pub fn forward(args: &Args) -> Option<u8> {
         }
         return None;
     }
-    let request = request(&root, executes)?;
-    protocol::write_frame(&mut stream, protocol::REQUEST, &request.encode()).ok()?;
-    let _ = stream.set_read_timeout(Some(SILENCE));
-    if executes {
-        forward_signals(&stream);
-        streamed(stream)
-    } else {
-        buffered(stream)
-    }
+    Some(stream)
 }
 
 /// The command as this process would run it.
