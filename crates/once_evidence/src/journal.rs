@@ -146,15 +146,7 @@ pub fn append_repeated(
     repeated: &[Repeatable],
     created_at_unix_ms: u64,
 ) -> Result<usize, EvidenceError> {
-    if repeated.is_empty() {
-        return Ok(0);
-    }
-    let mut lines = Vec::with_capacity(repeated.iter().map(|r| r.middle.len() + 96).sum());
-    for record in repeated {
-        record.write_line(&mut lines, created_at_unix_ms);
-    }
-    append_lines(root, &lines, JOURNAL_INGEST_BYTES)?;
-    Ok(repeated.len())
+    append_repeated_bounded(root, repeated, created_at_unix_ms, JOURNAL_INGEST_BYTES)
 }
 
 /// [`append_repeated`] without the compaction the append may make due: for a server
@@ -164,6 +156,16 @@ pub fn append_repeated_deferred(
     repeated: &[Repeatable],
     created_at_unix_ms: u64,
 ) -> Result<usize, EvidenceError> {
+    append_repeated_bounded(root, repeated, created_at_unix_ms, u64::MAX)
+}
+
+/// The lines of `repeated` at `created_at_unix_ms` in one write; compacts past `bound`.
+fn append_repeated_bounded(
+    root: &Path,
+    repeated: &[Repeatable],
+    created_at_unix_ms: u64,
+    bound: u64,
+) -> Result<usize, EvidenceError> {
     if repeated.is_empty() {
         return Ok(0);
     }
@@ -171,7 +173,7 @@ pub fn append_repeated_deferred(
     for record in repeated {
         record.write_line(&mut lines, created_at_unix_ms);
     }
-    append_lines(root, &lines, u64::MAX)?;
+    append_lines(root, &lines, bound)?;
     Ok(repeated.len())
 }
 

@@ -530,24 +530,14 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
         Some(recorder) => recorder.clone(),
         None => connection.clone(),
     };
-    let context = Arc::new(Context {
-        root: server.root.clone(),
-        cwd: request.cwd,
+    let context = begin_request(
+        server,
+        request.cwd,
         env,
-        stderr_terminal: request.stderr_terminal,
-        stdout_color: color,
+        request.stderr_terminal,
+        color,
         sink,
-        warm: Arc::new(WarmDatabase(server.clone())),
-        closed: AtomicBool::new(false),
-        cancel: Mutex::new(None),
-        signal: AtomicI32::new(0),
-        memo: Mutex::new(None),
-    });
-    server.active.fetch_add(1, Ordering::SeqCst);
-    server.requests.fetch_add(1, Ordering::SeqCst);
-    server
-        .last_activity
-        .store(now_millis(server), Ordering::SeqCst);
+    );
     {
         let mut running = lock(&server.running);
         running.retain(|context| context.strong_count() > 0);
@@ -603,6 +593,37 @@ fn run_request(server: &Arc<Server>, stream: UnixStream, request: Request) {
     server.active.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// The context a client's command runs in on the server (its directory, environment,
+/// terminals and where its output goes), counted as a request and as activity.
+fn begin_request(
+    server: &Arc<Server>,
+    cwd: std::path::PathBuf,
+    env: BTreeMap<OsString, OsString>,
+    stderr_terminal: bool,
+    stdout_color: anstream::ColorChoice,
+    sink: Arc<dyn crate::context::Sink>,
+) -> Arc<Context> {
+    let context = Arc::new(Context {
+        root: server.root.clone(),
+        cwd,
+        env,
+        stderr_terminal,
+        stdout_color,
+        sink,
+        warm: Arc::new(WarmDatabase(server.clone())),
+        closed: AtomicBool::new(false),
+        cancel: Mutex::new(None),
+        signal: AtomicI32::new(0),
+        memo: Mutex::new(None),
+    });
+    server.active.fetch_add(1, Ordering::SeqCst);
+    server.requests.fetch_add(1, Ordering::SeqCst);
+    server
+        .last_activity
+        .store(now_millis(server), Ordering::SeqCst);
+    context
+}
+
 /// Plans `once run`'s command for a client, which runs the program itself: the plan is
 /// sent when planning printed nothing and found no problem (the client plans anything
 /// else itself, and prints what it prints).
@@ -622,24 +643,15 @@ fn plan_request(server: &Arc<Server>, mut stream: UnixStream, request: Request) 
         return decline(&mut stream, "an environment that differs from the server's");
     }
     let buffer = Arc::new(Buffer(Mutex::new(Vec::new())));
-    let context = Arc::new(Context {
-        root: server.root.clone(),
-        cwd: request.cwd,
+    let sink: Arc<dyn crate::context::Sink> = buffer.clone();
+    let context = begin_request(
+        server,
+        request.cwd,
         env,
-        stderr_terminal: request.stderr_terminal,
-        stdout_color: anstream::ColorChoice::Never,
-        sink: buffer.clone(),
-        warm: Arc::new(WarmDatabase(server.clone())),
-        closed: AtomicBool::new(false),
-        cancel: Mutex::new(None),
-        signal: AtomicI32::new(0),
-        memo: Mutex::new(None),
-    });
-    server.active.fetch_add(1, Ordering::SeqCst);
-    server.requests.fetch_add(1, Ordering::SeqCst);
-    server
-        .last_activity
-        .store(now_millis(server), Ordering::SeqCst);
+        request.stderr_terminal,
+        anstream::ColorChoice::Never,
+        sink,
+    );
     let planned = {
         let _entered = crate::context::enter(Some(context));
         std::panic::catch_unwind(AssertUnwindSafe(|| crate::build::plan_for_run(&args)))

@@ -301,14 +301,17 @@ fn human_status(status: &serde_json::Value) -> String {
 /// `once server start`: starts the server in the background and waits until it answers.
 fn start(args: &Args, root: &Path, idle: Duration) -> anyhow::Result<Outcome> {
     let paths = Paths::of(root);
-    if let Some(status) = client::status(&paths) {
+    let already_runs = |status: serde_json::Value| {
         let pid = status.get("pid").cloned().unwrap_or_default();
         report(
             args.format,
             json!({ "started": false, "running": true, "pid": pid }),
             &format!("the workspace server already runs (pid {pid})"),
-        )?;
-        return Ok(Outcome::Success);
+        )
+        .map(|()| Outcome::Success)
+    };
+    if let Some(status) = client::status(&paths) {
+        return already_runs(status);
     }
     // A server of another build answers no status: stop it, a new one replaces it.
     let _ = client::stop(&paths);
@@ -317,13 +320,7 @@ fn start(args: &Args, root: &Path, idle: Duration) -> anyhow::Result<Outcome> {
     // or lets go of the lock, instead of starting one that would give up at once.
     while client::starting(&paths) && std::time::Instant::now() < deadline {
         if let Some(status) = client::status(&paths) {
-            let pid = status.get("pid").cloned().unwrap_or_default();
-            report(
-                args.format,
-                json!({ "started": false, "running": true, "pid": pid }),
-                &format!("the workspace server already runs (pid {pid})"),
-            )?;
-            return Ok(Outcome::Success);
+            return already_runs(status);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
