@@ -17,12 +17,9 @@
 //!   deleted and the caller is told ([`FetchError::Corrupt`]), which makes it a miss with a
 //!   warning.
 //! - **Uploads** run after an action succeeded, `upload_jobs` at a time, in the
-//!   background, on a connection of their own and at the lowest scheduling priority
-//!   (their threads and, for gRPC, the runtime that drives their connection): a lookup
-//!   never queues behind an upload's megabytes, and an action never waits for the
-//!   processor while an upload has it. `FindMissingBlobs` first, then the missing
-//!   blobs (batched up to the server's limit, larger ones streamed), then the
-//!   ActionCache entry, last, so no entry ever names a blob the server lacks. [`RemoteClient::finish`] waits for them and
+//!   background: `FindMissingBlobs` first, then the missing blobs (batched up to the
+//!   server's limit, larger ones streamed), then the ActionCache entry, last, so no entry
+//!   ever names a blob the server lacks. [`RemoteClient::finish`] waits for them and
 //!   answers the command's [`RemoteSummary`].
 
 use std::io::{Read as _, Write};
@@ -193,8 +190,6 @@ struct Shared {
     /// The client's own handle on the local store (uploads read blobs from it).
     store: Store,
     transport: OnceLock<Option<Box<dyn Transport>>>,
-    /// The uploads' own connection ([`Shared::upload_transport`]).
-    upload_transport: OnceLock<Option<Box<dyn Transport>>>,
     /// A connection started ahead of the first request ([`RemoteClient::connect_ahead`]),
     /// taken by the first request that needs the transport.
     connecting: Mutex<Option<std::thread::JoinHandle<Connected>>>,
@@ -216,27 +211,13 @@ type Connected = Result<Box<dyn Transport>, String>;
 
 /// Connects to the server `settings` name (for gRPC: the connection and the check of
 /// its capabilities; HTTP connects per request).
-fn connect(settings: &RemoteSettings, purpose: Purpose) -> Connected {
+fn connect(settings: &RemoteSettings) -> Connected {
     match settings.protocol {
-        Protocol::Grpc { .. } => crate::grpc::GrpcTransport::connect(settings, purpose)
-            .map(|t| Box::new(t) as Box<dyn Transport>),
+        Protocol::Grpc { .. } => {
+            crate::grpc::GrpcTransport::connect(settings).map(|t| Box::new(t) as Box<dyn Transport>)
+        }
         Protocol::Http => Ok(Box::new(crate::http::HttpTransport::new(settings))),
     }
-}
-
-/// What a connection is for: lookups and downloads, which the build waits for, or
-/// uploads, which it does not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
-    Reads,
-    Uploads,
-}
-
-/// Lowers the calling thread's scheduling priority to the lowest (nice 19): uploads
-/// use the processor time the build leaves idle, and never slow an action down. On Linux
-/// the priority is a thread's own. Failing to lower it changes nothing but speed.
-pub(crate) fn lower_priority() {
-    let _ = rustix::process::setpriority_process(None, 19);
 }
 
 /// Why [`Shared::attempt`] did not succeed.
@@ -273,7 +254,6 @@ impl RemoteClient {
                 settings,
                 store,
                 transport: OnceLock::new(),
-                upload_transport: OnceLock::new(),
                 connecting: Mutex::new(None),
                 connect_failure_counted: AtomicBool::new(false),
                 counters: Counters::default(),
@@ -310,7 +290,7 @@ impl RemoteClient {
         let settings = self.shared.settings.clone();
         *connecting = std::thread::Builder::new()
             .name("once-remote-connect".to_owned())
-            .spawn(move || connect(&settings, Purpose::Reads))
+            .spawn(move || connect(&settings))
             .ok();
     }
 
@@ -378,7 +358,7 @@ impl Shared {
                     Some(thread) => thread.join().unwrap_or_else(|_| {
                         Err("connecting to the remote cache failed".to_owned())
                     }),
-                    None => connect(&self.settings, Purpose::Reads),
+                    None => connect(&self.settings),
                 };
                 match connected {
                     Ok(transport) => Some(transport),
@@ -393,46 +373,19 @@ impl Shared {
             .as_deref()
     }
 
-    /// The connection uploads use: one of their own, so that a lookup or download never
-    /// queues behind megabytes of an upload on one HTTP/2 connection, and whose threads
-    /// run at background priority ([`lower_priority`]). Made at the first upload, once
-    /// the server was reached for reads; `None` when either failed (then uploads are off
-    /// for the command).
-    fn upload_transport(&self) -> Option<&dyn Transport> {
-        self.transport()?;
-        self.upload_transport
-            .get_or_init(|| match connect(&self.settings, Purpose::Uploads) {
-                Ok(transport) => Some(transport),
-                Err(why) => {
-                    self.note_error(why.clone());
-                    self.writes.trip(&why);
-                    None
-                }
-            })
-            .as_deref()
-    }
-
     /// Runs `operation` with retries: [`Skip::Skipped`] (counted here) when the
     /// direction is off, [`Skip::Failed`] (for the caller to count) when it failed.
     fn attempt<T>(
         &self,
-        purpose: Purpose,
+        breaker: &Breaker,
         what: &str,
         operation: impl Fn(&dyn Transport) -> Result<T, Failure>,
     ) -> Result<T, Skip> {
-        let breaker = match purpose {
-            Purpose::Reads => &self.reads,
-            Purpose::Uploads => &self.writes,
-        };
         if breaker.is_open() {
             add(&self.counters.skipped, 1);
             return Err(Skip::Skipped);
         }
-        let transport = match purpose {
-            Purpose::Reads => self.transport(),
-            Purpose::Uploads => self.upload_transport(),
-        };
-        let Some(transport) = transport else {
+        let Some(transport) = self.transport() else {
             // One failure for the connection that failed; what waited for it (or came
             // after) is skipped.
             if self.connect_failure_counted.swap(true, Ordering::Relaxed) {
@@ -465,7 +418,7 @@ impl Shared {
 
     /// Downloads `blob` into `store`, checked (see the module's documentation).
     fn fetch(&self, store: &Store, blob: Blob) -> Result<(), FetchError> {
-        let fetched = self.attempt(Purpose::Reads, "download", |transport| {
+        let fetched = self.attempt(&self.reads, "download", |transport| {
             let (name, file) = store
                 .temporary_file()
                 .map_err(|e| Failure::Refused(format!("cannot write to the store: {e}")))?;
@@ -576,7 +529,7 @@ impl Shared {
                 None
             }
         };
-        let uploaded = self.attempt(Purpose::Uploads, "upload", |transport| {
+        let uploaded = self.attempt(&self.writes, "upload", |transport| {
             let mut missing = transport.find_missing(&blobs)?;
             for blob in self
                 .corrupted
@@ -669,7 +622,7 @@ impl RemoteCache for RemoteClient {
         let shared = &self.shared;
         add(&shared.counters.lookups, 1);
         let action = map_action(key).action;
-        let found = shared.attempt(Purpose::Reads, "lookup", |transport| {
+        let found = shared.attempt(&shared.reads, "lookup", |transport| {
             transport.get_action_result(&action)
         });
         match found {
@@ -716,7 +669,6 @@ impl RemoteCache for RemoteClient {
                     std::thread::Builder::new()
                         .name(format!("once-upload-{index}"))
                         .spawn(move || {
-                            lower_priority();
                             loop {
                                 let job = receiver.lock().unwrap_or_else(|e| e.into_inner()).recv();
                                 let Ok((key, record)) = job else {

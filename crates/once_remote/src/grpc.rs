@@ -23,7 +23,6 @@ use reapi::content_addressable_storage_client::ContentAddressableStorageClient;
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use crate::client::Purpose;
 use crate::mapping::Blob;
 use crate::settings::{Protocol, RemoteSettings};
 use crate::transport::{Failure, Transport};
@@ -83,7 +82,7 @@ fn batch_failure(status: &bazel_remote_apis::google::rpc::Status) -> Failure {
 impl GrpcTransport {
     /// Connects to the server of `settings` and checks its capabilities: SHA-256, an
     /// ActionCache and an API version range including 2.
-    pub fn connect(settings: &RemoteSettings, purpose: Purpose) -> Result<GrpcTransport, String> {
+    pub fn connect(settings: &RemoteSettings) -> Result<GrpcTransport, String> {
         let Protocol::Grpc { tls } = settings.protocol else {
             return Err("not a gRPC URL".to_owned());
         };
@@ -93,15 +92,10 @@ impl GrpcTransport {
             .map_or("", |(_, rest)| rest)
             .trim_end_matches('/');
         let address = format!("{}://{rest}", if tls { "https" } else { "http" });
-        let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("once-remote-grpc")
-            .enable_all();
-        if purpose == Purpose::Uploads {
-            builder.on_thread_start(crate::client::lower_priority);
-        }
-        let runtime = builder
+            .enable_all()
             .build()
             .map_err(|e| format!("cannot start the gRPC client: {e}"))?;
         let mut endpoint = Endpoint::from_shared(address)
