@@ -134,6 +134,20 @@ fn compile_entry(entry: &GlobEntry<'_>) -> Result<Glob, String> {
     compile_glob(entry.pattern)
 }
 
+/// `path` as a glob matching exactly it: each character globs read specially (`*`,
+/// `?`, `[`, `]`, `{`, `}`, `\`, and a leading `!`, which would make an entry an
+/// exclusion) behind a backslash.
+pub fn escape_glob(path: &str) -> String {
+    let mut escaped = String::with_capacity(path.len());
+    for (index, c) in path.char_indices() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') || (index == 0 && c == '!') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// Compiles one glob (without an exclusion's `!`) with `*` confined to a path segment.
 pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
     check_pattern(pattern)?;
@@ -198,6 +212,38 @@ mod tests {
             expected,
             "{include:?} {exclude:?} {package}"
         );
+    }
+
+    #[test]
+    fn escaped_paths_match_only_themselves() {
+        for name in [
+            "a[b]",
+            "x*y",
+            "q?",
+            "{a,b}",
+            "!bang",
+            "back\\slash",
+            "]",
+            "a/[x]/b",
+        ] {
+            let exclude = [escape_glob(name), format!("{}/**", escape_glob(name))];
+            let exclude: Vec<&str> = exclude.iter().map(String::as_str).collect();
+            check(&[], &exclude, name, false);
+            check(&[], &exclude, &format!("{name}/deep/er"), false);
+            // What the unescaped pattern would also have matched stays in.
+            for other in [
+                "ab",
+                "xzzy",
+                "qz",
+                "a",
+                "bang",
+                "backslash",
+                "a/x/b",
+                "other",
+            ] {
+                check(&[], &exclude, other, true);
+            }
+        }
     }
 
     #[test]

@@ -349,20 +349,24 @@ fn root_manifest_text(nested: &[String]) -> String {
         "# Workspaces of their own inside this one (once init found them): not loaded here.\nexclude = [\n",
     );
     for dir in nested {
-        let quoted = |pattern: String| {
-            let mut out = String::new();
-            // Writing to a `String` cannot fail.
-            let _ = once_model::value::write_toml_string(&mut out, &pattern);
-            out
-        };
-        text.push_str(&format!(
-            "    {},\n    {},\n",
-            quoted(dir.clone()),
-            quoted(format!("{dir}/**"))
-        ));
+        let (within, below) = nested_excludes(dir);
+        text.push_str(&format!("    {within},\n    {below},\n"));
     }
     text.push_str("]\n");
     text
+}
+
+/// The two `exclude` entries of the nested workspace `dir`, as TOML strings: the
+/// directory and everything below it, its name escaped for globs.
+fn nested_excludes(dir: &str) -> (String, String) {
+    let quoted = |pattern: &str| {
+        let mut out = String::new();
+        // Writing to a `String` cannot fail.
+        let _ = once_model::value::write_toml_string(&mut out, pattern);
+        out
+    };
+    let pattern = once_db::package_filter::escape_glob(dir);
+    (quoted(&pattern), quoted(&format!("{pattern}/**")))
 }
 
 /// A warning for each nested workspace the existing root manifest does not exclude.
@@ -388,8 +392,9 @@ fn nested_not_excluded(
                     .any(|p| within(p, dir) && filter.includes(p))
         })
         .map(|dir| {
+            let (within, below) = nested_excludes(dir);
             format!(
-                "`{dir}` is a workspace of its own, but the root `once.toml` does not exclude it, so its packages are loaded as this workspace's: add `\"{dir}\", \"{dir}/**\"` to `[workspace] exclude`"
+                "`{dir}` is a workspace of its own, but the root `once.toml` does not exclude it, so its packages are loaded as this workspace's: add `{within}, {below}` to `[workspace] exclude`"
             )
         })
         .collect()
