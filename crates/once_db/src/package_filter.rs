@@ -136,7 +136,8 @@ fn compile_entry(entry: &GlobEntry<'_>) -> Result<Glob, String> {
 
 /// `path` as a glob matching exactly it: each character globs read specially (`*`,
 /// `?`, `[`, `]`, `{`, `}`, `\`, and a leading `!`, which would make an entry an
-/// exclusion) behind a backslash.
+/// exclusion) behind a backslash. Not `globset::escape`: it leaves `\` as it is, which
+/// [`compile_glob`]'s patterns read as an escape, and knows nothing of `!`.
 pub fn escape_glob(path: &str) -> String {
     let mut escaped = String::with_capacity(path.len());
     for (index, c) in path.char_indices() {

@@ -12,6 +12,7 @@ mod propose;
 use std::collections::{BTreeMap, BTreeSet};
 
 use once_db::{Db, FileWrite, RootDatabase, Workspace};
+use once_model::value::AttrValue;
 
 use crate::edit::{EditOperation, EditOutcome, EditRequest, manifest_path, plan_edit_from};
 
@@ -359,14 +360,12 @@ fn root_manifest_text(nested: &[String]) -> String {
 /// The two `exclude` entries of the nested workspace `dir`, as TOML strings: the
 /// directory and everything below it, its name escaped for globs.
 fn nested_excludes(dir: &str) -> (String, String) {
-    let quoted = |pattern: &str| {
-        let mut out = String::new();
-        // Writing to a `String` cannot fail.
-        let _ = once_model::value::write_toml_string(&mut out, pattern);
-        out
-    };
     let pattern = once_db::package_filter::escape_glob(dir);
-    (quoted(&pattern), quoted(&format!("{pattern}/**")))
+    let below = format!("{pattern}/**");
+    (
+        AttrValue::String(pattern).to_string(),
+        AttrValue::String(below).to_string(),
+    )
 }
 
 /// A warning for each nested workspace the existing root manifest does not exclude.
