@@ -950,3 +950,153 @@ fn workspace_outputs_may_not_be_in_the_state_directory_nor_over_their_inputs() {
         "{outside}"
     );
 }
+
+/// A remote cache with nothing in it whose lookups take `delay`: it counts them, and the
+/// most in flight at once.
+struct SlowEmptyRemote {
+    delay: Duration,
+    lookups: std::sync::atomic::AtomicUsize,
+    in_flight: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+impl SlowEmptyRemote {
+    fn new(delay: Duration) -> SlowEmptyRemote {
+        SlowEmptyRemote {
+            delay,
+            lookups: Default::default(),
+            in_flight: Default::default(),
+            peak: Default::default(),
+        }
+    }
+}
+
+impl once_exec::RemoteCache for SlowEmptyRemote {
+    fn lookup(&self, _: &Sha256Digest) -> Option<once_exec::record::ActionRecord> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.lookups.fetch_add(1, SeqCst);
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        std::thread::sleep(self.delay);
+        self.in_flight.fetch_sub(1, SeqCst);
+        None
+    }
+
+    fn fetch_blob(&self, _: &Store, _: &Sha256Digest, _: u64) -> Result<(), once_exec::FetchError> {
+        Err(once_exec::FetchError::Missing)
+    }
+
+    fn upload(&self, _: &Sha256Digest, _: &once_exec::record::ActionRecord) {}
+}
+
+fn run_with_remote(
+    fixture: &Fixture,
+    runner: &FakeRunner,
+    remote: &SlowEmptyRemote,
+    plan: &[PlannedAction],
+    jobs: usize,
+) -> ExecutionReport {
+    Executor::new(fixture.root(), &fixture.store)
+        .with_runner(runner)
+        .with_options(ExecOptions {
+            sandbox: once_exec::SandboxMode::On,
+            ..options(jobs, false)
+        })
+        .with_remote(Some(remote))
+        .run(plan)
+        .unwrap()
+}
+
+#[test]
+fn remote_lookups_overlap_steps_while_jobs_still_bound_the_steps() {
+    let fixture = Fixture::new();
+    let plan: Vec<PlannedAction> = (0..6)
+        .map(|i| {
+            let name = format!("p{i}");
+            action(&name, &[], &[&name])
+        })
+        .collect();
+    let runner = writer(&[]);
+    let remote = SlowEmptyRemote::new(Duration::from_millis(40));
+    let report = run_with_remote(&fixture, &runner, &remote, &plan, 1);
+    assert!(report.succeeded(), "{:?}", summary(&report));
+    assert_eq!(
+        runner.peak_parallelism(),
+        1,
+        "one step at a time (`jobs` 1)"
+    );
+    use std::sync::atomic::Ordering::SeqCst;
+    assert_eq!(remote.lookups.load(SeqCst), 6);
+    assert_eq!(
+        remote.peak.load(SeqCst),
+        2,
+        "a second worker looks up while the first waits or runs"
+    );
+}
+
+#[test]
+fn a_step_waiting_for_its_slot_does_not_start_after_a_failure() {
+    let fixture = Fixture::new();
+    // `bad` is not cacheable: it takes the one slot at once, without a lookup, and fails
+    // while `later`'s lookup is still on its way.
+    let mut bad = action("bad", &[], &["bad"]);
+    bad.action.cacheable = false;
+    let plan = [bad, action("later", &[], &["later"])];
+    let runner = FakeRunner::new(|argv| match argv[1].as_str() {
+        "bad" => FakeOutcome::failing(2, "boom\n").taking(Duration::from_millis(20)),
+        name => FakeOutcome::writes(&out(name), name.as_bytes()),
+    });
+    let remote = SlowEmptyRemote::new(Duration::from_millis(300));
+    let report = run_with_remote(&fixture, &runner, &remote, &plan, 1);
+    assert_eq!(
+        summary(&report),
+        ["T#build/bad Failed bypass", "T#build/later Skipped -"]
+    );
+    let later = report.result("T#build/later").unwrap();
+    assert_eq!(
+        later.message.as_deref(),
+        Some("not started: another action failed")
+    );
+    assert_eq!(later.cause.as_deref(), Some("T#build/bad"));
+    assert_eq!(names(&runner), ["bad"]);
+}
+
+#[test]
+fn a_step_waiting_for_its_slot_is_cancelled_before_it_starts() {
+    let fixture = Fixture::new();
+    // `long` takes the one slot at once (not cacheable: no lookup); `later` is looked up
+    // and waits for the slot until the cancel.
+    let mut long = action("long", &[], &["long"]);
+    long.action.cacheable = false;
+    let plan = [long, action("later", &[], &["later"])];
+    let runner = FakeRunner::new(|argv| {
+        FakeOutcome::writes(&out(&argv[1]), b"x").taking(Duration::from_secs(30))
+    });
+    let remote = SlowEmptyRemote::new(Duration::from_millis(20));
+    let cancel = once_exec::CancelHandle::new();
+    let report = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.cancel();
+        });
+        Executor::new(fixture.root(), &fixture.store)
+            .with_runner(&runner)
+            .with_options(ExecOptions {
+                sandbox: once_exec::SandboxMode::On,
+                ..options(1, true)
+            })
+            .with_remote(Some(&remote))
+            .with_cancel(cancel.clone())
+            .run(&plan)
+            .unwrap()
+    });
+    assert_eq!(
+        summary(&report),
+        ["T#build/long Cancelled bypass", "T#build/later Cancelled -"]
+    );
+    assert_eq!(
+        report.result("T#build/later").unwrap().message.as_deref(),
+        Some("cancelled before it started")
+    );
+    assert_eq!(names(&runner), ["long"]);
+}

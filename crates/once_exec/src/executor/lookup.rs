@@ -199,6 +199,10 @@ impl<'a> Executor<'a> {
                     self.materialize_inputs(run, index)?;
                     continue;
                 }
+                let Some(_slot) = self.take_slot(run, index) else {
+                    self.not_started(run, result);
+                    return Ok(());
+                };
                 return self.execute(run, action, &prepared, None, result);
             }
             // Without a record a moment ago, the look under the key's lock below is the
@@ -227,6 +231,10 @@ impl<'a> Executor<'a> {
                 recorded = true;
                 continue;
             }
+            let Some(_slot) = self.take_slot(run, index) else {
+                self.not_started(run, result);
+                return Ok(());
+            };
             return self.execute(run, action, &prepared, Some(&key), result);
         }
     }

@@ -15,6 +15,10 @@
 //!    **miss**. An action that is not
 //!    cacheable always runs and writes no record: a **bypass**.
 //!
+//! Running a step takes one of `jobs` *slots* ([`Executor::take_slot`]), by priority.
+//! With a remote cache there are twice as many workers as slots: a remote lookup waits on
+//! the network, so the extra workers look the next actions up while `jobs` steps run.
+//!
 //! A failed action stops its dependents (they are *skipped*); without `keep_going`
 //! nothing new starts after a failure, with it every action not depending on the failure
 //! still runs. Cancelling kills the running process groups and starts nothing new.
@@ -77,7 +81,8 @@ pub struct PlannedAction {
 /// How an execution behaves.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    /// How many actions run at once (at least 1); `None`: as many as the machine runs
+    /// How many actions' steps run at once (at least 1; with a remote cache as many more
+    /// are looked up meanwhile); `None`: as many as the machine runs
     /// ([`machine_parallelism`], asked only when the plan has more than one action: the
     /// answer reads several files under `/proc` and `/sys`).
     pub jobs: Option<usize>,
@@ -201,10 +206,16 @@ impl<'a> Executor<'a> {
     /// The remote cache, for an action whose result may be shared: cacheable, run
     /// sandboxed, not validating.
     pub(super) fn remote_for(&self, action: &Action) -> Option<&'a dyn crate::remote::RemoteCache> {
-        let shared = action.cacheable
+        self.remote
+            .filter(|_| action.cacheable && self.shares_results())
+    }
+
+    /// Whether cacheable results are looked up in, and uploaded to, a remote cache: one
+    /// is given, actions run sandboxed, and this is not a validation.
+    pub(super) fn shares_results(&self) -> bool {
+        self.remote.is_some()
             && !self.options.validate
-            && self.options.sandbox == crate::sandbox::SandboxMode::On;
-        self.remote.filter(|_| shared)
+            && self.options.sandbox == crate::sandbox::SandboxMode::On
     }
 
     /// The stamps the digests of the plan's source files were read with (what analysis

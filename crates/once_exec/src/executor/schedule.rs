@@ -14,6 +14,10 @@ pub(super) struct Scheduler {
     pub(super) stop: bool,
     /// Workers waiting for `wake` (notifying none is a system call per action saved).
     pub(super) waiting: usize,
+    /// Slots free to run a step in: `jobs` in all ([`Executor::take_slot`]).
+    pub(super) free_slots: usize,
+    /// The actions waiting for a slot, by priority.
+    pub(super) slot_queue: BinaryHeap<(u64, Reverse<usize>)>,
 }
 
 /// What one execution shares between its workers.
@@ -33,6 +37,8 @@ pub(super) struct Run<'r> {
     pub(super) identities: Mutex<HashMap<PathBuf, (ToolIdentity, Fingerprint)>>,
     pub(super) scheduler: Mutex<Scheduler>,
     pub(super) wake: Condvar,
+    /// Told when a slot is given back, or the execution stops.
+    pub(super) slot_freed: Condvar,
     /// The build directories of the plan's targets, sorted: made at the first sandboxed
     /// action (a sandboxed action may list the build directory its generated inputs
     /// come from).
@@ -60,6 +66,21 @@ impl Run<'_> {
             directories.dedup();
             directories
         })
+    }
+}
+
+/// A slot to run one action's step in, given back when dropped.
+pub(super) struct Slot<'s, 'r> {
+    run: &'s Run<'r>,
+}
+
+impl Drop for Slot<'_, '_> {
+    fn drop(&mut self) {
+        let mut scheduler = self.run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+        scheduler.free_slots += 1;
+        if !scheduler.slot_queue.is_empty() {
+            self.run.slot_freed.notify_all();
+        }
     }
 }
 
@@ -97,6 +118,21 @@ impl<'a> Executor<'a> {
             .filter(|&i| waiting_for[i] == 0)
             .map(|i| (graph.priority[i], Reverse(i)))
             .collect();
+        let jobs = match plan.len() {
+            0 | 1 => 1,
+            many => self
+                .options
+                .jobs
+                .unwrap_or_else(machine_parallelism)
+                .clamp(1, many),
+        };
+        // A remote lookup waits on the network: as many workers again look actions up
+        // while `jobs` of them run steps, so that a miss's lookup is off the critical path.
+        let workers = if self.shares_results() {
+            (2 * jobs).min(plan.len()).max(jobs)
+        } else {
+            jobs
+        };
         let run = Run {
             plan,
             workspace,
@@ -118,17 +154,12 @@ impl<'a> Executor<'a> {
                 done: 0,
                 stop: false,
                 waiting: 0,
+                free_slots: jobs,
+                slot_queue: BinaryHeap::new(),
             }),
             wake: Condvar::new(),
+            slot_freed: Condvar::new(),
             graph,
-        };
-        let workers = match plan.len() {
-            0 | 1 => 1,
-            many => self
-                .options
-                .jobs
-                .unwrap_or_else(machine_parallelism)
-                .clamp(1, many),
         };
         self.prefetch_probes(&run);
         if workers == 1 {
@@ -239,6 +270,54 @@ impl<'a> Executor<'a> {
         }
     }
 
+    /// Waits for a slot to run action `index`'s step in (the highest priority first);
+    /// `None` when the execution stops first (a failure without `keep_going`, a
+    /// cancel): the step is then not started.
+    pub(super) fn take_slot<'s, 'r>(&self, run: &'s Run<'r>, index: usize) -> Option<Slot<'s, 'r>> {
+        let entry = (run.graph.priority[index], Reverse(index));
+        let mut scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+        scheduler.slot_queue.push(entry);
+        loop {
+            if scheduler.stop || self.cancel.is_cancelled() {
+                scheduler.slot_queue.retain(|queued| *queued != entry);
+                // The next in the queue may be first now.
+                run.slot_freed.notify_all();
+                return None;
+            }
+            if scheduler.free_slots > 0 && scheduler.slot_queue.peek() == Some(&entry) {
+                scheduler.slot_queue.pop();
+                scheduler.free_slots -= 1;
+                if scheduler.free_slots > 0 && !scheduler.slot_queue.is_empty() {
+                    run.slot_freed.notify_all();
+                }
+                return Some(Slot { run });
+            }
+            scheduler = run
+                .slot_freed
+                .wait_timeout(scheduler, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Marks `result` as not started: its slot never came ([`Executor::take_slot`]).
+    pub(super) fn not_started(&self, run: &Run<'_>, result: &mut ActionResult) {
+        if self.cancel.is_cancelled() {
+            result.status = ActionStatus::Cancelled;
+            result.message = Some("cancelled before it started".to_owned());
+            return;
+        }
+        let scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+        result.status = ActionStatus::Skipped;
+        result.message = Some("not started: another action failed".to_owned());
+        result.cause = scheduler
+            .results
+            .iter()
+            .flatten()
+            .find(|r| r.status == ActionStatus::Failed)
+            .map(|r| r.id.clone());
+    }
+
     pub(super) fn work(&self, run: &Run<'_>) {
         loop {
             let (index, dependency_outputs) = {
@@ -310,6 +389,7 @@ impl<'a> Executor<'a> {
             } else {
                 if !self.options.keep_going {
                     scheduler.stop = true;
+                    run.slot_freed.notify_all();
                 }
                 let mut stack = run.graph.dependents[index].clone();
                 while let Some(dependent) = stack.pop() {
