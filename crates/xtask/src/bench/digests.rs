@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::Value;
 
-use super::harness::{Options, Row, cpu_delta, cpu_time, fmt_ms, mean_cpu, own_cpu, preset, timed};
+use super::harness::{
+    Options, Row, cpu_delta, cpu_time, fmt_ms, mean_cpu, own_cpu, preset, timed, write_back,
+};
 use super::synth::{self};
 
 /// Walks the tree and stats every file, in this process: what any tool that checks a
@@ -266,7 +268,7 @@ pub fn run_digests(options: &Options) -> anyhow::Result<String> {
     let generated = synth::generate(&workspace, packages, per_package, options.seed)?;
     let workspace = std::fs::canonicalize(&workspace)
         .with_context(|| format!("cannot resolve `{}`", workspace.display()))?;
-    let _ = Command::new("sync").status();
+    write_back()?;
     let runs = options.runs.max(1);
     let rows = digests(&options.once, &workspace, &scratch, runs)?;
     let mut table = format!(

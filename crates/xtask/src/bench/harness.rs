@@ -99,6 +99,14 @@ pub(super) fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::pro
 }
 
 /// A peak RSS for the table (empty when not measured).
+/// Writes what the kernel holds of earlier writes to the disk now (`sync`), so that its
+/// write-back does not fall into the next measure.
+pub(super) fn write_back() -> anyhow::Result<()> {
+    let status = Command::new("sync").status().context("cannot run `sync`")?;
+    anyhow::ensure!(status.success(), "`sync` failed");
+    Ok(())
+}
+
 pub(super) fn mib(kib: Option<u64>) -> String {
     kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
         .unwrap_or_default()
@@ -286,7 +294,7 @@ pub fn run(options: &Options) -> anyhow::Result<String> {
     );
     // The generator just wrote tens of thousands of files: let the kernel write them out
     // now, not while the first commands are timed.
-    let _ = Command::new("sync").status();
+    write_back()?;
     let ws = workspace.to_string_lossy().into_owned();
     let paths = changed_paths(&generated);
 
