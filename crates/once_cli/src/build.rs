@@ -393,6 +393,8 @@ fn print_validation(validation: &once_build::validation::ActionsValidation) {
 pub fn build(args: &Args, patterns: &[String], exec: &ExecArgs) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
     let session = open_session(&root, exec)?;
+    // Connecting overlaps the planning.
+    session.connect_remote_early();
     let request = PlanRequest::Capability {
         patterns,
         capability: "build",
@@ -562,6 +564,7 @@ pub fn run(
 ) -> anyhow::Result<Outcome> {
     let root = workspace_root(args)?;
     let session = open_session(&root, exec)?;
+    session.connect_remote_early();
     let patterns = [target.to_owned()];
     let request = PlanRequest::Capability {
         patterns: &patterns,

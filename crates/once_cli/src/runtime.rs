@@ -201,6 +201,7 @@ fn start(
     exec: &ExecArgs,
 ) -> anyhow::Result<Outcome> {
     let session = open_session(root, exec)?;
+    session.connect_remote_early();
     let patterns = [target.to_owned()];
     let request = PlanRequest::Capability {
         patterns: &patterns,

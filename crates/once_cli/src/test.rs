@@ -57,6 +57,8 @@ pub fn test(args: &Args, test: &TestArgs<'_>) -> anyhow::Result<Outcome> {
     let session = Session::open(&root, test.store, ExecOptions::default())
         .map_err(|e| anyhow!(e))?
         .with_sandbox(test.sandbox);
+    // Connecting to a remote cache the environment names overlaps the planning.
+    session.connect_remote_early();
     let planned = plan_cold(&root, session.store(), &PlanRequest::Tests(&request), true)?;
     let plan = planned.plan;
     let selection = planned

@@ -674,6 +674,31 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
         "the read-only client wrote"
     );
 
+    // The same with the server on the command line and `read_only` in the workspace's
+    // `[cache]`: the connection made while planning (from the command line alone) is not
+    // the one the execution uses, which the plan's settings make read-only.
+    let declared = workspace("read only, declared\n");
+    std::fs::write(
+        declared.path().join("once.toml"),
+        "[workspace]\ninclude = [\"gen\", \"use\", \"slow\", \"all\"]\n\n\
+         [cache]\nread_only = true\n",
+    )
+    .unwrap();
+    let files_before = file_count(&server.data);
+    let m = Machine::of(declared.path());
+    m.build(&["gen/Gen"], &remote);
+    assert_eq!(
+        file_count(&server.data),
+        files_before,
+        "a client read-only by its `[cache]` wrote to the server's directory"
+    );
+    let usage = m.usage();
+    assert_eq!(
+        (count(&usage, "misses"), count(&usage, "uploads")),
+        (1, 0),
+        "{usage}"
+    );
+
     // Credentials from the environment reach the server, never a file or the output.
     let secret = "s3cr3t-token-for-the-remote-cache";
     let token_workspace = workspace("token\n");

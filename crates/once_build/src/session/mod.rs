@@ -57,6 +57,9 @@ pub struct Session {
     /// `--remote-cache`, `--no-remote-cache`, `--remote-cache-read-only`: win over the
     /// environment and the workspace's `[cache]`.
     remote: once_remote::Overrides,
+    /// A client connecting since before the plan was made
+    /// ([`Session::connect_remote_early`]), for the first execution whose settings it has.
+    early_remote: std::sync::Mutex<Option<once_remote::RemoteClient>>,
 }
 
 /// From how many actions a build records its evidence on a thread beside the records.
@@ -85,6 +88,7 @@ impl Session {
             evidence: true,
             sandbox: None,
             remote: once_remote::Overrides::default(),
+            early_remote: std::sync::Mutex::new(None),
         }
     }
 
@@ -92,6 +96,27 @@ impl Session {
     pub fn with_remote_cache(mut self, overrides: once_remote::Overrides) -> Session {
         self.remote = overrides;
         self
+    }
+
+    /// Starts connecting to the remote cache that the command line or the environment
+    /// names, before the plan is made, so that the connection (for gRPC: TCP, HTTP/2, TLS,
+    /// the capabilities' round trip) overlaps the planning instead of delaying the first
+    /// lookups. The workspace's `[cache]` is known only with the plan: the first execution
+    /// takes this client if its settings are the ones it resolves, and drops it unused
+    /// otherwise. A server that cannot be reached is reported only if a lookup or an
+    /// upload needs it, as always.
+    pub fn connect_remote_early(&self) {
+        if !self.evidence {
+            return;
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let Ok(Some(settings)) = once_remote::resolve(None, &self.remote, &env, &self.root) else {
+            return;
+        };
+        if let Ok(client) = once_remote::RemoteClient::new(settings, self.store.path()) {
+            client.connect_ahead();
+            *self.early_remote.lock().unwrap_or_else(|e| e.into_inner()) = Some(client);
+        }
     }
 
     /// The remote cache client for `plan`'s execution, if one is configured. A
@@ -119,6 +144,14 @@ impl Session {
                 return None;
             }
         };
+        let early = self
+            .early_remote
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(client) = early.filter(|client| *client.settings() == settings) {
+            return Some(client);
+        }
         match once_remote::RemoteClient::new(settings, self.store.path()) {
             Ok(client) => {
                 // The connection overlaps the keys of the first actions.
