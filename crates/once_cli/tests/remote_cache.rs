@@ -551,6 +551,28 @@ fn check_corruption(server: &Server, source: &Path) {
     );
 }
 
+/// `machine`, a read-only client, builds `gen/Gen` with `flags`: it runs it (a miss) and
+/// neither uploads nor changes a file of the server's.
+fn check_runs_and_writes_nothing(server: &Server, machine: &Machine, flags: &[&str]) {
+    let files_before = file_count(&server.data);
+    machine.build(&["gen/Gen"], flags);
+    assert_eq!(
+        file_count(&server.data),
+        files_before,
+        "a read-only client wrote to the server's directory"
+    );
+    let usage = machine.usage();
+    assert_eq!(
+        (
+            count(&usage, "misses"),
+            count(&usage, "uploads"),
+            count(&usage, "bytes_up")
+        ),
+        (1, 0, 0),
+        "{usage}"
+    );
+}
+
 /// The scenarios every server must pass: sharing between two clean clients (with the
 /// big blob), read-only, and credentials that never show.
 fn check_sharing(server: &Server) -> tempfile::TempDir {
@@ -649,23 +671,7 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
     let changed = workspace("read only\n");
     let r = Machine::of(changed.path());
     let read_only = [remote[0], remote[1], "--remote-cache-read-only"];
-    let files_before = file_count(&server.data);
-    r.build(&["gen/Gen"], &read_only);
-    assert_eq!(
-        file_count(&server.data),
-        files_before,
-        "the read-only client wrote to the server's directory"
-    );
-    let usage = r.usage();
-    assert_eq!(
-        (
-            count(&usage, "misses"),
-            count(&usage, "uploads"),
-            count(&usage, "bytes_up")
-        ),
-        (1, 0, 0),
-        "{usage}"
-    );
+    check_runs_and_writes_nothing(server, &r, &read_only);
     let d = Machine::of(changed.path());
     d.build(&["gen/Gen"], &read_only);
     assert_eq!(
@@ -684,20 +690,7 @@ fn check_sharing(server: &Server) -> tempfile::TempDir {
          [cache]\nread_only = true\n",
     )
     .unwrap();
-    let files_before = file_count(&server.data);
-    let m = Machine::of(declared.path());
-    m.build(&["gen/Gen"], &remote);
-    assert_eq!(
-        file_count(&server.data),
-        files_before,
-        "a client read-only by its `[cache]` wrote to the server's directory"
-    );
-    let usage = m.usage();
-    assert_eq!(
-        (count(&usage, "misses"), count(&usage, "uploads")),
-        (1, 0),
-        "{usage}"
-    );
+    check_runs_and_writes_nothing(server, &Machine::of(declared.path()), &remote);
 
     // Credentials from the environment reach the server, never a file or the output.
     let secret = "s3cr3t-token-for-the-remote-cache";

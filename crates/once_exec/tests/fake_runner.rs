@@ -94,6 +94,16 @@ fn options(jobs: usize, keep_going: bool) -> ExecOptions {
     }
 }
 
+/// `count` actions `p0`, `p1`… that depend on nothing.
+fn independent(count: usize) -> Vec<PlannedAction> {
+    (0..count)
+        .map(|i| {
+            let name = format!("p{i}");
+            action(&name, &[], &[&name])
+        })
+        .collect()
+}
+
 fn names(runner: &FakeRunner) -> Vec<String> {
     runner
         .ran()
@@ -154,12 +164,7 @@ fn the_longest_chain_starts_first() {
 #[test]
 fn jobs_bound_the_parallelism() {
     let fixture = Fixture::new();
-    let plan: Vec<PlannedAction> = (0..8)
-        .map(|i| {
-            let name = format!("p{i}");
-            action(&name, &[], &[&name])
-        })
-        .collect();
+    let plan = independent(8);
     let runner = writer(&[]);
     let report = fixture.run(&runner, &plan, 3, false);
     assert!(report.succeeded());
@@ -1010,12 +1015,7 @@ fn run_with_remote(
 #[test]
 fn remote_lookups_overlap_steps_while_jobs_still_bound_the_steps() {
     let fixture = Fixture::new();
-    let plan: Vec<PlannedAction> = (0..6)
-        .map(|i| {
-            let name = format!("p{i}");
-            action(&name, &[], &[&name])
-        })
-        .collect();
+    let plan = independent(6);
     let runner = writer(&[]);
     let remote = SlowEmptyRemote::new(Duration::from_millis(40));
     let report = run_with_remote(&fixture, &runner, &remote, &plan, 1);
