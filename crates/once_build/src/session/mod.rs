@@ -113,8 +113,7 @@ impl Session {
         let Ok(Some(settings)) = once_remote::resolve(None, &self.remote, &env, &self.root) else {
             return;
         };
-        if let Ok(client) = once_remote::RemoteClient::new(settings, self.store.path()) {
-            client.connect_ahead();
+        if let Ok(client) = self.connecting_client(settings) {
             *self.early_remote.lock().unwrap_or_else(|e| e.into_inner()) = Some(client);
         }
     }
@@ -152,17 +151,24 @@ impl Session {
         if let Some(client) = early.filter(|client| *client.settings() == settings) {
             return Some(client);
         }
-        match once_remote::RemoteClient::new(settings, self.store.path()) {
-            Ok(client) => {
-                // The connection overlaps the keys of the first actions.
-                client.connect_ahead();
-                Some(client)
-            }
+        match self.connecting_client(settings) {
+            Ok(client) => Some(client),
             Err(why) => {
                 warnings.push(format!("the remote cache is not used: {why}"));
                 None
             }
         }
+    }
+
+    /// A client of the server `settings` name on the session's store, connecting already
+    /// (on a thread of its own: see `RemoteClient::connect_ahead`).
+    fn connecting_client(
+        &self,
+        settings: once_remote::RemoteSettings,
+    ) -> Result<once_remote::RemoteClient, String> {
+        let client = once_remote::RemoteClient::new(settings, self.store.path())?;
+        client.connect_ahead();
+        Ok(client)
     }
 
     /// Whether `plan`'s execution would use a remote cache (or warn that it cannot):

@@ -69,6 +69,28 @@ impl Run<'_> {
     }
 }
 
+/// The id of the first failed action among `results`.
+fn first_failure(results: &[Option<ActionResult>]) -> Option<String> {
+    results
+        .iter()
+        .flatten()
+        .find(|r| r.status == ActionStatus::Failed)
+        .map(|r| r.id.clone())
+}
+
+/// Makes `result` an action that never started: cancelled, or skipped after a failure
+/// (`first_failure`, its cause).
+fn mark_not_started(result: &mut ActionResult, cancelled: bool, first_failure: Option<String>) {
+    if cancelled {
+        result.status = ActionStatus::Cancelled;
+        result.message = Some("cancelled before it started".to_owned());
+    } else {
+        result.status = ActionStatus::Skipped;
+        result.message = Some("not started: another action failed".to_owned());
+        result.cause = first_failure;
+    }
+}
+
 /// A slot to run one action's step in, given back when dropped.
 pub(super) struct Slot<'s, 'r> {
     run: &'s Run<'r>,
@@ -179,24 +201,11 @@ impl<'a> Executor<'a> {
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
         let cancelled = self.cancel.is_cancelled();
-        let first_failure = scheduler
-            .results
-            .iter()
-            .flatten()
-            .find(|r| r.status == ActionStatus::Failed)
-            .map(|r| r.id.clone());
+        let first_failure = first_failure(&scheduler.results);
         for index in 0..plan.len() {
             if scheduler.results[index].is_none() {
-                let (status, message) = if cancelled {
-                    (ActionStatus::Cancelled, "cancelled before it started")
-                } else {
-                    (ActionStatus::Skipped, "not started: another action failed")
-                };
-                let mut result = ActionResult::new(&plan[index].action.id, status);
-                result.message = Some(message.to_owned());
-                if status == ActionStatus::Skipped {
-                    result.cause.clone_from(&first_failure);
-                }
+                let mut result = ActionResult::new(&plan[index].action.id, ActionStatus::Failed);
+                mark_not_started(&mut result, cancelled, first_failure.clone());
                 scheduler.done += 1;
                 self.report(&scheduler, plan.len(), &result);
                 scheduler.results[index] = Some(result);
@@ -302,20 +311,11 @@ impl<'a> Executor<'a> {
 
     /// Marks `result` as not started: its slot never came ([`Executor::take_slot`]).
     pub(super) fn not_started(&self, run: &Run<'_>, result: &mut ActionResult) {
-        if self.cancel.is_cancelled() {
-            result.status = ActionStatus::Cancelled;
-            result.message = Some("cancelled before it started".to_owned());
-            return;
-        }
-        let scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
-        result.status = ActionStatus::Skipped;
-        result.message = Some("not started: another action failed".to_owned());
-        result.cause = scheduler
-            .results
-            .iter()
-            .flatten()
-            .find(|r| r.status == ActionStatus::Failed)
-            .map(|r| r.id.clone());
+        let first_failure = {
+            let scheduler = run.scheduler.lock().unwrap_or_else(|e| e.into_inner());
+            first_failure(&scheduler.results)
+        };
+        mark_not_started(result, self.cancel.is_cancelled(), first_failure);
     }
 
     pub(super) fn work(&self, run: &Run<'_>) {

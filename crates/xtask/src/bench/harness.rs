@@ -98,7 +98,6 @@ pub(super) fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::pro
     Ok((started.elapsed(), output))
 }
 
-/// A peak RSS for the table (empty when not measured).
 /// Writes what the kernel holds of earlier writes to the disk now (`sync`), so that its
 /// write-back does not fall into the next measure.
 pub(super) fn write_back() -> anyhow::Result<()> {
@@ -107,6 +106,7 @@ pub(super) fn write_back() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A peak RSS for the table (empty when not measured).
 pub(super) fn mib(kib: Option<u64>) -> String {
     kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
         .unwrap_or_default()
