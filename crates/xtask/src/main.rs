@@ -82,9 +82,10 @@ commands:
                      a generated `command` workspace of the size next to its cold
                      `validate-workspace`
   bench-remote [--runs N] [--once BINARY] [--out DIR]
-                     the remote cache (issue 34) against BuildGrid started on loopback
-                     (`./.ci/remote-cache-servers` installs it): full misses of the
-                     15-action graph with and without uploads (the overhead), then clean
+                     the remote cache (issue 34) against BuildGrid and nginx started on
+                     loopback (`./.ci/remote-cache-servers` installs them): full misses of
+                     the 15-action graph without uploads and uploading to each server (the
+                     overheads), then clean
                      clients with every result in the remote cache building its `n14`
                      (the original's 1 MiB `distribution.bin`), its `All` and `...`
                      (default 10 runs); writes DIR/results-remote.json (DIR target/bench)

@@ -3,10 +3,14 @@
 //! `once` binary.
 //!
 //! - **full miss with uploads**: per round a fresh BuildGrid (empty disk CAS, empty
-//!   ActionCache) and two clean clients building `...`, one without a remote cache and one
-//!   uploading every result to it (the command waits for its uploads before it answers,
-//!   so its wall time includes them); which goes first alternates, and each starts after
-//!   a `sync`. The overhead is the median of the rounds' `(with − without) / without`;
+//!   ActionCache), a fresh nginx (WebDAV `PUT`, the Bazel HTTP cache protocol) and three
+//!   clean clients building `...`: one without a remote cache, one uploading every result
+//!   to BuildGrid and one to nginx (the command waits for its uploads before it answers,
+//!   so its wall time includes them). The order rotates from round to round, and each
+//!   build starts after a `sync`. The overhead, per server, is the median of the rounds'
+//!   `(with − without) / without`. Both servers share the client's two cores on loopback,
+//!   so each overhead includes that server's own work of receiving and storing 84 MiB;
+//!   the two side by side tell the client's part from the server's;
 //! - **clean client, every result in the remote cache**: the last round's server holds
 //!   the 15 results; a client whose `.once` (store, outputs, plan memo, records) is
 //!   deleted before every run, as the original's `reset-clients.sh` did, builds
@@ -41,13 +45,13 @@ const ALL_TOP_LEVEL: std::ops::Range<usize> = 10..15;
 /// The artifact of [`DISTRIBUTION`].
 const DISTRIBUTION_TOP_LEVEL: std::ops::Range<usize> = 14..15;
 
-/// A BuildGrid server on loopback, killed when dropped.
-struct BuildGrid {
+/// A cache server (BuildGrid or nginx) on loopback, killed when dropped.
+struct Server {
     child: Child,
     url: String,
 }
 
-impl Drop for BuildGrid {
+impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -56,7 +60,7 @@ impl Drop for BuildGrid {
 
 /// Starts BuildGrid (disk CAS in `directory`, in-memory ActionCache, ByteStream, no
 /// auth) on a free loopback port; ready once the port accepts connections.
-fn start_buildgrid(bgd: &Path, directory: &Path) -> anyhow::Result<BuildGrid> {
+fn start_buildgrid(bgd: &Path, directory: &Path) -> anyhow::Result<Server> {
     super::recreate_dir(directory)?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let config = directory.join("buildgrid.yml");
@@ -83,19 +87,73 @@ fn start_buildgrid(bgd: &Path, directory: &Path) -> anyhow::Result<BuildGrid> {
         .stderr(log)
         .spawn()
         .with_context(|| format!("cannot start `{}`", bgd.display()))?;
-    let mut server = BuildGrid {
+    let server = Server {
         child,
         url: format!("grpc://127.0.0.1:{port}"),
     };
+    wait_for_port(server, port, "BuildGrid", &directory.join("buildgrid.log"))
+}
+
+/// Starts nginx (Debian's `nginx-light`: WebDAV `PUT` under `/team/`, one process in the
+/// foreground, its own prefix `directory`) on a free loopback port; ready once the port
+/// accepts connections.
+fn start_nginx(directory: &Path) -> anyhow::Result<Server> {
+    let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.is_file())
+        .context("nginx is not installed: run `./.ci/remote-cache-servers`")?;
+    super::recreate_dir(directory)?;
+    for sub in ["root/team", "tmp", "logs"] {
+        std::fs::create_dir_all(directory.join(sub))?;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let config = directory.join("nginx.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\n\
+             error_log {p}/logs/error.log;\npid {p}/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {p}/tmp;\n  client_max_body_size 0;\n  \
+             server {{\n    listen 127.0.0.1:{port};\n    root {p}/root;\n    \
+             location /team/ {{\n      dav_methods PUT;\n      create_full_put_path on;\n      \
+             dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n",
+            p = directory.display()
+        ),
+    )?;
+    let log = directory.join("logs/error.log");
+    let child = Command::new(&nginx)
+        .arg("-p")
+        .arg(directory)
+        .arg("-c")
+        .arg(&config)
+        .arg("-e")
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", nginx.display()))?;
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/team"),
+    };
+    wait_for_port(server, port, "nginx", &log)
+}
+
+/// `server` once `port` accepts connections; an error with `log` if it exits first or
+/// takes over a minute.
+fn wait_for_port(mut server: Server, port: u16, name: &str, log: &Path) -> anyhow::Result<Server> {
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Some(status) = server.child.try_wait()? {
-            let log = std::fs::read_to_string(directory.join("buildgrid.log")).unwrap_or_default();
-            bail!("BuildGrid exited ({status}) before it was ready:\n{log}");
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            bail!("{name} exited ({status}) before it was ready:\n{log}");
         }
         ensure!(
             started.elapsed() < Duration::from_secs(60),
-            "BuildGrid did not listen within 60 s"
+            "{name} did not listen within 60 s"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -185,7 +243,7 @@ fn clean_client_hit(
     once: &Path,
     workspace: &Path,
     target: &str,
-    server: &BuildGrid,
+    server: &Server,
 ) -> anyhow::Result<(Duration, u64)> {
     reset_client(workspace)?;
     let (elapsed, answer) = build(once, workspace, target, Some(&server.url))?;
@@ -217,7 +275,7 @@ impl TopLevelHits {
     fn measure(
         once: &Path,
         client: &Path,
-        server: &BuildGrid,
+        server: &Server,
         name: &str,
         top_level: std::ops::Range<usize>,
         runs: usize,
@@ -287,6 +345,63 @@ impl TopLevelHits {
     }
 }
 
+/// The uploading full misses against one server, round by round.
+#[derive(Default)]
+struct Uploading {
+    samples: Vec<Duration>,
+    ratios: Vec<f64>,
+}
+
+impl Uploading {
+    /// One timed full miss of `...` in `workspace` uploading to `server`, checked: 15
+    /// misses, 15 results uploaded, no failure, every artifact built.
+    fn time(&mut self, once: &Path, workspace: &Path, server: &Server) -> anyhow::Result<()> {
+        let elapsed = build(once, workspace, "...", Some(&server.url))?.0;
+        let stats = usage(once, workspace)?;
+        ensure!(
+            count(&stats, "misses")? == 15
+                && count(&stats, "uploads")? == 15
+                && count(&stats, "upload_failures")? == 0,
+            "the full miss uploading to {}: expected 15 misses uploaded, got {stats}",
+            server.url
+        );
+        check_artifacts(workspace)?;
+        self.samples.push(elapsed);
+        Ok(())
+    }
+
+    /// Records this round's overhead against the local build `local`.
+    fn compare(&mut self, local: Duration) {
+        if let Some(uploading) = self.samples.last() {
+            self.ratios
+                .push(uploading.as_secs_f64() / local.as_secs_f64() - 1.0);
+        }
+    }
+
+    /// The table row of the full misses uploading to `server`.
+    fn row(&self, server: &str) -> (String, Vec<Duration>, &'static str, String) {
+        (
+            format!("full miss of the 15 actions, uploading every result (84 MiB) to {server}"),
+            self.samples.clone(),
+            "",
+            format!(
+                "the command waits for its uploads; overhead (median of the rounds) {:+.1} %",
+                self.overhead().0 * 100.0
+            ),
+        )
+    }
+
+    /// The median of the rounds' overheads, and the rounds sorted.
+    fn overhead(&self) -> (f64, Vec<f64>) {
+        let mut ratios = self.ratios.clone();
+        ratios.sort_by(f64::total_cmp);
+        (
+            ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN),
+            ratios,
+        )
+    }
+}
+
 /// Runs the section: a Markdown table and the JSON rows.
 pub fn run(
     once: &Path,
@@ -307,53 +422,47 @@ pub fn run(
     let started = Instant::now();
     let rounds = runs.clamp(1, 21);
 
-    // Full misses, with and without uploads, on a fresh server per round.
-    let (local_ws, upload_ws) = (scratch.join("remote-local"), scratch.join("remote-upload"));
-    write_graph(&local_ws)?;
-    write_graph(&upload_ws)?;
-    let (mut without, mut with, mut ratios, mut loads) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Full misses, with and without uploads, on fresh servers per round.
+    let local_ws = scratch.join("remote-local");
+    let grpc_ws = scratch.join("remote-upload");
+    let http_ws = scratch.join("remote-upload-http");
+    for workspace in [&local_ws, &grpc_ws, &http_ws] {
+        write_graph(workspace)?;
+    }
+    let (mut without, mut loads) = (Vec::new(), Vec::new());
+    let (mut grpc, mut http) = (Uploading::default(), Uploading::default());
     let mut server = None;
     for round in 0..rounds {
         drop(server.take());
         let grid = start_buildgrid(&bgd, &scratch.join("buildgrid"))?;
+        let nginx = start_nginx(&scratch.join("nginx"))?;
         // BuildGrid goes on starting (imports, its thread pool) after its port opens:
         // let it settle, so that the first build of the round does not pay for it.
         std::thread::sleep(Duration::from_secs(1));
-        reset_client(&local_ws)?;
-        reset_client(&upload_ws)?;
+        for workspace in [&local_ws, &grpc_ws, &http_ws] {
+            reset_client(workspace)?;
+        }
         loads.push(load_average());
         let mut local = Duration::ZERO;
-        let mut uploading = Duration::ZERO;
-        for first in [round % 2 == 0, round % 2 != 0] {
-            // The round before wrote some 250 MiB (both stores, the server's CAS), and the
-            // other build of this round 84 MiB or more: written back now, not while
-            // either build is timed.
+        for turn in 0..3 {
+            // The round before wrote some 350 MiB (three stores, two servers), and the
+            // builds before in this round 84 MiB or more each: written back now, not
+            // while a build is timed.
             write_back()?;
-            if first {
-                local = build(&once, &local_ws, "...", None)?.0;
-            } else {
-                uploading = build(&once, &upload_ws, "...", Some(&grid.url))?.0;
+            match (round + turn) % 3 {
+                0 => local = build(&once, &local_ws, "...", None)?.0,
+                1 => grpc.time(&once, &grpc_ws, &grid)?,
+                _ => http.time(&once, &http_ws, &nginx)?,
             }
         }
-        let stats = usage(&once, &upload_ws)?;
-        ensure!(
-            count(&stats, "misses")? == 15
-                && count(&stats, "uploads")? == 15
-                && count(&stats, "upload_failures")? == 0,
-            "the uploading full miss: expected 15 misses uploaded, got {stats}"
-        );
-        check_artifacts(&upload_ws)?;
         without.push(local);
-        with.push(uploading);
-        ratios.push(uploading.as_secs_f64() / local.as_secs_f64() - 1.0);
+        grpc.compare(local);
+        http.compare(local);
         server = Some(grid);
     }
     let Some(server) = server else {
         bail!("no round ran");
     };
-    ratios.sort_by(f64::total_cmp);
-    let overhead = ratios[ratios.len() / 2];
 
     // Clean clients with every result in the server.
     let client = scratch.join("remote-client");
@@ -393,15 +502,8 @@ pub fn run(
             "",
             format!("load {}; {rounds} rounds", load_range(&loads)),
         ),
-        (
-            "full miss of the 15 actions, uploading every result (84 MiB) to BuildGrid".to_owned(),
-            with.clone(),
-            "",
-            format!(
-                "the command waits for its uploads; overhead (median of the rounds) {:+.1} %",
-                overhead * 100.0
-            ),
-        ),
+        grpc.row("BuildGrid (gRPC, disk CAS)"),
+        http.row("nginx (HTTP, WebDAV)"),
         distribution.row(
             "≤ 60 ms",
             "its 1 MiB output and the streams, nothing else (the original's measure)",
@@ -422,7 +524,7 @@ pub fn run(
         ),
     ];
     let mut table = format!(
-        "Remote cache (issue 34), BuildGrid 0.9.1 on loopback, medians, {:.0} s in all\n\n\
+        "Remote cache (issue 34), BuildGrid 0.9.1 and nginx on loopback, medians, {:.0} s in all\n\n\
          | measure | median | target | note |\n|---|---|---|---|\n",
         started.elapsed().as_secs_f64()
     );
@@ -440,20 +542,23 @@ pub fn run(
             "note": note,
         }));
     }
-    table.push_str(&format!(
-        "| upload overhead on a full miss | {:+.1} % | ≤ 10 % | rounds: {} |\n",
-        overhead * 100.0,
-        ratios
-            .iter()
-            .map(|r| format!("{:+.1} %", r * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    json_rows.push(json!({
-        "measure": "upload overhead on a full miss",
-        "median_ratio": overhead,
-        "ratios": ratios,
-        "target": "≤ 10 %",
-    }));
+    for (server, uploading) in [("BuildGrid", &grpc), ("nginx", &http)] {
+        let (overhead, ratios) = uploading.overhead();
+        table.push_str(&format!(
+            "| upload overhead on a full miss, {server} | {:+.1} % | ≤ 10 % | rounds: {} |\n",
+            overhead * 100.0,
+            ratios
+                .iter()
+                .map(|r| format!("{:+.1} %", r * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        json_rows.push(json!({
+            "measure": format!("upload overhead on a full miss, {server}"),
+            "median_ratio": overhead,
+            "ratios": ratios,
+            "target": "≤ 10 %",
+        }));
+    }
     Ok((table, Value::Array(json_rows)))
 }
