@@ -166,14 +166,15 @@ fn options(exec: &ExecArgs) -> ExecOptions {
 }
 
 /// The live progress line on a terminal, an observer of the session: `[done/total]
-/// building TARGET (kind)` and the actions running (those the executor took up and has
-/// not finished, as it says).
+/// building TARGET (kind)` and the actions running: those whose step started and has
+/// not ended, as the executor says (never more than `--jobs`). An action taken up and still being looked up in
+/// a cache is not running; with a remote cache up to twice `--jobs` are taken up.
 struct ProgressLine<'p> {
     /// Whose stderr the line is on (the executor's workers call the observer).
     context: Option<std::sync::Arc<crate::context::Context>>,
     plan: &'p Plan,
     total: usize,
-    /// The ids of the actions running, in the order they started.
+    /// The ids of the actions whose steps run, in the order they started.
     running: Mutex<Vec<String>>,
     /// The last `done` shown.
     done: std::sync::atomic::AtomicUsize,
@@ -236,6 +237,10 @@ impl<'p> ProgressLine<'p> {
 
 impl Observer for ProgressLine<'_> {
     fn action_started(&self, id: &str) {
+        self.show(self.done.load(Ordering::Relaxed), Some(id));
+    }
+
+    fn step_started(&self, id: &str) {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -243,12 +248,15 @@ impl Observer for ProgressLine<'_> {
         self.show(self.done.load(Ordering::Relaxed), Some(id));
     }
 
-    fn action_finished(&self, progress: &Progress<'_>) {
-        let id = progress.result.id.as_str();
+    fn step_ended(&self, id: &str) {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|running| running != id);
+    }
+
+    fn action_finished(&self, progress: &Progress<'_>) {
+        let id = progress.result.id.as_str();
         self.done.store(progress.done, Ordering::Relaxed);
         self.show(progress.done, Some(id));
     }

@@ -481,8 +481,8 @@ fn run_builds_first_then_runs_with_the_arguments() {
 }
 
 /// On a terminal (`script` gives one), a live progress line shows `[done/total]`, the
-/// target being built with its kind, and the running actions; it is cleared before the
-/// per-target lines.
+/// target being built with its kind, and the actions whose steps run (a hit runs none);
+/// it is cleared before the per-target lines.
 #[test]
 fn a_terminal_gets_a_live_progress_line() {
     assert!(
@@ -496,12 +496,15 @@ fn a_terminal_gets_a_live_progress_line() {
         env!("CARGO_BIN_EXE_once"),
         root.display()
     );
-    let output = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("COLUMNS", "200")
-        .output()
-        .unwrap();
-    let screen = text(&output.stdout);
+    let on_terminal = || {
+        let output = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("COLUMNS", "200")
+            .output()
+            .unwrap();
+        text(&output.stdout)
+    };
+    let screen = on_terminal();
     for part in [
         "\r\x1b[K[0/2] building gen/Gen (command) · running gen/Gen#build/cmd",
         "\r\x1b[K[1/2] building use/Use (command) · running use/Use#build/cmd",
@@ -509,6 +512,15 @@ fn a_terminal_gets_a_live_progress_line() {
     ] {
         assert!(screen.contains(part), "no {part:?} in {screen:?}");
     }
+    // Again: two hits, taken up and shown, but nothing runs.
+    let screen = on_terminal();
+    for part in [
+        "\r\x1b[K[0/2] building gen/Gen (command)\r",
+        "\r\x1b[K[2/2] building use/Use (command)\r\x1b[Kuse/Use (command): hit",
+    ] {
+        assert!(screen.contains(part), "no {part:?} in {screen:?}");
+    }
+    assert!(!screen.contains("running"), "{screen:?}");
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM to `once build` kills the actions it runs (each in a

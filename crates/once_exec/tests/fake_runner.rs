@@ -538,7 +538,9 @@ fn progress_is_reported_once_per_action_with_done_and_total() {
 }
 
 /// A start is announced for each action a worker takes up, before its end; a skipped
-/// action never starts, and a hit starts too (its cache is looked up).
+/// action never starts, and a hit starts too (its cache is looked up). A step's start
+/// and end are announced only for an action whose command runs, between its start and
+/// its end.
 #[test]
 fn each_action_taken_up_is_announced_before_it_ends() {
     let fixture = Fixture::new();
@@ -550,6 +552,8 @@ fn each_action_taken_up_is_announced_before_it_ends() {
     let runner = writer(&["bad"]);
     let seen = Mutex::new(Vec::new());
     let started = |id: &str| seen.lock().unwrap().push(format!("start {id}"));
+    let step = |id: &str| seen.lock().unwrap().push(format!("step {id}"));
+    let step_end = |id: &str| seen.lock().unwrap().push(format!("step end {id}"));
     let ended = |progress: &Progress<'_>| {
         seen.lock()
             .unwrap()
@@ -560,26 +564,45 @@ fn each_action_taken_up_is_announced_before_it_ends() {
             .with_runner(&runner)
             .with_options(options(1, true))
             .on_start(&started)
+            .on_step_start(&step)
+            .on_step_end(&step_end)
             .on_progress(&ended)
             .run(&plan)
             .unwrap()
     };
     run();
-    let expected = [
-        "start T#build/bad",
-        "end T#build/bad",
-        "end T#build/after",
-        "start T#build/fine",
-        "end T#build/fine",
-    ];
-    assert_eq!(std::mem::take(&mut *seen.lock().unwrap()), expected);
-    // Again: `fine` is a hit, still taken up and announced.
+    assert_eq!(
+        std::mem::take(&mut *seen.lock().unwrap()),
+        [
+            "start T#build/bad",
+            "step T#build/bad",
+            "step end T#build/bad",
+            "end T#build/bad",
+            "end T#build/after",
+            "start T#build/fine",
+            "step T#build/fine",
+            "step end T#build/fine",
+            "end T#build/fine",
+        ]
+    );
+    // Again: `fine` is a hit, still taken up and announced, but no step of it runs.
     let report = run();
     assert_eq!(
         report.result("T#build/fine").unwrap().cache,
         Some(CacheState::Hit)
     );
-    assert_eq!(seen.into_inner().unwrap(), expected);
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        [
+            "start T#build/bad",
+            "step T#build/bad",
+            "step end T#build/bad",
+            "end T#build/bad",
+            "end T#build/after",
+            "start T#build/fine",
+            "end T#build/fine",
+        ]
+    );
 }
 
 #[test]
@@ -1010,6 +1033,53 @@ fn run_with_remote(
         .with_remote(Some(remote))
         .run(plan)
         .unwrap()
+}
+
+/// With lookups ahead, more actions are taken up than run: the step starts tell a front
+/// end which `jobs` of them run (its progress line lists those).
+#[test]
+fn step_starts_name_only_the_steps_that_run() {
+    let fixture = Fixture::new();
+    let plan = independent(6);
+    let runner = writer(&[]);
+    let remote = SlowEmptyRemote::new(Duration::from_millis(40));
+    // (taken up, not ended; steps started, not ended; the peaks of both)
+    let counts = Mutex::new((0usize, 0usize, 0usize, 0usize, 0usize));
+    let started = |_: &str| {
+        let mut c = counts.lock().unwrap();
+        c.0 += 1;
+        c.2 = c.2.max(c.0);
+    };
+    let step = |_: &str| {
+        let mut c = counts.lock().unwrap();
+        c.1 += 1;
+        c.3 = c.3.max(c.1);
+        c.4 += 1;
+    };
+    let step_ended = |_: &str| counts.lock().unwrap().1 -= 1;
+    let ended = |_: &Progress<'_>| counts.lock().unwrap().0 -= 1;
+    let report = Executor::new(fixture.root(), &fixture.store)
+        .with_runner(&runner)
+        .with_options(ExecOptions {
+            sandbox: once_exec::SandboxMode::On,
+            ..options(1, false)
+        })
+        .with_remote(Some(&remote))
+        .on_start(&started)
+        .on_step_start(&step)
+        .on_step_end(&step_ended)
+        .on_progress(&ended)
+        .run(&plan)
+        .unwrap();
+    assert!(report.succeeded(), "{:?}", summary(&report));
+    let (taken, running, peak_taken, peak_running, steps) = counts.into_inner().unwrap();
+    assert_eq!((taken, running), (0, 0), "every start ended");
+    assert_eq!(steps, 6, "each of the six misses ran its step");
+    assert_eq!(peak_running, 1, "one step at a time (`jobs` 1)");
+    assert_eq!(
+        peak_taken, 2,
+        "a second action is taken up and looked up meanwhile"
+    );
 }
 
 #[test]

@@ -28,6 +28,12 @@ use crate::{Plan, TargetRecord};
 pub trait Observer: Sync {
     /// A worker took up an action (its cache is looked up next; a hit ends soon after).
     fn action_started(&self, _id: &str) {}
+    /// An action's step started: it was not a hit, and its command runs now (at most
+    /// `--jobs` at once, while more actions may be taken up and looked up).
+    fn step_started(&self, _id: &str) {}
+    /// An action's step ended (its processes are gone), told before the next step
+    /// starts in its place.
+    fn step_ended(&self, _id: &str) {}
     /// An action ended (ran, was a hit, failed, was skipped or cancelled).
     fn action_finished(&self, _progress: &Progress<'_>) {}
     /// Every test action of a test target ended.
@@ -249,6 +255,16 @@ impl Session {
                 observer.action_started(id);
             }
         };
+        let step_started = |id: &str| {
+            if let Some(observer) = observer {
+                observer.step_started(id);
+            }
+        };
+        let step_ended = |id: &str| {
+            if let Some(observer) = observer {
+                observer.step_ended(id);
+            }
+        };
         let mut remote_warnings = Vec::new();
         let remote = self.remote_client(plan, &mut remote_warnings);
         let mut executor = Executor::new(&self.root, &self.store)
@@ -265,7 +281,11 @@ impl Session {
             executor = executor.with_required_outputs(required_actions(plan, actions));
         }
         if observer.is_some() {
-            executor = executor.on_progress(&callback).on_start(&started);
+            executor = executor
+                .on_progress(&callback)
+                .on_start(&started)
+                .on_step_start(&step_started)
+                .on_step_end(&step_ended);
         }
         let mut report = executor
             .run(actions)

@@ -199,7 +199,7 @@ impl<'a> Executor<'a> {
                     self.materialize_inputs(run, index)?;
                     continue;
                 }
-                let Some(_slot) = self.take_slot(run, index) else {
+                let Some(_slot) = self.start_step(run, index) else {
                     self.not_started(run, result);
                     return Ok(());
                 };
@@ -231,7 +231,7 @@ impl<'a> Executor<'a> {
                 recorded = true;
                 continue;
             }
-            let Some(_slot) = self.take_slot(run, index) else {
+            let Some(_slot) = self.start_step(run, index) else {
                 self.not_started(run, result);
                 return Ok(());
             };

@@ -140,6 +140,8 @@ pub struct Executor<'a> {
     cancel: CancelHandle,
     progress: Option<ProgressCallback<'a>>,
     started: Option<StartCallback<'a>>,
+    step_started: Option<StartCallback<'a>>,
+    step_ended: Option<StartCallback<'a>>,
     /// A panic of the progress callback, re-raised once every process is gone.
     callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     scope: OutputScope,
@@ -169,6 +171,8 @@ impl<'a> Executor<'a> {
             cancel: CancelHandle::new(),
             progress: None,
             started: None,
+            step_started: None,
+            step_ended: None,
             callback_panic: Mutex::new(None),
             scope: OutputScope::BuildDirectory,
             scratch: crate::sandbox::ScratchPool::default(),
@@ -272,6 +276,27 @@ impl<'a> Executor<'a> {
     /// A panic is handled as [`Executor::on_progress`]'s.
     pub fn on_start(mut self, started: StartCallback<'a>) -> Self {
         self.started = Some(started);
+        self
+    }
+
+    /// Calls `step_started` with an action's id when its step starts: the action was not
+    /// a hit and has one of the `--jobs` slots, so its command runs now. With a remote
+    /// cache more actions are taken up ([`Executor::on_start`]) than run, because the
+    /// next ones are looked up while the steps run; this tells the two apart. Called from
+    /// the worker, without the scheduler's lock; a panic is handled as
+    /// [`Executor::on_progress`]'s.
+    pub fn on_step_start(mut self, step_started: StartCallback<'a>) -> Self {
+        self.step_started = Some(step_started);
+        self
+    }
+
+    /// Calls `step_ended` with an action's id when its step ended (its processes are
+    /// gone and its result is stored), before its slot goes to the next step: a front
+    /// end that adds on [`Executor::on_step_start`] and removes here never holds more
+    /// than `--jobs` ids. Called from the worker; a panic is handled as
+    /// [`Executor::on_progress`]'s.
+    pub fn on_step_end(mut self, step_ended: StartCallback<'a>) -> Self {
+        self.step_ended = Some(step_ended);
         self
     }
 

@@ -106,6 +106,23 @@ impl Drop for Slot<'_, '_> {
     }
 }
 
+/// A step that holds a slot; dropped, it tells the front end the step ended and then
+/// frees the slot (fields drop after [`Drop::drop`]), so the next step's start is told
+/// after this one's end.
+pub(super) struct RunningStep<'s, 'a, 'r> {
+    executor: &'s Executor<'a>,
+    id: &'s str,
+    _slot: Slot<'s, 'r>,
+}
+
+impl Drop for RunningStep<'_, '_, '_> {
+    fn drop(&mut self) {
+        if let Some(step_ended) = self.executor.step_ended {
+            self.executor.call_front_end(|| step_ended(self.id));
+        }
+    }
+}
+
 /// From how many actions a plan's output stamps and record index are read on two
 /// threads.
 pub(super) const PARALLEL_LOAD_ACTIONS: usize = 1000;
@@ -263,6 +280,26 @@ impl<'a> Executor<'a> {
         if let Some(started) = self.started {
             self.call_front_end(|| started(id));
         }
+    }
+
+    /// Waits for a slot for action `index`'s step ([`Executor::take_slot`]) and tells
+    /// the front end the step starts; `None` when the execution stopped first. The
+    /// front end hears of the step's end when the answer is dropped.
+    pub(super) fn start_step<'s, 'r>(
+        &'s self,
+        run: &'s Run<'r>,
+        index: usize,
+    ) -> Option<RunningStep<'s, 'a, 'r>> {
+        let slot = self.take_slot(run, index)?;
+        let id = run.plan[index].action.id.as_str();
+        if let Some(step_started) = self.step_started {
+            self.call_front_end(|| step_started(id));
+        }
+        Some(RunningStep {
+            executor: self,
+            id,
+            _slot: slot,
+        })
     }
 
     /// Calls a front end's callback. Its bug must not leave processes running: a panic
