@@ -108,29 +108,23 @@ fn start_buildgrid(tls: Option<&Tls>) -> Server {
     let port = free_port();
     let config = directory.path().join("buildgrid.yml");
     let channel = match tls {
-        None => "    insecure-mode: true\n".to_owned(),
+        None => "    insecure-mode: true".to_owned(),
         Some(tls) => format!(
             "    insecure-mode: false\n    credentials:\n      tls-server-key: {}\n      \
-             tls-server-cert: {}\n",
+             tls-server-cert: {}",
             tls.key().display(),
             tls.cert().display()
         ),
     };
-    std::fs::write(
-        &config,
-        format!(
-            "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n{channel}\
-             authorization:\n  method: none\n\
-             storages:\n  - !disk-storage &cas\n    path: {}\n\
-             caches:\n  - !lru-action-cache &ac\n    storage: *cas\n    max-cached-refs: 10000\n    \
-             allow-updates: true\n    cache-failed-actions: false\n\
-             instances:\n  - name: \"\"\n    services:\n      - !action-cache\n        cache: *ac\n      \
-             - !cas\n        storage: *cas\n      - !bytestream\n        storage: *cas\n\
-             thread-pool-size: 8\n",
-            data.display()
-        ),
-    )
-    .unwrap();
+    let text = server_config(
+        "buildgrid.yml",
+        &[
+            ("@PORT@", port.to_string()),
+            ("@CHANNEL@", channel),
+            ("@CAS@", data.display().to_string()),
+        ],
+    );
+    std::fs::write(&config, text).unwrap();
     let log = std::fs::File::create(directory.path().join("buildgrid.log")).unwrap();
     let child = Command::new(&bgd)
         .args(["server", "start"])
@@ -194,6 +188,29 @@ fn start_buildgrid(tls: Option<&Tls>) -> Server {
     }
 }
 
+/// The server configuration `name` of `test_data/remote-cache` (shared with `cargo
+/// xtask bench-remote`), without its comment lines, `fills` put in.
+fn server_config(name: &str, fills: &[(&str, String)]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test_data/remote-cache")
+        .join(name);
+    let template = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read `{}`: {e}", path.display()));
+    let mut text: String = template
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    for (placeholder, value) in fills {
+        text = text.replace(placeholder, value);
+    }
+    assert!(
+        !text.contains('@'),
+        "`{name}`: a placeholder is left: {text}"
+    );
+    text
+}
+
 /// nginx serving `/team/` with WebDAV `PUT` and `/readonly/` without it (a server that
 /// refuses writes), foreground, one process, its own prefix, over TLS with `tls`; ready
 /// once it answers.
@@ -219,20 +236,14 @@ fn start_nginx(tls: Option<&Tls>) -> Server {
         ),
     };
     let config = prefix.join("nginx.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\n\
-             error_log {p}/logs/error.log;\npid {p}/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {p}/tmp;\n  client_max_body_size 0;\n  \
-             server {{\n    {listen}\n    root {p}/root;\n    \
-             location /team/ {{\n      dav_methods PUT;\n      create_full_put_path on;\n      \
-             dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n",
-            p = prefix.display()
-        ),
-    )
-    .unwrap();
+    let text = server_config(
+        "nginx.conf",
+        &[
+            ("@PREFIX@", prefix.display().to_string()),
+            ("@LISTEN@", listen),
+        ],
+    );
+    std::fs::write(&config, text).unwrap();
     let child = Command::new(&nginx)
         .arg("-p")
         .arg(prefix)

@@ -58,26 +58,42 @@ impl Drop for Server {
     }
 }
 
+/// The server configuration `name` of `test_data/remote-cache` (the one the
+/// remote-cache tests start their servers with), without its comment lines, `fills` put
+/// in.
+fn server_config(name: &str, fills: &[(&str, String)]) -> anyhow::Result<String> {
+    let path = crate::project_root()
+        .join("test_data/remote-cache")
+        .join(name);
+    let template = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let mut text = String::new();
+    for line in template.lines().filter(|line| !line.starts_with('#')) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    for (placeholder, value) in fills {
+        text = text.replace(placeholder, value);
+    }
+    ensure!(!text.contains('@'), "`{name}`: a placeholder is left");
+    Ok(text)
+}
+
 /// Starts BuildGrid (disk CAS in `directory`, in-memory ActionCache, ByteStream, no
 /// auth) on a free loopback port; ready once the port accepts connections.
 fn start_buildgrid(bgd: &Path, directory: &Path) -> anyhow::Result<Server> {
     super::recreate_dir(directory)?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let config = directory.join("buildgrid.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n    insecure-mode: true\n\
-             authorization:\n  method: none\n\
-             storages:\n  - !disk-storage &cas\n    path: {}\n\
-             caches:\n  - !lru-action-cache &ac\n    storage: *cas\n    max-cached-refs: 10000\n    \
-             allow-updates: true\n    cache-failed-actions: false\n\
-             instances:\n  - name: \"\"\n    services:\n      - !action-cache\n        cache: *ac\n      \
-             - !cas\n        storage: *cas\n      - !bytestream\n        storage: *cas\n\
-             thread-pool-size: 8\n",
-            directory.join("cas").display()
-        ),
+    let text = server_config(
+        "buildgrid.yml",
+        &[
+            ("@PORT@", port.to_string()),
+            ("@CHANNEL@", "    insecure-mode: true".to_owned()),
+            ("@CAS@", directory.join("cas").display().to_string()),
+        ],
     )?;
+    std::fs::write(&config, text)?;
     let log = std::fs::File::create(directory.join("buildgrid.log"))?;
     let child = Command::new(bgd)
         .args(["server", "start"])
@@ -104,24 +120,19 @@ fn start_nginx(directory: &Path) -> anyhow::Result<Server> {
         .find(|path| path.is_file())
         .context("nginx is not installed: run `./.ci/remote-cache-servers`")?;
     super::recreate_dir(directory)?;
-    for sub in ["root/team", "tmp", "logs"] {
+    for sub in ["root/team", "root/readonly", "tmp", "logs"] {
         std::fs::create_dir_all(directory.join(sub))?;
     }
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let config = directory.join("nginx.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\n\
-             error_log {p}/logs/error.log;\npid {p}/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {p}/tmp;\n  client_max_body_size 0;\n  \
-             server {{\n    listen 127.0.0.1:{port};\n    root {p}/root;\n    \
-             location /team/ {{\n      dav_methods PUT;\n      create_full_put_path on;\n      \
-             dav_access user:rw group:r all:r;\n    }}\n  }}\n}}\n",
-            p = directory.display()
-        ),
+    let text = server_config(
+        "nginx.conf",
+        &[
+            ("@PREFIX@", directory.display().to_string()),
+            ("@LISTEN@", format!("listen 127.0.0.1:{port};")),
+        ],
     )?;
+    std::fs::write(&config, text)?;
     let log = directory.join("logs/error.log");
     let child = Command::new(&nginx)
         .arg("-p")
