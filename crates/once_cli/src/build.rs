@@ -167,8 +167,9 @@ fn options(exec: &ExecArgs) -> ExecOptions {
 
 /// The live progress line on a terminal, an observer of the session: `[done/total]
 /// building TARGET (kind)` and the actions running: those whose step started and has
-/// not ended, as the executor says (never more than `--jobs`). An action taken up and still being looked up in
-/// a cache is not running; with a remote cache up to twice `--jobs` are taken up.
+/// not ended, as the executor says (never more than `--jobs`). An action taken up and
+/// still being looked up in a cache is not running; with a remote cache up to twice
+/// `--jobs` are taken up.
 struct ProgressLine<'p> {
     /// Whose stderr the line is on (the executor's workers call the observer).
     context: Option<std::sync::Arc<crate::context::Context>>,

@@ -85,10 +85,10 @@ commands:
                      the remote cache (issue 34) against BuildGrid and nginx started on
                      loopback (`./.ci/remote-cache-servers` installs them): full misses of
                      the 15-action graph without uploads and uploading to each server (the
-                     overheads), then clean
-                     clients with every result in the remote cache building its `n14`
-                     (the original's 1 MiB `distribution.bin`), its `All` and `...`
-                     (default 10 runs); writes DIR/results-remote.json (DIR target/bench)
+                     overheads), then clean clients with every result in the remote cache
+                     building its `n14` (the original's 1 MiB `distribution.bin`), its
+                     `All` and `...` (default 10 runs); writes DIR/results-remote.json
+                     (DIR target/bench)
   help       print this message";
 
 fn main() -> ExitCode {

@@ -245,26 +245,12 @@ impl Session {
         actions: &[PlannedAction],
         observer: Option<&dyn Observer>,
     ) -> Result<ExecutionReport, String> {
-        let callback = |progress: &Progress<'_>| {
-            if let Some(observer) = observer {
-                observer.action_finished(progress);
-            }
-        };
-        let started = |id: &str| {
-            if let Some(observer) = observer {
-                observer.action_started(id);
-            }
-        };
-        let step_started = |id: &str| {
-            if let Some(observer) = observer {
-                observer.step_started(id);
-            }
-        };
-        let step_ended = |id: &str| {
-            if let Some(observer) = observer {
-                observer.step_ended(id);
-            }
-        };
+        // Installed only when an observer is given (below).
+        let told: &dyn Observer = observer.unwrap_or(&Unobserved);
+        let callback = |progress: &Progress<'_>| told.action_finished(progress);
+        let started = |id: &str| told.action_started(id);
+        let step_started = |id: &str| told.step_started(id);
+        let step_ended = |id: &str| told.step_ended(id);
         let mut remote_warnings = Vec::new();
         let remote = self.remote_client(plan, &mut remote_warnings);
         let mut executor = Executor::new(&self.root, &self.store)

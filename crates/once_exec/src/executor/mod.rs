@@ -128,8 +128,8 @@ pub use once_host::machine_parallelism;
 static SYSTEM_RUNNER: SystemRunner = SystemRunner;
 
 type ProgressCallback<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
-/// Told the id of each action a worker takes up.
-type StartCallback<'a> = &'a (dyn Fn(&str) + Sync);
+/// Told an action's id: when a worker takes it up, when its step starts, when it ends.
+type IdCallback<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// Runs plans against a workspace and a store.
 pub struct Executor<'a> {
@@ -139,9 +139,9 @@ pub struct Executor<'a> {
     options: ExecOptions,
     cancel: CancelHandle,
     progress: Option<ProgressCallback<'a>>,
-    started: Option<StartCallback<'a>>,
-    step_started: Option<StartCallback<'a>>,
-    step_ended: Option<StartCallback<'a>>,
+    started: Option<IdCallback<'a>>,
+    step_started: Option<IdCallback<'a>>,
+    step_ended: Option<IdCallback<'a>>,
     /// A panic of the progress callback, re-raised once every process is gone.
     callback_panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     scope: OutputScope,
@@ -274,7 +274,7 @@ impl<'a> Executor<'a> {
     /// is looked up; a hit ends soon after), from that worker and without the
     /// scheduler's lock, so a front end knows what runs without guessing from the plan.
     /// A panic is handled as [`Executor::on_progress`]'s.
-    pub fn on_start(mut self, started: StartCallback<'a>) -> Self {
+    pub fn on_start(mut self, started: IdCallback<'a>) -> Self {
         self.started = Some(started);
         self
     }
@@ -285,7 +285,7 @@ impl<'a> Executor<'a> {
     /// next ones are looked up while the steps run; this tells the two apart. Called from
     /// the worker, without the scheduler's lock; a panic is handled as
     /// [`Executor::on_progress`]'s.
-    pub fn on_step_start(mut self, step_started: StartCallback<'a>) -> Self {
+    pub fn on_step_start(mut self, step_started: IdCallback<'a>) -> Self {
         self.step_started = Some(step_started);
         self
     }
@@ -295,7 +295,7 @@ impl<'a> Executor<'a> {
     /// end that adds on [`Executor::on_step_start`] and removes here never holds more
     /// than `--jobs` ids. Called from the worker; a panic is handled as
     /// [`Executor::on_progress`]'s.
-    pub fn on_step_end(mut self, step_ended: StartCallback<'a>) -> Self {
+    pub fn on_step_end(mut self, step_ended: IdCallback<'a>) -> Self {
         self.step_ended = Some(step_ended);
         self
     }

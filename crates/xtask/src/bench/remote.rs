@@ -357,13 +357,22 @@ impl TopLevelHits {
 }
 
 /// The uploading full misses against one server, round by round.
-#[derive(Default)]
 struct Uploading {
+    /// The server, as the table names it.
+    server: &'static str,
     samples: Vec<Duration>,
     ratios: Vec<f64>,
 }
 
 impl Uploading {
+    fn new(server: &'static str) -> Uploading {
+        Uploading {
+            server,
+            samples: Vec::new(),
+            ratios: Vec::new(),
+        }
+    }
+
     /// One timed full miss of `...` in `workspace` uploading to `server`, checked: 15
     /// misses, 15 results uploaded, no failure, every artifact built.
     fn time(&mut self, once: &Path, workspace: &Path, server: &Server) -> anyhow::Result<()> {
@@ -389,10 +398,13 @@ impl Uploading {
         }
     }
 
-    /// The table row of the full misses uploading to `server`.
-    fn row(&self, server: &str) -> (String, Vec<Duration>, &'static str, String) {
+    /// The table row of the full misses.
+    fn row(&self) -> (String, Vec<Duration>, &'static str, String) {
         (
-            format!("full miss of the 15 actions, uploading every result (84 MiB) to {server}"),
+            format!(
+                "full miss of the 15 actions, uploading every result (84 MiB) to {}",
+                self.server
+            ),
             self.samples.clone(),
             "",
             format!(
@@ -441,7 +453,8 @@ pub fn run(
         write_graph(workspace)?;
     }
     let (mut without, mut loads) = (Vec::new(), Vec::new());
-    let (mut grpc, mut http) = (Uploading::default(), Uploading::default());
+    let mut grpc = Uploading::new("BuildGrid (gRPC, disk CAS)");
+    let mut http = Uploading::new("nginx (HTTP, WebDAV)");
     let mut server = None;
     for round in 0..rounds {
         drop(server.take());
@@ -513,8 +526,8 @@ pub fn run(
             "",
             format!("load {}; {rounds} rounds", load_range(&loads)),
         ),
-        grpc.row("BuildGrid (gRPC, disk CAS)"),
-        http.row("nginx (HTTP, WebDAV)"),
+        grpc.row(),
+        http.row(),
         distribution.row(
             "≤ 60 ms",
             "its 1 MiB output and the streams, nothing else (the original's measure)",
@@ -553,8 +566,9 @@ pub fn run(
             "note": note,
         }));
     }
-    for (server, uploading) in [("BuildGrid", &grpc), ("nginx", &http)] {
+    for uploading in [&grpc, &http] {
         let (overhead, ratios) = uploading.overhead();
+        let server = uploading.server;
         table.push_str(&format!(
             "| upload overhead on a full miss, {server} | {:+.1} % | ≤ 10 % | rounds: {} |\n",
             overhead * 100.0,
